@@ -1,0 +1,38 @@
+# tilesmith — AArch64 GEMM micro-kernel generator.
+#   make gen ARCH=v86      generate kernels + drivers into out/$(ARCH)/
+#   make test              every test (Python units + generated code under qemu-aarch64)
+# Both install missing tools first (scripts/ensure-deps.sh; a no-op when all is there).
+
+PYTHON := /usr/bin/python3
+ARCH   ?= v86
+PREFIX ?= ts_
+INST   ?= auto
+CPU    ?= generic
+OUT    ?= out/$(ARCH)
+
+.PHONY: all deps deps-gen gen verify tiles test bench clean
+all: gen
+
+deps-gen:
+	@sh scripts/ensure-deps.sh gen
+deps:
+	@sh scripts/ensure-deps.sh all
+
+gen: deps-gen
+	$(PYTHON) -m gen generate --arch '$(ARCH)' --prefix '$(PREFIX)' --inst '$(INST)' --cpu '$(CPU)' --out '$(OUT)'
+
+# Check every .inst word of the generated kernels against GNU objdump.
+verify: deps gen
+	$(PYTHON) -m encoder verify $(OUT)/*.S
+
+tiles: deps-gen
+	$(PYTHON) -m gen tiles --arch '$(ARCH)'
+
+test: deps
+	$(PYTHON) -m pytest -q tests
+
+bench: deps
+	$(PYTHON) -m bench --arch '$(ARCH)'
+
+clean:
+	rm -rf out build bench/out
