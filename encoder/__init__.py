@@ -1,0 +1,15 @@
+"""tilesmith encoder: AArch64 SIMD instructions -> `.inst` words, for assemblers that lack them.
+
+    encode("smmla v16.4s, v2.16b, v0.16b") == 0x4e80a450
+    feature_of("smmla v16.4s, v2.16b, v0.16b") == "i8mm"
+    rewrite_text(asm_text, ["i8mm", "bf16"])      # or "all"
+    verify_files(["kernel.S"]) -> (n_verified, mismatches)
+"""
+from .encode import encode, feature_of
+from .errors import EncodeError
+from .forms import FEATURES
+from .rewrite import DEFAULT_FEATURES, rewrite_text
+from .verify import verify_files
+
+__all__ = ["encode", "feature_of", "EncodeError", "FEATURES", "DEFAULT_FEATURES",
+           "rewrite_text", "verify_files"]

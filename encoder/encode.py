@@ -1,0 +1,85 @@
+"""Instruction text -> 32-bit word, through the tables of forms.py."""
+from __future__ import annotations
+
+from .errors import EncodeError
+from .forms import FORMS_BY_MNEMONIC, INDEX_SCHEMES, Form
+from .operands import Instruction, Operand, parse_operand, split_mnemonic, split_operands
+
+# Register fields of every supported form (Arm ARM C4.1 "A64 instruction set encoding").
+RD_SHIFT, RN_SHIFT, RM_SHIFT = 0, 5, 16
+REGISTER_SHIFTS = (RD_SHIFT, RN_SHIFT, RM_SHIFT)
+
+
+def is_known_mnemonic(mnemonic: str) -> bool:
+    return mnemonic.lower() in FORMS_BY_MNEMONIC
+
+
+def _forms_of(mnemonic: str) -> tuple[Form, ...]:
+    forms = FORMS_BY_MNEMONIC.get(mnemonic)
+    if forms is None:
+        raise EncodeError(f"unknown mnemonic '{mnemonic}'")
+    return forms
+
+
+def _describe(form: Form) -> str:
+    return ", ".join(form.signature)
+
+
+def _select_form(instruction: Instruction) -> Form:
+    """The form whose operand shapes match; errors name a wrong count or arrangement."""
+    forms = _forms_of(instruction.mnemonic)
+    counts = sorted({len(form.signature) for form in forms})
+    if len(instruction.operands) not in counts:
+        expected = " or ".join(str(count) for count in counts)
+        raise EncodeError(f"wrong operand count for {instruction.mnemonic}: "
+                          f"expected {expected}, got {len(instruction.operands)}")
+    signature = tuple(op.signature for op in instruction.operands)
+    for form in forms:
+        if form.signature == signature:
+            return form
+    allowed = "; ".join(_describe(form) for form in forms
+                        if len(form.signature) == len(signature))
+    raise EncodeError(f"arrangement not allowed for {instruction.mnemonic}: "
+                      f"{', '.join(signature)} (allowed: {allowed})")
+
+
+def _index_bits(form: Form, element: Operand) -> int:
+    """Scatter the element index over the H/L/M bits of the form's index scheme."""
+    field_bits, max_vm = INDEX_SCHEMES[form.index_scheme]
+    if element.index >= form.index_count:
+        raise EncodeError(f"index {element.index} out of range 0-{form.index_count - 1} "
+                          f"for {form.mnemonic} element .{element.spec}")
+    if element.reg > max_vm:
+        raise EncodeError(f"Vm v{element.reg} above v{max_vm}: {form.mnemonic} with "
+                          f".{element.spec}[] elements allows only v0-v{max_vm}")
+    word = 0
+    for position, bit in enumerate(reversed(field_bits)):
+        word |= ((element.index >> position) & 1) << bit
+    return word
+
+
+def encode_instruction(instruction: Instruction) -> tuple[int, Form]:
+    form = _select_form(instruction)
+    word = form.base
+    for operand, shift in zip(instruction.operands, REGISTER_SHIFTS):
+        word |= operand.reg << shift
+    if form.index_scheme:
+        word |= _index_bits(form, instruction.operands[-1])
+    return word, form
+
+
+def parse_known(text: str) -> Instruction:
+    """Parse text whose mnemonic the encoder knows (unknown mnemonics are reported first)."""
+    mnemonic, operand_text = split_mnemonic(text)
+    _forms_of(mnemonic)
+    return Instruction(mnemonic, tuple(parse_operand(p) for p in split_operands(operand_text)))
+
+
+def encode(text: str) -> int:
+    """32-bit encoding of one instruction, e.g. encode('smmla v16.4s, v2.16b, v0.16b') == 0x4e80a450."""
+    return encode_instruction(parse_known(text))[0]
+
+
+def feature_of(text: str) -> str | None:
+    """Architecture feature the instruction needs (one of FEATURES), None for Armv8.0 base ones."""
+    return encode_instruction(parse_known(text))[1].feature
