@@ -5,7 +5,7 @@
     rewrite_text(asm_text, ["i8mm", "bf16"])      # or "all"
     verify_files(["kernel.S"]) -> (n_verified, mismatches)
 """
-from .encode import encode, feature_of
+from .encoding import encode, feature_of
 from .errors import EncodeError
 from .forms import FEATURES
 from .rewrite import DEFAULT_FEATURES, rewrite_text

@@ -5,7 +5,7 @@ import argparse
 import sys
 import warnings
 
-from .encode import encode
+from .encoding import encode
 from .errors import EncodeError
 from .rewrite import DEFAULT_FEATURES, rewrite_text
 from .verify import verify_files
@@ -35,6 +35,7 @@ def _cmd_verify(args) -> int:
     for mismatch in mismatches:
         print(mismatch)
     if mismatches:
+        sys.stdout.flush()
         print(f"{len(mismatches)} mismatch(es), {verified} .inst words verified", file=sys.stderr)
         return EXIT_MISMATCH
     print(f"{verified} .inst words verified")

@@ -184,4 +184,6 @@ for _form in FORMS:
     FORMS_BY_MNEMONIC.setdefault(_form.mnemonic, ())
     FORMS_BY_MNEMONIC[_form.mnemonic] += (_form,)
 
-MNEMONICS = frozenset(FORMS_BY_MNEMONIC)
+FORM_BY_SHAPE: dict[tuple[str, tuple[str, ...]], Form] = {
+    (form.mnemonic, form.signature): form for form in FORMS}
+assert len(FORM_BY_SHAPE) == len(FORMS), "two forms with the same mnemonic and operand shapes"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .errors import EncodeError
 
@@ -65,6 +66,7 @@ def split_mnemonic(text: str) -> tuple[str, str]:
     return match.group(1).lower(), match.group(2) or ""
 
 
+@lru_cache(maxsize=8192)  # kernels and tests repeat the same few hundred operand texts
 def parse_operand(text: str) -> Operand:
     """One register operand; raises EncodeError naming a malformed operand or a bad register."""
     cleaned = text.strip()

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .encode import encode_instruction, is_known_mnemonic, parse_known
+from .encoding import encode_instruction, is_known_mnemonic, parse_known
 from .errors import EncodeError
 from .forms import FEATURES
 

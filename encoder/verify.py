@@ -19,14 +19,12 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .encode import encode, is_known_mnemonic
+from .encoding import encode, is_known_mnemonic
 from .errors import EncodeError
 from .operands import parse_instruction
 from .rewrite import SourceLine
+from .toolchain import CC, MARCH_ALL, OBJDUMP
 
-CC = os.environ.get("TILESMITH_CC", "aarch64-linux-gnu-gcc")
-OBJDUMP = os.environ.get("TILESMITH_OBJDUMP", "aarch64-linux-gnu-objdump")
-MARCH = "-march=armv8.6-a+i8mm+bf16+dotprod+fp16+fp16fml"
 
 _LINE_INFO_RE = re.compile(r"^(\S.*):(\d+)(?:\s+\(discriminator \d+\))?$")
 _WORD_RE = re.compile(r"^\s*[0-9a-f]+:\s+([0-9a-f]{8})\s+(.*)$")
@@ -45,7 +43,7 @@ class DisassembledWord:
 def assemble(source: str, output: str) -> None:
     """Assemble source (through cpp for .S) with every feature on and line info."""
     language = "assembler-with-cpp" if source.endswith((".S", ".sx")) else "assembler"
-    command = [CC, "-c", "-g", "-x", language, MARCH, source, "-o", output]
+    command = [CC, "-c", "-g", "-x", language, f"-march={MARCH_ALL}", source, "-o", output]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise EncodeError(f"{source}: assembling failed:\n{result.stderr.strip()}")

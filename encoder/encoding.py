@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .errors import EncodeError
-from .forms import FORMS_BY_MNEMONIC, INDEX_SCHEMES, Form
+from .forms import FORM_BY_SHAPE, FORMS_BY_MNEMONIC, INDEX_SCHEMES, Form
 from .operands import Instruction, Operand, parse_operand, split_mnemonic, split_operands
 
 # Register fields of every supported form (Arm ARM C4.1 "A64 instruction set encoding").
@@ -27,16 +27,16 @@ def _describe(form: Form) -> str:
 
 def _select_form(instruction: Instruction) -> Form:
     """The form whose operand shapes match; errors name a wrong count or arrangement."""
+    signature = tuple(op.signature for op in instruction.operands)
+    form = FORM_BY_SHAPE.get((instruction.mnemonic, signature))
+    if form is not None:
+        return form
     forms = _forms_of(instruction.mnemonic)
     counts = sorted({len(form.signature) for form in forms})
     if len(instruction.operands) not in counts:
         expected = " or ".join(str(count) for count in counts)
         raise EncodeError(f"wrong operand count for {instruction.mnemonic}: "
                           f"expected {expected}, got {len(instruction.operands)}")
-    signature = tuple(op.signature for op in instruction.operands)
-    for form in forms:
-        if form.signature == signature:
-            return form
     allowed = "; ".join(_describe(form) for form in forms
                         if len(form.signature) == len(signature))
     raise EncodeError(f"arrangement not allowed for {instruction.mnemonic}: "
