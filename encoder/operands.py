@@ -78,6 +78,10 @@ def parse_operand(text: str) -> Operand:
         raise EncodeError(f"register v{reg} out of range (v0-v31) in operand {cleaned!r}")
     spec = match.group("spec").lower()
     index = None if match.group("index") is None else int(match.group("index"))
+    if index is None and spec in ELEMENT_SPECIFIERS - VECTOR_ARRANGEMENTS:
+        raise EncodeError(f"malformed operand {cleaned!r}: element .{spec} needs an index [n]")
+    if index is not None and spec not in ELEMENT_SPECIFIERS and spec in VECTOR_ARRANGEMENTS:
+        spec = spec[-1]  # GNU as also accepts v2.4s[1] for v2.s[1]: an element of that size
     known = VECTOR_ARRANGEMENTS if index is None else ELEMENT_SPECIFIERS
     if spec not in known:
         kind = "arrangement" if index is None else "element specifier"
