@@ -1,0 +1,322 @@
+"""Register-tiling solver: picks the ep x hp x lp tile and the register map for one MAC instruction.
+
+Model (GEMM C[M][N] += A[M][K] * B[K][N], tiled into ep x hp blocks of C, k-step lp = inst.k):
+  cost        bytes of A and B loaded per multiply-accumulate, inst.bytes_per_mac(ep, hp)
+              = (ep + hp) * operand_bytes / (ep * hp): falls as 1/ep + 1/hp
+              (seed 001, section 通用矩阵乘实现: memory traffic of an ep x hp tiling).
+  registers   accumulators inst.c_regs(ep, hp) + live A + live B <= budget (32 NEON registers).
+  residency   "resident"  all A and B registers of a k-step live: inst.a_regs(ep) + inst.b_regs(hp);
+              "stream_b"  A resident, the k-step's B registers rotate through a set of s >= 2;
+              "stream_a"  B resident, A rotates. Streaming is what lets a larger tile fit
+              (MNN's bfmmla 12x8, seed 001 section GemmBF16实现). It loads the same bytes, so it
+              is only offered for a tile whose resident form exceeds the budget.
+  stream size s must divide the operand's register count (the plan maps chunk j of every k-step
+              to register j % s, so the rotation runs on seamlessly into the next k-step) and
+              must let a load land: on an in-order core the load that refills a register is
+              issued after the MACs that last read it, and only the MACs of the other s-1
+              chunks run before its first use, so (s-1) * macs_per_chunk / MACs-per-cycle
+              >= load latency. An out-of-order core renames the register, so the load issues
+              early and s = 2 suffices.
+  latency     accumulators >= core.min_accumulators(inst) (latency x MACs per cycle) for every
+              core the CPU choice covers that has the instruction (gen.cores.cores_for).
+  by-element  row forms read A by element: A must live in v0..v(inst.a_index_regs - 1).
+  loads       a partly filled last A or B register (inst.tile_ok allows it) must take one
+              load: 1, 2, 4, 8 or 16 bytes (LDR B/H/S/D/Q, Arm ARM C7.2 "LDR (immediate,
+              SIMD&FP)"); e.g. 3 fp32 rows (12 bytes) would need two loads.
+Ranking: fewest bytes per MAC; then fewest registers; then the squarer tile (|ep - hp|); then
+fewer A registers, smaller ep, strategy name (a fixed, deterministic order).
+
+Public API (the kernel generator codes against it):
+  solve(instruction, regs=32, cpu="generic") -> gen.plan.TilePlan
+  candidates(instruction, regs=32, cpu="generic") -> list[Candidate], best first
+  TilingError(ValueError)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict
+from fractions import Fraction
+
+from .cores import CoreModel, check_cpu, cores_for
+from .isa import INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, MacInstruction
+from .plan import STRATEGIES, TilePlan
+
+DEFAULT_REGS = NUM_VREGS
+# AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers"): v8-v15 are callee-saved
+# (their low 64 bits); all other vector registers are caller-saved.
+CALLEE_SAVED = frozenset(range(8, 16))
+MIN_STREAM = 2
+# Sizes one SIMD&FP load (LDR Bt/Ht/St/Dt/Qt) transfers, in bytes.
+LOAD_BYTES = frozenset({1, 2, 4, 8, 16})
+
+
+class TilingError(ValueError):
+    """Bad arguments, or no tile fits the constraints."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    instruction: str
+    ep: int
+    hp: int
+    lp: int
+    strategy: str               # one of gen.plan.STRATEGIES
+    regs_a: int                 # live A registers (the rotating set when streaming A)
+    regs_b: int
+    regs_c: int
+    bytes_per_mac: float
+    rank: int = 0               # 0 = the solver's choice
+    why: str = ""               # why it is ranked where it is
+    stream_note: str = ""       # how the stream size was chosen ("" when resident)
+
+    @property
+    def regs_total(self) -> int:
+        return self.regs_a + self.regs_b + self.regs_c
+
+    @property
+    def macs_per_byte(self) -> float:
+        return 1.0 / self.bytes_per_mac
+
+    @property
+    def exact_bytes_per_mac(self) -> Fraction:
+        inst = INSTRUCTIONS[self.instruction]
+        return Fraction((self.ep + self.hp) * inst.operand_bytes, self.ep * self.hp)
+
+    def sort_key(self) -> tuple:
+        return (self.exact_bytes_per_mac, self.regs_total, abs(self.ep - self.hp), self.regs_a,
+                self.ep, self.hp, STRATEGIES.index(self.strategy))
+
+    @property
+    def label(self) -> str:
+        return f"{self.ep}x{self.hp}x{self.lp} {self.strategy}"
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.update(regs_total=self.regs_total, macs_per_byte=round(self.macs_per_byte, 4),
+                 bytes_per_mac=round(self.bytes_per_mac, 4))
+        return d
+
+
+# ---- argument checks ----------------------------------------------------------------------
+
+def _instruction(name) -> MacInstruction:
+    if name not in INSTRUCTIONS:
+        raise TilingError(f"unknown instruction {name!r}: valid values are "
+                          f"{', '.join(INSTRUCTIONS)}")
+    return INSTRUCTIONS[name]
+
+
+def _check_regs(regs) -> int:
+    if isinstance(regs, bool) or not isinstance(regs, int):
+        raise TilingError(f"register budget must be an integer, got {regs!r}")
+    if not 1 <= regs <= NUM_VREGS:
+        raise TilingError(f"register budget {regs} out of range: AArch64 has {NUM_VREGS} "
+                          f"vector registers (use 1..{NUM_VREGS})")
+    return regs
+
+
+def covered_cores(inst: MacInstruction, cpu: str) -> list[CoreModel]:
+    """The core models `cpu` covers that have `inst` (the ones whose constraints apply)."""
+    try:
+        check_cpu(cpu)
+    except ValueError as e:
+        raise TilingError(str(e)) from None
+    cores = [c for c in cores_for(cpu) if c.has(inst.feature)]
+    if not cores:
+        raise TilingError(f"CPU {cpu!r} does not have {inst.feature} ({inst.name} needs it)")
+    return cores
+
+
+def required_accumulators(inst: MacInstruction, cores: list[CoreModel]) -> int:
+    return max(c.min_accumulators(inst.name) for c in cores)
+
+
+# ---- streaming ------------------------------------------------------------------------------
+
+def _macs_per_chunk(inst: MacInstruction, ep: int, hp: int, streamed: str) -> int:
+    """MACs that read one register of the streamed operand (the smallest, partly filled one
+    when the tile does not fill its last register)."""
+    if streamed == "b":
+        cols = min(inst.b_cols_per_reg, hp - (inst.b_regs(hp) - 1) * inst.b_cols_per_reg)
+        return (ep // inst.c_rows_per_reg) * -(-cols // inst.c_cols_per_reg)
+    rows = min(inst.a_rows_per_reg, ep - (inst.a_regs(ep) - 1) * inst.a_rows_per_reg)
+    return -(-rows // inst.c_rows_per_reg) * (hp // inst.c_cols_per_reg)
+
+
+def _load_hidden(inst: MacInstruction, cores: list[CoreModel], size: int, macs: int) -> bool:
+    """Whether a rotating set of `size` registers hides the refill load on every core."""
+    return all(not c.in_order
+               or (size - 1) * macs >= c.load_latency * c.throughput(inst.name)
+               for c in cores)
+
+
+def stream_size(inst, cores, ep, hp, streamed: str):
+    """Smallest rotating-set size for streaming operand `streamed` ("a" or "b"), or None when
+    no size below the operand's register count works (then the operand stays resident)."""
+    chunks = inst.b_regs(hp) if streamed == "b" else inst.a_regs(ep)
+    macs = _macs_per_chunk(inst, ep, hp, streamed)
+    for size in range(MIN_STREAM, chunks):
+        if chunks % size == 0 and _load_hidden(inst, cores, size, macs):
+            return size
+    return None
+
+
+def _stream_note(inst, cores, ep, hp, streamed, size) -> str:
+    chunks = inst.b_regs(hp) if streamed == "b" else inst.a_regs(ep)
+    macs = _macs_per_chunk(inst, ep, hp, streamed)
+    in_order = [c for c in cores if c.in_order]
+    why = "; ".join(f"{c.name}: {size - 1} x {macs} MACs at {c.throughput(inst.name)}/cycle "
+                    f">= {c.load_latency}-cycle load" for c in in_order)
+    return (f"{streamed.upper()} streamed: {chunks} registers per k-step rotate through {size} "
+            f"(chunk j -> set[j % {size}], {size} divides {chunks}); each refill load issues "
+            f"after the last MAC reading its register and lands while the other {size - 1} "
+            f"chunk(s) are multiplied"
+            + (f" ({why})" if why else "")
+            + "; out-of-order cores rename the register, so the load also issues early there.")
+
+
+# ---- enumeration ----------------------------------------------------------------------------
+
+def _tile_options(inst, ep, hp, regs, cores):
+    """(strategy, regs_a, regs_b, stream_note) for tile ep x hp within `regs`."""
+    na, nb, nc = inst.a_regs(ep), inst.b_regs(hp), inst.c_regs(ep, hp)
+    if na + nb + nc <= regs:
+        yield "resident", na, nb, ""
+        return
+    for streamed in ("a", "b"):
+        size = stream_size(inst, cores, ep, hp, streamed)
+        if size is None:
+            continue
+        ra, rb = (size, nb) if streamed == "a" else (na, size)
+        if ra + rb + nc <= regs:
+            yield f"stream_{streamed}", ra, rb, _stream_note(inst, cores, ep, hp, streamed, size)
+
+
+def last_register_bytes(inst: MacInstruction, ep: int, hp: int) -> tuple[int, int]:
+    """Bytes per k-step in the last A register and in the last B register of a tile."""
+    a_rows = ep - (inst.a_regs(ep) - 1) * inst.a_rows_per_reg
+    b_cols = hp - (inst.b_regs(hp) - 1) * inst.b_cols_per_reg
+    return a_rows * inst.k * inst.operand_bytes, b_cols * inst.k * TYPE_BYTES[inst.b_type]
+
+
+def _single_loads(inst: MacInstruction, ep: int, hp: int) -> bool:
+    return all(n in LOAD_BYTES for n in last_register_bytes(inst, ep, hp))
+
+
+def _feasible(inst: MacInstruction, regs: int, cores: list[CoreModel]) -> list[Candidate]:
+    need_acc = required_accumulators(inst, cores)
+    found = []
+    for ep in range(inst.c_rows_per_reg, regs * inst.c_rows_per_reg + 1, inst.c_rows_per_reg):
+        for hp in range(inst.c_cols_per_reg, regs * inst.c_cols_per_reg + 1, inst.c_cols_per_reg):
+            nc = inst.c_regs(ep, hp)
+            if (not inst.tile_ok(ep, hp) or nc < need_acc or nc > regs
+                    or not _single_loads(inst, ep, hp)):
+                continue
+            for strategy, ra, rb, note in _tile_options(inst, ep, hp, regs, cores):
+                if ra > inst.a_index_regs:      # A sits at v0.. so it fits iff the count does
+                    continue
+                found.append(Candidate(inst.name, ep, hp, inst.lp, strategy, ra, rb, nc,
+                                       inst.bytes_per_mac(ep, hp), stream_note=note))
+    return found
+
+
+def _why(c: Candidate, best: Candidate, rank: int) -> str:
+    if rank == 0:
+        return (f"chosen: fewest bytes per MAC ({float(c.exact_bytes_per_mac):.4f}), "
+                f"{c.regs_total} registers")
+    labels = ("bytes per MAC", "registers", "squareness |ep-hp|", "A registers", "ep", "hp",
+              "strategy order")
+    values = (lambda x: (f"{float(x.exact_bytes_per_mac):.4f}", x.regs_total, abs(x.ep - x.hp),
+                         x.regs_a, x.ep, x.hp, x.strategy))
+    for label, mine, theirs, vm, vt in zip(labels, c.sort_key(), best.sort_key(),
+                                           values(c), values(best)):
+        if mine != theirs:
+            tie = "" if label == labels[0] else "ties on bytes per MAC, "
+            return f"{tie}loses to {best.label} on {label}: {vm} vs {vt}"
+    return "identical to the choice"  # unreachable: (ep, hp, strategy) is unique
+
+
+def candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> list[Candidate]:
+    """Every feasible (tile, strategy) for `instruction` within `regs` vector registers on
+    `cpu`, best first. Raises TilingError on bad arguments or when nothing fits."""
+    inst = _instruction(instruction)
+    regs = _check_regs(regs)
+    cores = covered_cores(inst, cpu)
+    found = sorted(_feasible(inst, regs, cores), key=Candidate.sort_key)
+    if not found:
+        na, nb = inst.a_regs(inst.rows), inst.b_regs(inst.cols)
+        raise TilingError(
+            f"no {instruction} tile fits {regs} vector registers on CPU {cpu!r}: it needs at "
+            f"least {required_accumulators(inst, cores)} accumulators (latency x throughput) "
+            f"plus A and B registers (smallest tile: {na} A + {nb} B)")
+    best = found[0]
+    return [Candidate(**{**asdict(c), "rank": i, "why": _why(c, best, i)})
+            for i, c in enumerate(found)]
+
+
+# ---- register assignment and plan -----------------------------------------------------------
+
+def register_order(total: int) -> list[int]:
+    """Physical registers to hand out, low first. A tile that fits in the 24 caller-saved
+    registers skips v8-v15 so the kernel need not save d8-d15."""
+    if total <= NUM_VREGS - len(CALLEE_SAVED):
+        return [r for r in range(NUM_VREGS) if r not in CALLEE_SAVED]
+    return list(range(NUM_VREGS))
+
+
+def assign_registers(c: Candidate) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(a_regs, b_regs, c_regs): A lowest (by-element forms index A in v0..v15), then B, then
+    the accumulators in row-block-major order (gen.plan.TilePlan.c_reg_for)."""
+    order = register_order(c.regs_total)
+    a = tuple(order[:c.regs_a])
+    b = tuple(order[c.regs_a:c.regs_a + c.regs_b])
+    acc = tuple(order[c.regs_a + c.regs_b:c.regs_total])
+    return a, b, acc
+
+
+def edge_handling(inst: MacInstruction, ep: int, hp: int) -> str:
+    """How the driver handles M % ep and N % hp remainders, and what it costs."""
+    variants = (ep // inst.c_rows_per_reg) * (hp // inst.c_cols_per_reg) - 1
+    return (
+        f"The driver zero-pads the packed A panel to a multiple of ep={ep} rows, the packed B "
+        f"panel to a multiple of hp={hp} columns (and K to a multiple of lp={inst.lp}), and "
+        f"runs the one {ep}x{hp} kernel on every tile. An edge tile (rm < {ep} rows and/or "
+        f"rn < {hp} columns left) is written to a tile-sized scratch buffer ({ep} x {hp} "
+        f"elements, ldc = {hp * 4} bytes) and its rm x rn valid part is copied into C, so the "
+        f"kernel never writes outside C. Wasted MACs: 1 - rm*rn/({ep}*{hp}) of that tile; over "
+        f"an M x N GEMM 1 - M*N/(ceil(M/{ep})*{ep} * ceil(N/{hp})*{hp}), at most "
+        f"({ep}-1)/M + ({hp}-1)/N. Why not smaller edge kernels (MNN's approach): up to "
+        f"{variants} extra tile shapes would each need generating, scheduling and testing, "
+        f"while the padding waste touches only the last row and column of tiles and shrinks "
+        f"as 1/M and 1/N.")
+
+
+def plan_for(c: Candidate, cpu: str = "generic") -> TilePlan:
+    """The TilePlan (physical registers, edge handling, notes) for candidate `c`."""
+    inst = INSTRUCTIONS[c.instruction]
+    cores = covered_cores(inst, cpu)
+    a, b, acc = assign_registers(c)
+    if a and max(a) >= inst.a_index_regs:   # guards assign_registers; cannot happen for A at v0
+        raise TilingError(f"A registers {a} exceed v{inst.a_index_regs - 1} ({inst.name})")
+    saved = sorted(CALLEE_SAVED.intersection(a + b + acc))
+    notes = [
+        f"{c.ep}x{c.hp}x{c.lp}: {c.regs_a} A + {c.regs_b} B + {c.regs_c} C = {c.regs_total} "
+        f"registers, {float(c.exact_bytes_per_mac):.4f} bytes per MAC "
+        f"({c.macs_per_byte:.2f} MACs per loaded byte)",
+        f"accumulators: {c.regs_c} >= {required_accumulators(inst, cores)} needed "
+        f"(latency x MACs/cycle, max over {', '.join(k.name for k in cores)})",
+        (f"uses callee-saved v{saved[0]}-v{saved[-1]}: the kernel saves/restores d8-d15"
+         if saved else "fits in caller-saved registers: no d8-d15 save needed"),
+    ]
+    if inst.a_index_regs < NUM_VREGS:
+        notes.append(f"A is read by element: it must sit in v0-v{inst.a_index_regs - 1} "
+                     f"(here v{a[0]}-v{a[-1]})")
+    if c.stream_note:
+        notes.append(c.stream_note)
+    return TilePlan(instruction=c.instruction, ep=c.ep, hp=c.hp, lp=c.lp, strategy=c.strategy,
+                    a_regs=a, b_regs=b, c_regs=acc, bytes_per_mac=c.bytes_per_mac, cpu=cpu,
+                    edge=edge_handling(inst, c.ep, c.hp), notes=tuple(notes))
+
+
+def solve(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> TilePlan:
+    """The best plan for `instruction` within `regs` vector registers on `cpu`."""
+    return plan_for(candidates(instruction, regs, cpu)[0], cpu)
