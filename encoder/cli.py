@@ -55,7 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     inst_cmd.add_argument("--features", default=",".join(DEFAULT_FEATURES),
                           help="comma-separated feature names, or 'all' (default: %(default)s)")
     inst_cmd.set_defaults(run=_cmd_inst)
-    verify_cmd = commands.add_parser("verify", help="check .inst words against GNU objdump")
+    verify_cmd = commands.add_parser(
+        "verify", help="check .inst words against GNU objdump",
+        description="Assemble (.S through cpp) with every feature and -g, disassemble with "
+                    "objdump -d -l, and check each word of a '.inst 0x.. // insn' line disassembles "
+                    "to insn.  For a .o: .inst lines reachable through its line info are checked the "
+                    "same way, and every other instruction the encoder knows is re-encoded and must "
+                    "equal the object's word.")
     verify_cmd.add_argument("files", nargs="+", metavar="FILE.S|FILE.o")
     verify_cmd.set_defaults(run=_cmd_verify)
     return parser

@@ -179,10 +179,9 @@ FORMS: tuple[Form, ...] = tuple(
     + _pairwise_accumulate("uadalp", 0x2E206800, "Arm ARM DDI0487 C7.2 UADALP")
 )
 
-FORMS_BY_MNEMONIC: dict[str, tuple[Form, ...]] = {}
-for _form in FORMS:
-    FORMS_BY_MNEMONIC.setdefault(_form.mnemonic, ())
-    FORMS_BY_MNEMONIC[_form.mnemonic] += (_form,)
+FORMS_BY_MNEMONIC: dict[str, tuple[Form, ...]] = {
+    mnemonic: tuple(form for form in FORMS if form.mnemonic == mnemonic)
+    for mnemonic in dict.fromkeys(form.mnemonic for form in FORMS)}
 
 FORM_BY_SHAPE: dict[tuple[str, tuple[str, ...]], Form] = {
     (form.mnemonic, form.signature): form for form in FORMS}
