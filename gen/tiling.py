@@ -105,7 +105,7 @@ def _instruction(name) -> MacInstruction:
     return INSTRUCTIONS[name]
 
 
-def _check_regs(regs) -> int:
+def check_regs(regs) -> int:
     if isinstance(regs, bool) or not isinstance(regs, int):
         raise TilingError(f"register budget must be an integer, got {regs!r}")
     if not 1 <= regs <= NUM_VREGS:
@@ -239,15 +239,18 @@ def candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "generic")
     """Every feasible (tile, strategy) for `instruction` within `regs` vector registers on
     `cpu`, best first. Raises TilingError on bad arguments or when nothing fits."""
     inst = _instruction(instruction)
-    regs = _check_regs(regs)
+    regs = check_regs(regs)
     cores = covered_cores(inst, cpu)
     found = sorted(_feasible(inst, regs, cores), key=Candidate.sort_key)
     if not found:
-        na, nb = inst.a_regs(inst.rows), inst.b_regs(inst.cols)
+        need = required_accumulators(inst, cores)
+        demanding = next(c for c in cores if c.min_accumulators(inst.name) == need)
         raise TilingError(
-            f"no {instruction} tile fits {regs} vector registers on CPU {cpu!r}: it needs at "
-            f"least {required_accumulators(inst, cores)} accumulators (latency x throughput) "
-            f"plus A and B registers (smallest tile: {na} A + {nb} B)")
+            f"no {instruction} tile fits {regs} vector registers on CPU {cpu!r}: every tile "
+            f"needs >= {need} accumulators ({demanding.name}: latency "
+            f"{demanding.latency(inst.name)} x {demanding.throughput(inst.name)} MACs/cycle) "
+            f"plus its A and B registers (all resident, or one operand streamed through a "
+            f"rotating set of >= {MIN_STREAM} that hides the load latency)")
     best = found[0]
     return [Candidate(**{**asdict(c), "rank": i, "why": _why(c, best, i)})
             for i, c in enumerate(found)]

@@ -1,0 +1,154 @@
+"""`python3 -m gen tiles` — show the register-tiling solver's choice per instruction.
+
+For every instruction available at --arch (or just --instruction): the tile ep x hp x lp, the
+A / B / C registers, the residency strategy, bytes per MAC, MACs per loaded byte, the edge
+handling, and the runner-up candidates with the reason each lost. Exit status 0 when every
+requested instruction has a tile, 2 on bad arguments or when a requested tile cannot fit.
+An instruction whose feature the chosen --cpu lacks is listed as unavailable (not an error).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .cores import CPU_NAMES
+from .isa import ARCH_LEVELS, INSTRUCTIONS, instructions_for
+from .tiling import DEFAULT_REGS, TilingError, candidates, check_regs, covered_cores, plan_for
+
+DEFAULT_RUNNERS_UP = 5
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):           # argparse exits 2 too; keep its message on stderr
+        raise TilingError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python3 -m gen tiles", description=__doc__.splitlines()[0])
+    p.add_argument("--arch", default="v86", help=f"one of {', '.join(ARCH_LEVELS)} (default v86)")
+    p.add_argument("--regs", type=int, default=DEFAULT_REGS,
+                   help=f"vector register budget, 1..{DEFAULT_REGS} (default {DEFAULT_REGS})")
+    p.add_argument("--cpu", default="generic", help=f"one of {', '.join(CPU_NAMES)}")
+    p.add_argument("--format", default="table", choices=("table", "json"))
+    p.add_argument("--instruction", help="only this instruction (default: all at --arch)")
+    p.add_argument("--runners-up", type=int, default=DEFAULT_RUNNERS_UP,
+                   help=f"runner-up candidates to show (default {DEFAULT_RUNNERS_UP})")
+    return p
+
+
+def _selected(args) -> list[str]:
+    if args.arch not in ARCH_LEVELS:
+        raise TilingError(f"unknown arch {args.arch!r}: valid values are {', '.join(ARCH_LEVELS)}")
+    names = [i.name for i in instructions_for(args.arch)]
+    if args.instruction is None:
+        return names
+    if args.instruction not in INSTRUCTIONS:
+        raise TilingError(f"unknown instruction {args.instruction!r}: valid values are "
+                          f"{', '.join(INSTRUCTIONS)}")
+    if args.instruction not in names:
+        raise TilingError(f"instruction {args.instruction!r} needs ARCH "
+                          f"{INSTRUCTIONS[args.instruction].arch}, not {args.arch}")
+    return [args.instruction]
+
+
+def _unavailable_reason(name: str, cpu: str):
+    """Why `cpu` cannot run instruction `name`, or None when it can."""
+    try:
+        covered_cores(INSTRUCTIONS[name], cpu)
+        return None
+    except TilingError as e:
+        return str(e)
+
+
+def _solve_one(name: str, args) -> dict:
+    ranked = candidates(name, args.regs, args.cpu)
+    plan = plan_for(ranked[0], args.cpu)
+    entry = plan.to_json()
+    entry.update(macs_per_byte=round(ranked[0].macs_per_byte, 4),
+                 bytes_per_mac=round(plan.bytes_per_mac, 4), regs_total=plan.regs_total,
+                 feasible_candidates=len(ranked),
+                 runners_up=[c.to_json() for c in ranked[1:1 + args.runners_up]])
+    return entry
+
+
+def _tile_text(e: dict) -> str:
+    return f"{e['ep']}x{e['hp']}x{e['lp']}"
+
+
+def _regs_text(regs) -> str:
+    if not regs:
+        return "-"
+    runs, start = [], regs[0]
+    for prev, cur in zip(regs, regs[1:] + (None,)):
+        if cur != prev + 1:
+            runs.append(f"v{start}" if start == prev else f"v{start}-v{prev}")
+            start = cur
+    return ",".join(runs)
+
+
+def _table(entries: list[dict], unavailable: dict, args) -> str:
+    out = [f"tilesmith tiles: arch {args.arch}, {args.regs} vector registers, cpu {args.cpu}", ""]
+    head = f"{'instruction':<11} {'ep x hp x lp':<12} {'strategy':<9} {'A':>2} {'B':>2} " \
+           f"{'C':>2} {'regs':>4} {'B/MAC':>7} {'MAC/B':>6}"
+    out += [head, "-" * len(head)]
+    for e in entries:
+        out.append(f"{e['instruction']:<11} {_tile_text(e):<12} "
+                   f"{e['strategy']:<9} {e['regs_a']:>2} {e['regs_b']:>2} {e['regs_c']:>2} "
+                   f"{e['regs_total']:>4} {e['bytes_per_mac']:>7.4f} {e['macs_per_byte']:>6.2f}")
+    for name, reason in unavailable.items():
+        out.append(f"{name:<11} unavailable: {reason}")
+    for e in entries:
+        out += ["", f"== {e['instruction']}: {e['ep']}x{e['hp']}x{e['lp']} {e['strategy']} "
+                    f"({e['feasible_candidates']} feasible candidates)",
+                f"  registers  A {_regs_text(tuple(e['a_regs']))}  B {_regs_text(tuple(e['b_regs']))}"
+                f"  C {_regs_text(tuple(e['c_regs']))}"]
+        out += [f"  note: {n}" for n in e["notes"]]
+        out.append(f"  edge: {e['edge']}")
+        if e["runners_up"]:
+            out.append("  runners-up:")
+        for r in e["runners_up"]:
+            out.append(f"   #{r['rank']:<2} {_tile_text(r):<9} {r['strategy']:<9} "
+                       f"regs {r['regs_a']}+{r['regs_b']}+{r['regs_c']}={r['regs_total']:<2} "
+                       f"{r['bytes_per_mac']:.4f} B/MAC  {r['why']}")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = _parser().parse_args(argv)
+        check_regs(args.regs)
+        if args.runners_up < 0:
+            raise TilingError(f"--runners-up must be >= 0, got {args.runners_up}")
+        names = _selected(args)
+        if args.cpu not in CPU_NAMES:
+            raise TilingError(f"unknown CPU {args.cpu!r}: valid values are {', '.join(CPU_NAMES)}")
+        unavailable = {n: r for n in names if (r := _unavailable_reason(n, args.cpu))}
+        if args.instruction and unavailable:
+            raise TilingError(unavailable[args.instruction])
+    except TilingError as e:
+        print(f"tiles: error: {e}", file=sys.stderr)
+        return 2
+    entries, errors = [], []
+    for name in names:
+        if name in unavailable:
+            continue
+        try:
+            entries.append(_solve_one(name, args))
+        except TilingError as e:
+            errors.append(str(e))
+    if errors:                          # every failure named; no partial answer on stdout
+        for message in errors:
+            print(f"tiles: error: {message}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps({"arch": args.arch, "regs": args.regs, "cpu": args.cpu,
+                          "tiles": entries, "unavailable": unavailable}, indent=2))
+    else:
+        print(_table(entries, unavailable, args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
