@@ -1,0 +1,265 @@
+"""Tests of the register-tiling solver (gen/tiling.py) and its CLI (gen/tiles_cli.py).
+
+The reference is an independent brute force written here from the model's definition (counting
+which accumulator reads which A/B register), not the solver's enumeration."""
+import json
+import math
+from fractions import Fraction
+
+import pytest
+
+from gen import tiles_cli
+from gen.cores import CPU_NAMES, cores_for
+from gen.isa import INSTRUCTIONS, TYPE_BYTES, instructions_for
+from gen.plan import TilePlan
+from gen.tiling import TilingError, candidates, solve
+
+BUDGETS = (32, 24, 16)
+SINGLE_LOAD_BYTES = {1, 2, 4, 8, 16}      # LDR B/H/S/D/Q
+CALLEE_SAVED = set(range(8, 16))          # AAPCS64 v8-v15
+
+
+# ---- independent reference -----------------------------------------------------------------
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def _acc_block(inst):
+    """(rows, cols) of C one accumulator register holds."""
+    lanes = 16 // TYPE_BYTES[inst.c_type]
+    return (1, lanes) if inst.acc_shape == "row" else (2, 2)
+
+
+def _reader_counts(inst, ep, hp):
+    """MACs per k-step that read each A register and each B register (one MAC per
+    accumulator per k-step)."""
+    crow, ccol = _acc_block(inst)
+    a_reads = [0] * _ceil(ep, inst.a_rows_per_reg)
+    b_reads = [0] * _ceil(hp, inst.b_cols_per_reg)
+    for rb in range(ep // crow):
+        for cb in range(hp // ccol):
+            a_reads[rb * crow // inst.a_rows_per_reg] += 1
+            b_reads[cb * ccol // inst.b_cols_per_reg] += 1
+    return a_reads, b_reads
+
+
+def _stream_set(reads, cores, name):
+    """Smallest rotating set (2 <= s < len(reads), s | len(reads)) that hides the load on
+    every in-order core; None if there is none."""
+    n = len(reads)
+    for s in range(2, n):
+        if n % s == 0 and all((s - 1) * min(reads) >= c.load_latency * c.throughput(name)
+                              for c in cores if c.in_order):
+            return s
+    return None
+
+
+def brute_force(name, regs, cpu):
+    """{(ep, hp, strategy): (regs_a, regs_b, regs_c, cost)} for every feasible tile."""
+    inst = INSTRUCTIONS[name]
+    cores = [c for c in cores_for(cpu) if c.has(inst.feature)]
+    need_acc = max(math.ceil(c.latency(name) * c.throughput(name)) for c in cores)
+    crow, ccol = _acc_block(inst)
+    a_bytes, b_bytes = TYPE_BYTES[inst.a_type], TYPE_BYTES[inst.b_type]
+    found = {}
+    for ep in range(crow, 4 * regs + 1, crow):
+        for hp in range(ccol, 16 * regs + 1, ccol):
+            n_c = (ep // crow) * (hp // ccol)
+            if n_c > regs or n_c < need_acc:
+                continue
+            n_a, n_b = _ceil(ep, inst.a_rows_per_reg), _ceil(hp, inst.b_cols_per_reg)
+            last_a = (ep - (n_a - 1) * inst.a_rows_per_reg) * inst.k * a_bytes
+            last_b = (hp - (n_b - 1) * inst.b_cols_per_reg) * inst.k * b_bytes
+            if last_a not in SINGLE_LOAD_BYTES or last_b not in SINGLE_LOAD_BYTES:
+                continue
+            cost = Fraction(ep * a_bytes + hp * b_bytes, ep * hp)
+            options = []
+            if n_a + n_b + n_c <= regs:
+                options.append(("resident", n_a, n_b))
+            else:
+                a_reads, b_reads = _reader_counts(inst, ep, hp)
+                s_a, s_b = _stream_set(a_reads, cores, name), _stream_set(b_reads, cores, name)
+                if s_a:
+                    options.append(("stream_a", s_a, n_b))
+                if s_b:
+                    options.append(("stream_b", n_a, s_b))
+            for strategy, ra, rb in options:
+                if ra + rb + n_c <= regs and ra <= inst.a_index_regs:
+                    found[(ep, hp, strategy)] = (ra, rb, n_c, cost)
+    return found
+
+
+def _cases():
+    return [(n, r, c) for n in INSTRUCTIONS for r in BUDGETS for c in CPU_NAMES
+            if any(k.has(INSTRUCTIONS[n].feature) for k in cores_for(c))]
+
+
+# ---- optimality against the brute force ----------------------------------------------------
+
+@pytest.mark.parametrize("name,regs,cpu", _cases())
+def test_choice_is_optimal_under_the_model(name, regs, cpu):
+    reference = brute_force(name, regs, cpu)
+    if not reference:
+        with pytest.raises(TilingError, match="no .* tile fits"):
+            solve(name, regs, cpu)
+        return
+    ranked = candidates(name, regs, cpu)
+    got = {(c.ep, c.hp, c.strategy): (c.regs_a, c.regs_b, c.regs_c, c.exact_bytes_per_mac)
+           for c in ranked}
+    assert got == reference
+    best_cost = min(v[3] for v in reference.values())
+    best_regs = min(sum(v[:3]) for v in reference.values() if v[3] == best_cost)
+    best_square = min(abs(ep - hp) for (ep, hp, _), v in reference.items()
+                      if v[3] == best_cost and sum(v[:3]) == best_regs)
+    plan = solve(name, regs, cpu)
+    assert Fraction(plan.bytes_per_mac).limit_denominator(10**6) == best_cost
+    assert plan.regs_total == best_regs <= regs
+    assert abs(plan.ep - plan.hp) == best_square
+    assert [c.rank for c in ranked] == list(range(len(ranked)))
+
+
+@pytest.mark.parametrize("name,regs,cpu", _cases())
+def test_registers_distinct_and_within_limits(name, regs, cpu):
+    try:
+        plan = solve(name, regs, cpu)
+    except TilingError:
+        return                      # infeasibility is checked against the brute force above
+    inst = INSTRUCTIONS[name]
+    everything = plan.a_regs + plan.b_regs + plan.c_regs
+    assert len(set(everything)) == len(everything) == plan.regs_total <= regs
+    assert all(0 <= r < 32 for r in everything)
+    assert max(plan.a_regs) < inst.a_index_regs
+    assert len(plan.c_regs) == (plan.ep // inst.c_rows_per_reg) * (plan.hp // inst.c_cols_per_reg)
+    if plan.strategy == "resident":
+        assert len(plan.a_regs) == _ceil(plan.ep, inst.a_rows_per_reg)
+        assert len(plan.b_regs) == _ceil(plan.hp, inst.b_cols_per_reg)
+    if plan.regs_total <= 24:      # fits without callee-saved registers: none used
+        assert not CALLEE_SAVED.intersection(everything)
+    blocks = {plan.c_reg_for(r, c) for r in range(plan.ep // inst.c_rows_per_reg)
+              for c in range(plan.hp // inst.c_cols_per_reg)}
+    assert blocks == set(plan.c_regs)
+    assert isinstance(plan, TilePlan) and plan.lp == inst.k and plan.cpu == cpu
+
+
+# ---- published tiles -----------------------------------------------------------------------
+
+def _candidate(name, ep, hp, strategy):
+    matches = [c for c in candidates(name) if (c.ep, c.hp, c.strategy) == (ep, hp, strategy)]
+    assert matches, f"{name} {ep}x{hp} {strategy} is not a feasible candidate"
+    return matches[0]
+
+
+def test_mnn_smmla_4x20_resident():
+    # Seed 001 (GemmInt8实现): ep=4, hp=20, lp=8; weight 2 + input 10 + result 20 = 32 regs.
+    c = _candidate("smmla", 4, 20, "resident")
+    assert (c.lp, c.regs_a, c.regs_b, c.regs_c, c.regs_total) == (8, 2, 10, 20, 32)
+    assert c.bytes_per_mac == pytest.approx((4 + 20) / (4 * 20)) == pytest.approx(0.3)
+    assert solve("smmla").bytes_per_mac <= 0.3
+
+
+def test_mnn_bfmmla_12x8_streams_b():
+    # Seed 001 (GemmBF16实现): ep=12, hp=8, lp=4 needs 6 + 4 + 24 = 34 registers if resident,
+    # so B is loaded in two halves: 6 + 2 + 24 = 32; (12 + 8) * 2 bytes / 96 MACs.
+    assert not [c for c in candidates("bfmmla") if (c.ep, c.hp, c.strategy) == (12, 8, "resident")]
+    c = _candidate("bfmmla", 12, 8, "stream_b")
+    assert (c.lp, c.regs_a, c.regs_b, c.regs_c, c.regs_total) == (4, 6, 2, 24, 32)
+    assert c.bytes_per_mac == pytest.approx(40 / 96)
+    best = solve("bfmmla")
+    assert best.bytes_per_mac <= 40 / 96 + 1e-12 and best.regs_total <= 32
+
+
+def test_acl_smmla_8x12():
+    # Seed 004: ACL / TVM use 8x12 for smmla: 4 A + 6 B + 24 C = 34 resident, so one operand
+    # streams; streaming B through 2 registers: 4 + 2 + 24 = 30; 20 bytes / 96 MACs.
+    c = _candidate("smmla", 8, 12, "stream_b")
+    assert (c.regs_a, c.regs_b, c.regs_c) == (4, 2, 24)
+    assert c.bytes_per_mac == pytest.approx(20 / 96)
+    best = solve("smmla")
+    assert best.bytes_per_mac <= c.bytes_per_mac + 1e-12 and best.regs_total <= 30
+
+
+# ---- explanations, errors, determinism -----------------------------------------------------
+
+def test_plan_explains_edges_and_streaming():
+    plan = solve("bfmmla")
+    assert "zero-pads" in plan.edge and "scratch buffer" in plan.edge
+    assert f"1 - rm*rn/({plan.ep}*{plan.hp})" in plan.edge
+    if plan.strategy != "resident":
+        assert any("rotate through" in n for n in plan.notes)
+    assert any("accumulators" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize("args,message", [
+    (("smmla", 4), "no smmla tile fits 4"),
+    (("smmla", 33), "out of range"),
+    (("smmla", 0), "out of range"),
+    (("smmla", "32"), "must be an integer"),
+    (("nope",), "unknown instruction"),
+    (("smmla", 32, "pentium"), "unknown CPU"),
+    (("smmla", 32, "cortex-a55"), "does not have i8mm"),
+])
+def test_errors(args, message):
+    with pytest.raises(TilingError, match=message):
+        solve(*args)
+    assert issubclass(TilingError, ValueError)
+
+
+def test_deterministic():
+    assert candidates("sdot", 24, "cortex-a510") == candidates("sdot", 24, "cortex-a510")
+    assert solve("smmla") == solve("smmla")
+
+
+# ---- CLI -----------------------------------------------------------------------------------
+
+def test_cli_table(capsys):
+    assert tiles_cli.main(["--arch", "v82"]) == 0
+    out = capsys.readouterr().out
+    for inst in instructions_for("v82"):
+        plan = solve(inst.name)
+        assert f"== {inst.name}: {plan.ep}x{plan.hp}x{plan.lp} {plan.strategy}" in out
+    assert "smmla" not in out and "runners-up:" in out and "edge:" in out
+
+
+def test_cli_json(capsys):
+    assert tiles_cli.main(["--format", "json", "--arch", "v86", "--cpu", "neoverse-n2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [t["instruction"] for t in data["tiles"]] == [i.name for i in instructions_for("v86")]
+    for t in data["tiles"]:
+        plan = solve(t["instruction"], 32, "neoverse-n2")
+        assert (t["ep"], t["hp"], t["lp"], t["strategy"]) == (plan.ep, plan.hp, plan.lp, plan.strategy)
+        assert (t["regs_a"], t["regs_b"], t["regs_c"]) == (len(plan.a_regs), len(plan.b_regs),
+                                                           len(plan.c_regs))
+        assert t["bytes_per_mac"] == pytest.approx(plan.bytes_per_mac, abs=1e-4)
+        assert 0 < len(t["runners_up"]) <= 5
+        assert all(r["bytes_per_mac"] >= t["bytes_per_mac"] for r in t["runners_up"])
+
+
+def test_cli_marks_missing_features(capsys):
+    assert tiles_cli.main(["--arch", "v86", "--cpu", "cortex-a55", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["unavailable"]) == {"usdot", "bfdot", "smmla", "ummla", "usmmla", "bfmmla"}
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--regs", "4"], "no fmla_f32 tile fits 4"),
+    (["--regs", "33"], "out of range"),
+    (["--regs", "many"], "invalid int"),
+    (["--arch", "v9"], "unknown arch"),
+    (["--cpu", "pentium"], "unknown CPU"),
+    (["--instruction", "nope"], "unknown instruction"),
+    (["--arch", "v8", "--instruction", "smmla"], "needs ARCH v86"),
+    (["--cpu", "cortex-a55", "--instruction", "bfmmla"], "does not have bf16"),
+])
+def test_cli_errors(capsys, argv, message):
+    assert tiles_cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+
+
+def test_cli_deterministic(capsys):
+    outputs = []
+    for _ in range(2):
+        assert tiles_cli.main(["--format", "json"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
