@@ -26,7 +26,7 @@ verify: deps gen
 	$(PYTHON) -m encoder verify $(OUT)/*.S
 
 tiles: deps-gen
-	$(PYTHON) -m gen tiles --arch '$(ARCH)'
+	$(PYTHON) -m gen tiles --arch '$(ARCH)' --cpu '$(CPU)'
 
 test: deps
 	$(PYTHON) -m pytest -q tests
