@@ -1,0 +1,39 @@
+"""Shared helpers of the requant / im2col / uzp driver tests: render the driver templates they
+need into a folder (as `python3 -m gen generate` would) and build a harness against them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from cross import compile_aarch64
+from gen.drivers import _environment, output_name
+
+# A stand-in for the kernel generator's manifest: these drivers read only prefix and arch.
+FAKE_MANIFEST_KERNELS: list = []
+
+
+def render_templates(out_dir, names, *, prefix="ts_", arch="v86") -> dict[str, Path]:
+    """Render templates/c/<name>.j2 for every name (e.g. "requant.c") into out_dir.
+    Returns {name: rendered path}."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {"prefix": prefix, "arch": arch, "kernels": FAKE_MANIFEST_KERNELS}
+    context = dict(p=prefix, P=prefix.upper(), arch=arch, manifest=manifest, main={})
+    env = _environment()
+    paths = {}
+    for name in ("tilesmith.h", "quant_internal.h", *names):
+        path = out_dir / output_name(name + ".j2", prefix)
+        path.write_text(env.get_template(f"c/{name}.j2").render(**context))
+        paths[name] = path
+    return paths
+
+
+def build_harness(tmp_path, harness, templates, *, prefix="ts_", compiler="gcc",
+                  march="armv8-a", flags=(), binary_name=None):
+    """Render `templates` with `prefix`, then build tests/c/<harness> (C99, warnings are errors)
+    with the rendered folder on the include path. Returns the binary path."""
+    gen_dir = Path(tmp_path) / f"gen_{prefix}"
+    render_templates(gen_dir, templates, prefix=prefix)
+    binary = Path(tmp_path) / (binary_name or f"{Path(harness).stem}_{compiler}")
+    source = Path(__file__).resolve().parent / "c" / harness
+    return compile_aarch64([source], binary, includes=[gen_dir], compiler=compiler,
+                           march=march, flags=["-std=c99", "-Wpedantic", "-Werror", *flags])
