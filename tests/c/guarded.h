@@ -13,7 +13,7 @@ typedef struct { void *map; size_t map_len; } guarded_region;
 
 /* Returns a buffer of `size` bytes whose last byte is the last byte before a guard page
  * (tail = 1) or whose first byte is the first byte after a guard page (tail = 0). */
-static void *guarded_alloc_at(size_t size, int tail, guarded_region *r)
+static inline void *guarded_alloc_at(size_t size, int tail, guarded_region *r)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t body = (size + page - 1) / page * page;
@@ -27,12 +27,13 @@ static void *guarded_alloc_at(size_t size, int tail, guarded_region *r)
     r->map = m;
     return tail ? m + page + body - size : m + page;
 }
-static void *guarded_alloc(size_t size, guarded_region *r) { return guarded_alloc_at(size, 1, r); }
-static void guarded_free(guarded_region *r) { if (r->map) munmap(r->map, r->map_len); r->map = NULL; }
+static inline void *guarded_alloc(size_t size, guarded_region *r) { return guarded_alloc_at(size, 1, r); }
+static inline void guarded_free(guarded_region *r) { if (r->map) munmap(r->map, r->map_len); r->map = NULL; }
 
-/* Deterministic test data (xorshift64*). */
+/* Deterministic test data (xorshift64*). The helpers are static inline: harnesses built with
+ * -Werror need not use all of them. */
 static uint64_t ts_test_rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rng_next(void)
+static inline uint64_t rng_next(void)
 {
     ts_test_rng ^= ts_test_rng >> 12; ts_test_rng ^= ts_test_rng << 25; ts_test_rng ^= ts_test_rng >> 27;
     return ts_test_rng * 0x2545F4914F6CDD1Dull;
