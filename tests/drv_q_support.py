@@ -17,7 +17,7 @@ def render_templates(out_dir, names, *, prefix="ts_", arch="v86") -> dict[str, P
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = {"prefix": prefix, "arch": arch, "kernels": FAKE_MANIFEST_KERNELS}
-    context = dict(p=prefix, P=prefix.upper(), arch=arch, manifest=manifest, main={})
+    context = dict(p=prefix, P=prefix.upper(), arch=arch, manifest=manifest, main={}, dispatch={})
     env = _environment()
     paths = {}
     for name in ("tilesmith.h", "quant_internal.h", *names):
@@ -27,13 +27,16 @@ def render_templates(out_dir, names, *, prefix="ts_", arch="v86") -> dict[str, P
     return paths
 
 
-def build_harness(tmp_path, harness, templates, *, prefix="ts_", compiler="gcc",
+def build_harness(tmp_path, harness, templates, *, link=(), prefix="ts_", compiler="gcc",
                   march="armv8-a", flags=(), binary_name=None):
-    """Render `templates` with `prefix`, then build tests/c/<harness> (C99, warnings are errors)
-    with the rendered folder on the include path. Returns the binary path."""
+    """Render `templates` (names as for render_templates) with `prefix`, then build
+    tests/c/<harness> together with the rendered sources named in `link` (a harness may instead
+    #include a rendered .c to reach its static functions). C99, warnings are errors, the
+    rendered folder on the include path. Returns the binary path."""
     gen_dir = Path(tmp_path) / f"gen_{prefix}"
-    render_templates(gen_dir, templates, prefix=prefix)
+    paths = render_templates(gen_dir, templates, prefix=prefix)
     binary = Path(tmp_path) / (binary_name or f"{Path(harness).stem}_{compiler}")
     source = Path(__file__).resolve().parent / "c" / harness
-    return compile_aarch64([source], binary, includes=[gen_dir], compiler=compiler,
-                           march=march, flags=["-std=c99", "-Wpedantic", "-Werror", *flags])
+    return compile_aarch64([source, *[paths[name] for name in link]], binary, includes=[gen_dir],
+                           compiler=compiler, march=march,
+                           flags=["-std=c99", "-Wpedantic", "-Werror", *flags])
