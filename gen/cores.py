@@ -1,4 +1,4 @@
-"""Per-core latency / throughput table for the solver and the scheduler.
+"""Per-core latency / throughput tables for the solver and the scheduler.
 
 Source of every number: LLVM 19's AArch64 scheduling models (AArch64SchedNeoverseN2.td,
 AArch64SchedNeoverseV1.td, AArch64SchedA510.td, AArch64SchedA55.td; cortex-a710 uses the N2
@@ -9,10 +9,41 @@ model), measured with llvm-mca-19 on 2026-11-22:
 These agree with the Arm Software Optimization Guides where those publish the figure (e.g.
 Neoverse N2 SOG: FMLA 4 cycles, 2/cycle; SDOT 3 cycles; SMMLA/BFMMLA on V1 4/cycle peak).
 Cortex-A55 has no i8mm/bf16: the model still times them, `has` says what the core really has.
+
+`ops` (per-instruction-class issue facts, used by gen.issue_model and gen.schedule) comes from
+the same .td files: latency, micro-ops, the pipeline units an instruction holds and for how
+many cycles (ReleaseAtCycles), and the two in-order flags llvm-mca's InOrderIssueStage reads:
+RetireOOO (exempt from in-order write-back) and BeginGroup (must issue first in its cycle).
+For the out-of-order cores the same table drives an in-order approximation of their issue
+(the scheduler only needs a sensible order there; the hardware reorders).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class OpTiming:
+    latency: int                    # cycles until the (last) result can be read
+    uops: int = 1                   # issue slots taken
+    units: tuple = ()               # ((unit name, units held, cycles held), ...)
+    retire_ooo: bool = False        # llvm-mca RetireOOO: exempt from in-order write-back
+    begin_group: bool = False       # llvm-mca BeginGroup: first instruction of its cycle
+    first_write: Optional[int] = None  # earliest result (default: latency)
+
+    @property
+    def first_result(self) -> int:
+        return self.latency if self.first_write is None else self.first_write
+
+
+# Instruction classes gen.schedule.op_class() sorts a loop instruction into. MACs use their
+# gen.isa key ("fmla_f32", "smmla", ...).
+LOAD_CLASSES = ("ldr_q", "ldr_d", "ldr_x", "ldp_q", "ldp_d", "ld1_1", "ld1_2", "ld1_3",
+                "ld1_4", "ld1r")
+OTHER_CLASSES = ("ins", "alu", "branch")
+MAC_KEYS = ("fmla_f32", "fmla_f16", "smlal", "sdot", "udot", "usdot", "bfdot", "smmla",
+            "ummla", "usmmla", "bfmmla")
 
 
 @dataclass(frozen=True)
@@ -25,6 +56,10 @@ class CoreModel:
     mac: dict                      # instruction key -> (latency cycles, instructions per cycle)
     load_latency: int              # ldr q, cycles until the value can feed a MAC
     loads_per_cycle: float         # 128-bit loads per cycle
+    units: dict = field(default_factory=dict)   # pipeline unit -> how many
+    ops: dict = field(default_factory=dict)     # instruction class -> OpTiming
+    alu_forward: int = 0           # cycles an ALU result reaches another ALU op early
+                                   # (llvm ReadAdvance<ReadI>)
 
     def latency(self, inst: str) -> int:
         return self.mac[inst][0]
@@ -40,6 +75,13 @@ class CoreModel:
     def has(self, feature) -> bool:
         return feature is None or feature in self.features
 
+    def op(self, op_class: str) -> OpTiming:
+        try:
+            return self.ops[op_class]
+        except KeyError:
+            raise ValueError(f"{self.name}: no issue timing for instruction class "
+                             f"{op_class!r}") from None
+
 
 def _mac_table(fmla, fmla16, smlal, dot, bfdot, mmla, bfmmla):
     return {"fmla_f32": fmla, "fmla_f16": fmla16, "smlal": smlal, "sdot": dot, "udot": dot,
@@ -47,18 +89,104 @@ def _mac_table(fmla, fmla16, smlal, dot, bfdot, mmla, bfmmla):
             "bfmmla": bfmmla}
 
 
+def _ops(loads: dict, other: dict, macs: dict) -> dict:
+    table = {**loads, **other, **macs}
+    missing = set(LOAD_CLASSES + OTHER_CLASSES + MAC_KEYS) - set(table)
+    assert not missing, f"issue table lacks {sorted(missing)}"
+    return table
+
+
+def _same(timing: OpTiming, keys) -> dict:
+    return {k: timing for k in keys}
+
+
+# ---- Cortex-A510 (AArch64SchedA510.td): 3-wide in-order; 2 load pipes (CortexA510UnitLd
+# group), 3 integer ALUs, 2 SIMD ALUs (dot products, matrix MACs, smlal, ins), 2 SIMD MAC
+# pipes (fmla, RetireOOO). Loads: ldr 2 cycles, ld1 of 1-2 registers 3, of 3-4 registers 4
+# holding a pipe 2 cycles (CortexA510WriteVLD1/VLD2), ldp 3 (VLD1 + LDPn).
+_A510_UNITS = {"alu": 3, "ld": 2, "valu": 2, "vmac": 2, "br": 1}
+_A510_OPS = _ops(
+    loads={"ldr_q": OpTiming(2, units=(("ld", 1, 1),)),
+           "ldr_d": OpTiming(2, units=(("ld", 1, 1),)),
+           "ldr_x": OpTiming(2, units=(("ld", 1, 1),)),
+           "ldp_q": OpTiming(3, uops=2, units=(("ld", 1, 2),)),
+           "ldp_d": OpTiming(3, uops=2, units=(("ld", 1, 2),)),
+           "ld1_1": OpTiming(3, units=(("ld", 1, 1),)),
+           "ld1_2": OpTiming(3, units=(("ld", 1, 1),)),
+           "ld1_3": OpTiming(4, units=(("ld", 1, 2),)),
+           "ld1_4": OpTiming(4, units=(("ld", 1, 2),)),
+           "ld1r": OpTiming(3, units=(("ld", 1, 1),))},
+    other={"ins": OpTiming(4, units=(("valu", 1, 1),)),
+           "alu": OpTiming(1, units=(("alu", 1, 1),)),
+           "branch": OpTiming(1, units=(("br", 1, 1),))},
+    macs={**_same(OpTiming(4, units=(("vmac", 1, 1),), retire_ooo=True),
+                  ("fmla_f32", "fmla_f16")),
+          **_same(OpTiming(4, units=(("valu", 1, 1),)),
+                  ("smlal", "sdot", "udot", "usdot", "bfdot", "smmla", "ummla", "usmmla",
+                   "bfmmla"))})
+
+# ---- Cortex-A55 (AArch64SchedA55.td): 2-wide in-order; 1 load pipe, 2 integer ALUs (3-cycle
+# results, forwarded 2 cycles early to ALU consumers), FP MAC pipes for fmla (RetireOOO), and
+# 128-bit integer/dot/matrix ops and `ins` take both FP ALUs and start an issue group
+# (CortexA55WriteVq: BeginGroup). Loads: ldr 3 cycles; ld1 of n registers holds the pipe 2n
+# cycles; ldp q 4/6 cycles holding the pipe 6.
+_A55_UNITS = {"alu": 2, "ld": 1, "fpalu": 2, "fpmac": 2, "br": 1}
+_A55_VQ = OpTiming(4, units=(("fpalu", 2, 1),), begin_group=True)
+_A55_OPS = _ops(
+    loads={"ldr_q": OpTiming(3, units=(("ld", 1, 1),)),
+           "ldr_d": OpTiming(3, units=(("ld", 1, 1),)),
+           "ldr_x": OpTiming(3, units=(("ld", 1, 1),)),
+           "ldp_q": OpTiming(6, uops=2, units=(("ld", 1, 6),), first_write=4),
+           "ldp_d": OpTiming(5, uops=2, units=(("ld", 1, 2),), first_write=4),
+           "ld1_1": OpTiming(5, units=(("ld", 1, 2),)),
+           "ld1_2": OpTiming(7, units=(("ld", 1, 4),)),
+           "ld1_3": OpTiming(9, units=(("ld", 1, 6),)),
+           "ld1_4": OpTiming(11, units=(("ld", 1, 8),)),
+           "ld1r": OpTiming(4, units=(("ld", 1, 1),))},
+    other={"ins": _A55_VQ,
+           "alu": OpTiming(3, units=(("alu", 1, 1),)),
+           "branch": OpTiming(1, units=(("br", 1, 1),))},
+    macs={**_same(OpTiming(4, units=(("fpmac", 1, 1),), retire_ooo=True),
+                  ("fmla_f32", "fmla_f16", "bfdot")),
+          **_same(_A55_VQ, ("smlal", "sdot", "udot", "usdot", "smmla", "ummla", "usmmla",
+                            "bfmmla"))})
+
+
+# ---- Out-of-order cores (N2 = A710 model, V1): approximated as in-order issue of the given
+# width with their latencies and pipe counts (MAC pipes: 2 on N2, 4 on V1; 3 load pipes).
+def _ooo_ops(mac_table: dict, mac_pipes: int, ins_latency: int) -> dict:
+    load = lambda lat, n=1: OpTiming(lat, uops=n, units=(("ld", n, 1),), retire_ooo=True)
+    return _ops(
+        loads={"ldr_q": load(6), "ldr_d": load(6), "ldr_x": load(4), "ldp_q": load(6, 2),
+               "ldp_d": load(6, 2), "ld1_1": load(6), "ld1_2": load(6, 2),
+               "ld1_3": load(6, 3), "ld1_4": load(7, 4), "ld1r": load(8)},
+        other={"ins": OpTiming(ins_latency, uops=2, units=(("v", 1, 1),), retire_ooo=True),
+               "alu": OpTiming(1, units=(("alu", 1, 1),), retire_ooo=True),
+               "branch": OpTiming(1, units=(("br", 1, 1),), retire_ooo=True)},
+        macs={key: OpTiming(lat, units=(("v", 1, max(1, round(mac_pipes / tput))),),
+                            retire_ooo=True)
+              for key, (lat, tput) in mac_table.items()})
+
+
 _ALL = frozenset({"fp16", "dotprod", "i8mm", "bf16"})
 _N2_TABLE = _mac_table((4, 2), (4, 2), (4, 1), (3, 2), (2, 2), (3, 2), (5, 2))
+_V1_TABLE = _mac_table((4, 4), (4, 4), (4, 2), (2, 4), (4, 4), (3, 4), (5, 4))
+_N2_UNITS = {"alu": 4, "ld": 3, "v": 2, "br": 2}
+_V1_UNITS = {"alu": 4, "ld": 3, "v": 4, "br": 2}
 
 CORES: dict[str, CoreModel] = {c.name: c for c in (
-    CoreModel("neoverse-n2", "neoverse-n2", False, 5, _ALL, _N2_TABLE, 6, 3),
-    CoreModel("cortex-a710", "cortex-a710", False, 5, _ALL, _N2_TABLE, 6, 3),
-    CoreModel("neoverse-v1", "neoverse-v1", False, 8, _ALL,
-              _mac_table((4, 4), (4, 4), (4, 2), (2, 4), (4, 4), (3, 4), (5, 4)), 6, 3),
+    CoreModel("neoverse-n2", "neoverse-n2", False, 5, _ALL, _N2_TABLE, 6, 3,
+              units=_N2_UNITS, ops=_ooo_ops(_N2_TABLE, 2, 5)),
+    CoreModel("cortex-a710", "cortex-a710", False, 5, _ALL, _N2_TABLE, 6, 3,
+              units=_N2_UNITS, ops=_ooo_ops(_N2_TABLE, 2, 5)),
+    CoreModel("neoverse-v1", "neoverse-v1", False, 8, _ALL, _V1_TABLE, 6, 3,
+              units=_V1_UNITS, ops=_ooo_ops(_V1_TABLE, 4, 5)),
     CoreModel("cortex-a510", "cortex-a510", True, 3, _ALL,
-              _mac_table((4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2)), 2, 2),
+              _mac_table((4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2)), 2, 2,
+              units=_A510_UNITS, ops=_A510_OPS),
     CoreModel("cortex-a55", "cortex-a55", True, 2, frozenset({"fp16", "dotprod"}),
-              _mac_table((4, 2), (4, 2), (4, 1), (4, 1), (4, 2), (4, 1), (4, 1)), 3, 1),
+              _mac_table((4, 2), (4, 2), (4, 1), (4, 1), (4, 2), (4, 1), (4, 1)), 3, 1,
+              units=_A55_UNITS, ops=_A55_OPS, alu_forward=2),
 )}
 
 # "generic": the schedule that targets both in-order and out-of-order cores reasonably; the

@@ -2,12 +2,53 @@
 
 The emitter builds the loop body as a list of `Insn` in a dependency-correct order (loads of
 the next k-step already placed after the last read of the register they overwrite); the
-scheduler may reorder it, never breaking a dependency (RAW, WAR, WAW on registers, within the
-iteration and across the loop back-edge). Baseline: the emitter's order (identity).
+scheduler reorders it, never breaking a dependency: every pair of instructions that share a
+register or the flags with at least one of them writing it (RAW, WAR, WAW) keeps its relative
+order. Keeping pair order preserves the loop-carried dependencies too (a load at the end of
+iteration i still feeds the same MAC early in iteration i+1), and the branch stays last.
+
+How the order is chosen (all deterministic):
+  1. dependency graph; each instruction's priority is its critical path to the end of the
+     *next* iteration (the body unrolled twice, RAW edges weighted by producer latency), so a
+     load feeding the next iteration's first MACs counts as urgent;
+  2. list scheduling against gen.issue_model (the llvm-mca in-order issue rules with the
+     core's table from gen.cores): from the pipeline state a previous iteration leaves, pick
+     the ready instruction that issues earliest, ties broken by priority; repeated from the
+     state the new order leaves (the loop's steady state);
+  3. local search: move single instructions within their dependency window while the modeled
+     steady-state cycles per iteration improve.
+Objective: for a named core, its modeled cycles per iteration; for "generic", the sum over the
+in-order cores that have the instruction (Cortex-A510, Cortex-A55) of cycles / MAC-bound
+cycles. Out-of-order cores tolerate an order made for in-order issue (checked by
+bench/kernels_mca.py), so "generic" schedules for the in-order models.
+
+What the in-order models reward (measured with llvm-mca-19, see gen/cores.py):
+  * dot-product / matrix MACs and smlal are not RetireOOO, so write-back is in program order:
+    an instruction with a shorter latency than the MACs issued just before it (a 2-cycle
+    `ldr q`, a 1-cycle `add`/`subs`/`b.ne` on A510) waits until they retire. The scheduler
+    therefore groups the pointer `add`s, `subs` and `b.ne` into one window per iteration and
+    places loads at the start of an issue cycle, where they lose the least. This also matches
+    the real cores (pointer/counter updates bunched, loads issued ahead of use) but is chiefly
+    a property of the model, so no transform depends on it.
+  * fmla is RetireOOO on both in-order models: only operand latency and issue slots count.
+  * on A55, 128-bit integer NEON ops (sdot, smlal, ins) begin an issue group: only one
+    non-NEON instruction can pair with each, so loads are spread one per MAC.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from .cores import CORES, GENERIC, MAC_KEYS, CoreModel, check_cpu
+from .isa import INSTRUCTIONS
+from .issue_model import IssueOp, IssueState, cycles_per_iteration
+
+KINDS = ("load", "mac", "alu", "branch")
+
+# Budget of the local search (model evaluations per core); bounds generation time.
+SEARCH_EVALUATIONS = 400
+# How far (instructions) the local search moves one instruction.
+MOVE_SPAN = 16
 
 
 @dataclass(frozen=True)
@@ -20,6 +61,244 @@ class Insn:
     comment: str = ""
 
 
-def schedule_loop(body: list[Insn], cpu: str) -> list[Insn]:
-    """Return the loop body reordered for `cpu` (a gen.cores CPU name or "generic")."""
-    return list(body)
+class ScheduleError(ValueError):
+    """The loop body cannot be scheduled (names the offending instruction)."""
+
+
+# ---- instruction classes ----------------------------------------------------------------------
+
+_POST_INDEX = re.compile(r"\]\s*,|\]!")
+_REG_LIST = re.compile(r"\{([^}]*)\}")
+
+
+def _ld1_registers(text: str) -> int:
+    """Registers in an ld1 list: `{v0.16b, v1.16b}` or `{v0.16b-v3.16b}`."""
+    match = _REG_LIST.search(text)
+    if not match:
+        raise ScheduleError(f"cannot read the register list of {text!r}")
+    inner = match.group(1)
+    if "-" in inner:
+        first, last = (int(re.search(r"v(\d+)", part).group(1)) for part in inner.split("-"))
+        return (last - first) % 32 + 1
+    return len([r for r in inner.split(",") if r.strip()])
+
+
+def op_class(insn: Insn) -> str:
+    """The gen.cores instruction class of `insn` (a MAC's class is its gen.isa key)."""
+    mnemonic, _, operands = insn.text.strip().partition(" ")
+    operands = operands.strip()
+    if insn.kind == "mac":
+        if insn.instruction not in MAC_KEYS:
+            raise ScheduleError(f"MAC {insn.text!r} has unknown instruction key "
+                                f"{insn.instruction!r}")
+        return insn.instruction
+    if insn.kind == "load":
+        first = operands[:1]
+        if mnemonic in ("ldr", "ldur"):
+            return {"q": "ldr_q", "x": "ldr_x", "w": "ldr_x"}.get(first, "ldr_d")
+        if mnemonic in ("ldp", "ldnp"):
+            return "ldp_q" if first == "q" else "ldp_d"
+        if mnemonic == "ld1":
+            count = _ld1_registers(operands)
+            if not 1 <= count <= 4:
+                raise ScheduleError(f"{insn.text!r}: ld1 loads 1 to 4 registers")
+            return f"ld1_{count}"
+        if mnemonic == "ld1r":
+            return "ld1r"
+        raise ScheduleError(f"unknown load {insn.text!r}")
+    if insn.kind == "alu":
+        if mnemonic in ("ins", "mov") and operands.startswith("v"):
+            return "ins"
+        return "alu"
+    if insn.kind == "branch":
+        return "branch"
+    raise ScheduleError(f"{insn.text!r}: kind {insn.kind!r} is not one of {', '.join(KINDS)}")
+
+
+def is_post_indexed(insn: Insn) -> bool:
+    return insn.kind == "load" and bool(_POST_INDEX.search(insn.text))
+
+
+def issue_op(insn: Insn, core: CoreModel) -> IssueOp:
+    """How `core`'s model sees `insn`."""
+    timing = core.op(op_class(insn))
+    defs = tuple((reg, timing.latency) for reg in insn.defs)
+    if is_post_indexed(insn):
+        # The base write-back is an extra micro-op; in-order models let it through at once
+        # (WriteAdr, latency 0), N2 charges the load latency (see gen/loop.py).
+        base_latency = 0 if core.in_order else timing.latency
+        timing = type(timing)(timing.latency, timing.uops + 1, timing.units, timing.retire_ooo,
+                              timing.begin_group, 0 if core.in_order else timing.first_write)
+        base = _base_register(insn)
+        defs = tuple((reg, base_latency if reg == base else lat) for reg, lat in defs)
+    return IssueOp(timing, defs, tuple(insn.uses), insn.kind == "alu" and
+                   op_class(insn) == "alu")
+
+
+def _base_register(insn: Insn) -> str:
+    match = re.search(r"\[\s*(x\d+|sp)", insn.text)
+    return match.group(1) if match else ""
+
+
+# ---- dependencies ------------------------------------------------------------------------------
+
+def conflicts(first: Insn, second: Insn) -> bool:
+    """Whether the two must keep their relative order (RAW, WAR or WAW on a register/flags)."""
+    d1, d2 = set(first.defs), set(second.defs)
+    return bool(d1 & (set(second.uses) | d2) or set(first.uses) & d2)
+
+
+def predecessors(body: list[Insn]) -> list[frozenset]:
+    """For each instruction, the earlier ones it must stay behind; the branch stays last."""
+    preds = []
+    for j, insn in enumerate(body):
+        if insn.kind == "branch":
+            preds.append(frozenset(range(j)))
+        else:
+            preds.append(frozenset(i for i in range(j) if conflicts(body[i], insn)))
+    return preds
+
+
+def _check_body(body: list[Insn]) -> None:
+    if not body:
+        raise ScheduleError("empty loop body")
+    for insn in body:
+        op_class(insn)   # raises on an unknown instruction
+    branches = [i for i, insn in enumerate(body) if insn.kind == "branch"]
+    if branches and branches != [len(body) - 1]:
+        raise ScheduleError("the loop body must end with its only branch; found one at "
+                            f"position {branches[0]}: {body[branches[0]].text!r}")
+
+
+def priorities(body: list[Insn], core: CoreModel) -> list[int]:
+    """Critical path (cycles) from each instruction to the end of the next iteration: the body
+    unrolled twice, RAW edges (within an iteration and across the back-edge) weighted by the
+    producer's latency."""
+    n = len(body)
+    latency = [core.op(op_class(insn)).latency for insn in body]
+    twice = body + body
+    height = [0] * (2 * n)
+    for i in range(2 * n - 1, -1, -1):
+        best = latency[i % n]
+        for j in range(i + 1, 2 * n):
+            if set(twice[i].defs) & set(twice[j].uses):
+                best = max(best, latency[i % n] + height[j])
+        height[i] = best
+    return height[:n]
+
+
+# ---- order evaluation --------------------------------------------------------------------------
+
+def targets(body: list[Insn], cpu: str) -> list[CoreModel]:
+    """The core models an order for `cpu` is judged on."""
+    check_cpu(cpu)
+    if cpu != GENERIC:
+        return [CORES[cpu]]
+    keys = {insn.instruction for insn in body if insn.kind == "mac"}
+    features = {INSTRUCTIONS[k].feature for k in keys}
+    return [core for core in CORES.values()
+            if core.in_order and all(core.has(f) for f in features)] or [CORES["cortex-a510"]]
+
+
+def mac_bound(body: list[Insn], core: CoreModel) -> float:
+    """Cycles per iteration if the MAC pipes were the only limit."""
+    bound = sum(1 / core.throughput(i.instruction) for i in body if i.kind == "mac")
+    return bound or 1.0
+
+
+class _Judge:
+    """Scores orders (lower is better) on the target cores, caching the issue ops."""
+
+    def __init__(self, body: list[Insn], cores: list[CoreModel]):
+        self.cores = cores
+        self.ops = {core.name: [issue_op(insn, core) for insn in body] for core in cores}
+        self.bounds = {core.name: mac_bound(body, core) for core in cores}
+        self.evaluations = 0
+
+    def score(self, order: list[int]) -> float:
+        self.evaluations += 1
+        total = 0.0
+        for core in self.cores:
+            ops = self.ops[core.name]
+            total += cycles_per_iteration([ops[i] for i in order], core) / self.bounds[core.name]
+        return total
+
+
+# ---- list scheduling ---------------------------------------------------------------------------
+
+def _steady_state(order: list[int], ops: list[IssueOp], core: CoreModel) -> IssueState:
+    state = IssueState(core)
+    for _ in range(3):
+        for i in order:
+            state.issue(ops[i])
+    return state
+
+
+def _list_schedule(preds: list[frozenset], ops: list[IssueOp], core: CoreModel,
+                   priority: list[int], state: IssueState) -> list[int]:
+    """Greedy in-order list scheduling from `state`: earliest issue first, then priority."""
+    n = len(ops)
+    placed: set[int] = set()
+    order = []
+    while len(order) < n:
+        ready = [i for i in range(n) if i not in placed and preds[i] <= placed]
+        best = min(ready, key=lambda i: (state.earliest(ops[i]), -priority[i], i))
+        state.issue(ops[best])
+        placed.add(best)
+        order.append(best)
+    return order
+
+
+def _improve(order: list[int], preds: list[frozenset], judge: _Judge, budget: int
+             ) -> tuple[list[int], float]:
+    """Hill-climb: move one instruction within its dependency window while the score drops."""
+    n = len(order)
+    succs = [set() for _ in range(n)]
+    for j, ps in enumerate(preds):
+        for i in ps:
+            succs[i].add(j)
+    best = judge.score(order)
+    improved = True
+    while improved and judge.evaluations < budget:
+        improved = False
+        for node in list(order):
+            if judge.evaluations >= budget:
+                break
+            pos = order.index(node)
+            lo = max([order.index(p) for p in preds[node]], default=-1) + 1
+            hi = min([order.index(s) for s in succs[node]], default=n) - 1
+            for target in range(max(lo, pos - MOVE_SPAN), min(hi, pos + MOVE_SPAN) + 1):
+                if target == pos:
+                    continue
+                candidate = order[:pos] + order[pos + 1:]
+                candidate.insert(target, node)
+                score = judge.score(candidate)
+                if score < best - 1e-9:
+                    order, best, improved = candidate, score, True
+                    break
+    return order, best
+
+
+def schedule_loop(body: list[Insn], cpu: str, *, search: bool = True) -> list[Insn]:
+    """Return the loop body reordered for `cpu` (a gen.cores CPU name or "generic").
+
+    `search=False` stops after list scheduling (faster, slightly worse)."""
+    body = list(body)
+    _check_body(body)
+    cores = targets(body, cpu)
+    preds = predecessors(body)
+    judge = _Judge(body, cores)
+    identity = list(range(len(body)))
+    candidates = [identity]
+    for core in cores:
+        ops = judge.ops[core.name]
+        priority = priorities(body, core)
+        order = identity
+        for _ in range(3):     # reschedule from the steady state the last order leaves
+            order = _list_schedule(preds, ops, core, priority, _steady_state(order, ops, core))
+            candidates.append(order)
+    scored = sorted((judge.score(c), k) for k, c in enumerate(candidates))
+    best = candidates[scored[0][1]]
+    if search:
+        best, _ = _improve(best, preds, judge, judge.evaluations + SEARCH_EVALUATIONS)
+    return [body[i] for i in best]

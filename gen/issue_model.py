@@ -1,0 +1,107 @@
+"""Cycle model of in-order issue, the judge the scheduler consults.
+
+It mirrors the rules of llvm-mca's in-order pipeline (llvm/lib/MCA/Stages/InOrderIssueStage.cpp,
+LLVM 19), which is how tilesmith's in-order targets (Cortex-A510, Cortex-A55) are measured:
+  * instructions issue in program order, at most `issue_width` micro-ops per cycle; one that
+    does not fit waits for the next cycle; a BeginGroup instruction must be first in its cycle;
+  * an instruction waits until every register it reads is written (producer latency, minus the
+    core's ALU forwarding for ALU-to-ALU);
+  * it waits until the pipeline units it needs are free (units are held `cycles` each);
+  * write-back is in order: unless RetireOOO, its first result may not come earlier than the
+    last result of the previously issued non-RetireOOO instruction;
+  * a waiting instruction blocks everything behind it.
+The out-of-order cores are approximated with the same rules (all RetireOOO), which is enough to
+rank orders there: their hardware reorders anyway.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cores import CoreModel, OpTiming
+
+
+@dataclass(frozen=True)
+class IssueOp:
+    """One instruction as the model sees it."""
+    timing: OpTiming
+    defs: tuple[tuple[str, int], ...]   # (register, cycles until readable)
+    uses: tuple[str, ...]
+    is_alu: bool
+
+
+class IssueState:
+    """The pipeline after the instructions issued so far."""
+
+    def __init__(self, core: CoreModel):
+        self.core = core
+        self.cycle = 0            # cycle of the most recent issue
+        self.used = 0             # micro-ops issued in that cycle
+        self.ready: dict[str, tuple[int, bool]] = {}   # reg -> (cycle readable, by an ALU op)
+        self.free_at = {unit: [0] * count for unit, count in core.units.items()}
+        self.last_write = 0       # cycle of the last in-order write-back
+
+    def copy(self) -> "IssueState":
+        other = IssueState.__new__(IssueState)
+        other.core, other.cycle, other.used = self.core, self.cycle, self.used
+        other.ready = dict(self.ready)
+        other.free_at = {u: list(f) for u, f in self.free_at.items()}
+        other.last_write = self.last_write
+        return other
+
+    def earliest(self, op: IssueOp) -> int:
+        """The cycle `op` would issue in if it came next."""
+        t = self.cycle
+        timing = op.timing
+        if (self.used + timing.uops > self.core.issue_width and self.used > 0) or (
+                timing.begin_group and self.used > 0):
+            t += 1
+        for reg in op.uses:
+            produced = self.ready.get(reg)
+            if produced is not None:
+                when, by_alu = produced
+                if by_alu and op.is_alu:
+                    when -= self.core.alu_forward
+                t = max(t, when)
+        if not timing.retire_ooo:
+            t = max(t, self.last_write - timing.first_result)
+        for unit, count, _cycles in timing.units:
+            t = max(t, sorted(self.free_at[unit])[count - 1])
+        return t
+
+    def issue(self, op: IssueOp, t: int | None = None) -> int:
+        t = self.earliest(op) if t is None else t
+        timing = op.timing
+        if t > self.cycle:
+            self.cycle, self.used = t, 0
+        self.used += timing.uops
+        for reg, latency in op.defs:
+            self.ready[reg] = (t + latency, op.is_alu)
+        for unit, count, cycles in timing.units:
+            slots = self.free_at[unit]
+            for _ in range(count):
+                i = min(range(len(slots)), key=lambda k: (slots[k] > t, k))
+                slots[i] = t + cycles
+        if not timing.retire_ooo:
+            self.last_write = max(self.last_write, t + timing.latency)
+        return t
+
+
+def run(ops: list[IssueOp], core: CoreModel, iterations: int,
+        state: IssueState | None = None) -> tuple[list[int], IssueState]:
+    """Issue `iterations` back-to-back copies of the loop body `ops`; returns the issue cycle
+    of each iteration's first instruction and the end state."""
+    state = IssueState(core) if state is None else state
+    starts = []
+    for _ in range(iterations):
+        for k, op in enumerate(ops):
+            t = state.issue(op)
+            if k == 0:
+                starts.append(t)
+    return starts, state
+
+
+def cycles_per_iteration(ops: list[IssueOp], core: CoreModel, warmup: int = 3,
+                         measured: int = 4) -> float:
+    """Steady-state cycles per loop iteration (after `warmup` iterations)."""
+    starts, _ = run(ops, core, warmup + measured + 1)
+    return (starts[warmup + measured] - starts[warmup]) / measured
