@@ -1,0 +1,150 @@
+"""Whole-operation profiles: run each workload once per dispatch path under qemu-aarch64 with the
+tbcount plugin, file every executed block under its function group, and weight each block's
+llvm-mca cycles (per core) by its execution count.
+
+A profile is a plain dict (it goes into report.json as is):
+  workload, title, kind, dtype, shape, macs, path, features, expected_instruction,
+  kernels            {kernel symbol: dynamic instructions}
+  kernel_instruction gen.isa key of the kernel that ran most (None when no kernel ran)
+  instructions       {group: dynamic instructions} over symbols.GROUPS, plus "total"
+  setup_instructions the harness's own instructions (not part of the operation)
+  cycles             {cpu: {group: modeled cycles}, "total", "unmodeled_instructions",
+                      "unmodeled_reasons"}
+  checksum, qemu_seconds, error (None, or why the run produced nothing)
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+from gen.isa import INSTRUCTIONS, signature
+
+from . import symbols as sym
+from .mca import CycleModel
+from .tbcount import Block, ProfileError, run_profiled
+from .workloads import DispatchPath, Workload
+
+QEMU_CPU = "max,sve=off"   # -cpu max (dotprod, i8mm, bf16) without SVE: glibc then takes its
+                           # NEON string routines, which every modeled core (A55 too) can run
+
+
+def instruction_of(symbol: str, prefix: str) -> str | None:
+    """gen.isa key of the MAC instruction a kernel symbol names (via its type signature and
+    mnemonic), or None."""
+    named = sym.kernel_instruction(symbol, prefix)
+    if named is None:
+        return None
+    for key, inst in INSTRUCTIONS.items():
+        if (signature(inst), inst.mnemonic) == named:
+            return key
+    return None
+
+
+def classify(blocks: list[Block], table: sym.SymbolTable, prefix: str):
+    """(group per block, kernel symbol → dynamic instructions)."""
+    groups, kernels = [], Counter()
+    for block in blocks:
+        name = table.lookup(block.vaddr)
+        group = sym.group_of(name, prefix)
+        groups.append(group)
+        if group == "kernel":
+            kernels[name] += block.dynamic_insns
+    return groups, dict(kernels)
+
+
+def instruction_profile(blocks, groups) -> tuple[dict, int]:
+    """Dynamic instructions per operation group (+ "total") and the harness's own count."""
+    counts = {g: 0 for g in sym.GROUPS}
+    setup = 0
+    for block, group in zip(blocks, groups):
+        if group == sym.SETUP:
+            setup += block.dynamic_insns
+        else:
+            counts[group] += block.dynamic_insns
+    counts["total"] = sum(counts[g] for g in sym.GROUPS)
+    return counts, setup
+
+
+def cycle_profile(blocks, groups, model: CycleModel, cpu: str) -> dict:
+    """Modeled cycles per group on one core; blocks llvm-mca could not model are counted
+    (instructions, and the reasons) instead of being guessed."""
+    cycles = {g: 0.0 for g in sym.GROUPS}
+    unmodeled, reasons = 0, Counter()
+    for block, group in zip(blocks, groups):
+        if group == sym.SETUP:
+            continue
+        c = model.cycles(cpu, block.code)
+        if c is None:
+            unmodeled += block.dynamic_insns
+            reasons[model.reason(cpu, block.code)] += block.dynamic_insns
+        else:
+            cycles[group] += c * block.count
+    cycles["total"] = sum(cycles[g] for g in sym.GROUPS)
+    cycles["unmodeled_instructions"] = unmodeled
+    cycles["unmodeled_reasons"] = dict(reasons.most_common(5))
+    return cycles
+
+
+def dominant_kernel_instruction(kernels: dict, prefix: str) -> str | None:
+    if not kernels:
+        return None
+    return instruction_of(max(kernels, key=kernels.get), prefix)
+
+
+def _profile_skeleton(w: Workload, p: DispatchPath) -> dict:
+    return dict(workload=w.name, title=w.title, kind=w.kind, dtype=w.dtype, shape=w.shape,
+                dims=list(w.dims), macs=w.macs, path=p.name, features=p.features,
+                expected_instruction=p.instruction, error=None)
+
+
+def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir):
+    """Run one workload on one path; returns (profile skeleton, blocks)."""
+    profile = _profile_skeleton(w, p)
+    start = time.monotonic()
+    try:
+        blocks, stdout = run_profiled(program, w.args(p), plugin,
+                                      work_dir / f"{w.name}.{p.name}.tb", cpu=QEMU_CPU)
+    except ProfileError as e:
+        profile["error"] = str(e).strip().splitlines()[0][:500]
+        profile["error_detail"] = str(e)[-3000:]
+        return profile, []
+    profile["qemu_seconds"] = round(time.monotonic() - start, 2)
+    profile["checksum"] = next((line.split()[1] for line in stdout.splitlines()
+                                if line.startswith("checksum ")), None)
+    return profile, blocks
+
+
+def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix="ts_",
+                jobs=2, progress=print) -> list[dict]:
+    """Profile every (workload, path) of `runs`, `jobs` QEMU processes at a time, then model
+    every executed block of the operations on every core in `cpus`."""
+    table = sym.SymbolTable.from_elf(program)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    order = sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first
+    results = [None] * len(runs)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir): i for i in order}
+        for future in futures:
+            i = futures[future]
+            results[i] = future.result()
+            prof = results[i][0]
+            progress(f"  {prof['workload']:<24} {prof['path']:<8} "
+                     + (f"error: {prof['error']}" if prof["error"] else f"{prof['qemu_seconds']:.1f} s"))
+    classified = []
+    for profile, blocks in results:
+        groups, kernels = classify(blocks, table, prefix)
+        classified.append((profile, blocks, groups, kernels))
+    codes = {b.code for _, blocks, groups, _ in classified
+             for b, g in zip(blocks, groups) if g != sym.SETUP}
+    progress(f"  llvm-mca: {len(codes)} distinct blocks x {len(cpus)} cores")
+    model.prepare(cpus, codes)
+    profiles = []
+    for profile, blocks, groups, kernels in classified:
+        if not profile["error"]:
+            profile["kernels"] = kernels
+            profile["kernel_instruction"] = dominant_kernel_instruction(kernels, prefix)
+            profile["instructions"], profile["setup_instructions"] = instruction_profile(blocks, groups)
+            profile["cycles"] = {cpu: cycle_profile(blocks, groups, model, cpu) for cpu in cpus}
+        profiles.append(profile)
+    return profiles

@@ -1,0 +1,359 @@
+"""The performance report: metrics derived from the profiles (bench/profile.py), the speedups
+between instruction generations, and their Markdown / JSON / PNG renderings.
+
+Everything here works on the plain profile dicts, so it copes with whatever a run produced: a
+path the ARCH build lacks, a run that failed, a core without the path's feature (no % of peak,
+no speedup), a core tilesmith has no peak figure for, blocks llvm-mca could not model (shown
+as coverage below 100 %).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gen.cores import CORES
+from gen.isa import INSTRUCTIONS
+
+from .symbols import GROUPS
+
+# Speedup = modeled cycles of the baseline path / cycles of the newer path, same shape.
+# (label, baseline (dtype, path), newer (dtype, path))
+SPEEDUPS = (
+    ("smmla / sdot", ("s8", "dotprod"), ("s8", "i8mm")),
+    ("sdot / Armv8.0", ("s8", "armv8.0"), ("s8", "dotprod")),
+    ("smmla / Armv8.0", ("s8", "armv8.0"), ("s8", "i8mm")),
+    ("bfmmla / fp32 fmla", ("f32", "fmla"), ("bf16", "bfmmla")),
+    ("bfmmla / bf16 fallback", ("bf16", "fmla"), ("bf16", "bfmmla")),
+)
+# Measured on a Cortex-A710 by MNN (shared/seeds/001_a374f7752dd057b7.txt): smmla over sdot
+# 1.88x, bfmmla over fp16 fmla 1.92x (an fp16 baseline, not fp32).
+MNN_A710 = {"smmla / sdot": 1.88}
+MNN_NOTE = ("MNN measured smmla 1.88× over sdot and bfmmla 1.92× over **fp16** fmla on a "
+            "Cortex-A710 (whole-model figures, real hardware).")
+HEADLINE_SHAPE = "gemm512"
+
+
+# ---- metrics --------------------------------------------------------------------------------
+def peak_macs_per_cycle(cpu: str, instruction: str) -> float | None:
+    """The core's MAC-instruction peak (gen/cores.py throughput x MACs per instruction)."""
+    core = CORES.get(cpu)
+    if core is None or instruction not in core.mac:
+        return None
+    return core.throughput(instruction) * INSTRUCTIONS[instruction].macs
+
+
+def core_metrics(profile: dict, cpu: str) -> dict:
+    """MACs/cycle, % of peak and group shares of one profile on one core. `usable` is False
+    when the core cannot run the path (its feature is missing) or nothing was modeled."""
+    cycles = profile["cycles"][cpu]
+    total = cycles["total"]
+    insns = profile["instructions"]["total"]
+    out = dict(cycles=total, macs_per_cycle=None, peak=None, percent_of_peak=None,
+               shares={g: (cycles[g] / total if total else None) for g in GROUPS},
+               modeled_fraction=(1 - cycles["unmodeled_instructions"] / insns) if insns else None,
+               usable=total > 0, note="")
+    if total > 0:
+        out["macs_per_cycle"] = profile["macs"] / total
+    key = profile.get("kernel_instruction")
+    core = CORES.get(cpu)
+    if key is None:
+        out["note"] = "no micro-kernel ran"
+    elif core is None:
+        out["note"] = f"no peak figure for {cpu} in gen/cores.py"
+    elif not core.has(INSTRUCTIONS[key].feature):
+        out.update(usable=False, note=f"{cpu} has no {INSTRUCTIONS[key].feature}")
+    else:
+        out["peak"] = peak_macs_per_cycle(cpu, key)
+        if out["macs_per_cycle"] is not None and out["peak"]:
+            out["percent_of_peak"] = 100 * out["macs_per_cycle"] / out["peak"]
+    if total == 0 and not out["note"]:
+        out["note"] = "no block modeled"
+    return out
+
+
+def find_profile(profiles, shape: str, dtype: str, path: str) -> dict | None:
+    for p in profiles:
+        if p["shape"] == shape and p["dtype"] == dtype and p["path"] == path and not p["error"]:
+            return p
+    return None
+
+
+def ran_as_expected(profile: dict) -> bool:
+    return profile.get("kernel_instruction") == profile["expected_instruction"]
+
+
+def speedups(profiles, cpus) -> list[dict]:
+    """Every defined speedup for every shape where both paths ran, per core (None when a core
+    cannot run one of the paths)."""
+    rows = []
+    shapes = list(dict.fromkeys(p["shape"] for p in profiles))
+    for label, base, new in SPEEDUPS:
+        for shape in shapes:
+            b, n = find_profile(profiles, shape, *base), find_profile(profiles, shape, *new)
+            if not b or not n or not (ran_as_expected(b) and ran_as_expected(n)):
+                continue   # a missing or mis-dispatched path has no speedup (see the notes)
+            row = dict(ratio=label, shape=shape, title=n["title"], per_core={}, promised={},
+                       mnn_a710=MNN_A710.get(label))
+            for cpu in cpus:
+                mb, mn = b["metrics"][cpu], n["metrics"][cpu]
+                ok = mb["usable"] and mn["usable"]
+                row["per_core"][cpu] = mb["cycles"] / mn["cycles"] if ok else None
+                pb = peak_macs_per_cycle(cpu, b["expected_instruction"])
+                pn = peak_macs_per_cycle(cpu, n["expected_instruction"])
+                row["promised"][cpu] = pn / pb if ok and pb and pn else None
+            rows.append(row)
+    return rows
+
+
+def notes(profiles, missing_paths) -> list[str]:
+    """Everything a reader must know that the tables do not show."""
+    out = [f"{w}: path {p} not in this ARCH build" for w, p in missing_paths]
+    for p in profiles:
+        tag = f"{p['workload']} [{p['path']}]"
+        if p["error"]:
+            out.append(f"{tag}: run failed: {p['error']}")
+            continue
+        if not ran_as_expected(p):
+            out.append(f"{tag}: dispatch ran {p.get('kernel_instruction') or 'no kernel'}, expected "
+                       f"{p['expected_instruction']} (left out of the speedups)")
+        for cpu, m in p["metrics"].items():
+            if m["modeled_fraction"] is not None and m["modeled_fraction"] < 0.9999:
+                reasons = "; ".join(p["cycles"][cpu]["unmodeled_reasons"])
+                out.append(f"{tag} on {cpu}: {100 * (1 - m['modeled_fraction']):.3f} % of the "
+                           f"instructions unmodeled ({reasons})")
+    out.extend(checksum_notes(profiles))
+    return out
+
+
+def checksum_notes(profiles) -> list[str]:
+    """int8 outputs are exact: every path of one int8 workload must print the same checksum."""
+    out = []
+    for name in dict.fromkeys(p["workload"] for p in profiles if p["dtype"] == "s8"):
+        sums = {p["path"]: p.get("checksum") for p in profiles if p["workload"] == name and not p["error"]}
+        if len(set(sums.values())) > 1:
+            out.append(f"{name}: int8 outputs differ between paths: {sums}")
+    return out
+
+
+def build_report(profiles, *, cpus, meta, kernel_table=None, kernel_table_error=None,
+                 missing_paths=()) -> dict:
+    """The report data (what report.json holds). Adds `metrics` to each profile."""
+    for p in profiles:
+        if not p["error"]:
+            p["metrics"] = {cpu: core_metrics(p, cpu) for cpu in cpus}
+    return dict(meta=dict(meta, cores=list(cpus)), profiles=profiles,
+                speedups=speedups(profiles, cpus), kernel_table=kernel_table,
+                kernel_table_error=kernel_table_error, notes=notes(profiles, missing_paths))
+
+
+def write_json(report: dict, path) -> None:
+    Path(path).write_text(json.dumps(report, indent=1, sort_keys=False) + "\n")
+
+
+# ---- Markdown ------------------------------------------------------------------------------
+def _table(header, rows) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _num(x, fmt="{:.2f}", missing="—") -> str:
+    return missing if x is None else fmt.format(x)
+
+
+def _core_cell(m: dict) -> str:
+    if not m["usable"]:
+        return f"n/a ({m['note']})"
+    cell = f"{m['macs_per_cycle']:.2f}"
+    if m["percent_of_peak"] is not None:
+        cell += f" ({m['percent_of_peak']:.0f} %)"
+    return cell
+
+
+def _path_label(p: dict) -> str:
+    return f"{p['path']} ({p['kernel_instruction'] or 'no kernel'})"
+
+
+def headline_table(report) -> str:
+    cpus = report["meta"]["cores"]
+    rows = [[p["title"], _path_label(p), *(_core_cell(p["metrics"][c]) for c in cpus)]
+            for p in report["profiles"] if p["shape"] == HEADLINE_SHAPE and not p["error"]]
+    return _table(["workload", "path (kernel)", *cpus], rows)
+
+
+def speedup_table(report) -> str:
+    cpus = report["meta"]["cores"]
+    rows = []
+    for s in report["speedups"]:
+        cells = [f"{_num(s['per_core'][c])}× (peak {_num(s['promised'][c], '{:.1f}')}×)"
+                 if s["per_core"][c] is not None else "n/a" for c in cpus]
+        rows.append([s["ratio"], s["title"].rsplit(" ", 1)[0], *cells,
+                     _num(s["mnn_a710"], "{:.2f}×")])
+    return _table(["speedup", "workload", *cpus, "MNN A710"], rows)
+
+
+def groups_table(report, cpu) -> str:
+    rows = []
+    for p in report["profiles"]:
+        if p["error"]:
+            continue
+        m = p["metrics"][cpu]
+        n = p["instructions"]["total"]
+        rows.append([p["title"], _path_label(p), f"{n / 1e6:.1f}", f"{p['macs'] / n:.2f}" if n else "—",
+                     *(_num(m["shares"][g], "{:.1%}") for g in GROUPS)])
+    return _table(["workload", "path (kernel)", "instructions (M)", "MACs / instruction",
+                   *(f"{g} (% cycles)" for g in GROUPS)], rows)
+
+
+def cores_table(report) -> str:
+    cpus = report["meta"]["cores"]
+    rows = [[p["title"], _path_label(p), *(_core_cell(p["metrics"][c]) for c in cpus)]
+            for p in report["profiles"] if not p["error"]]
+    return _table(["workload", "path (kernel)", *cpus], rows)
+
+
+def kernel_table_md(report) -> str:
+    table = report["kernel_table"]
+    if report["kernel_table_error"]:
+        return f"Per-kernel table unavailable: {report['kernel_table_error']}"
+    if not table:
+        return "Per-kernel table unavailable: bench/kernels_mca.py returned no rows."
+    header = list(dict.fromkeys(k for row in table for k in row))
+    cell = lambda v: f"{v:.3g}" if isinstance(v, float) else ("" if v is None else str(v))
+    return _table(header, [[cell(row.get(k)) for k in header] for row in table])
+
+
+def render_markdown(report, charts: dict) -> str:
+    """The report as Markdown; `charts` maps chart names to links relative to the .md file."""
+    meta = report["meta"]
+    cpus = meta["cores"]
+    ref = cpus[0]
+    parts = [
+        f"# tilesmith performance report — ARCH={meta['arch']}, CPU={meta['cpu']}",
+        "",
+        f"Generated by `make bench` ({meta['date']}; {meta['qemu']}, llvm-mca {meta['llvm_mca']}).",
+        "",
+        "## How this is measured",
+        "",
+        "- Each workload is one whole public-API call (`ts_gemm_*`, `ts_conv2d_s8`) run once per "
+        "dispatch path under `qemu-aarch64 -cpu " + meta["qemu_cpu"] + "`; `ts_set_feature_mask` forces "
+        "the path. The tbcount QEMU plugin counts executions of every translation block; block "
+        "addresses map to functions through the ELF symbol table and functions to groups by name "
+        "(code inlined into a function counts toward it). The harness's own data preparation is "
+        "excluded.",
+        "- **Modeled cycles**: every executed block is analysed by llvm-mca-19 as a steady-state "
+        "loop on each core's LLVM scheduling model and weighted by its execution count. "
+        "**No cache or memory model is included**: every load hits L1, branches are predicted "
+        "perfectly, calls cost one cycle. Real cores with operands larger than their caches will "
+        "be slower, most of all the GEMV (it streams 16 MiB–64 MiB of weights once).",
+        "- % of peak = modeled MACs/cycle ÷ (the kernel instruction's throughput on that core × "
+        "its MACs), throughputs from gen/cores.py. A core that lacks the path's feature "
+        "(Cortex-A55: no i8mm, no bf16) shows n/a.",
+        "",
+        f"## GEMM 512³: modeled MACs/cycle (% of peak)",
+        "",
+        headline_table(report),
+        "",
+        "## Speedups between instruction generations",
+        "",
+        "Modeled whole-operation cycles of the older path ÷ the newer one; in brackets the ratio of "
+        "the two instructions' peaks on that core. " + MNN_NOTE,
+        "",
+        speedup_table(report),
+        "",
+    ]
+    if "speedups" in charts:
+        parts += [f"![speedups]({charts['speedups']})", ""]
+    parts += [
+        f"## Where time goes ({ref}, share of modeled cycles)",
+        "",
+        groups_table(report, ref),
+        "",
+    ]
+    if "groups" in charts:
+        parts += [f"![cycles per MAC by group]({charts['groups']})", ""]
+    parts += ["## Every workload on every core: modeled MACs/cycle (% of peak)", "", cores_table(report), ""]
+    if "peak" in charts:
+        parts += [f"![% of peak]({charts['peak']})", ""]
+    parts += ["## Per-kernel llvm-mca table (bench/kernels_mca.py)", "", kernel_table_md(report), ""]
+    parts += ["## Notes", ""]
+    parts += [f"- {n}" for n in report["notes"]] or ["- none"]
+    return "\n".join(parts) + "\n"
+
+
+# ---- charts ----------------------------------------------------------------------------------
+def draw_charts(report, out_dir) -> dict:
+    """PNG charts into out_dir; returns {chart: Path}. Needs matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise RuntimeError("matplotlib is missing: run `sh scripts/ensure-deps.sh bench` "
+                           "(Debian package python3-matplotlib) or pass --no-charts") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cpus = report["meta"]["cores"]
+    done = [p for p in report["profiles"] if not p["error"]]
+    charts = {}
+
+    # 1. modeled cycles per MAC on the reference core, stacked by group
+    ref = cpus[0]
+    fig, ax = plt.subplots(figsize=(10, 0.32 * len(done) + 1.5))
+    labels = [f"{p['title']} [{p['path']}]" for p in done]
+    left = [0.0] * len(done)
+    for g in GROUPS:
+        widths = [p["cycles"][ref][g] / p["macs"] for p in done]
+        ax.barh(labels, widths, left=left, label=g)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.invert_yaxis()
+    ax.set_xlabel(f"modeled cycles per MAC on {ref} (no cache model)")
+    ax.legend(loc="lower right")
+    charts["groups"] = _save(fig, out_dir / "cycles_by_group.png")
+
+    # 2. % of peak, GEMM 512^3, per path and core
+    head = [p for p in done if p["shape"] == HEADLINE_SHAPE]
+    if head:
+        fig, ax = plt.subplots(figsize=(10, 4))
+        width = 0.8 / len(cpus)
+        for j, cpu in enumerate(cpus):
+            values = [p["metrics"][cpu]["percent_of_peak"] or 0 for p in head]
+            ax.bar([i + j * width for i in range(len(head))], values, width, label=cpu)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(head))])
+        ax.set_xticklabels([f"{p['dtype']}\n{p['path']}" for p in head])
+        ax.set_ylabel("% of the core's MAC peak (modeled)")
+        ax.set_title("GEMM 512³ (0 = core lacks the feature)")
+        ax.legend()
+        charts["peak"] = _save(fig, out_dir / "peak_gemm512.png")
+
+    # 3. speedups for the headline shape with the instruction-peak promise
+    rows = [s for s in report["speedups"] if s["shape"] == HEADLINE_SHAPE]
+    if rows:
+        fig, ax = plt.subplots(figsize=(10, 4))
+        width = 0.8 / len(cpus)
+        for j, cpu in enumerate(cpus):
+            values = [s["per_core"][cpu] or 0 for s in rows]
+            ax.bar([i + j * width for i in range(len(rows))], values, width, label=cpu)
+        for i, s in enumerate(rows):
+            promised = [v for v in s["promised"].values() if v]
+            if promised:
+                ax.hlines(max(promised), i - width / 2, i + 0.8 - width / 2, colors="black",
+                          linestyles="dashed")
+            if s["mnn_a710"]:
+                ax.plot(i + 0.4 - width / 2, s["mnn_a710"], "r*", markersize=12)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))])
+        ax.set_xticklabels([s["ratio"] for s in rows])
+        ax.set_ylabel("speedup (modeled cycles)")
+        ax.set_title("GEMM 512³ — dashed: best instruction-peak ratio; red star: MNN on A710")
+        ax.legend()
+        charts["speedups"] = _save(fig, out_dir / "speedups_gemm512.png")
+    return charts
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,197 @@
+/* workloads.c — the whole operations `python3 -m bench` profiles under qemu-aarch64.
+ *
+ *   workloads gemm f32|bf16|s8 FEATURES M N K
+ *   workloads conv FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT
+ *
+ * FEATURES ("none" or names joined by '+', e.g. "dotprod+i8mm") becomes the
+ * ts_set_feature_mask() that forces one dispatch path. The
+ * program makes deterministic inputs, runs the operation ONCE and prints a checksum of the
+ * output, so paths of one integer workload can be compared. Every function of this harness is
+ * named bench_* and kept out of line: the profiler files them under "setup", apart from the
+ * operation (the public ts_* call and everything it runs). Batch 1, no dilation.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tilesmith.h"
+
+#define HARNESS __attribute__((noinline))
+
+static uint32_t bench_rng_state = 12345u;
+
+/* Cheap deterministic values (32-bit LCG, Numerical Recipes constants): setup time under QEMU
+ * matters for the 4096 x 4096 operands, their quality does not. */
+static inline uint32_t bench_rng(void)
+{
+    bench_rng_state = bench_rng_state * 1664525u + 1013904223u;
+    return bench_rng_state >> 8;
+}
+
+HARNESS static void bench_fill_f32(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)((int32_t)(bench_rng() & 0xffff) - 0x8000) / 32768.0f;
+}
+
+HARNESS static void bench_fill_s8(int8_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (int8_t)(bench_rng() & 0xff);
+}
+
+HARNESS static void *bench_alloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) { fprintf(stderr, "workloads: out of memory (%zu x %zu bytes)\n", n, size); exit(2); }
+    return p;
+}
+
+/* FNV-1a over the output bytes. */
+HARNESS static uint64_t bench_checksum(const void *data, size_t bytes)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < bytes; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Per-output-channel requantization typical of a TFLite int8 layer. */
+HARNESS static void bench_quant(ts_quant *q, size_t n, int32_t *bias, int32_t *mult, int32_t *shift)
+{
+    for (size_t i = 0; i < n; i++) {
+        bias[i] = (int32_t)(bench_rng() & 0x3ff) - 0x200;
+        mult[i] = 0x40000000 + (int32_t)(bench_rng() & 0xfffff);
+        shift[i] = -8 - (int32_t)(i % 3);
+    }
+    memset(q, 0, sizeof *q);
+    q->a_zero_point = -3;
+    q->c_zero_point = 5;
+    q->bias = bias;
+    q->multiplier = mult;
+    q->shift = shift;
+    q->per_channel = 1;
+    q->act_min = -128;
+    q->act_max = 127;
+    q->rounding = TS_ROUND_DOUBLE;
+}
+
+HARNESS static size_t bench_size(const char *text)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*text == '\0' || *end != '\0') {
+        fprintf(stderr, "workloads: not a number: %s\n", text);
+        exit(2);
+    }
+    return (size_t)v;
+}
+
+HARNESS static int bench_report(int status, const char *op, uint64_t checksum)
+{
+    if (status != TS_OK) {
+        fprintf(stderr, "workloads: %s returned %d\n", op, status);
+        return 1;
+    }
+    printf("checksum %016" PRIx64 "\n", checksum);
+    return 0;
+}
+
+HARNESS static int bench_gemm(const char *type, size_t M, size_t N, size_t K)
+{
+    int status;
+    uint64_t sum;
+    if (strcmp(type, "f32") == 0 || strcmp(type, "bf16") == 0) {
+        float *A = bench_alloc(M * K, sizeof *A), *B = bench_alloc(K * N, sizeof *B);
+        float *C = bench_alloc(M * N, sizeof *C);
+        bench_fill_f32(A, M * K);
+        bench_fill_f32(B, K * N);
+        status = type[0] == 'f' ? ts_gemm_f32(M, N, K, A, K, B, N, C, N)
+                                : ts_gemm_bf16(M, N, K, A, K, B, N, C, N);
+        sum = bench_checksum(C, M * N * sizeof *C);
+    } else if (strcmp(type, "s8") == 0) {
+        int8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1), *C = bench_alloc(M * N, 1);
+        int32_t *bias = bench_alloc(N, 4), *mult = bench_alloc(N, 4), *shift = bench_alloc(N, 4);
+        ts_quant q;
+        bench_fill_s8(A, M * K);
+        bench_fill_s8(B, K * N);
+        bench_quant(&q, N, bias, mult, shift);
+        status = ts_gemm_s8(M, N, K, A, K, B, N, &q, C, N);
+        sum = bench_checksum(C, M * N);
+    } else {
+        fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8)\n", type);
+        return 2;
+    }
+    return bench_report(status, "gemm", sum);
+}
+
+HARNESS static int bench_conv(char **arg)
+{
+    ts_conv2d c;
+    memset(&c, 0, sizeof c);
+    c.batch = 1;
+    c.in_h = bench_size(arg[0]);
+    c.in_w = bench_size(arg[1]);
+    c.in_c = bench_size(arg[2]);
+    c.out_c = bench_size(arg[3]);
+    c.k_h = bench_size(arg[4]);
+    c.k_w = bench_size(arg[5]);
+    c.stride_h = c.stride_w = bench_size(arg[6]);
+    c.dilation_h = c.dilation_w = 1;
+    c.pad_top = bench_size(arg[7]);
+    c.pad_left = bench_size(arg[8]);
+    c.pad_bottom = bench_size(arg[9]);
+    c.pad_right = bench_size(arg[10]);
+    size_t out_h = ts_conv2d_out_h(&c), out_w = ts_conv2d_out_w(&c);
+    size_t in_n = c.in_h * c.in_w * c.in_c, filter_n = c.out_c * c.k_h * c.k_w * c.in_c;
+    size_t out_n = out_h * out_w * c.out_c;
+    int8_t *input = bench_alloc(in_n, 1), *filter = bench_alloc(filter_n, 1);
+    int8_t *output = bench_alloc(out_n, 1);
+    int32_t *bias = bench_alloc(c.out_c, 4), *mult = bench_alloc(c.out_c, 4);
+    int32_t *shift = bench_alloc(c.out_c, 4);
+    void *workspace = bench_alloc(ts_conv2d_s8_workspace_size(&c), 1);
+    ts_quant q;
+    bench_fill_s8(input, in_n);
+    bench_fill_s8(filter, filter_n);
+    bench_quant(&q, c.out_c, bias, mult, shift);
+    int status = ts_conv2d_s8(&c, input, filter, &q, output, workspace);
+    return bench_report(status, "conv2d", bench_checksum(output, out_n));
+}
+
+/* "none" | feature names joined by '+' -> TS_FEAT_* mask; exits on an unknown name. */
+HARNESS static unsigned bench_feature_mask(const char *text)
+{
+    static const struct { const char *name; unsigned bit; } features[] = {
+        {"dotprod", TS_FEAT_DOTPROD}, {"i8mm", TS_FEAT_I8MM}, {"bf16", TS_FEAT_BF16},
+    };
+    unsigned mask = 0;
+    if (strcmp(text, "none") == 0) return 0;
+    for (const char *p = text; *p; ) {
+        size_t len = strcspn(p, "+"), i;
+        for (i = 0; i < sizeof features / sizeof features[0]; i++)
+            if (strlen(features[i].name) == len && strncmp(p, features[i].name, len) == 0) break;
+        if (i == sizeof features / sizeof features[0]) {
+            fprintf(stderr, "workloads: unknown feature in %s (dotprod, i8mm, bf16 or none)\n", text);
+            exit(2);
+        }
+        mask |= features[i].bit;
+        p += len + (p[len] == '+');
+    }
+    return mask;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 7 && strcmp(argv[1], "gemm") == 0) {
+        ts_set_feature_mask(bench_feature_mask(argv[3]));
+        return bench_gemm(argv[2], bench_size(argv[4]), bench_size(argv[5]), bench_size(argv[6]));
+    }
+    if (argc == 14 && strcmp(argv[1], "conv") == 0) {
+        ts_set_feature_mask(bench_feature_mask(argv[2]));
+        return bench_conv(argv + 3);
+    }
+    fprintf(stderr, "usage: workloads gemm f32|bf16|s8 FEATURES M N K\n"
+                    "       workloads conv FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE "
+                    "PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT\n");
+    return 2;
+}

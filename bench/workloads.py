@@ -1,0 +1,116 @@
+"""The whole operations the benchmark profiles, the dispatch paths each runs, and the build of
+their program (bench/workloads.c linked with a generated tilesmith folder)."""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from gen.isa import GENERATED, check_arch
+
+WORKLOADS_C = Path(__file__).resolve().parent / "workloads.c"
+CROSS_CC = "aarch64-linux-gnu-gcc"
+
+
+@dataclass(frozen=True)
+class DispatchPath:
+    """One dispatch path: the features left enabled (workloads.c FEATURES argument) and the
+    MAC instruction the dispatcher should then pick (a gen.isa key)."""
+    name: str
+    features: str
+    instruction: str
+
+
+# Per data type, slowest first. f32 has one kernel; bf16 falls back to fmla on bf16-rounded
+# values when the CPU lacks bf16; int8 has three generations.
+PATHS = {
+    "f32": (DispatchPath("fmla", "dotprod+i8mm+bf16", "fmla_f32"),),
+    "bf16": (DispatchPath("fmla", "dotprod+i8mm", "fmla_f32"),
+             DispatchPath("bfmmla", "dotprod+i8mm+bf16", "bfmmla")),
+    "s8": (DispatchPath("armv8.0", "none", "smlal"),
+           DispatchPath("dotprod", "dotprod", "sdot"),
+           DispatchPath("i8mm", "dotprod+i8mm", "smmla")),
+}
+DTYPE_LABEL = {"f32": "fp32", "bf16": "bf16", "s8": "int8"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str                  # unique id, e.g. "gemm512-s8"
+    title: str                 # what it is, e.g. "GEMM 512³"
+    kind: str                  # "gemm" | "conv"
+    dtype: str                 # "f32" | "bf16" | "s8"
+    dims: tuple                # gemm: (M, N, K); conv: CONV_FIELDS
+    shape: str = ""            # the shape group (the same shape in another dtype shares it)
+
+    @property
+    def macs(self) -> int:
+        if self.kind == "gemm":
+            m, n, k = self.dims
+            return m * n * k
+        c = dict(zip(CONV_FIELDS, self.dims))
+        return conv_out(c, "h") * conv_out(c, "w") * c["out_c"] * c["k_h"] * c["k_w"] * c["in_c"]
+
+    def args(self, path: DispatchPath) -> list[str]:
+        op = [self.kind] + ([self.dtype] if self.kind == "gemm" else [])
+        return [*op, path.features, *map(str, self.dims)]
+
+    def paths(self, arch: str) -> list[DispatchPath]:
+        """The paths of this workload that an ARCH build has kernels for."""
+        return [p for p in PATHS[self.dtype] if p.instruction in GENERATED[check_arch(arch)]]
+
+    def missing_paths(self, arch: str) -> list[DispatchPath]:
+        return [p for p in PATHS[self.dtype] if p not in self.paths(arch)]
+
+
+CONV_FIELDS = ("in_h", "in_w", "in_c", "out_c", "k_h", "k_w", "stride",
+               "pad_top", "pad_left", "pad_bottom", "pad_right")
+
+
+def conv_out(c: dict, axis: str) -> int:
+    """Output height ("h") or width ("w") of a convolution (dilation 1)."""
+    size = c[f"in_{axis}"]
+    pads = (c["pad_top"], c["pad_bottom"]) if axis == "h" else (c["pad_left"], c["pad_right"])
+    k = c["k_h"] if axis == "h" else c["k_w"]
+    return (size + sum(pads) - k) // c["stride"] + 1
+
+
+GEMM_SHAPES = (
+    ("gemm256", "GEMM 256³", (256, 256, 256)),
+    ("gemm512", "GEMM 512³", (512, 512, 512)),
+    ("gemv", "decode GEMV M=1 N=K=4096", (1, 4096, 4096)),
+    ("prefill", "prefill GEMM M=128 N=K=4096", (128, 4096, 4096)),
+)
+CONV_LAYERS = (
+    # ResNet-50 stage 2, 3x3 64->64 at 56x56, SAME padding.
+    ("conv-resnet50-3x3", "conv ResNet-50 3×3 64→64 56×56", (56, 56, 64, 64, 3, 3, 1, 1, 1, 1, 1)),
+    # MobileNetV2 bottleneck expansion, 1x1 24->144 at 56x56.
+    ("conv-mbv2-1x1", "conv MobileNetV2 1×1 24→144 56×56", (56, 56, 24, 144, 1, 1, 1, 0, 0, 0, 0)),
+    # ResNet-50 v1.5 stage 3 entry, 3x3 stride 2 128->128, 56x56 -> 28x28; TFLite SAME padding
+    # puts the one padding row/column at the bottom/right.
+    ("conv-resnet50-3x3s2", "conv ResNet-50 3×3/2 128→128 56×56",
+     (56, 56, 128, 128, 3, 3, 2, 0, 0, 1, 1)),
+)
+
+
+def all_workloads() -> list[Workload]:
+    gemms = [Workload(f"{name}-{dtype}", f"{title} {DTYPE_LABEL[dtype]}", "gemm", dtype, dims, name)
+             for name, title, dims in GEMM_SHAPES for dtype in ("f32", "bf16", "s8")]
+    convs = [Workload(name, f"{title} int8", "conv", "s8", dims, name) for name, title, dims in CONV_LAYERS]
+    return gemms + convs
+
+
+def build_program(gen_dir, output) -> Path:
+    """Link bench/workloads.c with every driver (.c) and kernel (.S) of a generated folder into
+    a static, non-PIE aarch64 executable (fixed addresses: block address = symbol address)."""
+    gen_dir, output = Path(gen_dir), Path(output)
+    if not (gen_dir / "tilesmith.h").exists():
+        raise FileNotFoundError(f"{gen_dir}: no tilesmith.h (generate first: python3 -m gen generate)")
+    sources = sorted(gen_dir.glob("*.c")) + sorted(gen_dir.glob("*.S"))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [CROSS_CC, "-march=armv8-a", "-O2", "-static", "-no-pie", "-Wall", "-I", str(gen_dir),
+           str(WORKLOADS_C), *map(str, sources), "-o", str(output), "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the workloads failed: {' '.join(cmd)}\n{proc.stderr[-4000:]}")
+    return output
