@@ -1,0 +1,283 @@
+"""Kernel emitter: one TilePlan -> one `.S` micro-kernel (text) and its manifest entry.
+
+The parts that are text (ABI comment, symbol/section macros for ELF / Mach-O / COFF, section
+layout) live in templates/kernel.S.j2; this module supplies the instruction lists: register
+save/restore, accumulator zeroing, the software-pipelined k-loop (gen.loop, ordered by
+gen.schedule.schedule_loop), and the C-tile store (MMLA 2x2 tiles unzipped to rows first).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from encoder import FEATURES, rewrite_text
+
+from . import loop
+from .isa import INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
+from .loop import A_PTR, B_PTR, C_PTR, KSTEPS, LDC, KernelPlanError
+from .naming import kernel_symbol
+from .plan import STRATEGIES, TilePlan
+from .schedule import Insn, schedule_loop
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+INST_MODES = ("auto", "always", "never")
+
+ODD_ROW_PTR = "x5"          # row pointer of odd C rows (C_PTR walks the even ones)
+# AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers" / "General-purpose registers"):
+# the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
+CALLEE_SAVED_VREGS = range(8, 16)
+C_ELEMENT_BYTES = 4
+
+# `.arch` line that lets an assembler accept a feature's mnemonics (INST=never output).
+ARCH_DIRECTIVE = {"dotprod": "armv8.2-a+dotprod", "i8mm": "armv8.6-a+i8mm",
+                  "bf16": "armv8.6-a+bf16"}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    symbol: str
+    file: str
+    text: str
+    manifest: dict
+
+
+# ---- plan checks ---------------------------------------------------------------------------
+def check_plan(plan: TilePlan) -> None:
+    """Raise KernelPlanError naming the first thing that makes `plan` unusable."""
+    if plan.instruction not in INSTRUCTIONS:
+        raise KernelPlanError(f"unknown instruction {plan.instruction!r}")
+    inst = plan.inst
+    where = f"{plan.instruction} {plan.ep}x{plan.hp}x{plan.lp}"
+    if plan.lp != inst.k:
+        raise KernelPlanError(f"{where}: lp must be the instruction's k = {inst.k}")
+    if not inst.tile_ok(plan.ep, plan.hp):
+        raise KernelPlanError(f"{where}: ep must be a multiple of {inst.c_rows_per_reg} and hp "
+                              f"of {inst.c_cols_per_reg}")
+    if plan.strategy not in STRATEGIES:
+        raise KernelPlanError(f"{where}: unknown strategy {plan.strategy!r} "
+                              f"(valid: {', '.join(STRATEGIES)})")
+    need_a, need_b = inst.a_regs(plan.ep), inst.b_regs(plan.hp)
+    streamed = {"resident": "", "stream_a": "a", "stream_b": "b"}[plan.strategy]
+    for operand, have, need in (("a", len(plan.a_regs), need_a), ("b", len(plan.b_regs), need_b)):
+        ok = 1 <= have < need if operand == streamed else have == need
+        if not ok:
+            raise KernelPlanError(f"{where} {plan.strategy}: {have} {operand.upper()} registers "
+                                  f"for {need} {operand.upper()} chunks per k-step")
+    if len(plan.c_regs) != inst.c_regs(plan.ep, plan.hp):
+        raise KernelPlanError(f"{where}: {len(plan.c_regs)} accumulators, need "
+                              f"{inst.c_regs(plan.ep, plan.hp)}")
+    regs = plan.a_regs + plan.b_regs + plan.c_regs
+    if len(set(regs)) != len(regs) or not all(0 <= r < NUM_VREGS for r in regs):
+        raise KernelPlanError(f"{where}: vector registers must be distinct v0-v31: {regs}")
+    if inst.acc_shape == "row" and max(plan.a_regs) >= inst.a_index_regs:
+        raise KernelPlanError(f"{where}: {inst.mnemonic} by element needs A in "
+                              f"v0-v{inst.a_index_regs - 1}, plan has {plan.a_regs}")
+    for operand in ("a", "b"):
+        loop.chunks(plan, operand)      # raises for an unloadable partial register
+
+
+# ---- instruction lists -----------------------------------------------------------------------
+def callee_saved_used(plan: TilePlan) -> list[str]:
+    used = set(plan.a_regs + plan.b_regs + plan.c_regs)
+    return [f"d{r}" for r in CALLEE_SAVED_VREGS if r in used]
+
+
+def frame_bytes(saved: list[str]) -> int:
+    """Stack frame for the saved registers, 16-byte aligned (AAPCS64 SP alignment)."""
+    return -(-8 * len(saved) // 16) * 16
+
+
+def _pairs(items):
+    return [items[i:i + 2] for i in range(0, len(items), 2)]
+
+
+def save_registers(saved: list[str]) -> list[Insn]:
+    if not saved:
+        return []
+    code = [Insn(f"sub sp, sp, #{frame_bytes(saved)}", "alu")]
+    for i, pair in enumerate(_pairs(saved)):
+        op = "stp" if len(pair) == 2 else "str"
+        code.append(Insn(f"{op} {', '.join(pair)}, [sp, #{16 * i}]", "store"))
+    return code
+
+
+def restore_registers(saved: list[str]) -> list[Insn]:
+    if not saved:
+        return []
+    code = []
+    for i, pair in enumerate(_pairs(saved)):
+        op = "ldp" if len(pair) == 2 else "ldr"
+        code.append(Insn(f"{op} {', '.join(pair)}, [sp, #{16 * i}]", "load"))
+    code.append(Insn(f"add sp, sp, #{frame_bytes(saved)}", "alu"))
+    return code
+
+
+def zero_accumulators(plan: TilePlan) -> list[Insn]:
+    return [Insn(f"movi v{r}.4s, #0", "alu", defs=(f"v{r}",)) for r in plan.c_regs]
+
+
+def _row_stores(pointer: str, pieces: list[tuple[int, int, int]], row: int) -> list[Insn]:
+    """Stores of one C row: pieces (vector register, bytes 8|16, byte offset), ascending;
+    two adjacent 16-byte pieces become one `stp`."""
+    code, i = [], 0
+    while i < len(pieces):
+        reg, size, offset = pieces[i]
+        name = "q" if size == 16 else "d"
+        nxt = pieces[i + 1] if i + 1 < len(pieces) else None
+        if nxt and size == nxt[1] == 16 and nxt[2] == offset + 16:
+            code.append(Insn(f"stp q{reg}, q{nxt[0]}, [{pointer}, #{offset}]", "store",
+                             comment=f"row {row}, bytes {offset}-{offset + 31}"))
+            i += 2
+        else:
+            code.append(Insn(f"str {name}{reg}, [{pointer}, #{offset}]", "store",
+                             comment=f"row {row}, bytes {offset}-{offset + size - 1}"))
+            i += 1
+    return code
+
+
+def _advance_row_pointers(last_row: int, ep: int) -> list[Insn]:
+    """After odd row `last_row`, move both row pointers two rows down (if rows remain)."""
+    if last_row + 1 >= ep:
+        return []
+    code = [Insn(f"add {C_PTR}, {C_PTR}, {LDC}, lsl #1", "alu")]
+    if last_row + 2 < ep:
+        code.append(Insn(f"add {ODD_ROW_PTR}, {ODD_ROW_PTR}, {LDC}, lsl #1", "alu"))
+    return code
+
+
+def store_rows(plan: TilePlan) -> list[Insn]:
+    """Row forms: accumulator (row r, column block j) holds C[r][4j..4j+3]."""
+    inst = plan.inst
+    code = []
+    blocks = plan.hp // inst.c_cols_per_reg
+    for row in range(plan.ep):
+        pointer = C_PTR if row % 2 == 0 else ODD_ROW_PTR
+        pieces = [(plan.c_reg_for(row, j), 16, 16 * j) for j in range(blocks)]
+        code += _row_stores(pointer, pieces, row)
+        if row % 2 == 1:
+            code += _advance_row_pointers(row, plan.ep)
+    return code
+
+
+def store_tiles(plan: TilePlan) -> list[Insn]:
+    """2x2 tile forms: accumulator (row block i, column block j) = [r0c0 r0c1 r1c0 r1c1] of
+    rows 2i, 2i+1 and columns 2j, 2j+1. Two horizontally adjacent tiles X, Y unzip into the
+    rows: uzp1 .2d -> row 2i, columns 2j..2j+3; uzp2 .2d -> row 2i+1 (Arm ARM C7.2 UZP1, UZP2).
+    An odd last tile stores its low half (row 2i) directly and its high half via uzp2 X, X."""
+    temps = list(plan.a_regs + plan.b_regs)     # free once the last MAC has read them
+    blocks = plan.hp // 2
+    groups_per_batch = max(1, len(temps) // 2)
+    code = []
+    for rb in range(plan.ep // 2):
+        even, odd = 2 * rb, 2 * rb + 1
+        column_groups = list(range(0, blocks, 2))
+        for batch_start in range(0, len(column_groups), groups_per_batch):
+            batch = column_groups[batch_start:batch_start + groups_per_batch]
+            pieces_even, pieces_odd = [], []
+            for n, cb in enumerate(batch):
+                x = plan.c_reg_for(rb, cb)
+                t0, t1 = temps[2 * n], temps[2 * n + 1]
+                offset = cb * 2 * C_ELEMENT_BYTES
+                if cb + 1 < blocks:
+                    y = plan.c_reg_for(rb, cb + 1)
+                    code.append(Insn(f"uzp1 v{t0}.2d, v{x}.2d, v{y}.2d", "alu",
+                                     comment=f"row {even}, columns {2 * cb}-{2 * cb + 3}"))
+                    code.append(Insn(f"uzp2 v{t1}.2d, v{x}.2d, v{y}.2d", "alu",
+                                     comment=f"row {odd}, columns {2 * cb}-{2 * cb + 3}"))
+                    pieces_even.append((t0, 16, offset))
+                    pieces_odd.append((t1, 16, offset))
+                else:
+                    code.append(Insn(f"uzp2 v{t1}.2d, v{x}.2d, v{x}.2d", "alu",
+                                     comment=f"row {odd}, columns {2 * cb}-{2 * cb + 1}"))
+                    pieces_even.append((x, 8, offset))
+                    pieces_odd.append((t1, 8, offset))
+            code += _row_stores(C_PTR, pieces_even, even)
+            code += _row_stores(ODD_ROW_PTR, pieces_odd, odd)
+        code += _advance_row_pointers(odd, plan.ep)
+    return code
+
+
+def store_tile(plan: TilePlan) -> list[Insn]:
+    code = []
+    if plan.ep > 1:
+        code.append(Insn(f"add {ODD_ROW_PTR}, {C_PTR}, {LDC}", "alu", comment="row 1"))
+    return code + (store_tiles(plan) if plan.inst.acc_shape == "tile2x2" else store_rows(plan))
+
+
+def scheduled_body(plan: TilePlan, cpu: str) -> list[Insn]:
+    body = loop.iteration_body(plan)
+    scheduled = schedule_loop(body, cpu)
+    loop.check_same_dependencies(body, scheduled)
+    return scheduled
+
+
+# ---- manifest and rendering ------------------------------------------------------------------
+def gp_registers_used(plan: TilePlan) -> list[str]:
+    return [A_PTR, B_PTR, KSTEPS, C_PTR, LDC] + ([ODD_ROW_PTR] if plan.ep > 1 else [])
+
+
+def manifest_entry(plan: TilePlan, symbol: str) -> dict:
+    inst = plan.inst
+    return {
+        "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
+        "mnemonic": inst.mnemonic, "signature": signature(inst),
+        "a_type": inst.a_type, "b_type": inst.b_type, "c_type": inst.c_type,
+        "source_type": inst.source_type, "feature": inst.feature, "arch": inst.arch,
+        "ep": plan.ep, "hp": plan.hp, "lp": plan.lp, "strategy": plan.strategy,
+        "regs_a": len(plan.a_regs), "regs_b": len(plan.b_regs), "regs_c": len(plan.c_regs),
+        "vregs_used": sorted(set(plan.a_regs + plan.b_regs + plan.c_regs)),
+        "gpregs_used": gp_registers_used(plan), "callee_saved_used": callee_saved_used(plan),
+        "a_layout": plan.a_layout, "b_layout": plan.b_layout, "role": "main",
+        "a_step_bytes": loop.step_bytes(plan, "a"), "b_step_bytes": loop.step_bytes(plan, "b"),
+    }
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters["asm"] = asm_line
+    env.filters["comment"] = lambda text, lead: "\n".join(
+        (lead + line).rstrip() for line in text.strip("\n").split("\n"))
+    return env
+
+
+def asm_line(insn: Insn) -> str:
+    """One instruction line: 8-space indent, text, comment aligned at column 48."""
+    line = f"        {insn.text}"
+    return f"{line:<47} // {insn.comment}" if insn.comment else line
+
+
+def inst_features(inst_mode: str):
+    """Features whose instructions the encoder rewrites to `.inst` words for INST=mode."""
+    if inst_mode not in INST_MODES:
+        raise ValueError(f"unknown INST {inst_mode!r}: valid values are {', '.join(INST_MODES)}")
+    return {"auto": FEATURES, "always": "all", "never": ()}[inst_mode]
+
+
+def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
+                cpu: str = "generic", env: jinja2.Environment | None = None) -> Kernel:
+    check_plan(plan)
+    inst = plan.inst
+    symbol = kernel_symbol(prefix, inst, plan.ep, plan.hp, plan.lp, cpu)
+    saved = callee_saved_used(plan)
+    context = dict(
+        symbol=symbol, plan=plan, inst=inst, cpu=cpu, prefix=prefix,
+        signature=signature(inst), a_bytes=TYPE_BYTES[inst.a_type],
+        a_step=loop.step_bytes(plan, "a"), b_step=loop.step_bytes(plan, "b"),
+        arch_directive=(ARCH_DIRECTIVE[inst.feature] if inst_mode == "never" and inst.feature
+                        else None),
+        save=save_registers(saved), restore=restore_registers(saved), saved=saved,
+        zero=zero_accumulators(plan), preload=loop.preload(plan),
+        body=scheduled_body(plan, cpu), tail=loop.peeled_last_step(plan),
+        store=store_tile(plan), streamed=loop.streamed_operand(plan),
+        regs=dict(a=plan.a_regs, b=plan.b_regs, c=plan.c_regs),
+    )
+    env = env or environment()
+    text = env.get_template("kernel.S.j2").render(**context)
+    features = inst_features(inst_mode)
+    if features:
+        text = rewrite_text(text, features, filename=f"{symbol}.S")
+    return Kernel(symbol, f"{symbol}.S", text, manifest_entry(plan, symbol))

@@ -1,0 +1,37 @@
+"""Kernel names: symbols, file names and the C macro names derived from them.
+
+    ts_gemm_s8s32_smmla_8x12x8              prefix, op, type signature, mnemonic, ep x hp x lp
+    ts_gemm_s8s32_smmla_8x12x8_cortexa510   with the schedule's CPU when CPU != generic
+"""
+from __future__ import annotations
+
+import re
+
+from .cores import GENERIC
+from .isa import MacInstruction, signature
+
+# A symbol prefix must itself start a C identifier (empty is allowed: plain gemm_… names).
+_PREFIX_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_prefix(prefix: str) -> str:
+    if prefix and not _PREFIX_RE.fullmatch(prefix):
+        raise ValueError(f"invalid PREFIX {prefix!r}: it must be empty or a C identifier prefix "
+                         f"(a letter or '_', then letters, digits or '_'), e.g. ts_")
+    return prefix
+
+
+def cpu_suffix(cpu: str) -> str:
+    """'' for the generic schedule, else '_' + the CPU name without dashes ('_cortexa510')."""
+    return "" if cpu == GENERIC else "_" + cpu.replace("-", "")
+
+
+def kernel_symbol(prefix: str, inst: MacInstruction, ep: int, hp: int, lp: int, cpu: str) -> str:
+    return (f"{prefix}gemm_{signature(inst)}_{inst.mnemonic}_{ep}x{hp}x{lp}"
+            f"{cpu_suffix(cpu)}")
+
+
+def macro_name(symbol: str, what: str) -> str:
+    """C macro for a property of a kernel: macro_name('ts_gemm_f32_fmla_8x12x1', 'EP')
+    -> 'TS_GEMM_F32_FMLA_8X12X1_EP'."""
+    return f"{symbol.upper()}_{what}"

@@ -1,0 +1,238 @@
+/* Runs generated micro-kernels against a C reference (driven by tests/test_kernels_run.py).
+ *
+ *   kernel_harness SYMBOL KSTEPS...     test one kernel for every KSTEPS value
+ *
+ * For every KSTEPS the kernel runs twice: with the packed panels and C flush against a guard
+ * page at their end, then at their start (tests/c/guarded.h), so any access outside them
+ * faults. C has a row stride larger than hp; the gaps and the tile start filled with sentinels:
+ * the gaps must stay untouched, the tile fully overwritten. The call goes through
+ * call_checked (kernel_harness_regs.c), which checks x18, x19-x28, d8-d15 and sp survive it.
+ * Integers must match exactly; fp32 and bf16 results must lie within an error bound of a
+ * double-precision reference (see fp_bound). Exit status 0 = all passed.
+ *
+ * The build defines the kernel table in "kernel_table.h" (generated from manifest.json):
+ *   static const kernel_info KERNELS[] = { {"sym", sym, "a_type", "b_type", "c_type", ep, hp, lp}, ... };
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guarded.h"
+
+typedef void (*kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps, void *c,
+                          size_t ldc_bytes);
+typedef struct {
+    const char *name;
+    kernel_fn fn;
+    const char *a_type, *b_type, *c_type;
+    int ep, hp, lp;
+} kernel_info;
+
+/* Returns 0 when the callee-saved state survived the kernel call, else a bit mask:
+ * bits 0-9 x19-x28, 10-17 d8-d15, 18 x18, 19 sp. */
+unsigned call_checked(kernel_fn fn, const void *a, const void *b, size_t ksteps, void *c,
+                      size_t ldc_bytes);
+
+#include "kernel_table.h"
+
+/* ---- element types ----------------------------------------------------------------------- */
+enum elem { E_FP32, E_INT8, E_UINT8, E_INT16_FROM_INT8, E_BF16, E_INT32, E_UINT32 };
+
+static enum elem elem_of(const char *name)
+{
+    static const struct { const char *name; enum elem e; } names[] = {
+        {"fp32", E_FP32}, {"int8", E_INT8}, {"uint8", E_UINT8}, {"int16", E_INT16_FROM_INT8},
+        {"bf16", E_BF16}, {"int32", E_INT32}, {"uint32", E_UINT32}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(names[i].name, name)) return names[i].e;
+    fprintf(stderr, "unknown element type %s\n", name);
+    exit(2);
+}
+
+static size_t elem_bytes(enum elem e)
+{
+    switch (e) {
+    case E_INT8: case E_UINT8: return 1;
+    case E_INT16_FROM_INT8: case E_BF16: return 2;
+    default: return 4;
+    }
+}
+
+static float float_of_bits(uint32_t bits) { float f; memcpy(&f, &bits, 4); return f; }
+static uint32_t bits_of_float(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* Random value with sign, a power-of-two exponent in [lo, hi] and a random significand. */
+static float random_float(int lo, int hi)
+{
+    float m = 1.0f + (float)(rng_next() >> 41) / (float)(1u << 23);   /* [1, 2) */
+    int e = lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
+    return (rng_next() & 1 ? -1.0f : 1.0f) * ldexpf(m, e);
+}
+
+/* Test data: uniform values with a quarter of extremes (int8 -128/127, uint8 0/255); fp32
+ * mostly moderate magnitudes with some zeros, tiny values (products near and below the
+ * smallest normal) and large ones; bf16 exact bf16 values (the high half of an fp32). */
+static void fill(void *buf, size_t count, enum elem e)
+{
+    for (size_t i = 0; i < count; i++) {
+        uint64_t r = rng_next();
+        int extreme = (r & 3) == 0, which = (int)((r >> 2) & 1);
+        switch (e) {
+        case E_INT8: ((int8_t *)buf)[i] = extreme ? (which ? 127 : -128) : (int8_t)(r >> 8); break;
+        case E_UINT8: ((uint8_t *)buf)[i] = extreme ? (which ? 255 : 0) : (uint8_t)(r >> 8); break;
+        case E_INT16_FROM_INT8:
+            ((int16_t *)buf)[i] = extreme ? (which ? 127 : -128) : (int8_t)(r >> 8); break;
+        case E_FP32: {
+            int kind = (int)((r >> 8) % 20);
+            float f = kind == 0 ? 0.0f : kind == 1 ? random_float(-75, -60)
+                    : kind == 2 ? random_float(40, 50) : random_float(-20, 20);
+            ((float *)buf)[i] = f;
+            break;
+        }
+        case E_BF16: {
+            int kind = (int)((r >> 8) % 16);
+            float f = kind == 0 ? 0.0f : random_float(-30, 30);
+            ((uint16_t *)buf)[i] = (uint16_t)(bits_of_float(f) >> 16);   /* truncation: exact bf16 */
+            break;
+        }
+        default: fprintf(stderr, "not an operand type\n"); exit(2);
+        }
+    }
+}
+
+static double value(const void *buf, size_t i, enum elem e)
+{
+    switch (e) {
+    case E_FP32: return ((const float *)buf)[i];
+    case E_INT8: return ((const int8_t *)buf)[i];
+    case E_UINT8: return ((const uint8_t *)buf)[i];
+    case E_INT16_FROM_INT8: return ((const int16_t *)buf)[i];
+    case E_BF16: return float_of_bits((uint32_t)((const uint16_t *)buf)[i] << 16);
+    default: fprintf(stderr, "not an operand type\n"); exit(2);
+    }
+}
+
+/* fp error bounds (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., 3.1):
+ * a sum of n terms computed with at most n roundings, each with relative error <= u, is off
+ * by at most gamma_n * sum|terms|, gamma_n = n u / (1 - n u); each rounding that underflows
+ * adds an absolute error of at most `eta`.
+ *  fp32 fmla: one fused multiply-add per term, round to nearest: u = 2^-24, eta = 2^-150
+ *             (half the subnormal spacing); n = K.
+ *  bfmmla:    products of bf16 values are exact in fp32 (8 + 8 significand bits); each
+ *             BFDotAdd rounds the sum of two products and then the accumulation, with
+ *             round-to-odd and flush-to-zero (Arm ARM DDI0487 BFMMLA / BFDotAdd, FEAT_EBF16
+ *             off): <= K roundings per element, u = 2^-23 (one ulp), eta = 2^-126.
+ * The double reference adds at most K * 2^-53 * sum|terms|. */
+static double fp_bound(int bf16, size_t K, double abs_sum)
+{
+    double u = bf16 ? ldexp(1, -23) : ldexp(1, -24), eta = bf16 ? ldexp(1, -126) : ldexp(1, -150);
+    double n = (double)K;
+    return n * u / (1 - n * u) * abs_sum + n * eta + n * ldexp(1, -53) * abs_sum;
+}
+
+#define SENTINEL 0x7FBADBADu   /* an fp32 signalling NaN / int32 value no kernel here writes */
+
+static int run_case(const kernel_info *k, size_t ksteps, int tail, size_t ldc)
+{
+    enum elem ea = elem_of(k->a_type), eb = elem_of(k->b_type), ec = elem_of(k->c_type);
+    size_t ep = (size_t)k->ep, hp = (size_t)k->hp, lp = (size_t)k->lp, K = ksteps * lp;
+    size_t a_count = ksteps * ep * lp, b_count = ksteps * hp * lp;
+    size_t c_count = (ep - 1) * ldc + hp;
+    guarded_region ra, rb, rc;
+    void *a = guarded_alloc_at(a_count * elem_bytes(ea), tail, &ra);
+    void *b = guarded_alloc_at(b_count * elem_bytes(eb), tail, &rb);
+    uint32_t *c = guarded_alloc_at(c_count * 4, tail, &rc);
+    fill(a, a_count, ea);
+    fill(b, b_count, eb);
+    for (size_t i = 0; i < c_count; i++) c[i] = SENTINEL;
+
+    unsigned regs = call_checked(k->fn, a, b, ksteps, c, ldc * 4);
+    int failures = 0;
+    if (regs) {
+        printf("FAIL %s ksteps=%zu: callee-saved state clobbered, mask 0x%x "
+               "(bits 0-9 x19-x28, 10-17 d8-d15, 18 x18, 19 sp)\n", k->name, ksteps, regs);
+        failures++;
+    }
+    for (size_t i = 0; i < ep; i++) {
+        for (size_t j = 0; j < hp; j++) {
+            /* reference: sum over k-steps s and l < lp of A[s][i][l] * B[s][j][l] */
+            double sum = 0, abs_sum = 0;
+            int64_t isum = 0;
+            for (size_t s = 0; s < ksteps; s++) {
+                for (size_t l = 0; l < lp; l++) {
+                    double x = value(a, (s * ep + i) * lp + l, ea);
+                    double y = value(b, (s * hp + j) * lp + l, eb);
+                    sum += x * y;
+                    abs_sum += fabs(x * y);
+                    if (ec != E_FP32) isum += (int64_t)x * (int64_t)y;
+                }
+            }
+            uint32_t got = c[i * ldc + j];
+            int ok;
+            char want[64], have[64];
+            if (ec == E_FP32) {
+                double g = float_of_bits(got), bound = fp_bound(ea == E_BF16, K, abs_sum);
+                ok = fabs(g - sum) <= bound;
+                snprintf(want, sizeof want, "%.9g (+-%.3g)", sum, bound);
+                snprintf(have, sizeof have, "%.9g", g);
+            } else {
+                int64_t lo = ec == E_INT32 ? INT32_MIN : 0, hi = ec == E_INT32 ? INT32_MAX : UINT32_MAX;
+                if (isum < lo || isum > hi) {
+                    fprintf(stderr, "test data overflow: reference %lld\n", (long long)isum);
+                    exit(2);
+                }
+                int64_t g = ec == E_INT32 ? (int64_t)(int32_t)got : (int64_t)got;
+                ok = g == isum;
+                snprintf(want, sizeof want, "%lld", (long long)isum);
+                snprintf(have, sizeof have, "%lld", (long long)g);
+            }
+            if (!ok && failures++ < 8)
+                printf("FAIL %s ksteps=%zu %s ldc=%zu: C[%zu][%zu] = %s, want %s\n", k->name,
+                       ksteps, tail ? "tail-guarded" : "front-guarded", ldc, i, j, have, want);
+        }
+        for (size_t j = hp; i + 1 < ep && j < ldc; j++) {
+            if (c[i * ldc + j] != SENTINEL && failures++ < 8)
+                printf("FAIL %s ksteps=%zu: wrote C[%zu][%zu], outside the tile (hp=%zu)\n",
+                       k->name, ksteps, i, j, hp);
+        }
+    }
+    guarded_free(&ra);
+    guarded_free(&rb);
+    guarded_free(&rc);
+    return failures;
+}
+
+static uint64_t seed_of(const char *name, size_t ksteps)
+{
+    uint64_t h = 1469598103934665603ull;      /* FNV-1a */
+    for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return (h ^ ksteps) | 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s SYMBOL KSTEPS...\n", argv[0]);
+        return 2;
+    }
+    const kernel_info *k = NULL;
+    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
+        if (!strcmp(KERNELS[i].name, argv[1])) k = &KERNELS[i];
+    if (!k) {
+        fprintf(stderr, "no kernel %s in this harness\n", argv[1]);
+        return 2;
+    }
+    int failures = 0;
+    for (int i = 2; i < argc; i++) {
+        size_t ksteps = (size_t)strtoul(argv[i], NULL, 10);
+        ts_test_rng = seed_of(k->name, ksteps);
+        failures += run_case(k, ksteps, 1, (size_t)k->hp + 3);
+        failures += run_case(k, ksteps, 0, (size_t)k->hp + 1 + ksteps % 4);
+    }
+    /* a tight row stride (ldc == hp) once */
+    failures += run_case(k, 3, 1, (size_t)k->hp);
+    printf("%s %s: %d failure(s)\n", failures ? "FAIL" : "ok", k->name, failures);
+    return failures != 0;
+}

@@ -1,0 +1,34 @@
+"""Helpers for the kernel tests: generate an output folder, build the C harness over its kernels."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cross import TEST_C, compile_aarch64
+from gen.generate_cli import main as generate_main
+
+# k-step counts every kernel runs with (0 = the zero tile; the loop runs ksteps - 1 times).
+KSTEPS = (0, 1, 2, 3, 4, 5, 7, 8, 16, 31, 64, 255, 300)
+
+
+def generate(out: Path, arch: str, inst: str = "auto", cpu: str = "generic",
+             prefix: str = "ts_") -> dict:
+    code = generate_main(["--arch", arch, "--inst", inst, "--cpu", cpu, "--prefix", prefix,
+                          "--out", str(out)])
+    assert code == 0, f"generate --arch {arch} --inst {inst} --cpu {cpu} exited {code}"
+    return json.loads((out / "manifest.json").read_text())
+
+
+def kernel_table(manifest: dict) -> str:
+    """kernel_table.h for tests/c/kernel_harness.c: every kernel of the manifest."""
+    rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
+            f'"{k["c_type"]}", {k["ep"]}, {k["hp"]}, {k["lp"]}}},' for k in manifest["kernels"]]
+    return (f'#include "{manifest["prefix"]}kernels.h"\n'
+            "static const kernel_info KERNELS[] = {\n" + "\n".join(rows) + "\n};\n")
+
+
+def build_harness(out: Path, manifest: dict, binary: Path) -> Path:
+    (out / "kernel_table.h").write_text(kernel_table(manifest))
+    sources = [TEST_C / "kernel_harness.c", TEST_C / "kernel_harness_regs.c",
+               *(out / k["file"] for k in manifest["kernels"])]
+    return compile_aarch64(sources, binary, includes=[out], flags=["-Wno-unused-function"])
