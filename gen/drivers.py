@@ -6,6 +6,8 @@
   arch       "v8" | "v82" | "v86"
   manifest   the kernel manifest (dict, as written to manifest.json)
   main       {instruction key: kernel entry} for the main tile of every generated instruction
+  dispatch   {gemm type: [path, ...]} the kernel paths of each public GEMM type that this
+             manifest has kernels for, most preferred first (see DISPATCH / dispatch_paths)
 """
 from __future__ import annotations
 
@@ -13,8 +15,27 @@ from pathlib import Path
 
 import jinja2
 
+from .isa import INSTRUCTIONS
+
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 PUBLIC_HEADER = "tilesmith.h"
+
+# Runtime dispatch policy of the public GEMM types: (instruction, packed element) in order of
+# preference. The first path whose kernel exists in the manifest and whose CPU feature is
+# present (and not masked) runs. Packed elements:
+#   f32       fp32 as given                      s8   int8 as given
+#   bf16      bf16 bits, RNE from fp32           s16  int8 sign-extended to int16
+#   f32_bf16  fp32 holding the bf16-rounded value (the bf16 GEMM on cores without bfmmla:
+#             same inputs, same meaning as the bfmmla path)
+DISPATCH = {
+    "f32": (("fmla_f32", "f32"),),
+    "bf16": (("bfmmla", "bf16"), ("fmla_f32", "f32_bf16")),
+    "s8": (("smmla", "s8"), ("sdot", "s8"), ("smlal", "s16")),
+}
+# What the kernel reads for each packed element (must match gen.isa's operand type).
+PACKED_OPERAND = {"f32": "fp32", "f32_bf16": "fp32", "bf16": "bf16", "s8": "int8", "s16": "int16"}
+# gen.isa feature name -> public feature bit macro suffix ({{ P }}FEAT_...).
+FEATURE_MACRO = {None: None, "dotprod": "DOTPROD", "i8mm": "I8MM", "bf16": "BF16"}
 
 
 def _environment() -> jinja2.Environment:
@@ -28,12 +49,37 @@ def output_name(template_name: str, prefix: str) -> str:
     return name if name == PUBLIC_HEADER else prefix + name
 
 
+def dispatch_paths(main: dict) -> dict:
+    """{gemm type: [path dict]} for the kernels present in `main`, most preferred first.
+    A path dict holds the kernel entry's symbol and tile (ep, hp, lp), the instruction, the
+    packed element and the feature macro suffix (None when Armv8.0 has it)."""
+    paths = {}
+    for gemm_type, choices in DISPATCH.items():
+        paths[gemm_type] = []
+        for instruction, packed in choices:
+            if instruction not in main:
+                continue
+            inst = INSTRUCTIONS[instruction]
+            assert inst.a_type == PACKED_OPERAND[packed], (instruction, packed)
+            kernel = main[instruction]
+            paths[gemm_type].append(dict(
+                instruction=instruction, packed=packed, symbol=kernel["symbol"],
+                ep=int(kernel["ep"]), hp=int(kernel["hp"]), lp=int(kernel["lp"]),
+                feature=FEATURE_MACRO[inst.feature]))
+        if not paths[gemm_type] or paths[gemm_type][-1]["feature"] is not None:
+            baseline = [i for i, _ in choices if INSTRUCTIONS[i].feature is None]
+            raise ValueError(f"manifest has no Armv8.0 kernel for the {gemm_type} GEMM "
+                             f"(needs one of {baseline})")
+    return paths
+
+
 def render_drivers(manifest: dict, out_dir) -> list[Path]:
     """Render every driver template for `manifest` into `out_dir`; returns the files written."""
     out_dir = Path(out_dir)
     prefix = manifest["prefix"]
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
-    context = dict(p=prefix, P=prefix.upper(), arch=manifest["arch"], manifest=manifest, main=main)
+    context = dict(p=prefix, P=prefix.upper(), arch=manifest["arch"], manifest=manifest, main=main,
+                   dispatch=dispatch_paths(main))
     env = _environment()
     written = []
     for template in sorted((TEMPLATES / "c").glob("*.j2")):

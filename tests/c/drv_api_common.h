@@ -1,0 +1,135 @@
+/* Shared pieces of the GEMM / conv2d API harnesses: independent scalar references (double
+ * sums, int64 sums, TFLite requantization written from the TFLite formulas, bf16 rounding by
+ * arithmetic rather than bit tricks), guarded buffers and failure reporting. */
+#ifndef DRV_API_COMMON_H
+#define DRV_API_COMMON_H
+#define _DEFAULT_SOURCE 1   /* MAP_ANONYMOUS (guarded.h) under -std=c99 */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guarded.h"
+#include "tilesmith.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                  \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
+            if (failures < 40) {                                                          \
+                printf("FAIL %s:%d: ", __FILE__, __LINE__);                               \
+                printf(__VA_ARGS__);                                                      \
+                printf("\n");                                                             \
+            }                                                                             \
+            failures++;                                                                   \
+        }                                                                                 \
+    } while (0)
+
+/* ---- guarded buffers: up to 16 live at once, released together ----------------------------- */
+static guarded_region regions[16];
+static int n_regions;
+
+static void *guarded(size_t bytes)
+{
+    if (n_regions == 16) { printf("too many guarded buffers\n"); exit(2); }
+    return guarded_alloc(bytes, &regions[n_regions++]);
+}
+
+static void release_all(void)
+{
+    while (n_regions > 0)
+        guarded_free(&regions[--n_regions]);
+}
+
+/* bytes of a rows x cols matrix with row stride ld (last row ends at the buffer end) */
+static size_t matrix_bytes(size_t rows, size_t cols, size_t ld, size_t elem)
+{
+    return rows == 0 || cols == 0 ? 0 : ((rows - 1) * ld + cols) * elem;
+}
+
+static int8_t rand_s8(void) { return (int8_t)(rng_next() >> 56); }
+static float rand_f32(void) { return (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (float)(1 << 22); }
+
+/* ---- bf16 rounding by arithmetic: nearest multiple of the bf16 quantum, ties to even
+ * (rint in the default rounding mode). bf16 keeps 8 significant bits: quantum = 2^(e-7) for
+ * |x| in [2^e, 2^(e+1)). Test data stays in the normal range. */
+static float ref_bf16(float x)
+{
+    if (x == 0.0f || !isfinite(x))
+        return x;
+    int e = ilogb(x);
+    double quantum = ldexp(1.0, e - 7);
+    return (float)(rint((double)x / quantum) * quantum);
+}
+
+/* ---- TFLite requantization (tensorflow/lite/kernels/internal/common.h) -------------------- */
+static int32_t ref_srdhm(int32_t a, int32_t b)   /* SaturatingRoundingDoublingHighMul */
+{
+    if (a == INT32_MIN && b == INT32_MIN)
+        return INT32_MAX;
+    int64_t ab = (int64_t)a * b;
+    int64_t nudge = ab >= 0 ? (1ll << 30) : 1 - (1ll << 30);
+    return (int32_t)((ab + nudge) / (1ll << 31));
+}
+
+static int32_t ref_rdbpot(int32_t x, int e)      /* RoundingDivideByPOT */
+{
+    int32_t mask = (int32_t)((1ll << e) - 1);
+    int32_t remainder = x & mask;
+    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> e) + (remainder > threshold ? 1 : 0);
+}
+
+static int32_t ref_mbqm(int32_t x, int32_t m, int shift, int rounding)
+{
+    if (rounding == TS_ROUND_SINGLE) {            /* TFLITE_SINGLE_ROUNDING */
+        int total = 31 - shift;
+        int64_t r = ((int64_t)x * m + (1ll << (total - 1))) >> total;
+        return r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : (int32_t)r;
+    }
+    int left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    return ref_rdbpot(ref_srdhm((int32_t)((uint32_t)x << left), m), right);
+}
+
+/* acc already includes the zero-point correction; adds bias, requantizes column n */
+static int8_t ref_requant(int32_t acc, size_t n, const ts_quant *q)
+{
+    int32_t x = (int32_t)((uint32_t)acc + (uint32_t)(q->bias ? q->bias[n] : 0));
+    size_t ch = q->per_channel ? n : 0;
+    int32_t y = ref_mbqm(x, q->multiplier[ch], q->shift[ch], q->rounding) + q->c_zero_point;
+    y = y < q->act_min ? q->act_min : y > q->act_max ? q->act_max : y;
+    return (int8_t)y;
+}
+
+/* A random valid quant for N channels; arrays in caller-owned storage of N (>= 1) entries. */
+static void random_quant(ts_quant *q, size_t N, int32_t *bias, int32_t *mult, int32_t *shift,
+                         int per_channel, int rounding)
+{
+    for (size_t n = 0; n < (N ? N : 1); ++n) {
+        bias[n] = (int32_t)(rng_next() % 20001) - 10000;
+        mult[n] = (int32_t)(1u << 30) + (int32_t)(rng_next() % (1u << 30));  /* [0.5, 1) Q31 */
+        shift[n] = (int32_t)(rng_next() % 12) - 10;                          /* -10 .. 1 */
+    }
+    q->a_zero_point = (int32_t)(rng_next() % 256) - 128;
+    q->c_zero_point = (int32_t)(rng_next() % 256) - 128;
+    q->bias = (rng_next() & 3) ? bias : NULL;
+    q->multiplier = mult;
+    q->shift = shift;
+    q->per_channel = per_channel;
+    q->act_min = -128 + (int32_t)(rng_next() % 20);
+    q->act_max = 127 - (int32_t)(rng_next() % 20);
+    q->rounding = rounding;
+}
+
+/* Fills a rows x cols region with `byte` in every byte (sentinel for "untouched"). */
+static int all_bytes(const void *p, size_t n, unsigned char byte)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; ++i)
+        if (b[i] != byte)
+            return 0;
+    return 1;
+}
+#endif

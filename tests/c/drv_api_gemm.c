@@ -1,0 +1,228 @@
+/* GEMM API harness: ts_gemm_f32 / bf16 / s8s32 / s8 and their prepacked variants against
+ * scalar references, every buffer flush against guard pages, gaps between rows (ld > cols)
+ * poisoned in the inputs and checked untouched in the output.
+ *
+ *   drv_api_gemm MASKS M,N,K ...
+ * MASKS: comma-separated feature masks (decimal); for each, the harness sets the mask, prints
+ * "mask=<m> f32=<kernel> bf16=<kernel> int8=<kernel>" and runs every shape through every
+ * entry point. Last line "failures <n>"; exit status 1 on any failure. */
+#include "drv_api_common.h"
+
+enum kind { F32, BF16, S8S32, S8 };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8" };
+static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_INT8 };
+
+typedef struct { int32_t bias[512], mult[512], shift[512]; ts_quant q; } quant_store;
+
+/* float inputs: value or, in a gap between rows, NaN (a read of a gap poisons the result) */
+static void fill_float(float *p, size_t rows, size_t cols, size_t ld)
+{
+    size_t n = rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
+    for (size_t i = 0; i < n; ++i)
+        p[i] = i % ld < cols ? rand_f32() : NAN;
+}
+
+static void fill_s8(int8_t *p, size_t rows, size_t cols, size_t ld)
+{
+    size_t n = rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
+    for (size_t i = 0; i < n; ++i)
+        p[i] = rand_s8();
+}
+
+/* |C - ref| bound of an fp32 sum of K exact products in any order, with or without FMA:
+ * gamma_K * sum|a*b| (Higham, Accuracy and Stability, Thm 3.5), gamma_K ~ K*u, u = 2^-24.
+ * The bf16 products are exact in fp32; bfmmla (before FEAT_EBF16) rounds its internal sums to
+ * odd, up to 1 ulp = 2u each: bound doubled. */
+static double float_bound(size_t K, double abs_sum, int bf16)
+{
+    double u = ldexp(1.0, -24) * (bf16 ? 2 : 1);
+    return 1.01 * (double)(K + 1) * u * abs_sum + 1e-30;
+}
+
+static double ref_float(enum kind kind, const float *A, size_t lda, const float *B, size_t ldb,
+                        size_t m, size_t n, size_t K, double *abs_sum)
+{
+    double s = 0, a_s = 0;
+    for (size_t k = 0; k < K; ++k) {
+        double a = A[m * lda + k], b = B[k * ldb + n];
+        if (kind == BF16) { a = ref_bf16((float)a); b = ref_bf16((float)b); }
+        s += a * b;
+        a_s += fabs(a * b);
+    }
+    *abs_sum = a_s;
+    return s;
+}
+
+static int64_t ref_int(const int8_t *A, size_t lda, const int8_t *B, size_t ldb, size_t m,
+                       size_t n, size_t K, int32_t a_zp)
+{
+    int64_t s = 0;
+    for (size_t k = 0; k < K; ++k)
+        s += (int64_t)(A[m * lda + k] - a_zp) * B[k * ldb + n];
+    return s;
+}
+
+/* Calls the entry point under test; prepacked: pack B first (and check the handle's kernel). */
+static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, const void *A,
+                size_t lda, const void *B, size_t ldb, const ts_quant *q, void *C, size_t ldc)
+{
+    if (!prepacked) {
+        switch (kind) {
+        case F32: return ts_gemm_f32(M, N, K, A, lda, B, ldb, C, ldc);
+        case BF16: return ts_gemm_bf16(M, N, K, A, lda, B, ldb, C, ldc);
+        case S8S32: return ts_gemm_s8s32(M, N, K, A, lda, B, ldb, C, ldc);
+        case S8: return ts_gemm_s8(M, N, K, A, lda, B, ldb, q, C, ldc);
+        }
+    }
+    ts_packed_b *pb = NULL;
+    int rc = kind == F32 ? ts_pack_b_f32(K, N, B, ldb, &pb)
+           : kind == BF16 ? ts_pack_b_bf16(K, N, B, ldb, &pb) : ts_pack_b_s8(K, N, B, ldb, &pb);
+    CHECK(rc == TS_OK && pb != NULL, "pack %s rc %d", kind_name[kind], rc);
+    if (rc != TS_OK)
+        return rc;
+    CHECK(strcmp(ts_packed_kernel(pb), ts_gemm_kernel(kind_type[kind])) == 0,
+          "handle kernel %s vs dispatch %s", ts_packed_kernel(pb), ts_gemm_kernel(kind_type[kind]));
+    switch (kind) {
+    case F32: rc = ts_gemm_f32_prepacked(M, A, lda, pb, C, ldc); break;
+    case BF16: rc = ts_gemm_bf16_prepacked(M, A, lda, pb, C, ldc); break;
+    case S8S32: rc = ts_gemm_s8s32_prepacked(M, A, lda, pb, C, ldc); break;
+    case S8: rc = ts_gemm_s8_prepacked(M, A, lda, pb, q, C, ldc); break;
+    }
+    ts_packed_free(pb);
+    return rc;
+}
+
+static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K, size_t pad)
+{
+    int is_float = kind == F32 || kind == BF16;
+    size_t in_elem = is_float ? 4 : 1, out_elem = kind == S8 ? 1 : 4;
+    size_t lda = K + pad, ldb = N + pad, ldc = N + pad;
+    void *A = guarded(matrix_bytes(M, K, lda, in_elem));
+    void *B = guarded(matrix_bytes(K, N, ldb, in_elem));
+    size_t c_bytes = matrix_bytes(M, N, ldc, out_elem);
+    unsigned char *C = guarded(c_bytes);
+    static quant_store qs;
+    if (is_float) { fill_float(A, M, K, lda); fill_float(B, K, N, ldb); }
+    else { fill_s8(A, M, K, lda); fill_s8(B, K, N, ldb); }
+    random_quant(&qs.q, N, qs.bias, qs.mult, qs.shift, (int)(rng_next() & 1), (int)(rng_next() & 1));
+    memset(C, 0xA5, c_bytes);
+
+    int rc = call(kind, prepacked, M, N, K, A, lda, B, ldb, &qs.q, C, ldc);
+    CHECK(rc == TS_OK, "%s%s %zux%zux%zu rc %d", kind_name[kind], prepacked ? " prepacked" : "",
+          M, N, K, rc);
+    int bad = 0;
+    for (size_t m = 0; m < M && N > 0 && !bad; ++m) {   /* N = 0: C has no byte */
+        for (size_t n = 0; n < ldc && (m + 1 < M || n < N) && !bad; ++n) {
+            unsigned char *c = C + (m * ldc + n) * out_elem;
+            if (n >= N) {                            /* gap between rows: untouched */
+                bad = !all_bytes(c, out_elem, 0xA5);
+                CHECK(!bad, "%s %zux%zux%zu wrote gap (%zu,%zu)", kind_name[kind], M, N, K, m, n);
+            } else if (is_float) {
+                double abs_sum, ref = ref_float(kind, A, lda, B, ldb, m, n, K, &abs_sum);
+                float got;
+                memcpy(&got, c, 4);
+                bad = !(fabs(got - ref) <= float_bound(K, abs_sum, kind == BF16));
+                CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] = %.9g, ref %.9g", kind_name[kind],
+                      prepacked ? " prepacked" : "", M, N, K, m, n, got, ref);
+            } else {
+                int32_t a_zp = kind == S8 ? qs.q.a_zero_point : 0;
+                int32_t acc = (int32_t)(uint32_t)ref_int(A, lda, B, ldb, m, n, K, a_zp);
+                if (kind == S8) {
+                    int8_t want = ref_requant(acc, n, &qs.q);
+                    bad = *(int8_t *)c != want;
+                    CHECK(!bad, "s8%s %zux%zux%zu C[%zu][%zu] = %d, ref %d",
+                          prepacked ? " prepacked" : "", M, N, K, m, n, *(int8_t *)c, want);
+                } else {
+                    int32_t got;
+                    memcpy(&got, c, 4);
+                    bad = got != acc;
+                    CHECK(!bad, "s8s32%s %zux%zux%zu C[%zu][%zu] = %d, ref %d",
+                          prepacked ? " prepacked" : "", M, N, K, m, n, got, acc);
+                }
+            }
+        }
+    }
+    release_all();
+}
+
+/* A handle stays valid over many calls; a handle packed for another kernel or type is
+ * rejected with EINVAL and C left untouched. */
+static void test_prepacked_reuse_and_rejection(unsigned mask)
+{
+    size_t M = 9, N = 13, K = 11;
+    int8_t *A = guarded(M * K), *B = guarded(K * N);
+    int32_t *C = guarded(M * N * 4);
+    fill_s8(A, M, K, K); fill_s8(B, K, N, N);
+    ts_packed_b *pb = NULL, *pf = NULL;
+    CHECK(ts_pack_b_s8(K, N, B, N, &pb) == TS_OK, "pack_b_s8");
+    CHECK(ts_pack_b_f32(0, 0, NULL, 0, &pf) == TS_OK, "pack_b_f32 empty");
+    for (int round = 0; round < 3; ++round) {
+        size_t rows = M - (size_t)round * 3;
+        CHECK(ts_gemm_s8s32_prepacked(rows, A, K, pb, C, N) == TS_OK, "reuse %d", round);
+        for (size_t m = 0; m < rows; ++m)
+            for (size_t n = 0; n < N; ++n)
+                CHECK(C[m * N + n] == (int32_t)ref_int(A, K, B, N, m, n, K, 0), "reuse %d (%zu,%zu)",
+                      round, m, n);
+    }
+    memset(C, 0xA5, M * N * 4);
+    CHECK(ts_gemm_f32_prepacked(M, (const float *)A, K, pb, (float *)C, N) == TS_EINVAL,
+          "int8 handle accepted by gemm_f32_prepacked");
+    CHECK(ts_gemm_s8s32_prepacked(M, A, K, pf, C, N) == TS_EINVAL, "f32 handle accepted by s8s32");
+    /* change the dispatch: every other mask that selects another int8 kernel must reject */
+    unsigned others[] = { 0u, TS_FEAT_DOTPROD, ~0u };
+    for (size_t i = 0; i < 3; ++i) {
+        ts_set_feature_mask(others[i]);
+        int same = strcmp(ts_gemm_kernel(TS_GEMM_INT8), ts_packed_kernel(pb)) == 0;
+        int rc = ts_gemm_s8s32_prepacked(M, A, K, pb, C, N);
+        CHECK(same ? rc == TS_OK : rc == TS_EINVAL, "mask %u: kernel %s, handle %s, rc %d",
+              others[i], ts_gemm_kernel(TS_GEMM_INT8), ts_packed_kernel(pb), rc);
+        if (!same)
+            CHECK(all_bytes(C, M * N * 4, 0xA5), "rejected call wrote C");
+        memset(C, 0xA5, M * N * 4);
+    }
+    ts_set_feature_mask(mask);
+    ts_packed_free(pb);
+    ts_packed_free(pf);
+    ts_packed_free(NULL);
+    release_all();
+}
+
+/* A NaN input stays NaN through bf16 rounding: its row of C is NaN, the others finite. */
+static void test_bf16_nan(void)
+{
+    size_t M = 3, N = 5, K = 7;
+    float *A = guarded(M * K * 4), *B = guarded(K * N * 4), *C = guarded(M * N * 4);
+    fill_float(A, M, K, K); fill_float(B, K, N, N);
+    A[1 * K + 4] = NAN;
+    CHECK(ts_gemm_bf16(M, N, K, A, K, B, N, C, N) == TS_OK, "bf16 NaN rc");
+    for (size_t m = 0; m < M; ++m)
+        for (size_t n = 0; n < N; ++n)
+            CHECK(m == 1 ? isnan(C[m * N + n]) : isfinite(C[m * N + n]), "bf16 NaN C[%zu][%zu] = %g",
+                  m, n, C[m * N + n]);
+    release_all();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { fprintf(stderr, "usage: %s MASKS M,N,K...\n", argv[0]); return 2; }
+    setvbuf(stdout, NULL, _IONBF, 0);   /* keep the output of a crashing run */
+    printf("features=%u\n", ts_cpu_features());
+    for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
+        unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
+        ts_set_feature_mask(mask);
+        printf("mask=%u f32=%s bf16=%s int8=%s\n", mask, ts_gemm_kernel(TS_GEMM_F32),
+               ts_gemm_kernel(TS_GEMM_BF16), ts_gemm_kernel(TS_GEMM_INT8));
+        for (int i = 2; i < argc; ++i) {
+            size_t M, N, K;
+            if (sscanf(argv[i], "%zu,%zu,%zu", &M, &N, &K) != 3) { fprintf(stderr, "bad shape\n"); return 2; }
+            for (int kind = F32; kind <= S8; ++kind)
+                for (int prepacked = 0; prepacked < 2; ++prepacked)
+                    run_case((enum kind)kind, prepacked, M, N, K, (size_t)(i % 3) * 2);
+        }
+        test_prepacked_reuse_and_rejection(mask);
+        test_bf16_nan();
+    }
+    ts_set_feature_mask(~0u);
+    printf("failures %d\n", failures);
+    return failures != 0;
+}
