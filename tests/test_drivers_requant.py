@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import pytest
 
-from cross import QEMU, run_qemu
-from drv_q_support import build_harness
+from cross import GCC, QEMU, run_qemu
+from drv_q_support import build_harness, render_templates
 
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 DOUBLE, SINGLE = 0, 1
@@ -283,3 +283,22 @@ def test_clang_builds_and_matches(tmp_path):
     """The driver also builds with clang (-march=armv8-a) and computes the same."""
     binary = build_harness(tmp_path, "drv_q_requant.c", ["requant.c"], compiler="clang")
     check_rows(binary, row_sweep(3, 30), "max")
+
+
+def test_requant_im2col_uzp_follow_the_prefix(tmp_path):
+    """With PREFIX=qq_ every external symbol of the three drivers carries the prefix, and they
+    build as plain C99 for -march=armv8-a."""
+    paths = render_templates(tmp_path, ["requant.c", "im2col.c", "uzp.c"], prefix="qq_")
+    symbols = []
+    for name in ("requant.c", "im2col.c", "uzp.c"):
+        obj = tmp_path / (name + ".o")
+        subprocess.run([GCC, "-std=c99", "-march=armv8-a", "-O2", "-Wall", "-Wextra", "-Wpedantic",
+                        "-Werror", "-I", str(tmp_path), "-c", str(paths[name]), "-o", str(obj)],
+                       check=True)
+        nm = subprocess.run(["aarch64-linux-gnu-nm", "--defined-only", "--extern-only", str(obj)],
+                            capture_output=True, text=True, check=True).stdout
+        symbols += [line.split()[-1] for line in nm.splitlines()]
+    assert "qq_requantize" in symbols and "qq_uzp_mmla_f32" in symbols
+    assert all(s.startswith("qq_") for s in symbols), symbols
+    header = paths["tilesmith.h"].read_text() + paths["quant_internal.h"].read_text()
+    assert "ts_" not in header and "TS_" not in header
