@@ -10,7 +10,7 @@ INST   ?= auto
 CPU    ?= generic
 OUT    ?= out/$(ARCH)
 
-.PHONY: all deps deps-gen gen verify tiles test bench clean
+.PHONY: all deps deps-gen deps-bench gen verify tiles test bench clean
 all: gen
 
 deps-gen:
@@ -31,8 +31,13 @@ tiles: deps-gen
 test: deps
 	$(PYTHON) -m pytest -q tests
 
-bench: deps
-	$(PYTHON) -m bench --arch '$(ARCH)'
+deps-bench:
+	@sh scripts/ensure-deps.sh bench
+
+# Whole-operation profiles per dispatch path (QEMU plugin) + llvm-mca cycles per core:
+# writes bench/report.md, bench/report.json, charts in bench/out/ (bench/__main__.py).
+bench: deps-bench
+	$(PYTHON) -m bench --arch '$(ARCH)' --cpu '$(CPU)' --inst '$(INST)'
 
 clean:
-	rm -rf out build bench/out
+	rm -rf out build bench/out bench/report.md bench/report.json

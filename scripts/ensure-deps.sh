@@ -1,7 +1,9 @@
 #!/bin/sh
 # Install what tilesmith needs and the machine lacks, quietly; a quick no-op when all is there.
 #   scripts/ensure-deps.sh gen    what `make gen` needs (Python + Jinja2)
-#   scripts/ensure-deps.sh all    + cross toolchain, qemu-user, llvm-19/clang-19, pytest
+#   scripts/ensure-deps.sh bench  what `make bench` needs: + cross toolchain, qemu-user, llvm-19,
+#                                 host gcc (QEMU plugin), matplotlib (charts)
+#   scripts/ensure-deps.sh all    everything: the above + clang-19, pytest
 # Debian/Ubuntu only (apt-get); runs apt-get as root or through sudo.
 set -eu
 PY=/usr/bin/python3
@@ -16,13 +18,18 @@ want_py() {   # want_py MODULE PACKAGE
 
 [ -x "$PY" ] || need="$need python3"
 want_py jinja2 python3-jinja2
-if [ "${1:-all}" = all ]; then
+group="${1:-all}"
+if [ "$group" = all ]; then
     want_py pytest python3-pytest
+    want_cmd clang-19 clang-19
+fi
+if [ "$group" = all ] || [ "$group" = bench ]; then
     want_cmd aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
     want_cmd aarch64-linux-gnu-objdump binutils-aarch64-linux-gnu
     want_cmd qemu-aarch64 qemu-user
     want_cmd llvm-mca-19 llvm-19
-    want_cmd clang-19 clang-19
+    want_cmd gcc gcc
+    want_py matplotlib python3-matplotlib
 fi
 [ -z "$need" ] && exit 0
 
