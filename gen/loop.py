@@ -26,6 +26,9 @@ from .isa import TYPE_BYTES, VECTOR_BYTES
 from .plan import TilePlan
 from .schedule import Insn
 
+# Label macros of the kernel template (templates/kernel.S.j2 defines them per object format).
+LOOP_LABEL, LAST_STEP_LABEL, STORE_LABEL = "K_LOOP", "K_LAST_STEP", "K_STORE"
+
 # Argument registers of the kernel ABI (AAPCS64 x0-x4): see README "Micro-kernel ABI".
 A_PTR, B_PTR, KSTEPS, C_PTR, LDC = "x0", "x1", "x2", "x3", "x4"
 
@@ -183,14 +186,14 @@ def _interleave(plan: TilePlan, next_step: bool) -> list[Insn]:
 
 def iteration_body(plan: TilePlan) -> list[Insn]:
     """One loop iteration in dependency order: MACs of step s with the loads interleaved, the
-    pointer advance, the loop counter and the back branch (label 1, see the template)."""
+    pointer advance, the loop counter and the back branch to LOOP_LABEL."""
     body = _interleave(plan, next_step=True)
     for pointer, operand in ((A_PTR, "a"), (B_PTR, "b")):
         body.append(Insn(f"add {pointer}, {pointer}, #{step_bytes(plan, operand)}", "alu",
                          defs=(pointer,), uses=(pointer,), comment="next k-step"))
     body.append(Insn(f"subs {KSTEPS}, {KSTEPS}, #1", "alu", defs=(KSTEPS, "nzcv"),
                      uses=(KSTEPS,)))
-    body.append(Insn("b.ne 1b", "branch", uses=("nzcv",)))
+    body.append(Insn(f"b.ne {LOOP_LABEL}", "branch", uses=("nzcv",)))
     return body
 
 
