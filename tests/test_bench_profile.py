@@ -1,0 +1,145 @@
+"""bench: the tbcount QEMU plugin counts exactly, blocks map to symbols and groups, and the whole
+profile pipeline (QEMU → groups → llvm-mca cycles → report) runs on a program whose dynamic
+instruction counts are known by construction."""
+import subprocess
+
+import pytest
+
+from bench import symbols as sym
+from bench.mca import CycleModel
+from bench.profile import classify, instruction_profile, profile_all
+from bench.report import build_report, render_markdown
+from bench.tbcount import ProfileError, build_plugin, parse_profile, run_profiled
+from bench.workloads import DispatchPath, Workload
+from cross import GCC
+
+# One function per group: (symbol, group, loop trip count, extra instructions in the loop body).
+# Each function is `mov x9,#T; loop: body…; subs; b.ne loop; ret`: 2 + T * (body + 2) instructions.
+FUNCTIONS = (
+    ("bench_setup_fill", sym.SETUP, 700, 1),
+    ("ts_pack_panel_s8", "packing", 300, 2),
+    ("ts_im2col_s8", "im2col", 250, 3),
+    ("ts_gemm_s8s32_smmla_8x12x8", "kernel", 1000, 4),
+    ("ts_requant_row", "requant", 120, 1),
+    ("helper_other", "other", 50, 0),
+)
+START_INSNS = len(FUNCTIONS) + 3      # a bl per function, then mov, mov, svc (exit)
+
+
+def function_insns(trip, body):
+    return 2 + trip * (body + 2)
+
+
+def program_source(functions):
+    lines = ["    .text", "    .global _start", "    .type _start, %function", "_start:"]
+    lines += [f"    bl {name}" for name, *_ in functions]
+    lines += ["    mov x0, #0", "    mov x8, #93", "    svc #0", "    .size _start, .-_start"]
+    for name, group, trip, body in functions:
+        # the kernel's loop body does real MACs; the rest count
+        op = "smmla v0.4s, v1.16b, v2.16b" if group == "kernel" else "add x10, x10, #1"
+        lines += [f"    .type {name}, %function", f"{name}:", f"    mov x9, #{trip}", "1:"]
+        lines += [f"    {op}"] * body
+        lines += ["    subs x9, x9, #1", "    b.ne 1b", "    ret", f"    .size {name}, .-{name}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bench_profile")
+    src = d / "prog.S"
+    src.write_text(program_source(FUNCTIONS))
+    program = d / "prog"
+    proc = subprocess.run([GCC, "-march=armv8.6-a+i8mm", "-nostdlib", "-static", "-no-pie",
+                           str(src), "-o", str(program)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return d, program, build_plugin(d / "plugin")
+
+
+@pytest.fixture(scope="module")
+def blocks(built):
+    d, program, plugin = built
+    blocks, _ = run_profiled(program, [], plugin, d / "prog.tb")
+    return blocks
+
+
+def test_plugin_total_is_exact(blocks):
+    expected = START_INSNS + sum(function_insns(t, b) for _, _, t, b in FUNCTIONS)
+    assert sum(b.dynamic_insns for b in blocks) == expected
+
+
+@pytest.mark.parametrize("trip", [1, 37, 4096])
+def test_plugin_counts_a_loop_exactly(built, trip):
+    d, _, plugin = built
+    functions = [("loop", "other", trip, 5)]
+    src = d / f"loop{trip}.S"
+    src.write_text(program_source(functions))
+    program = d / f"loop{trip}"
+    subprocess.run([GCC, "-nostdlib", "-static", "-no-pie", str(src), "-o", str(program)], check=True)
+    blocks, _ = run_profiled(program, [], plugin, d / f"loop{trip}.tb")
+    assert sum(b.dynamic_insns for b in blocks) == 1 + 3 + function_insns(trip, 5)
+    # the loop body block itself ran trip - 1 times (its first pass is part of the entry block)
+    assert max(b.count for b in blocks) == max(trip - 1, 1)
+
+
+def test_blocks_map_to_symbols_and_groups(built, blocks):
+    _, program, _ = built
+    table = sym.SymbolTable.from_elf(program)
+    groups, kernels = classify(blocks, table, "ts_")
+    counts, setup = instruction_profile(blocks, groups)
+    for name, group, trip, body in FUNCTIONS:
+        if group in ("kernel", "packing", "im2col", "requant"):
+            assert counts[group] == function_insns(trip, body), group
+    assert setup == function_insns(*FUNCTIONS[0][2:])
+    assert counts["other"] == START_INSNS + function_insns(*FUNCTIONS[-1][2:])
+    assert kernels == {"ts_gemm_s8s32_smmla_8x12x8": function_insns(1000, 4)}
+
+
+def test_pipeline_end_to_end(built, tmp_path):
+    _, program, plugin = built
+    workload = Workload("toy", "toy GEMM", "gemm", "s8", (8, 12, 8000), "toy")
+    path = DispatchPath("i8mm", "dotprod+i8mm", "smmla")
+    cpus = ["neoverse-n2", "cortex-a55"]
+    model = CycleModel(tmp_path / "cache.json")
+    [profile] = profile_all(program, [(workload, path)], plugin, tmp_path, model, cpus,
+                            progress=lambda _: None)
+    assert profile["error"] is None
+    assert profile["kernel_instruction"] == "smmla"
+    assert profile["instructions"]["kernel"] == function_insns(1000, 4)
+    for cpu in cpus:
+        c = profile["cycles"][cpu]
+        assert c["unmodeled_instructions"] == 0
+        # every group that executed has modeled cycles, the harness none
+        assert all(c[g] > 0 for g in sym.GROUPS)
+        assert c["total"] == pytest.approx(sum(c[g] for g in sym.GROUPS))
+    # the cache now answers without llvm-mca
+    cached = CycleModel(tmp_path / "cache.json")
+    assert cached.entries == model.entries
+    report = build_report([profile], cpus=cpus, meta=dict(arch="v86", cpu="generic", date="-",
+                          qemu="q", qemu_cpu="max", llvm_mca="19"))
+    text = render_markdown(report, {})
+    assert "cortex-a55 has no i8mm" in text          # A55 cannot run smmla: no % of peak
+    assert report["profiles"][0]["metrics"]["neoverse-n2"]["percent_of_peak"] > 0
+
+
+def test_failed_run_is_reported_not_raised(built, tmp_path):
+    _, _, plugin = built
+    bad = tmp_path / "exit3.S"
+    bad.write_text("    .global _start\n_start:\n    mov x0, #3\n    mov x8, #93\n    svc #0\n")
+    program = tmp_path / "exit3"
+    subprocess.run([GCC, "-nostdlib", "-static", "-no-pie", str(bad), "-o", str(program)], check=True)
+    with pytest.raises(ProfileError, match="exited 3"):
+        run_profiled(program, [], plugin, tmp_path / "exit3.tb")
+    workload = Workload("toy", "toy", "gemm", "s8", (1, 1, 1), "toy")
+    [profile] = profile_all(program, [(workload, DispatchPath("i8mm", "x", "smmla"))], plugin,
+                            tmp_path, CycleModel(), ["neoverse-n2"], progress=lambda _: None)
+    assert "exited 3" in profile["error"]
+
+
+def test_parse_profile_rejects_malformed_output():
+    with pytest.raises(ProfileError, match="not tbcount output"):
+        parse_profile("hello\n")
+    with pytest.raises(ProfileError, match="2 instructions but 4 bytes"):
+        parse_profile("# tbcount 1: x\n400000 2 5 1f2003d5\n")
+    [block] = parse_profile("# tbcount 1: x\n400000 1 5 1f2003d5\n")
+    assert (block.vaddr, block.count, block.dynamic_insns, block.code) == (0x400000, 5, 5,
+                                                                          bytes.fromhex("1f2003d5"))

@@ -1,0 +1,129 @@
+"""bench.report on synthetic profiles: metrics against hand-computed values, and graceful handling
+of what a real run can lack — a path the ARCH build has no kernel for, a core without the
+path's feature, a core without peak figures, blocks llvm-mca could not model, a failed run, a
+dispatch that picked another kernel. No timings are asserted."""
+import json
+
+import pytest
+
+from bench import report as rep
+from bench.symbols import GROUPS
+from bench.workloads import PATHS, all_workloads
+
+CPUS = ["neoverse-n2", "cortex-a55", "cortex-x9"]   # cortex-x9: no entry in gen/cores.py
+META = dict(arch="v86", cpu="generic", date="2000-01-01", qemu="qemu", qemu_cpu="max",
+            llvm_mca="19")
+MACS = 512 ** 3
+
+
+def fake_profile(dtype, path, total_cycles, *, ran=None, unmodeled=0, checksum="ab", error=None):
+    """A profile as bench.profile produces it: kernel 80 % of cycles, packing 20 %."""
+    p = next(q for q in PATHS[dtype] if q.name == path)
+    profile = dict(workload=f"gemm512-{dtype}", title=f"GEMM 512³ {dtype}", kind="gemm",
+                   dtype=dtype, shape="gemm512", dims=[512] * 3, macs=MACS, path=path,
+                   features=p.features, expected_instruction=p.instruction, error=error)
+    if error:
+        return profile
+    cycles = {g: 0.0 for g in GROUPS}
+    cycles.update(kernel=0.8 * total_cycles, packing=0.2 * total_cycles, total=total_cycles,
+                  unmodeled_instructions=unmodeled,
+                  unmodeled_reasons={"no scheduling information for `casa`": unmodeled} if unmodeled else {})
+    profile.update(kernels={"k": 1}, kernel_instruction=ran or p.instruction, checksum=checksum,
+                   instructions=dict({g: 0 for g in GROUPS}, kernel=10 ** 6, total=10 ** 6),
+                   setup_instructions=5, cycles={cpu: dict(cycles) for cpu in CPUS})
+    return profile
+
+
+def make_report(profiles, missing=()):
+    return rep.build_report(profiles, cpus=CPUS, meta=META, kernel_table=[{"kernel": "k", "ipc": 1.5}],
+                            missing_paths=missing)
+
+
+@pytest.fixture
+def report():
+    return make_report([
+        fake_profile("s8", "armv8.0", 8e6),
+        fake_profile("s8", "dotprod", 4e6),
+        fake_profile("s8", "i8mm", 2.5e6, unmodeled=1000),
+        fake_profile("f32", "fmla", 20e6),
+        fake_profile("bf16", "bfmmla", 8e6),
+        fake_profile("bf16", "fmla", None, error="qemu-aarch64 exited 1"),
+    ])
+
+
+def by_path(report, dtype, path):
+    return next(p for p in report["profiles"] if p["dtype"] == dtype and p["path"] == path)
+
+
+def test_percent_of_peak_by_hand(report):
+    # Neoverse N2 (gen/cores.py, LLVM model): smmla 2 per cycle x 32 MACs (2x2 tile, k=8) = 64;
+    # fmla (by element) 2 per cycle x 4 MACs = 8.
+    m = by_path(report, "s8", "i8mm")["metrics"]["neoverse-n2"]
+    assert m["macs_per_cycle"] == pytest.approx(MACS / 2.5e6)
+    assert m["percent_of_peak"] == pytest.approx(100 * MACS / 2.5e6 / 64)
+    f = by_path(report, "f32", "fmla")["metrics"]["neoverse-n2"]
+    assert f["percent_of_peak"] == pytest.approx(100 * MACS / 20e6 / 8)
+    assert m["shares"]["kernel"] == pytest.approx(0.8)
+
+
+def test_core_without_the_feature_gets_no_peak_and_no_speedup(report):
+    a55 = by_path(report, "s8", "i8mm")["metrics"]["cortex-a55"]
+    assert not a55["usable"] and a55["percent_of_peak"] is None and "i8mm" in a55["note"]
+    assert by_path(report, "s8", "dotprod")["metrics"]["cortex-a55"]["usable"]   # A55 has dotprod
+    s = next(r for r in report["speedups"] if r["ratio"] == "smmla / sdot")
+    assert s["per_core"]["neoverse-n2"] == pytest.approx(4e6 / 2.5e6)
+    assert s["promised"]["neoverse-n2"] == pytest.approx(2.0)   # 64 / 32 MACs per cycle
+    assert s["per_core"]["cortex-a55"] is None
+    assert "n/a (cortex-a55 has no i8mm)" in rep.render_markdown(report, {})
+
+
+def test_core_without_peak_figures_still_gets_macs_per_cycle(report):
+    x9 = by_path(report, "s8", "dotprod")["metrics"]["cortex-x9"]
+    assert x9["macs_per_cycle"] == pytest.approx(MACS / 4e6)
+    assert x9["percent_of_peak"] is None and "no peak figure" in x9["note"]
+
+
+def test_notes_cover_unmodeled_blocks_failed_runs_and_missing_paths():
+    missing = [(w.name, p.name) for w in all_workloads() if w.name == "gemm512-s8"
+               for p in w.missing_paths("v82")]
+    assert missing == [("gemm512-s8", "i8mm")]          # v82 builds have no smmla kernels
+    report = make_report([fake_profile("s8", "dotprod", 4e6, unmodeled=1000),
+                          fake_profile("bf16", "fmla", None, error="qemu-aarch64 exited 1")], missing)
+    text = "\n".join(report["notes"])
+    assert "gemm512-s8: path i8mm not in this ARCH build" in text
+    assert "0.100 % of the instructions unmodeled" in text and "casa" in text
+    assert "run failed: qemu-aarch64 exited 1" in text
+    assert report["speedups"] == []                      # nothing to compare against
+    rep.render_markdown(report, {})
+
+
+def test_misdispatched_path_is_flagged_and_left_out():
+    report = make_report([fake_profile("s8", "dotprod", 4e6),
+                          fake_profile("s8", "i8mm", 4e6, ran="sdot")])
+    assert any("dispatch ran sdot, expected smmla" in n for n in report["notes"])
+    assert not [s for s in report["speedups"] if s["ratio"] == "smmla / sdot"]
+
+
+def test_int8_paths_must_agree():
+    report = make_report([fake_profile("s8", "dotprod", 4e6, checksum="01"),
+                          fake_profile("s8", "i8mm", 2e6, checksum="02")])
+    assert any("int8 outputs differ" in n for n in report["notes"])
+
+
+def test_missing_kernel_table_is_stated():
+    report = rep.build_report([fake_profile("s8", "dotprod", 4e6)], cpus=CPUS, meta=META,
+                              kernel_table_error="bench/kernels_mca.py is not in this tree yet")
+    assert "Per-kernel table unavailable: bench/kernels_mca.py is not in this tree yet" in \
+        rep.render_markdown(report, {})
+
+
+def test_outputs_json_markdown_and_charts(report, tmp_path):
+    rep.write_json(report, tmp_path / "r.json")
+    assert json.loads((tmp_path / "r.json").read_text())["meta"]["cores"] == CPUS
+    charts = rep.draw_charts(report, tmp_path)
+    assert set(charts) == {"groups", "peak", "speedups"}
+    for path in charts.values():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = rep.render_markdown(report, {k: v.name for k, v in charts.items()})
+    assert "No cache or memory model is included" in text
+    assert "| kernel | ipc |" in text and "| k | 1.5 |" in text
