@@ -136,7 +136,8 @@ def run_mul(binary, cases, cpu):
 def run_qemu_stdin(binary, mode, text, cpu):
     proc = subprocess.run([QEMU, "-cpu", cpu, str(binary), mode], input=text,
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{mode} on -cpu {cpu}: rc {proc.returncode}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (f"{mode} on -cpu {cpu}: rc {proc.returncode}\n"
+                                  f"{proc.stderr[-3000:]}")
     return proc
 
 
