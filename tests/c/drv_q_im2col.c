@@ -41,7 +41,8 @@ static size_t count_mismatches(const ts_conv2d *c, const int8_t *input, int8_t p
 {
     size_t bad = 0;
     for (size_t r = row0; r < row0 + nrows; ++r) {
-        const long b = (long)r / (out_h * out_w), oy = (long)r / out_w % out_h, ox = (long)r % out_w;
+        const long b = (long)r / (out_h * out_w), oy = (long)r / out_w % out_h;
+        const long ox = (long)r % out_w;
         const int8_t *row = cols + (r - row0) * ld;
         size_t i = 0;
         for (long kh = 0; kh < (long)c->k_h; ++kh)
@@ -178,8 +179,12 @@ static int run_bad(void)
         const size_t h = ts_conv2d_out_h(&c);         /* (7+2+0-2*2-1)/2+1 = 3 */
         ts_conv2d z = valid_conv(); z.stride_w = 0;
         const size_t zero_w = ts_conv2d_out_w(&z), null_h = ts_conv2d_out_h(NULL);
-        if (h != 3 || zero_w != 0 || null_h != 0) { printf("FAIL out_size %zu %zu %zu\n", h, zero_w, null_h); ++failures; }
-        else printf("ok out_size\n");
+        if (h != 3 || zero_w != 0 || null_h != 0) {
+            printf("FAIL out_size %zu %zu %zu\n", h, zero_w, null_h);
+            ++failures;
+        } else {
+            printf("ok out_size\n");
+        }
     }
     return failures ? 1 : 0;
 }

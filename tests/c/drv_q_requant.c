@@ -24,7 +24,7 @@ static long long next_int(void)
     return v;
 }
 
-/* ---- mul: the int32 multiply of both rounding modes, scalar vs NEON --------------------------- */
+/* ---- mul: the int32 multiply of both rounding modes, scalar vs NEON ------------------------ */
 static int run_mul(void)
 {
     const size_t count = (size_t)next_int();
@@ -55,7 +55,7 @@ static int run_mul(void)
     return 0;
 }
 
-/* ---- row: requant_row (NEON + tail), scalar, NEON alone, and the public requantize ------------- */
+/* ---- row: requant_row (NEON + tail), scalar, NEON alone, the public requantize ------------ */
 typedef struct {
     ts_quant q;
     size_t M, N, ld_acc, ldc, col0;
@@ -149,7 +149,7 @@ static int run_rows(void)
     return 0;
 }
 
-/* ---- bad arguments ------------------------------------------------------------------------------ */
+/* ---- bad arguments ------------------------------------------------------------------------- */
 enum { BAD_M = 3, BAD_N = 5 };
 
 typedef struct {
