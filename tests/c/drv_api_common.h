@@ -31,31 +31,31 @@ static int failures;
 static guarded_region regions[16];
 static int n_regions;
 
-static void *guarded(size_t bytes)
+static inline void *guarded(size_t bytes)
 {
     if (n_regions == 16) { printf("too many guarded buffers\n"); exit(2); }
     return guarded_alloc(bytes, &regions[n_regions++]);
 }
 
-static void release_all(void)
+static inline void release_all(void)
 {
     while (n_regions > 0)
         guarded_free(&regions[--n_regions]);
 }
 
 /* bytes of a rows x cols matrix with row stride ld (last row ends at the buffer end) */
-static size_t matrix_bytes(size_t rows, size_t cols, size_t ld, size_t elem)
+static inline size_t matrix_bytes(size_t rows, size_t cols, size_t ld, size_t elem)
 {
     return rows == 0 || cols == 0 ? 0 : ((rows - 1) * ld + cols) * elem;
 }
 
-static int8_t rand_s8(void) { return (int8_t)(rng_next() >> 56); }
-static float rand_f32(void) { return (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (float)(1 << 22); }
+static inline int8_t rand_s8(void) { return (int8_t)(rng_next() >> 56); }
+static inline float rand_f32(void) { return (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (float)(1 << 22); }
 
 /* ---- bf16 rounding by arithmetic: nearest multiple of the bf16 quantum, ties to even
  * (rint in the default rounding mode). bf16 keeps 8 significant bits: quantum = 2^(e-7) for
  * |x| in [2^e, 2^(e+1)). Test data stays in the normal range. */
-static float ref_bf16(float x)
+static inline float ref_bf16(float x)
 {
     if (x == 0.0f || !isfinite(x))
         return x;
@@ -65,7 +65,7 @@ static float ref_bf16(float x)
 }
 
 /* ---- TFLite requantization (tensorflow/lite/kernels/internal/common.h) -------------------- */
-static int32_t ref_srdhm(int32_t a, int32_t b)   /* SaturatingRoundingDoublingHighMul */
+static inline int32_t ref_srdhm(int32_t a, int32_t b)   /* SaturatingRoundingDoublingHighMul */
 {
     if (a == INT32_MIN && b == INT32_MIN)
         return INT32_MAX;
@@ -74,7 +74,7 @@ static int32_t ref_srdhm(int32_t a, int32_t b)   /* SaturatingRoundingDoublingHi
     return (int32_t)((ab + nudge) / (1ll << 31));
 }
 
-static int32_t ref_rdbpot(int32_t x, int e)      /* RoundingDivideByPOT */
+static inline int32_t ref_rdbpot(int32_t x, int e)      /* RoundingDivideByPOT */
 {
     int32_t mask = (int32_t)((1ll << e) - 1);
     int32_t remainder = x & mask;
@@ -82,7 +82,7 @@ static int32_t ref_rdbpot(int32_t x, int e)      /* RoundingDivideByPOT */
     return (x >> e) + (remainder > threshold ? 1 : 0);
 }
 
-static int32_t ref_mbqm(int32_t x, int32_t m, int shift, int rounding)
+static inline int32_t ref_mbqm(int32_t x, int32_t m, int shift, int rounding)
 {
     if (rounding == TS_ROUND_SINGLE) {            /* TFLITE_SINGLE_ROUNDING */
         int total = 31 - shift;
@@ -94,7 +94,7 @@ static int32_t ref_mbqm(int32_t x, int32_t m, int shift, int rounding)
 }
 
 /* acc already includes the zero-point correction; adds bias, requantizes column n */
-static int8_t ref_requant(int32_t acc, size_t n, const ts_quant *q)
+static inline int8_t ref_requant(int32_t acc, size_t n, const ts_quant *q)
 {
     int32_t x = (int32_t)((uint32_t)acc + (uint32_t)(q->bias ? q->bias[n] : 0));
     size_t ch = q->per_channel ? n : 0;
@@ -104,7 +104,7 @@ static int8_t ref_requant(int32_t acc, size_t n, const ts_quant *q)
 }
 
 /* A random valid quant for N channels; arrays in caller-owned storage of N (>= 1) entries. */
-static void random_quant(ts_quant *q, size_t N, int32_t *bias, int32_t *mult, int32_t *shift,
+static inline void random_quant(ts_quant *q, size_t N, int32_t *bias, int32_t *mult, int32_t *shift,
                          int per_channel, int rounding)
 {
     for (size_t n = 0; n < (N ? N : 1); ++n) {
@@ -124,7 +124,7 @@ static void random_quant(ts_quant *q, size_t N, int32_t *bias, int32_t *mult, in
 }
 
 /* Fills a rows x cols region with `byte` in every byte (sentinel for "untouched"). */
-static int all_bytes(const void *p, size_t n, unsigned char byte)
+static inline int all_bytes(const void *p, size_t n, unsigned char byte)
 {
     const unsigned char *b = (const unsigned char *)p;
     for (size_t i = 0; i < n; ++i)

@@ -1,0 +1,119 @@
+/* conv2d API harness: ts_conv2d_s8 and ts_conv2d_s8_prepacked against a direct convolution
+ * (loops over output pixel, tap and channel; no im2col), requantized per output channel by
+ * the TFLite reference of drv_api_common.h. Input, filter, output and workspace (exactly
+ * ts_conv2d_s8_workspace_size bytes) sit flush against guard pages.
+ *
+ *   drv_api_conv MASKS      comma-separated feature masks (decimal), as drv_api_gemm.
+ * Last line "failures <n>"; exit status 1 on any failure. */
+#include "drv_api_common.h"
+
+/* batch, in_h, in_w, in_c, out_c, k_h, k_w, stride_h, stride_w, dilation_h, dilation_w,
+ * pad_top, pad_left, pad_bottom, pad_right */
+static const ts_conv2d shapes[] = {
+    { 1, 5, 7, 3, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },      /* 1x1 (input read as A) */
+    { 1, 7, 7, 13, 5, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0 },     /* 1x1 stride 2 */
+    { 1, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 },      /* 1x1 with padding */
+    { 1, 8, 8, 3, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },     /* 3x3 stride 1 */
+    { 1, 9, 9, 7, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 },     /* 3x3 stride 2 */
+    { 1, 8, 8, 13, 7, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1 },     /* 3x3 stride 2, TF "SAME" asymmetric */
+    { 1, 7, 6, 3, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2 },      /* 5x5 */
+    { 1, 9, 9, 7, 3, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0 },      /* 5x5 valid */
+    { 1, 9, 9, 3, 13, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2 },     /* dilation 2 */
+    { 1, 10, 8, 7, 7, 3, 3, 1, 1, 2, 2, 0, 0, 0, 0 },     /* dilation 2, no padding */
+    { 1, 6, 7, 13, 7, 3, 3, 1, 1, 1, 1, 0, 2, 1, 0 },     /* asymmetric padding */
+    { 2, 5, 5, 7, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },     /* batch 2 */
+    { 2, 4, 3, 33, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },     /* batch 2, 1x1 */
+    { 1, 3, 3, 13, 7, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0 },     /* 1x1 output */
+    { 1, 5, 5, 3, 33, 5, 5, 2, 2, 1, 1, 0, 0, 0, 0 },     /* 1x1 output, stride 2 */
+    { 1, 5, 5, 33, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* 33 -> 33 channels */
+    { 1, 4, 9, 7, 13, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1 },     /* 1x3 kernel */
+    { 1, 9, 4, 3, 7, 3, 1, 2, 1, 1, 1, 1, 0, 1, 0 },      /* 3x1 kernel, stride (2, 1) */
+    { 1, 8, 9, 13, 3, 3, 3, 1, 2, 2, 1, 2, 1, 2, 1 },     /* dilation (2, 1), stride (1, 2) */
+    { 1, 4, 4, 3, 7, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3 },      /* padding wider than the kernel reach */
+    { 1, 6, 6, 7, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },      /* one output channel */
+    { 1, 7, 7, 1, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 },     /* one input channel */
+    { 2, 11, 11, 3, 7, 5, 5, 2, 2, 2, 2, 4, 4, 4, 4 },    /* batch 2, 5x5, stride 2, dilation 2 */
+    { 1, 12, 12, 33, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },  /* M 144, N 40, K 297 */
+};
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+static size_t ref_out(size_t in, size_t pa, size_t pb, size_t k, size_t s, size_t d)
+{
+    return (in + pa + pb - d * (k - 1) - 1) / s + 1;
+}
+
+static int8_t ref_conv(const ts_conv2d *c, const int8_t *in, const int8_t *f, const ts_quant *q,
+                       size_t b, size_t oy, size_t ox, size_t oc)
+{
+    int64_t acc = 0;
+    for (size_t kh = 0; kh < c->k_h; ++kh) {
+        long iy = (long)(oy * c->stride_h + kh * c->dilation_h) - (long)c->pad_top;
+        for (size_t kw = 0; kw < c->k_w; ++kw) {
+            long ix = (long)(ox * c->stride_w + kw * c->dilation_w) - (long)c->pad_left;
+            if (iy < 0 || ix < 0 || iy >= (long)c->in_h || ix >= (long)c->in_w)
+                continue;                      /* padding: (a_zp - a_zp) * w = 0 */
+            for (size_t ic = 0; ic < c->in_c; ++ic) {
+                int32_t x = in[((b * c->in_h + (size_t)iy) * c->in_w + (size_t)ix) * c->in_c + ic];
+                int32_t w = f[((oc * c->k_h + kh) * c->k_w + kw) * c->in_c + ic];
+                acc += (int64_t)(x - q->a_zero_point) * w;
+            }
+        }
+    }
+    return ref_requant((int32_t)acc, oc, q);
+}
+
+static void run_shape(const ts_conv2d *c, size_t index)
+{
+    size_t oh = ref_out(c->in_h, c->pad_top, c->pad_bottom, c->k_h, c->stride_h, c->dilation_h);
+    size_t ow = ref_out(c->in_w, c->pad_left, c->pad_right, c->k_w, c->stride_w, c->dilation_w);
+    CHECK(ts_conv2d_out_h(c) == oh && ts_conv2d_out_w(c) == ow, "shape %zu: out %zux%zu, want %zux%zu",
+          index, ts_conv2d_out_h(c), ts_conv2d_out_w(c), oh, ow);
+    size_t in_n = c->batch * c->in_h * c->in_w * c->in_c;
+    size_t f_n = c->out_c * c->k_h * c->k_w * c->in_c;
+    size_t out_n = c->batch * oh * ow * c->out_c;
+    size_t ws_n = ts_conv2d_s8_workspace_size(c);
+    CHECK(ws_n > 0, "shape %zu: workspace size 0", index);
+    int8_t *in = guarded(in_n), *f = guarded(f_n), *out = guarded(out_n), *ws = guarded(ws_n);
+    for (size_t i = 0; i < in_n; ++i) in[i] = rand_s8();
+    for (size_t i = 0; i < f_n; ++i) f[i] = rand_s8();
+    static int32_t bias[64], mult[64], shift[64];
+    ts_quant q;
+    random_quant(&q, c->out_c, bias, mult, shift, 1, (int)(index & 1));
+
+    ts_packed_b *pf = NULL;
+    CHECK(ts_pack_conv2d_filter_s8(c, f, &pf) == TS_OK, "shape %zu: pack filter", index);
+    for (int prepacked = 0; prepacked < 2; ++prepacked) {
+        memset(out, 0x5A, out_n);
+        int rc = prepacked ? ts_conv2d_s8_prepacked(c, in, pf, &q, out, ws)
+                           : ts_conv2d_s8(c, in, f, &q, out, ws);
+        CHECK(rc == TS_OK, "shape %zu%s: rc %d", index, prepacked ? " prepacked" : "", rc);
+        int bad = 0;
+        for (size_t b = 0; b < c->batch && !bad; ++b)
+            for (size_t oy = 0; oy < oh && !bad; ++oy)
+                for (size_t ox = 0; ox < ow && !bad; ++ox)
+                    for (size_t oc = 0; oc < c->out_c && !bad; ++oc) {
+                        int8_t got = out[((b * oh + oy) * ow + ox) * c->out_c + oc];
+                        int8_t want = ref_conv(c, in, f, &q, b, oy, ox, oc);
+                        bad = got != want;
+                        CHECK(!bad, "shape %zu%s: out[%zu][%zu][%zu][%zu] = %d, ref %d", index,
+                              prepacked ? " prepacked" : "", b, oy, ox, oc, got, want);
+                    }
+    }
+    ts_packed_free(pf);
+    release_all();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) { fprintf(stderr, "usage: %s MASKS\n", argv[0]); return 2; }
+    setvbuf(stdout, NULL, _IONBF, 0);
+    for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
+        unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
+        ts_set_feature_mask(mask);
+        printf("mask=%u int8=%s\n", mask, ts_gemm_kernel(TS_GEMM_INT8));
+        for (size_t i = 0; i < N_SHAPES; ++i)
+            run_shape(&shapes[i], i);
+    }
+    printf("shapes %zu\nfailures %d\n", N_SHAPES, failures);
+    return failures != 0;
+}

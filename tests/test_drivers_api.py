@@ -1,0 +1,146 @@
+"""Public GEMM / conv2d API, packing and runtime dispatch of the generated drivers, run under
+qemu-aarch64 on three CPU models (Armv8.0, +dotprod, +i8mm/bf16), every dispatch path forced by
+ts_set_feature_mask, results checked in C against independent scalar references
+(tests/c/drv_api_*.c). The folders come from the real generator (`python3 -m gen generate`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cross import ROOT, TEST_C, compile_aarch64, run_qemu
+from gen.drivers import dispatch_paths, render_drivers
+
+FEAT = {"DOTPROD": 1, "I8MM": 2, "BF16": 4}
+ALL = 0xFFFFFFFF
+# What each qemu CPU model reports (QEMU 7.2: cortex-a57 Armv8.0, neoverse-n1 adds dotprod,
+# max has dotprod, i8mm and bf16).
+CPU_FEATURES = {"cortex-a57": 0, "neoverse-n1": FEAT["DOTPROD"], "max": 7}
+# Feature masks to run per CPU: every cap that changes some path on that CPU.
+CPU_MASKS = {"cortex-a57": [ALL], "neoverse-n1": [ALL, 0],
+             "max": [ALL, FEAT["DOTPROD"], FEAT["I8MM"], FEAT["BF16"], 0]}
+# (ARCH, CPU) pairs: the full v86 build everywhere, the v8 / v82 builds where they differ.
+RUNS = [("v86", "cortex-a57"), ("v86", "neoverse-n1"), ("v86", "max"),
+        ("v8", "max"), ("v82", "neoverse-n1")]
+TYPES = {"f32": "f32", "bf16": "bf16", "int8": "s8"}   # harness label -> dispatch key
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """{arch: folder} generated on first use."""
+    folders = {}
+
+    def get(arch):
+        if arch not in folders:
+            out = tmp_path_factory.mktemp(f"gen_{arch}")
+            subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", arch, "--out",
+                            str(out)], cwd=ROOT, check=True, capture_output=True, text=True)
+            folders[arch] = out
+        return folders[arch]
+    return get
+
+
+@pytest.fixture(scope="module")
+def harness(generated, tmp_path_factory):
+    """harness(arch, name) -> binary of tests/c/<name>.c linked with the arch's folder."""
+    built = {}
+
+    def get(arch, name):
+        if (arch, name) not in built:
+            folder = generated(arch)
+            sources = sorted(folder.glob("*.c")) + sorted(folder.glob("*.S")) + [TEST_C / f"{name}.c"]
+            binary = tmp_path_factory.mktemp("bin") / f"{name}_{arch}"
+            built[arch, name] = compile_aarch64(sources, binary, includes=[folder],
+                                                flags=["-std=c99", "-Werror"])
+        return built[arch, name]
+    return get
+
+
+def manifest_paths(folder):
+    manifest = json.loads((folder / "manifest.json").read_text())
+    main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
+    return dispatch_paths(main)
+
+
+def expected_kernel(paths, usable):
+    """The symbol dispatch must pick: the first path whose feature is usable (independent
+    restatement of the policy, from the manifest)."""
+    for path in paths:
+        if path["feature"] is None or FEAT[path["feature"]] & usable:
+            return path["symbol"]
+    raise AssertionError("no baseline path")
+
+
+def check_dispatch_lines(stdout, paths, cpu, types):
+    lines = [line for line in stdout.splitlines() if line.startswith("mask=")]
+    assert len(lines) == len(CPU_MASKS[cpu])
+    for line, mask in zip(lines, CPU_MASKS[cpu]):
+        fields = dict(item.split("=") for item in line.split())
+        assert int(fields["mask"]) == mask
+        for label in types:
+            want = expected_kernel(paths[TYPES[label]], CPU_FEATURES[cpu] & mask)
+            assert fields[label] == want, f"{cpu} mask {mask:#x} {label}: {fields[label]} != {want}"
+
+
+def gemm_shapes(paths):
+    """M, N, K around every tile size of the build (ep-1, ep, ep+1, 2ep+1 ...), 0 and 1, plus a
+    few larger ones; N stays <= 512 (harness quant arrays)."""
+    eps = {p["ep"] for ps in paths.values() for p in ps}
+    hps = {p["hp"] for ps in paths.values() for p in ps}
+    lps = {p["lp"] for ps in paths.values() for p in ps}
+    ms = sorted({0, 1} | {v for e in eps for v in (e - 1, e, e + 1, 2 * e + 1)})
+    ns = sorted({0, 1} | {v for h in hps for v in (h - 1, h, h + 1, 2 * h + 1)})
+    ks = sorted({0, 1, 2, 3, 33} | {v for lp in lps for v in (lp - 1, lp + 1, 2 * lp, 3 * lp + 1)} - {-1})
+    shapes = [(m, n, ks[(i * 5 + j * 3) % len(ks)]) for i, m in enumerate(ms) for j, n in enumerate(ns)]
+    shapes += [(1, 1, k) for k in ks] + [(37, 45, 70), (64, 64, 64), (30, 100, 257)]
+    return [f"{m},{n},{k}" for m, n, k in shapes]
+
+
+@pytest.mark.parametrize("arch,cpu", RUNS)
+def test_gemm_every_path_matches_reference(arch, cpu, generated, harness):
+    paths = manifest_paths(generated(arch))
+    masks = ",".join(str(m) for m in CPU_MASKS[cpu])
+    proc = run_qemu(harness(arch, "drv_api_gemm"), masks, *gemm_shapes(paths), cpu=cpu, check=False)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert f"features={CPU_FEATURES[cpu]}\n" in proc.stdout
+    check_dispatch_lines(proc.stdout, paths, cpu, ("f32", "bf16", "int8"))
+
+
+@pytest.mark.parametrize("arch,cpu", RUNS)
+def test_conv2d_matches_direct_convolution(arch, cpu, generated, harness):
+    paths = manifest_paths(generated(arch))
+    masks = ",".join(str(m) for m in CPU_MASKS[cpu])
+    proc = run_qemu(harness(arch, "drv_api_conv"), masks, cpu=cpu, check=False)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert int(proc.stdout.split("shapes ")[1].split()[0]) >= 20
+    check_dispatch_lines(proc.stdout, paths, cpu, ("int8",))
+
+
+@pytest.mark.parametrize("cpu", ["cortex-a57", "max"])
+def test_bad_arguments_leave_outputs_untouched(cpu, harness):
+    proc = run_qemu(harness("v86", "drv_api_errors"), cpu=cpu, check=False)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+
+
+# ---- generation-time checks -------------------------------------------------------------------
+
+def fake_manifest(instructions):
+    kernels = [dict(symbol=f"ts_k_{i}", instruction=i, ep=8, hp=8, lp=1, role="main")
+               for i in instructions]
+    return dict(prefix="ts_", arch="v86", kernels=kernels)
+
+
+@pytest.mark.parametrize("arch,absent", [("v8", ("sdot", "smmla", "bfmmla")),
+                                         ("v82", ("smmla", "bfmmla"))])
+def test_only_this_archs_kernels_are_compiled_in(arch, absent, generated):
+    dispatch = (generated(arch) / "ts_dispatch.c").read_text()
+    for mnemonic in absent:
+        assert f"_{mnemonic}_" not in dispatch
+    assert "_smlal_" in dispatch and "_fmla_" in dispatch
+
+
+def test_manifest_without_baseline_kernel_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="no Armv8.0 kernel for the s8 GEMM"):
+        render_drivers(fake_manifest(["fmla_f32", "sdot"]), tmp_path)
