@@ -19,6 +19,19 @@ def generate(out: Path, arch: str, inst: str = "auto", cpu: str = "generic",
     return json.loads((out / "manifest.json").read_text())
 
 
+_CACHE: dict = {}
+
+
+def cached_output(tmp_path_factory, arch: str, inst: str = "auto", cpu: str = "generic"):
+    """(folder, manifest) of one configuration, generated once per test session (generation
+    with the list scheduler takes seconds; every test file shares the folders)."""
+    key = (arch, inst, cpu)
+    if key not in _CACHE:
+        out = tmp_path_factory.mktemp(f"gen-{arch}-{inst}-{cpu}") / "out"
+        _CACHE[key] = out, generate(out, arch, inst, cpu)
+    return _CACHE[key]
+
+
 def kernel_table(manifest: dict) -> str:
     """kernel_table.h for tests/c/kernel_harness.c: every kernel of the manifest."""
     rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
@@ -28,7 +41,10 @@ def kernel_table(manifest: dict) -> str:
 
 
 def build_harness(out: Path, manifest: dict, binary: Path) -> Path:
-    (out / "kernel_table.h").write_text(kernel_table(manifest))
+    """The harness over every kernel of `out` (the generated folder itself is left as is)."""
+    table_dir = binary.parent / f"{binary.name}.include"
+    table_dir.mkdir(exist_ok=True)
+    (table_dir / "kernel_table.h").write_text(kernel_table(manifest))
     sources = [TEST_C / "kernel_harness.c", TEST_C / "kernel_harness_regs.c",
                *(out / k["file"] for k in manifest["kernels"])]
-    return compile_aarch64(sources, binary, includes=[out], flags=["-Wno-unused-function"])
+    return compile_aarch64(sources, binary, includes=[table_dir, out])

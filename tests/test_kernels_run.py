@@ -27,8 +27,7 @@ def harness(tmp_path_factory):
     def get(arch, inst="auto", cpu=GENERIC):
         key = (arch, inst, cpu)
         if key not in built:
-            out = tmp_path_factory.mktemp(f"{arch}-{inst}-{cpu}") / "out"
-            manifest = kernel_build.generate(out, arch, inst, cpu)
+            out, manifest = kernel_build.cached_output(tmp_path_factory, arch, inst, cpu)
             built[key] = kernel_build.build_harness(out, manifest, out.parent / "harness"), manifest
         return built[key]
     return get

@@ -1,0 +1,240 @@
+"""`python3 -m gen generate`: output files, manifest, header, determinism, option errors, and that
+every generated `.S` assembles with GNU as (-march=armv8-a), clang Mach-O / COFF, and passes
+`python3 -m encoder verify`."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cross import CLANG, GCC, ROOT
+from encoder.encoding import is_known_mnemonic
+from gen.generate_cli import main as generate_main
+from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature
+import kernel_build
+
+INST_MODES = ("auto", "always", "never")
+MANIFEST_KEYS = {"symbol", "file", "instruction", "mnemonic", "signature", "a_type", "b_type",
+                 "c_type", "source_type", "feature", "arch", "ep", "hp", "lp", "strategy",
+                 "regs_a", "regs_b", "regs_c", "vregs_used", "gpregs_used", "callee_saved_used",
+                 "a_layout", "b_layout", "role"}
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    """outputs(arch, inst) -> (folder, manifest), generated once per test session."""
+    return lambda arch, inst="auto": kernel_build.cached_output(tmp_path_factory, arch, inst)
+
+
+def _instruction_lines(text):
+    """(statement, comment) of every instruction line of a .S (directives, labels, comments and
+    preprocessor lines skipped)."""
+    for line in text.splitlines():
+        code, _, comment = line.partition("//")
+        code = re.sub(r"^\s*[\w.]+:", "", code).strip()
+        if code and not code.startswith(("#", ".")) or code.startswith(".inst"):
+            yield code, comment.strip()
+
+
+@pytest.mark.parametrize("arch", ARCH_LEVELS)
+@pytest.mark.parametrize("inst", INST_MODES)
+def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
+    out, manifest = outputs(arch, inst)
+    assert (manifest["arch"], manifest["prefix"], manifest["inst"], manifest["cpu"]) == \
+        (arch, "ts_", inst, "generic")
+    kernels = manifest["kernels"]
+    assert [k["instruction"] for k in kernels] == [i.name for i in generated_for(arch)]
+    for k in kernels:
+        assert MANIFEST_KEYS <= set(k)
+        i = INSTRUCTIONS[k["instruction"]]
+        assert k["symbol"] == f"ts_gemm_{signature(i)}_{i.mnemonic}_{k['ep']}x{k['hp']}x{k['lp']}"
+        assert k["file"] == k["symbol"] + ".S" and (out / k["file"]).is_file()
+        assert (k["feature"], k["arch"], k["lp"], k["role"]) == (i.feature, i.arch, i.k, "main")
+        assert k["regs_c"] == i.c_regs(k["ep"], k["hp"])
+    assert sorted(p.name for p in out.glob("*.S")) == sorted(k["file"] for k in kernels)
+    assert (out / "ts_kernels.h").is_file()
+
+
+@pytest.mark.parametrize("inst", INST_MODES)
+def test_inst_mode_decides_what_becomes_inst_words(outputs, inst):
+    out, manifest = outputs("v86", inst)
+    for k in manifest["kernels"]:
+        for code, comment in _instruction_lines((out / k["file"]).read_text()):
+            if code.startswith(".inst"):
+                mnemonic = comment.split()[0]
+                assert inst != "never", code
+                assert inst == "always" or INSTRUCTIONS[k["instruction"]].feature, code
+            else:
+                mnemonic = code.split()[0]
+                known = is_known_mnemonic(mnemonic)
+                assert not (known and inst == "always"), f"{k['file']}: {code} left as mnemonic"
+                assert not (known and inst == "auto" and k["feature"]), f"{k['file']}: {code}"
+
+
+def test_registers_match_manifest_and_abi(outputs):
+    """The registers the code names are the manifest's; v8-v15 used => d8-d15 saved and
+    restored; no x18 and no x19-x28 (the kernels need no callee-saved general registers)."""
+    out, manifest = outputs("v86", "never")
+    for k in manifest["kernels"]:
+        text = (out / k["file"]).read_text()
+        lines = [code for code, _ in _instruction_lines(text)]
+        vregs = {int(n) for line in lines for n in re.findall(r"\b[vqdshb](\d+)\b", line)}
+        assert vregs == set(k["vregs_used"]), k["file"]
+        xregs = {f"x{n}" for line in lines for n in re.findall(r"\b[xw](\d+)\b", line)}
+        assert xregs == set(k["gpregs_used"]) and not xregs & {f"x{n}" for n in range(18, 29)}
+        saved = [f"d{n}" for n in range(8, 16) if n in vregs]
+        assert k["callee_saved_used"] == saved
+        stored = {d for line in lines if re.match(r"stp? d", line) and "[sp" in line
+                  for d in re.findall(r"\bd\d+\b", line)}
+        loaded = {d for line in lines if re.match(r"ldp? d", line) and "[sp" in line
+                  for d in re.findall(r"\bd\d+\b", line)}
+        assert stored == loaded == set(saved), k["file"]
+
+
+def test_every_kernel_has_one_mca_region(outputs):
+    out, manifest = outputs("v86")
+    for k in manifest["kernels"]:
+        text = (out / k["file"]).read_text()
+        assert text.count(f"// LLVM-MCA-BEGIN {k['symbol']}\n") == 1
+        assert text.count("// LLVM-MCA-END") == 1
+        assert text.index("LLVM-MCA-BEGIN") < text.index("b.ne K_LOOP") < text.index("LLVM-MCA-END")
+
+
+def test_cpu_suffix_and_prefix(tmp_path):
+    manifest = kernel_build.generate(tmp_path / "o", "v8", cpu="cortex-a510", prefix="my_")
+    assert manifest["cpu"] == "cortex-a510"
+    for k in manifest["kernels"]:
+        assert k["symbol"].startswith("my_gemm_") and k["symbol"].endswith("_cortexa510")
+    assert (tmp_path / "o" / "my_kernels.h").is_file()
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_output_is_deterministic(outputs, tmp_path):
+    first, _ = outputs("v86")
+    kernel_build.generate(tmp_path / "again", "v86")
+    assert _snapshot(tmp_path / "again") == _snapshot(first)
+
+
+def test_regeneration_removes_stale_files(tmp_path):
+    out = tmp_path / "out"
+    kernel_build.generate(out, "v8")
+    before = _snapshot(out)
+    (out / "ts_gemm_f32_fmla_4x4x1.S").write_text("// left from an older run\n")
+    kernel_build.generate(out, "v8")
+    assert _snapshot(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name != "out"], "staging folders left behind"
+
+
+@pytest.mark.parametrize("option,value,valid", [
+    ("--arch", "v9", "v8, v82, v86"),
+    ("--cpu", "cortex-x1", "generic, "),
+    ("--inst", "sometimes", "auto, always, never"),
+    ("--prefix", "9ts_", "C identifier"),
+    ("--prefix", "ts-", "C identifier"),
+])
+def test_bad_option_is_an_error_and_writes_nothing(tmp_path, capsys, option, value, valid):
+    args = {"--arch": "v86", "--cpu": "generic", "--inst": "auto", "--prefix": "ts_"}
+    args[option] = value
+    argv = [x for pair in args.items() for x in pair] + ["--out", str(tmp_path / "out")]
+    assert generate_main(argv) == 2
+    error = capsys.readouterr().err
+    assert value in error and valid in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_cpu_without_the_arch_features_is_an_error(tmp_path, capsys):
+    assert generate_main(["--arch", "v86", "--cpu", "cortex-a55", "--out", str(tmp_path / "o")]) == 2
+    assert "cortex-a55 lacks" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+def test_refuses_to_replace_a_folder_it_did_not_generate(tmp_path, capsys):
+    (tmp_path / "mine.txt").write_text("keep me")
+    assert generate_main(["--arch", "v8", "--out", str(tmp_path)]) == 2
+    assert "did not generate" in capsys.readouterr().err
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_cli_entry_point(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v8", "--out",
+                           str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "bogus"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "v8, v82, v86" in proc.stderr
+
+
+def _assemble(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(map(str, cmd))}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("inst", INST_MODES)
+def test_gnu_as_armv8a_assembles_every_kernel(outputs, tmp_path, inst):
+    """INST=auto/always need no extension flag; INST=never carries its own .arch line."""
+    out, manifest = outputs("v86", inst)
+    for k in manifest["kernels"]:
+        _assemble([GCC, "-march=armv8-a", "-c", out / k["file"], "-o", tmp_path / "k.o"])
+
+
+@pytest.mark.parametrize("target,symbol_prefix", [
+    ("arm64-apple-macos", "_"), ("aarch64-pc-windows-msvc", ""), ("aarch64-linux-gnu", "")])
+@pytest.mark.parametrize("inst", ["auto", "never"])
+def test_clang_assembles_for_macho_coff_elf(outputs, tmp_path, target, symbol_prefix, inst):
+    out, manifest = outputs("v86", inst)
+    for k in manifest["kernels"]:
+        obj = tmp_path / "k.o"
+        _assemble([CLANG, f"--target={target}", "-c", out / k["file"], "-o", obj])
+        nm = subprocess.run(["llvm-nm-19", "--defined-only", "--extern-only", obj],
+                            capture_output=True, text=True, check=True).stdout.split()
+        assert nm[-2:] == ["T", symbol_prefix + k["symbol"]], nm
+
+
+@pytest.mark.parametrize("inst", ["auto", "always"])
+def test_encoder_verify_passes(outputs, inst):
+    out, manifest = outputs("v86", inst)
+    proc = subprocess.run([sys.executable, "-m", "encoder", "verify",
+                           *sorted(str(p) for p in out.glob("*.S"))],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"\b[1-9]\d* \.inst words verified", proc.stdout)
+
+
+def test_kernel_header_matches_manifest(outputs, tmp_path):
+    """The header compiles as strict C99 and C++, declares every kernel with the ABI type, and
+    its macros equal the manifest's tile sizes (checked by the compiler)."""
+    out, manifest = outputs("v86")
+    checks = []
+    for k in manifest["kernels"]:
+        s, i = k["symbol"].upper(), k["instruction"].upper()
+        checks += [f"ts_microkernel_fn f_{k['symbol']} = {k['symbol']};",
+                   f"_Static_assert({s}_EP == {k['ep']} && {s}_HP == {k['hp']} && "
+                   f"{s}_LP == {k['lp']}, \"{s}\");",
+                   f"_Static_assert(TS_KERNEL_{i}_EP == {k['ep']} && TS_HAVE_KERNEL_{i}, \"{i}\");"]
+    source = tmp_path / "use_header.c"
+    source.write_text('#include "ts_kernels.h"\n' + "\n".join(checks) + "\n")
+    _assemble([GCC, "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", out, "-c",
+               source, "-o", tmp_path / "h.o"])
+    cxx = tmp_path / "use_header.cc"
+    cxx.write_text('#include "ts_kernels.h"\nint main() { return 0; }\n')
+    _assemble([CLANG, "--target=aarch64-linux-gnu", "-x", "c++", "-Wall", "-Werror", "-I", out,
+               "-c", cxx, "-o", tmp_path / "hpp.o"])
+    text = (out / "ts_kernels.h").read_text()
+    assert "Micro-kernel ABI" in text and "x18 is never touched" in text
+
+
+def test_every_kernel_documents_the_abi(outputs):
+    out, manifest = outputs("v86")
+    for k in manifest["kernels"]:
+        text = (out / k["file"]).read_text()
+        assert "// Micro-kernel ABI" in text and f"Tile {k['ep']}x{k['hp']}x{k['lp']}" in text
+
+
+def test_manifest_is_the_json_written(outputs):
+    out, manifest = outputs("v82")
+    assert json.loads((out / "manifest.json").read_text()) == manifest
