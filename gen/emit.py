@@ -29,6 +29,8 @@ ODD_ROW_PTR = "x5"          # row pointer of odd C rows (C_PTR walks the even on
 # the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
 CALLEE_SAVED_VREGS = range(8, 16)
 C_ELEMENT_BYTES = 4
+# STP Qt1, Qt2, [Xn, #imm]: imm is a multiple of 16 in -1024..1008 (Arm ARM C7.2 "STP (SIMD&FP)").
+STP_Q_MAX_OFFSET = 1008
 
 # `.arch` line that lets an assembler accept a feature's mnemonics (INST=never output).
 ARCH_DIRECTIVE = {"dotprod": "armv8.2-a+dotprod", "i8mm": "armv8.6-a+i8mm",
@@ -74,6 +76,9 @@ def check_plan(plan: TilePlan) -> None:
     if inst.acc_shape == "row" and max(plan.a_regs) >= inst.a_index_regs:
         raise KernelPlanError(f"{where}: {inst.mnemonic} by element needs A in "
                               f"v0-v{inst.a_index_regs - 1}, plan has {plan.a_regs}")
+    if plan.hp * C_ELEMENT_BYTES - 32 > STP_Q_MAX_OFFSET:
+        raise KernelPlanError(f"{where}: a C row of {plan.hp} elements is beyond the reach of "
+                              f"the row stores (stp q offsets up to {STP_Q_MAX_OFFSET})")
     for operand in ("a", "b"):
         loop.chunks(plan, operand)      # raises for an unloadable partial register
 
@@ -239,9 +244,21 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True)
     env.filters["asm"] = asm_line
+    env.filters["vregs"] = register_ranges
     env.filters["comment"] = lambda text, lead: "\n".join(
         (lead + line).rstrip() for line in text.strip("\n").split("\n"))
     return env
+
+
+def register_ranges(regs) -> str:
+    """'v0, v1, v2, v5' -> 'v0-v2, v5' (in the given order)."""
+    runs: list[list[int]] = []
+    for r in regs:
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"v{run[0]}" if len(run) == 1 else f"v{run[0]}-v{run[-1]}" for run in runs)
 
 
 def asm_line(insn: Insn) -> str:
