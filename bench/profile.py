@@ -94,17 +94,18 @@ def dominant_kernel_instruction(kernels: dict, prefix: str) -> str | None:
 
 def _profile_skeleton(w: Workload, p: DispatchPath) -> dict:
     return dict(workload=w.name, title=w.title, kind=w.kind, dtype=w.dtype, shape=w.shape,
-                dims=list(w.dims), macs=w.macs, path=p.name, features=p.features,
+                prepacked=w.prepacked, dims=list(w.dims), macs=w.macs, path=p.name, features=p.features,
                 expected_instruction=p.instruction, error=None)
 
 
-def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir):
-    """Run one workload on one path; returns (profile skeleton, blocks)."""
+def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None):
+    """Run one workload on one path, counting from the `mark` address on; returns (profile
+    skeleton, blocks)."""
     profile = _profile_skeleton(w, p)
     start = time.monotonic()
     try:
         blocks, stdout = run_profiled(program, w.args(p), plugin,
-                                      work_dir / f"{w.name}.{p.name}.tb", cpu=QEMU_CPU)
+                                      work_dir / f"{w.name}.{p.name}.tb", cpu=QEMU_CPU, mark=mark)
     except ProfileError as e:
         profile["error"] = str(e).strip().splitlines()[0][:500]
         profile["error_detail"] = str(e)[-3000:]
@@ -120,11 +121,12 @@ def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix
     """Profile every (workload, path) of `runs`, `jobs` QEMU processes at a time, then model
     every executed block of the operations on every core in `cpus`."""
     table = sym.SymbolTable.from_elf(program)
+    mark = table.address_of(sym.MARK) if any(s.name == sym.MARK for s in table.symbols) else None
     work_dir.mkdir(parents=True, exist_ok=True)
     order = sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first
     results = [None] * len(runs)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir): i for i in order}
+        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir, mark): i for i in order}
         for future in futures:
             i = futures[future]
             results[i] = future.result()

@@ -14,6 +14,7 @@ GROUPS = ("packing", "im2col", "kernel", "requant", "other")   # the operation's
 SETUP = "setup"                # the workload program's own data preparation; not the operation
 HARNESS_PREFIX = "bench_"      # bench/workloads.c names every harness function bench_* …
 HARNESS_SYMBOLS = {"main"}     # … except its main
+MARK = "bench_mark"            # called right before the measured operation (tbcount mark=)
 # Driver functions (static helpers too, so no prefix required) by a word in their name.
 GROUP_WORDS = (("requant", "requant"), ("im2col", "im2col"), ("packing", "pack"))
 
@@ -58,6 +59,12 @@ class SymbolTable:
         if not table.symbols:
             raise RuntimeError(f"{path}: no code symbols (stripped?): the profile needs them")
         return table
+
+    def address_of(self, name: str) -> int:
+        for s in self.symbols:
+            if s.name == name:
+                return s.address
+        raise KeyError(f"no symbol {name!r} in the executable")
 
     def lookup(self, address: int) -> str | None:
         """Name of the function containing `address`: the nearest symbol at or below it, unless

@@ -64,13 +64,15 @@ def parse_profile(text: str, source: str = "plugin output") -> list[Block]:
     return blocks
 
 
-def run_profiled(binary, args, plugin, out_file, *, cpu="max",
+def run_profiled(binary, args, plugin, out_file, *, cpu="max", mark=None,
                  timeout=1800) -> tuple[list[Block], str]:
     """Run `binary args…` under qemu-aarch64 with the plugin; returns the executed blocks and
-    the program's stdout."""
+    the program's stdout. With `mark` (a guest code address), only what executes after the
+    last execution of the block at that address is counted."""
     out_file = Path(out_file)
     out_file.unlink(missing_ok=True)
-    cmd = [QEMU, "-cpu", cpu, "-plugin", f"{plugin},out={out_file}", str(binary), *map(str, args)]
+    options = f"{plugin},out={out_file}" + (f",mark={mark:x}" if mark is not None else "")
+    cmd = [QEMU, "-cpu", cpu, "-plugin", options, str(binary), *map(str, args)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise ProfileError(f"{' '.join(cmd)} exited {proc.returncode}\n"

@@ -1,14 +1,18 @@
 /* workloads.c — the whole operations `python3 -m bench` profiles under qemu-aarch64.
  *
- *   workloads gemm f32|bf16|s8 FEATURES M N K
- *   workloads conv FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT
+ *   workloads gemm[-prepacked] f32|bf16|s8 FEATURES M N K
+ *   workloads conv[-prepacked] FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE
+ *                              PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT
  *
  * FEATURES ("none" or names joined by '+', e.g. "dotprod+i8mm") becomes the
  * ts_set_feature_mask() that forces one dispatch path. The
  * program makes deterministic inputs, runs the operation ONCE and prints a checksum of the
- * output, so paths of one integer workload can be compared. Every function of this harness is
- * named bench_* and kept out of line: the profiler files them under "setup", apart from the
- * operation (the public ts_* call and everything it runs). Batch 1, no dilation.
+ * output, so paths of one integer workload can be compared. "-prepacked" packs B (the
+ * weights, or the conv filter) once with ts_pack_* before the measurement and runs the
+ * *_prepacked call: the steady state of inference with packed weights. bench_mark() runs right
+ * before the measured call; the profiler counts only what follows it. Every function of this
+ * harness is named bench_* and kept out of line: the profiler files them under "setup", apart
+ * from the operation (the public ts_* call and everything it runs). Batch 1, no dilation.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -97,35 +101,77 @@ HARNESS static int bench_report(int status, const char *op, uint64_t checksum)
     return 0;
 }
 
-HARNESS static int bench_gemm(const char *type, size_t M, size_t N, size_t K)
+/* Called right before the measured operation: the profiler passes this function's address to
+ * the tbcount plugin (mark=), which counts only what runs after it. */
+HARNESS void bench_mark(void)
 {
-    int status;
-    uint64_t sum;
-    if (strcmp(type, "f32") == 0 || strcmp(type, "bf16") == 0) {
-        float *A = bench_alloc(M * K, sizeof *A), *B = bench_alloc(K * N, sizeof *B);
-        float *C = bench_alloc(M * N, sizeof *C);
-        bench_fill_f32(A, M * K);
-        bench_fill_f32(B, K * N);
-        status = type[0] == 'f' ? ts_gemm_f32(M, N, K, A, K, B, N, C, N)
-                                : ts_gemm_bf16(M, N, K, A, K, B, N, C, N);
-        sum = bench_checksum(C, M * N * sizeof *C);
-    } else if (strcmp(type, "s8") == 0) {
-        int8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1), *C = bench_alloc(M * N, 1);
-        int32_t *bias = bench_alloc(N, 4), *mult = bench_alloc(N, 4), *shift = bench_alloc(N, 4);
-        ts_quant q;
-        bench_fill_s8(A, M * K);
-        bench_fill_s8(B, K * N);
-        bench_quant(&q, N, bias, mult, shift);
-        status = ts_gemm_s8(M, N, K, A, K, B, N, &q, C, N);
-        sum = bench_checksum(C, M * N);
-    } else {
-        fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8)\n", type);
-        return 2;
-    }
-    return bench_report(status, "gemm", sum);
+    __asm__ volatile("" ::: "memory");
 }
 
-HARNESS static int bench_conv(char **arg)
+/* The pack-once step of a prepacked run: part of the setup, before the mark. */
+HARNESS static ts_packed_b *bench_pack_weights(int status, ts_packed_b *packed)
+{
+    if (status != TS_OK) {
+        fprintf(stderr, "workloads: packing the weights returned %d\n", status);
+        exit(1);
+    }
+    return packed;
+}
+
+HARNESS static int bench_gemm_float(int bf16, size_t M, size_t N, size_t K, int prepacked)
+{
+    float *A = bench_alloc(M * K, sizeof *A), *B = bench_alloc(K * N, sizeof *B);
+    float *C = bench_alloc(M * N, sizeof *C);
+    ts_packed_b *packed = NULL;
+    int status;
+    bench_fill_f32(A, M * K);
+    bench_fill_f32(B, K * N);
+    if (prepacked) {
+        packed = bench_pack_weights(bf16 ? ts_pack_b_bf16(K, N, B, N, &packed)
+                                         : ts_pack_b_f32(K, N, B, N, &packed), packed);
+        bench_mark();
+        status = bf16 ? ts_gemm_bf16_prepacked(M, A, K, packed, C, N)
+                      : ts_gemm_f32_prepacked(M, A, K, packed, C, N);
+    } else {
+        bench_mark();
+        status = bf16 ? ts_gemm_bf16(M, N, K, A, K, B, N, C, N) : ts_gemm_f32(M, N, K, A, K, B, N, C, N);
+    }
+    return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
+}
+
+HARNESS static int bench_gemm_s8(size_t M, size_t N, size_t K, int prepacked)
+{
+    int8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1), *C = bench_alloc(M * N, 1);
+    int32_t *bias = bench_alloc(N, 4), *mult = bench_alloc(N, 4), *shift = bench_alloc(N, 4);
+    ts_packed_b *packed = NULL;
+    ts_quant q;
+    int status;
+    bench_fill_s8(A, M * K);
+    bench_fill_s8(B, K * N);
+    bench_quant(&q, N, bias, mult, shift);
+    if (prepacked) {
+        packed = bench_pack_weights(ts_pack_b_s8(K, N, B, N, &packed), packed);
+        bench_mark();
+        status = ts_gemm_s8_prepacked(M, A, K, packed, &q, C, N);
+    } else {
+        bench_mark();
+        status = ts_gemm_s8(M, N, K, A, K, B, N, &q, C, N);
+    }
+    return bench_report(status, "gemm", bench_checksum(C, M * N));
+}
+
+HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
+{
+    size_t M = bench_size(dims[0]), N = bench_size(dims[1]), K = bench_size(dims[2]);
+    if (strcmp(type, "f32") == 0 || strcmp(type, "bf16") == 0)
+        return bench_gemm_float(type[0] == 'b', M, N, K, prepacked);
+    if (strcmp(type, "s8") == 0)
+        return bench_gemm_s8(M, N, K, prepacked);
+    fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8)\n", type);
+    return 2;
+}
+
+HARNESS static int bench_conv(char **arg, int prepacked)
 {
     ts_conv2d c;
     memset(&c, 0, sizeof c);
@@ -150,11 +196,20 @@ HARNESS static int bench_conv(char **arg)
     int32_t *bias = bench_alloc(c.out_c, 4), *mult = bench_alloc(c.out_c, 4);
     int32_t *shift = bench_alloc(c.out_c, 4);
     void *workspace = bench_alloc(ts_conv2d_s8_workspace_size(&c), 1);
+    ts_packed_b *packed = NULL;
     ts_quant q;
+    int status;
     bench_fill_s8(input, in_n);
     bench_fill_s8(filter, filter_n);
     bench_quant(&q, c.out_c, bias, mult, shift);
-    int status = ts_conv2d_s8(&c, input, filter, &q, output, workspace);
+    if (prepacked) {
+        packed = bench_pack_weights(ts_pack_conv2d_filter_s8(&c, filter, &packed), packed);
+        bench_mark();
+        status = ts_conv2d_s8_prepacked(&c, input, packed, &q, output, workspace);
+    } else {
+        bench_mark();
+        status = ts_conv2d_s8(&c, input, filter, &q, output, workspace);
+    }
     return bench_report(status, "conv2d", bench_checksum(output, out_n));
 }
 
@@ -180,18 +235,22 @@ HARNESS static unsigned bench_feature_mask(const char *text)
     return mask;
 }
 
+/* OP is gemm, conv, gemm-prepacked or conv-prepacked. */
 int main(int argc, char **argv)
 {
-    if (argc == 7 && strcmp(argv[1], "gemm") == 0) {
+    const char *op = argc > 1 ? argv[1] : "";
+    int gemm = strcmp(op, "gemm") == 0, gemm_prepacked = strcmp(op, "gemm-prepacked") == 0;
+    int conv = strcmp(op, "conv") == 0, conv_prepacked = strcmp(op, "conv-prepacked") == 0;
+    if (argc == 7 && (gemm || gemm_prepacked)) {
         ts_set_feature_mask(bench_feature_mask(argv[3]));
-        return bench_gemm(argv[2], bench_size(argv[4]), bench_size(argv[5]), bench_size(argv[6]));
+        return bench_gemm(argv[2], argv + 4, gemm_prepacked);
     }
-    if (argc == 14 && strcmp(argv[1], "conv") == 0) {
+    if (argc == 14 && (conv || conv_prepacked)) {
         ts_set_feature_mask(bench_feature_mask(argv[2]));
-        return bench_conv(argv + 3);
+        return bench_conv(argv + 3, conv_prepacked);
     }
-    fprintf(stderr, "usage: workloads gemm f32|bf16|s8 FEATURES M N K\n"
-                    "       workloads conv FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE "
+    fprintf(stderr, "usage: workloads gemm[-prepacked] f32|bf16|s8 FEATURES M N K\n"
+                    "       workloads conv[-prepacked] FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE "
                     "PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT\n");
     return 2;
 }

@@ -42,6 +42,7 @@ class Workload:
     dtype: str                 # "f32" | "bf16" | "s8"
     dims: tuple                # gemm: (M, N, K); conv: CONV_FIELDS
     shape: str = ""            # the shape group (the same shape in another dtype shares it)
+    prepacked: bool = False    # B (weights / conv filter) packed once before the measurement
 
     @property
     def macs(self) -> int:
@@ -52,7 +53,8 @@ class Workload:
         return conv_out(c, "h") * conv_out(c, "w") * c["out_c"] * c["k_h"] * c["k_w"] * c["in_c"]
 
     def args(self, path: DispatchPath) -> list[str]:
-        op = [self.kind] + ([self.dtype] if self.kind == "gemm" else [])
+        op = [self.kind + ("-prepacked" if self.prepacked else "")]
+        op += [self.dtype] if self.kind == "gemm" else []
         return [*op, path.features, *map(str, self.dims)]
 
     def paths(self, arch: str) -> list[DispatchPath]:
@@ -93,11 +95,24 @@ CONV_LAYERS = (
 )
 
 
+# Shapes whose B is a layer's weights: also profiled with B packed once beforehand (the steady
+# state of inference), which shows what packing B costs on every plain call.
+PREPACKED_SHAPES = ("gemv", "prefill", *(name for name, _, _ in CONV_LAYERS))
+PREPACKED = "-prepacked"
+
+
 def all_workloads() -> list[Workload]:
-    gemms = [Workload(f"{name}-{dtype}", f"{title} {DTYPE_LABEL[dtype]}", "gemm", dtype, dims, name)
-             for name, title, dims in GEMM_SHAPES for dtype in ("f32", "bf16", "s8")]
-    convs = [Workload(name, f"{title} int8", "conv", "s8", dims, name) for name, title, dims in CONV_LAYERS]
-    return gemms + convs
+    out = []
+    for prepacked in (False, True):
+        tag, note = (PREPACKED, ", B prepacked") if prepacked else ("", "")
+        out += [Workload(f"{name}-{dtype}{tag}", f"{title} {DTYPE_LABEL[dtype]}{note}", "gemm",
+                         dtype, dims, name + tag, prepacked)
+                for name, title, dims in GEMM_SHAPES for dtype in ("f32", "bf16", "s8")
+                if not prepacked or name in PREPACKED_SHAPES]
+        out += [Workload(name + tag, f"{title} int8{note.replace('B', 'filter')}", "conv", "s8",
+                         dims, name + tag, prepacked)
+                for name, title, dims in CONV_LAYERS if not prepacked or name in PREPACKED_SHAPES]
+    return out
 
 
 def build_program(gen_dir, output) -> Path:

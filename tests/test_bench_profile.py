@@ -94,6 +94,27 @@ def test_blocks_map_to_symbols_and_groups(built, blocks):
     assert kernels == {"ts_gemm_s8s32_smmla_8x12x8": function_insns(1000, 4)}
 
 
+def test_mark_restarts_the_counts(built, tmp_path):
+    """With mark= at bench_mark, what ran before its call (the packing here) is not counted."""
+    _, _, plugin = built
+    functions = [("ts_pack_panel_s8", "packing", 300, 2), ("bench_mark", sym.SETUP, 1, 0),
+                 ("ts_gemm_s8s32_smmla_8x12x8", "kernel", 40, 4), ("ts_requant_row", "requant", 9, 1)]
+    src = tmp_path / "mark.S"
+    src.write_text(program_source(functions))
+    program = tmp_path / "mark"
+    subprocess.run([GCC, "-march=armv8.6-a+i8mm", "-nostdlib", "-static", "-no-pie", str(src),
+                    "-o", str(program)], check=True)
+    table = sym.SymbolTable.from_elf(program)
+    blocks, _ = run_profiled(program, [], plugin, tmp_path / "mark.tb",
+                             mark=table.address_of("bench_mark"))
+    groups, _ = classify(blocks, table, "ts_")
+    counts, _ = instruction_profile(blocks, groups)
+    assert counts["packing"] == 0
+    assert counts["kernel"] == function_insns(40, 4)
+    assert counts["requant"] == function_insns(9, 1)
+    assert counts["other"] == 2 + 3        # _start after the marker's return: 2 bl, then exit
+
+
 def test_pipeline_end_to_end(built, tmp_path):
     _, program, plugin = built
     workload = Workload("toy", "toy GEMM", "gemm", "s8", (8, 12, 8000), "toy")

@@ -3,9 +3,13 @@
  * Build (host compiler, no QEMU headers needed):
  *     gcc -O2 -shared -fPIC -fvisibility=hidden -o tbcount.so tbcount.c -lpthread
  * Use:
- *     qemu-aarch64 -cpu max -plugin ./tbcount.so,out=PROFILE.txt PROGRAM ARGS…
+ *     qemu-aarch64 -cpu max -plugin ./tbcount.so,out=PROFILE.txt[,mark=HEXADDR] PROGRAM ARGS…
  *
- * At guest exit it writes one line per executed block:
+ * mark=HEXADDR: every time the block at that guest address executes, all counts restart from
+ * zero, so only what runs after the last such execution is reported (the benchmark places a
+ * marker function right before the operation it measures).
+ *
+ * At guest exit it writes one line per block executed (after the mark):
  *     <vaddr hex> <instructions> <executions> <instruction bytes hex>
  * preceded by a "# tbcount 1" header line. A block is identified by its guest address and its
  * bytes, so a block QEMU translates again (after a TB-cache flush) keeps one counter. Counting
@@ -31,11 +35,15 @@ struct qemu_plugin_tb;
 struct qemu_plugin_insn;
 
 enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
+enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
 
 typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
 typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
+                                          enum qemu_plugin_cb_flags flags, void *userdata);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op,
                                               void *ptr, uint64_t imm);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
@@ -52,6 +60,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 typedef struct {
     uint64_t vaddr;
     uint64_t count;          /* incremented by QEMU's inline add at every block entry */
+    uint64_t base;           /* count at the last mark: the report is count - base */
     size_t n_insns;
     size_t n_bytes;
     unsigned char *bytes;
@@ -62,6 +71,8 @@ static size_t table_size;    /* power of two */
 static size_t table_used;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *out_path;
+static uint64_t mark_vaddr;
+static bool have_mark;
 
 static void die(const char *what)
 {
@@ -123,6 +134,16 @@ static block *block_lookup(uint64_t vaddr, const unsigned char *bytes, size_t n_
 }
 
 /* ---- Callbacks ------------------------------------------------------------------------ */
+/* The marker block runs: every count restarts from here. */
+static void on_mark(unsigned int vcpu_index, void *userdata)
+{
+    (void)vcpu_index; (void)userdata;
+    pthread_mutex_lock(&table_lock);
+    for (size_t i = 0; i < table_size; i++)
+        if (table[i]) table[i]->base = table[i]->count;
+    pthread_mutex_unlock(&table_lock);
+}
+
 /* Translation: gather the block's bytes, find its counter, attach an inline increment. */
 static void on_tb_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -145,6 +166,8 @@ static void on_tb_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     pthread_mutex_unlock(&table_lock);
     free(bytes);
     qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);
+    if (have_mark && qemu_plugin_tb_vaddr(tb) == mark_vaddr)
+        qemu_plugin_register_vcpu_tb_exec_cb(tb, on_mark, QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
 
 static int compare_by_address(const void *x, const void *y)
@@ -165,12 +188,12 @@ static void on_guest_exit(qemu_plugin_id_t id, void *userdata)
     if (!list) die("out of memory");
     size_t n = 0;
     for (size_t i = 0; i < table_size; i++)
-        if (table[i] && table[i]->count) list[n++] = table[i];
+        if (table[i] && table[i]->count != table[i]->base) list[n++] = table[i];
     qsort(list, n, sizeof *list, compare_by_address);
     fprintf(f, "# tbcount 1: vaddr n_insns executions bytes\n");
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%llx %zu %llu ", (unsigned long long)list[i]->vaddr, list[i]->n_insns,
-                (unsigned long long)list[i]->count);
+                (unsigned long long)(list[i]->count - list[i]->base));
         for (size_t j = 0; j < list[i]->n_bytes; j++) fprintf(f, "%02x", list[i]->bytes[j]);
         fputc('\n', f);
     }
@@ -179,7 +202,7 @@ static void on_guest_exit(qemu_plugin_id_t id, void *userdata)
     pthread_mutex_unlock(&table_lock);
 }
 
-/* Arguments: out=PATH (required). */
+/* Arguments: out=PATH (required), mark=HEXADDR (optional). */
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
                                            int argc, char **argv)
 {
@@ -187,8 +210,16 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     for (int i = 0; i < argc; i++) {
         if (strncmp(argv[i], "out=", 4) == 0 && argv[i][4]) {
             out_path = strdup(argv[i] + 4);
+        } else if (strncmp(argv[i], "mark=", 5) == 0 && argv[i][5]) {
+            char *end;
+            mark_vaddr = strtoull(argv[i] + 5, &end, 16);
+            have_mark = true;
+            if (*end) {
+                qemu_plugin_outs("tbcount: mark= needs a hexadecimal address\n");
+                return -1;
+            }
         } else {
-            qemu_plugin_outs("tbcount: unknown argument (expected out=PATH): ");
+            qemu_plugin_outs("tbcount: unknown argument (expected out=PATH or mark=HEXADDR): ");
             qemu_plugin_outs(argv[i]);
             qemu_plugin_outs("\n");
             return -1;
