@@ -93,7 +93,8 @@ def dominant_kernel_instruction(kernels: dict, prefix: str) -> str | None:
 
 
 def _profile_skeleton(w: Workload, p: DispatchPath) -> dict:
-    return dict(workload=w.name, title=w.title, kind=w.kind, dtype=w.dtype, shape=w.shape,
+    return dict(workload=w.name, title=w.title, shape_title=w.shape_title, kind=w.kind,
+                dtype=w.dtype, shape=w.shape,
                 prepacked=w.prepacked, dims=list(w.dims), macs=w.macs, path=p.name, features=p.features,
                 expected_instruction=p.instruction, error=None)
 

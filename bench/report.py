@@ -92,7 +92,7 @@ def speedups(profiles, cpus) -> list[dict]:
             b, n = find_profile(profiles, shape, *base), find_profile(profiles, shape, *new)
             if not b or not n or not (ran_as_expected(b) and ran_as_expected(n)):
                 continue   # a missing or mis-dispatched path has no speedup (see the notes)
-            row = dict(ratio=label, shape=shape, title=n["title"], per_core={}, promised={},
+            row = dict(ratio=label, shape=shape, title=n["shape_title"], per_core={}, promised={},
                        mnn_a710=MNN_A710.get(label))
             for cpu in cpus:
                 mb, mn = b["metrics"][cpu], n["metrics"][cpu]
@@ -187,7 +187,7 @@ def speedup_table(report) -> str:
     for s in report["speedups"]:
         cells = [f"{_num(s['per_core'][c])}× (peak {_num(s['promised'][c], '{:.1f}')}×)"
                  if s["per_core"][c] is not None else "n/a" for c in cpus]
-        rows.append([s["ratio"], s["title"].rsplit(" ", 1)[0], *cells,
+        rows.append([s["ratio"], s["title"], *cells,
                      _num(s["mnn_a710"], "{:.2f}×")])
     return _table(["speedup", "workload", *cpus, "MNN A710"], rows)
 
@@ -271,7 +271,7 @@ def render_markdown(report, charts: dict) -> str:
         "",
     ]
     if "groups" in charts:
-        parts += [f"![cycles per MAC by group]({charts['groups']})", ""]
+        parts += [f"![share of modeled cycles by group]({charts['groups']})", ""]
     parts += ["## Every workload on every core: modeled MACs/cycle (% of peak)", "", cores_table(report), ""]
     if "peak" in charts:
         parts += [f"![% of peak]({charts['peak']})", ""]
@@ -298,18 +298,19 @@ def draw_charts(report, out_dir) -> dict:
     done = [p for p in report["profiles"] if not p["error"]]
     charts = {}
 
-    # 1. modeled cycles per MAC on the reference core, stacked by group
+    # 1. where the modeled cycles go on the reference core: share of each group
     ref = cpus[0]
-    fig, ax = plt.subplots(figsize=(10, 0.32 * len(done) + 1.5))
+    fig, ax = plt.subplots(figsize=(10, 0.25 * len(done) + 1.5))
     labels = [f"{p['title']} [{p['path']}]" for p in done]
     left = [0.0] * len(done)
     for g in GROUPS:
-        widths = [p["cycles"][ref][g] / p["macs"] for p in done]
+        widths = [100 * (p["metrics"][ref]["shares"][g] or 0) for p in done]
         ax.barh(labels, widths, left=left, label=g)
         left = [a + b for a, b in zip(left, widths)]
     ax.invert_yaxis()
-    ax.set_xlabel(f"modeled cycles per MAC on {ref} (no cache model)")
-    ax.legend(loc="lower right")
+    ax.margins(x=0, y=0.005)
+    ax.set_xlabel(f"% of modeled cycles on {ref} (no cache model)")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, frameon=False)
     charts["groups"] = _save(fig, out_dir / "cycles_by_group.png")
 
     # 2. % of peak, GEMM 512^3, per path and core

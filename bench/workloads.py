@@ -37,12 +37,13 @@ DTYPE_LABEL = {"f32": "fp32", "bf16": "bf16", "s8": "int8"}
 @dataclass(frozen=True)
 class Workload:
     name: str                  # unique id, e.g. "gemm512-s8"
-    title: str                 # what it is, e.g. "GEMM 512³"
+    title: str                 # what it is, e.g. "GEMM 512³ int8"
     kind: str                  # "gemm" | "conv"
     dtype: str                 # "f32" | "bf16" | "s8"
     dims: tuple                # gemm: (M, N, K); conv: CONV_FIELDS
     shape: str = ""            # the shape group (the same shape in another dtype shares it)
     prepacked: bool = False    # B (weights / conv filter) packed once before the measurement
+    shape_title: str = ""      # the shape group's title, e.g. "GEMM 512³"
 
     @property
     def macs(self) -> int:
@@ -106,11 +107,12 @@ def all_workloads() -> list[Workload]:
     for prepacked in (False, True):
         tag, note = (PREPACKED, ", B prepacked") if prepacked else ("", "")
         out += [Workload(f"{name}-{dtype}{tag}", f"{title} {DTYPE_LABEL[dtype]}{note}", "gemm",
-                         dtype, dims, name + tag, prepacked)
+                         dtype, dims, name + tag, prepacked, title + note)
                 for name, title, dims in GEMM_SHAPES for dtype in ("f32", "bf16", "s8")
                 if not prepacked or name in PREPACKED_SHAPES]
-        out += [Workload(name + tag, f"{title} int8{note.replace('B', 'filter')}", "conv", "s8",
-                         dims, name + tag, prepacked)
+        note = note.replace("B", "filter")
+        out += [Workload(name + tag, f"{title} int8{note}", "conv", "s8", dims, name + tag,
+                         prepacked, title + note)
                 for name, title, dims in CONV_LAYERS if not prepacked or name in PREPACKED_SHAPES]
     return out
 

@@ -19,7 +19,8 @@ MACS = 512 ** 3
 def fake_profile(dtype, path, total_cycles, *, ran=None, unmodeled=0, checksum="ab", error=None):
     """A profile as bench.profile produces it: kernel 80 % of cycles, packing 20 %."""
     p = next(q for q in PATHS[dtype] if q.name == path)
-    profile = dict(workload=f"gemm512-{dtype}", title=f"GEMM 512³ {dtype}", kind="gemm",
+    profile = dict(workload=f"gemm512-{dtype}", title=f"GEMM 512³ {dtype}", shape_title="GEMM 512³",
+                   kind="gemm",
                    dtype=dtype, shape="gemm512", dims=[512] * 3, macs=MACS, path=path,
                    features=p.features, expected_instruction=p.instruction, error=error)
     if error:
