@@ -103,6 +103,8 @@ def print_summary(report, seconds: float, md_path: Path) -> None:
     print(rep.headline_table(report))
     print()
     print(rep.speedup_table(report))
+    print(f"\nlargest overheads ({report['meta']['cores'][0]}):")
+    print(rep.overheads_list(report))
     for n in report["notes"]:
         print(f"note: {n}")
     print(f"\nbench: wrote {md_path} and {md_path.with_suffix('.json')} in {seconds:.0f} s")

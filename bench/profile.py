@@ -1,9 +1,11 @@
 """Whole-operation profiles: run each workload once per dispatch path under qemu-aarch64 with the
 tbcount plugin, file every executed block under its function group, and weight each block's
-llvm-mca cycles (per core) by its execution count.
+llvm-mca cycles (per core) by its execution count. When the program has the marker function
+(symbols.MARK, bench/workloads.c), counting starts at its call, right before the operation.
 
 A profile is a plain dict (it goes into report.json as is):
-  workload, title, kind, dtype, shape, macs, path, features, expected_instruction,
+  workload, title, shape_title, kind, dtype, shape, prepacked, dims, macs, path, features,
+  expected_instruction,
   kernels            {kernel symbol: dynamic instructions}
   kernel_instruction gen.isa key of the kernel that ran most (None when no kernel ran)
   instructions       {group: dynamic instructions} over symbols.GROUPS, plus "total"

@@ -105,6 +105,19 @@ def speedups(profiles, cpus) -> list[dict]:
     return rows
 
 
+def biggest_overheads(profiles, cpu: str, count: int = 6) -> list[dict]:
+    """The runs whose largest non-kernel group takes the biggest share of modeled cycles."""
+    rows = []
+    for p in profiles:
+        if p["error"] or not p["metrics"][cpu]["cycles"]:
+            continue
+        shares = p["metrics"][cpu]["shares"]
+        group = max((g for g in GROUPS if g != "kernel"), key=lambda g: shares[g] or 0)
+        rows.append(dict(workload=p["workload"], title=p["title"], path=p["path"], group=group,
+                         share=shares[group] or 0))
+    return sorted(rows, key=lambda r: -r["share"])[:count]
+
+
 def notes(profiles, missing_paths) -> list[str]:
     """Everything a reader must know that the tables do not show."""
     out = [f"{w}: path {p} not in this ARCH build" for w, p in missing_paths]
@@ -142,7 +155,9 @@ def build_report(profiles, *, cpus, meta, kernel_table=None, kernel_table_error=
         if not p["error"]:
             p["metrics"] = {cpu: core_metrics(p, cpu) for cpu in cpus}
     return dict(meta=dict(meta, cores=list(cpus)), profiles=profiles,
-                speedups=speedups(profiles, cpus), kernel_table=kernel_table,
+                speedups=speedups(profiles, cpus),
+                overheads=biggest_overheads(profiles, cpus[0]) if cpus else [],
+                kernel_table=kernel_table,
                 kernel_table_error=kernel_table_error, notes=notes(profiles, missing_paths))
 
 
@@ -192,6 +207,11 @@ def speedup_table(report) -> str:
     return _table(["speedup", "workload", *cpus, "MNN A710"], rows)
 
 
+def overheads_list(report) -> str:
+    return "\n".join(f"- {o['title']} [{o['path']}]: {o['group']} {o['share']:.1%} of the cycles"
+                     for o in report["overheads"]) or "- none"
+
+
 def groups_table(report, cpu) -> str:
     rows = []
     for p in report["profiles"]:
@@ -219,8 +239,13 @@ def kernel_table_md(report) -> str:
     if not table:
         return "Per-kernel table unavailable: bench/kernels_mca.py returned no rows."
     header = list(dict.fromkeys(k for row in table for k in row))
-    cell = lambda v: f"{v:.3g}" if isinstance(v, float) else ("" if v is None else str(v))
-    return _table(header, [[cell(row.get(k)) for k in header] for row in table])
+    return _table(header, [[_cell(row.get(k)) for k in header] for row in table])
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return "" if value is None else str(value)
 
 
 def render_markdown(report, charts: dict) -> str:
@@ -240,7 +265,9 @@ def render_markdown(report, charts: dict) -> str:
         "the path. The tbcount QEMU plugin counts executions of every translation block; block "
         "addresses map to functions through the ELF symbol table and functions to groups by name "
         "(code inlined into a function counts toward it). The harness's own data preparation is "
-        "excluded.",
+        "excluded. \"B prepacked\" / \"filter prepacked\" runs pack the weights once with "
+        "`ts_pack_*` before the measurement and measure the `*_prepacked` call (inference with "
+        "packed weights); the others measure the plain call, which packs B every time.",
         "- **Modeled cycles**: every executed block is analysed by llvm-mca-19 as a steady-state "
         "loop on each core's LLVM scheduling model and weighted by its execution count. "
         "**No cache or memory model is included**: every load hits L1, branches are predicted "
@@ -266,6 +293,10 @@ def render_markdown(report, charts: dict) -> str:
         parts += [f"![speedups]({charts['speedups']})", ""]
     parts += [
         f"## Where time goes ({ref}, share of modeled cycles)",
+        "",
+        "Largest overheads (the biggest non-kernel group per run):",
+        "",
+        overheads_list(report),
         "",
         groups_table(report, ref),
         "",

@@ -128,3 +128,10 @@ def test_outputs_json_markdown_and_charts(report, tmp_path):
     text = rep.render_markdown(report, {k: v.name for k, v in charts.items()})
     assert "No cache or memory model is included" in text
     assert "| kernel | ipc |" in text and "| k | 1.5 |" in text
+
+
+def test_biggest_overheads_name_the_group(report):
+    [first, *_] = report["overheads"]
+    # every fake profile spends 20 % in packing, the only non-kernel group with cycles
+    assert (first["group"], first["share"]) == ("packing", pytest.approx(0.2))
+    assert "packing 20.0% of the cycles" in rep.render_markdown(report, {})
