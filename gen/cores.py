@@ -72,6 +72,17 @@ class CoreModel:
         lat, tput = self.mac[inst]
         return int(-(-lat * tput // 1))
 
+    def refill_latency(self, inst: str) -> int:
+        """Cycles between issuing the load that refills an operand register and the first MAC
+        that can read it, for the load form the kernels use with `inst` on this core (see
+        gen/loop.py, "Load forms"): on an in-order core whose MAC is not RetireOOO, a load
+        that writes back sooner than the MACs before it waits for them (in-order write-back),
+        so the kernels load with single-register `ld1` (A510: 3 cycles, A55: 5), which issues
+        alongside the MACs; otherwise `ldr` with an immediate offset."""
+        if self.in_order and not self.op(inst).retire_ooo:
+            return self.op("ld1_1").latency
+        return self.load_latency
+
     def has(self, feature) -> bool:
         return feature is None or feature in self.features
 
@@ -155,7 +166,9 @@ _A55_OPS = _ops(
 # ---- Out-of-order cores (N2 = A710 model, V1): approximated as in-order issue of the given
 # width with their latencies and pipe counts (MAC pipes: 2 on N2, 4 on V1; 3 load pipes).
 def _ooo_ops(mac_table: dict, mac_pipes: int, ins_latency: int) -> dict:
-    load = lambda lat, n=1: OpTiming(lat, uops=n, units=(("ld", n, 1),), retire_ooo=True)
+    # an n-register ld1 is n micro-ops over the 3 load pipes (4 registers: 1.33 cycles)
+    load = lambda lat, n=1: OpTiming(lat, uops=n, units=(("ld", min(n, 3), 1 + (n > 3)),),
+                                     retire_ooo=True)
     return _ops(
         loads={"ldr_q": load(6), "ldr_d": load(6), "ldr_x": load(4), "ldp_q": load(6, 2),
                "ldp_d": load(6, 2), "ld1_1": load(6), "ld1_2": load(6, 2),

@@ -7,7 +7,7 @@ gen.schedule.schedule_loop), and the C-tile store (MMLA 2x2 tiles unzipped to ro
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jinja2
@@ -18,13 +18,20 @@ from . import loop
 from .isa import INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
 from .loop import A_PTR, B_PTR, C_PTR, KSTEPS, LDC, KernelPlanError
 from .naming import kernel_symbol
-from .plan import STRATEGIES, TilePlan
-from .schedule import Insn, schedule_loop
+from .plan import STRATEGIES, TilePlan, operand_mode
+from .schedule import Insn, best_body, schedule_loop
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 INST_MODES = ("auto", "always", "never")
 
 ODD_ROW_PTR = "x5"          # row pointer of odd C rows (C_PTR walks the even ones)
+# Main-loop variants the scheduler's model chooses from (gen.schedule.best_body): k-steps per
+# iteration x load form (gen.loop "Load forms") x most registers one ld1 merges. 1 keeps every
+# ld1 at one register (LLVM's Cortex-A55 model: a 2-register ld1 has 7 cycles latency and
+# delays the MACs after it, 1 register 5 cycles), 4 suits Cortex-A510 (fewer pointers to
+# advance per iteration).
+MAIN_LOOP_VARIANTS = tuple((unroll, form, merge) for unroll in (2, 4)
+                           for form, merge in (("ldr", 1), ("ld1", 1), ("ld1", 4)))
 # AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers" / "General-purpose registers"):
 # the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
 CALLEE_SAVED_VREGS = range(8, 16)
@@ -61,12 +68,14 @@ def check_plan(plan: TilePlan) -> None:
         raise KernelPlanError(f"{where}: unknown strategy {plan.strategy!r} "
                               f"(valid: {', '.join(STRATEGIES)})")
     need_a, need_b = inst.a_regs(plan.ep), inst.b_regs(plan.hp)
-    streamed = {"resident": "", "stream_a": "a", "stream_b": "b"}[plan.strategy]
     for operand, have, need in (("a", len(plan.a_regs), need_a), ("b", len(plan.b_regs), need_b)):
-        ok = 1 <= have < need if operand == streamed else have == need
+        mode = operand_mode(plan.strategy, operand)
+        ok = {"stream": 1 <= have < need, "resident": have == need,
+              "double": have == 2 * need}[mode]
         if not ok:
             raise KernelPlanError(f"{where} {plan.strategy}: {have} {operand.upper()} registers "
-                                  f"for {need} {operand.upper()} chunks per k-step")
+                                  f"for {need} {operand.upper()} chunks per k-step"
+                                  + (" (two banks)" if mode == "double" else ""))
     if len(plan.c_regs) != inst.c_regs(plan.ep, plan.hp):
         raise KernelPlanError(f"{where}: {len(plan.c_regs)} accumulators, need "
                               f"{inst.c_regs(plan.ep, plan.hp)}")
@@ -212,18 +221,32 @@ def store_tile(plan: TilePlan) -> list[Insn]:
 
 
 def scheduled_body(plan: TilePlan, cpu: str) -> list[Insn]:
+    """The single-step loop, list-scheduled for `cpu` (it runs at most unroll - 1 times per
+    call, so the local search is spent on the main loop)."""
     body = loop.iteration_body(plan)
-    scheduled = schedule_loop(body, cpu)
+    scheduled = schedule_loop(body, cpu, search=False)
     loop.check_same_dependencies(body, scheduled)
     return scheduled
 
 
+def scheduled_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
+    """The main loop variant (MAIN_LOOP_VARIANTS) that models fastest for `cpu`, scheduled."""
+    loops = [loop.main_loop(plan, unroll, form, merge)
+             for unroll, form, merge in MAIN_LOOP_VARIANTS]
+    chosen = loops[best_body([candidate.body for candidate in loops], cpu)]
+    scheduled = schedule_loop(chosen.body, cpu)
+    loop.check_same_dependencies(chosen.body, scheduled)
+    return replace(chosen, body=scheduled)
+
+
 # ---- manifest and rendering ------------------------------------------------------------------
-def gp_registers_used(plan: TilePlan) -> list[str]:
-    return [A_PTR, B_PTR, KSTEPS, C_PTR, LDC] + ([ODD_ROW_PTR] if plan.ep > 1 else [])
+def gp_registers_used(plan: TilePlan, main: loop.MainLoop) -> list[str]:
+    used = [A_PTR, B_PTR, KSTEPS, C_PTR, LDC] + ([ODD_ROW_PTR] if plan.ep > 1 else [])
+    used += [p.reg for p in main.pointers if p.reg not in used]
+    return sorted(used, key=lambda r: int(r[1:]))
 
 
-def manifest_entry(plan: TilePlan, symbol: str) -> dict:
+def manifest_entry(plan: TilePlan, symbol: str, main: loop.MainLoop) -> dict:
     inst = plan.inst
     return {
         "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
@@ -233,9 +256,11 @@ def manifest_entry(plan: TilePlan, symbol: str) -> dict:
         "ep": plan.ep, "hp": plan.hp, "lp": plan.lp, "strategy": plan.strategy,
         "regs_a": len(plan.a_regs), "regs_b": len(plan.b_regs), "regs_c": len(plan.c_regs),
         "vregs_used": sorted(set(plan.a_regs + plan.b_regs + plan.c_regs)),
-        "gpregs_used": gp_registers_used(plan), "callee_saved_used": callee_saved_used(plan),
+        "gpregs_used": gp_registers_used(plan, main),
+        "callee_saved_used": callee_saved_used(plan),
         "a_layout": plan.a_layout, "b_layout": plan.b_layout, "role": "main",
         "a_step_bytes": loop.step_bytes(plan, "a"), "b_step_bytes": loop.step_bytes(plan, "b"),
+        "unroll": main.unroll,
     }
 
 
@@ -280,6 +305,7 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
     inst = plan.inst
     symbol = kernel_symbol(prefix, inst, plan.ep, plan.hp, plan.lp, cpu)
     saved = callee_saved_used(plan)
+    main = scheduled_main_loop(plan, cpu)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, cpu=cpu, prefix=prefix,
         signature=signature(inst), a_bytes=TYPE_BYTES[inst.a_type],
@@ -288,13 +314,24 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
                         else None),
         save=save_registers(saved), restore=restore_registers(saved), saved=saved,
         zero=zero_accumulators(plan), preload=loop.preload(plan),
+        main=main, pointer_setup=loop.pointer_setup(plan, main),
+        panel_fixup=loop.panel_fixup(plan, main), load_form=main_load_form(main),
         body=scheduled_body(plan, cpu), tail=loop.peeled_last_step(plan),
         store=store_tile(plan), streamed=loop.streamed_operand(plan),
         regs=dict(a=plan.a_regs, b=plan.b_regs, c=plan.c_regs),
+        modes={x: operand_mode(plan.strategy, x) for x in "ab"},
     )
     env = env or environment()
     text = env.get_template("kernel.S.j2").render(**context)
     features = inst_features(inst_mode)
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")
-    return Kernel(symbol, f"{symbol}.S", text, manifest_entry(plan, symbol))
+    return Kernel(symbol, f"{symbol}.S", text, manifest_entry(plan, symbol, main))
+
+
+def main_load_form(main: loop.MainLoop) -> str:
+    """One line for the kernel comment: how the main loop loads its operands."""
+    if not main.pointers:
+        return "ldr with immediate offsets from x0/x1"
+    regs = ", ".join(p.reg for p in main.pointers)
+    return f"ld1 from pointer registers {regs} (advanced once per iteration)"

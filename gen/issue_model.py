@@ -65,7 +65,8 @@ class IssueState:
         if not timing.retire_ooo:
             t = max(t, self.last_write - timing.first_result)
         for unit, count, _cycles in timing.units:
-            t = max(t, sorted(self.free_at[unit])[count - 1])
+            slots = self.free_at[unit]
+            t = max(t, min(slots) if count == 1 else sorted(slots)[count - 1])
         return t
 
     def issue(self, op: IssueOp, t: int | None = None) -> int:
@@ -79,7 +80,8 @@ class IssueState:
         for unit, count, cycles in timing.units:
             slots = self.free_at[unit]
             for _ in range(count):
-                i = min(range(len(slots)), key=lambda k: (slots[k] > t, k))
+                # the first unit free by cycle t (one is: earliest() waited for it)
+                i = next((k for k, free in enumerate(slots) if free <= t), 0)
                 slots[i] = t + cycles
         if not timing.retire_ooo:
             self.last_write = max(self.last_write, t + timing.latency)
@@ -100,8 +102,63 @@ def run(ops: list[IssueOp], core: CoreModel, iterations: int,
     return starts, state
 
 
+def iteration_starts(ops: list[IssueOp], core: CoreModel, iterations: int) -> list[int]:
+    """`run(ops, core, iterations)[0]` computed with the same rules, inlined for speed (the
+    scheduler's local search spends its time here; tests/test_schedule.py checks the two
+    agree)."""
+    width, forward = core.issue_width, core.alu_forward
+    units = {unit: [0] * count for unit, count in core.units.items()}
+    plan = []
+    for op in ops:
+        timing = op.timing
+        plan.append((timing.uops, timing.begin_group, op.uses, op.is_alu, timing.retire_ooo,
+                     timing.first_result, timing.latency,
+                     tuple((units[u], count, cycles) for u, count, cycles in timing.units),
+                     tuple((reg, lat, op.is_alu) for reg, lat in op.defs)))
+    ready: dict[str, tuple[int, bool]] = {}
+    cycle = used = last_write = 0
+    starts = []
+    for _ in range(iterations):
+        first = True
+        for uops, begin, uses, is_alu, ooo, first_result, latency, op_units, defs in plan:
+            t = cycle
+            if used and (used + uops > width or begin):
+                t += 1
+            for reg in uses:
+                produced = ready.get(reg)
+                if produced is not None:
+                    when = produced[0] - forward if produced[1] and is_alu else produced[0]
+                    if when > t:
+                        t = when
+            if not ooo and last_write - first_result > t:
+                t = last_write - first_result
+            for slots, count, _cycles in op_units:
+                free = min(slots) if count == 1 else sorted(slots)[count - 1]
+                if free > t:
+                    t = free
+            if t > cycle:
+                cycle, used = t, 0
+            used += uops
+            for reg, lat, by_alu in defs:
+                ready[reg] = (t + lat, by_alu)
+            for slots, count, cycles in op_units:
+                for _ in range(count):
+                    for k, free in enumerate(slots):
+                        if free <= t:
+                            slots[k] = t + cycles
+                            break
+                    else:
+                        slots[0] = t + cycles
+            if not ooo and t + latency > last_write:
+                last_write = t + latency
+            if first:
+                starts.append(t)
+                first = False
+    return starts
+
+
 def cycles_per_iteration(ops: list[IssueOp], core: CoreModel, warmup: int = 3,
                          measured: int = 4) -> float:
     """Steady-state cycles per loop iteration (after `warmup` iterations)."""
-    starts, _ = run(ops, core, warmup + measured + 1)
+    starts = iteration_starts(ops, core, warmup + measured + 1)
     return (starts[warmup + measured] - starts[warmup]) / measured

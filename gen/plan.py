@@ -10,6 +10,16 @@ Operand residency (`strategy`):
               set `b_regs` (B chunk j lives in b_regs[j % len(b_regs)]), each chunk loaded after
               the MACs of the chunk that last used its register (MNN's bfmmla 12x8).
   "stream_a"  the same with the roles of A and B swapped.
+  "double_b"  A resident; B double-buffered: b_regs holds two banks of inst.b_regs(hp)
+              registers, k-step s uses bank s % 2, so step s+1's B loads while step s
+              multiplies (an in-order core cannot otherwise hide the load of an operand every
+              MAC group reads, see gen/tiling.py).
+  "double_a"  the same with the roles of A and B swapped.
+  "stream_a_double_b", "stream_b_double_a"
+              one operand streamed, the other double-buffered.
+  "double"    both double-buffered.
+The streamed or the single-buffered operand is the outer loop of the MAC order
+(`outer_operand`), the other one is read by every group of it.
 """
 from __future__ import annotations
 
@@ -17,7 +27,31 @@ from dataclasses import dataclass, field, asdict
 
 from .isa import INSTRUCTIONS, MacInstruction
 
-STRATEGIES = ("resident", "stream_a", "stream_b")
+# strategy -> (how A is held, how B is held)
+STRATEGY_MODES = {
+    "resident": ("resident", "resident"), "stream_a": ("stream", "resident"),
+    "stream_b": ("resident", "stream"), "double_a": ("double", "resident"),
+    "double_b": ("resident", "double"), "stream_a_double_b": ("stream", "double"),
+    "stream_b_double_a": ("double", "stream"), "double": ("double", "double")}
+STRATEGIES = tuple(STRATEGY_MODES)
+
+
+def operand_mode(strategy: str, operand: str) -> str:
+    """How `strategy` holds operand "a" or "b": "resident", "stream" or "double"."""
+    return STRATEGY_MODES[strategy]["ab".index(operand)]
+
+
+def outer_operand(strategy: str, a_chunks: int, b_chunks: int) -> str:
+    """The operand whose chunks run in the outer loop of the MAC order: the streamed one, else
+    the single-buffered one, else (both resident) the one with more chunks, B on a tie."""
+    modes = {x: operand_mode(strategy, x) for x in "ab"}
+    for x in "ab":
+        if modes[x] == "stream":
+            return x
+    for x, other in (("a", "b"), ("b", "a")):
+        if modes[other] == "double" and modes[x] != "double":
+            return x
+    return "a" if a_chunks > b_chunks else "b"
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ What the in-order models reward (measured with llvm-mca-19, see gen/cores.py):
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -282,7 +283,32 @@ def _improve(order: list[int], preds: list[frozenset], judge: _Judge, budget: in
 def schedule_loop(body: list[Insn], cpu: str, *, search: bool = True) -> list[Insn]:
     """Return the loop body reordered for `cpu` (a gen.cores CPU name or "generic").
 
-    `search=False` stops after list scheduling (faster, slightly worse)."""
+    `search=False` stops after list scheduling (faster, slightly worse). Results are cached
+    per process (the same kernel is generated for several INST modes and output folders)."""
+    order, _ = _cached_schedule(tuple(body), cpu, search)
+    return [body[i] for i in order]
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_schedule(body: tuple, cpu: str, search: bool) -> tuple[tuple[int, ...], float]:
+    order, score = _schedule(list(body), cpu, search)
+    return tuple(order), score
+
+
+def modeled_cost(body: list[Insn], cpu: str) -> float:
+    """Score of `body` after list scheduling (no local search): the sum over the target cores
+    of modeled cycles per MAC-bound cycle, so bodies with different MAC counts compare."""
+    return _cached_schedule(tuple(body), cpu, False)[1]
+
+
+def best_body(bodies: list[list[Insn]], cpu: str) -> int:
+    """Index of the body that models fastest for `cpu` after list scheduling (the first on a
+    tie): how gen.emit picks the unroll factor and load form of the main loop."""
+    costs = [modeled_cost(body, cpu) for body in bodies]
+    return min(range(len(bodies)), key=lambda k: (round(costs[k], 9), k))
+
+
+def _schedule(body: list[Insn], cpu: str, search: bool) -> tuple[list[int], float]:
     body = list(body)
     _check_body(body)
     cores = targets(body, cpu)
@@ -298,7 +324,7 @@ def schedule_loop(body: list[Insn], cpu: str, *, search: bool = True) -> list[In
             order = _list_schedule(preds, ops, core, priority, _steady_state(order, ops, core))
             candidates.append(order)
     scored = sorted((judge.score(c), k) for k, c in enumerate(candidates))
-    best = candidates[scored[0][1]]
+    best, score = candidates[scored[0][1]], scored[0][0]
     if search:
-        best, _ = _improve(best, preds, judge, judge.evaluations + SEARCH_EVALUATIONS)
-    return [body[i] for i in best]
+        best, score = _improve(best, preds, judge, judge.evaluations + SEARCH_EVALUATIONS)
+    return best, score

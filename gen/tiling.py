@@ -38,13 +38,14 @@ from fractions import Fraction
 
 from .cores import CoreModel, check_cpu, cores_for
 from .isa import INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, MacInstruction
-from .plan import STRATEGIES, TilePlan
+from .plan import STRATEGIES, TilePlan, operand_mode, outer_operand
 
 DEFAULT_REGS = NUM_VREGS
 # AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers"): v8-v15 are callee-saved
 # (their low 64 bits); all other vector registers are caller-saved.
 CALLEE_SAVED = frozenset(range(8, 16))
 MIN_STREAM = 2
+LD1_MAX_REGS = 4      # LD1 (multiple structures) loads 1 to 4 consecutive registers
 # Sizes one SIMD&FP load (LDR Bt/Ht/St/Dt/Qt) transfers, in bytes.
 LOAD_BYTES = frozenset({1, 2, 4, 8, 16})
 
@@ -67,6 +68,8 @@ class Candidate:
     rank: int = 0               # 0 = the solver's choice
     why: str = ""               # why it is ranked where it is
     stream_note: str = ""       # how the stream size was chosen ("" when resident)
+    loads_per_mac: Fraction = Fraction(0)   # load instructions per MAC, counted when an
+                                # in-order core is covered (see load_instructions)
 
     @property
     def regs_total(self) -> int:
@@ -82,8 +85,9 @@ class Candidate:
         return Fraction((self.ep + self.hp) * inst.operand_bytes, self.ep * self.hp)
 
     def sort_key(self) -> tuple:
-        return (self.exact_bytes_per_mac, self.regs_total, abs(self.ep - self.hp), self.regs_a,
-                self.ep, self.hp, STRATEGIES.index(self.strategy))
+        return (self.exact_bytes_per_mac, self.loads_per_mac, self.regs_total,
+                abs(self.ep - self.hp), self.regs_a, self.ep, self.hp,
+                STRATEGIES.index(self.strategy))
 
     @property
     def label(self) -> str:
@@ -92,7 +96,8 @@ class Candidate:
     def to_json(self) -> dict:
         d = asdict(self)
         d.update(regs_total=self.regs_total, macs_per_byte=round(self.macs_per_byte, 4),
-                 bytes_per_mac=round(self.bytes_per_mac, 4))
+                 bytes_per_mac=round(self.bytes_per_mac, 4),
+                 loads_per_mac=round(float(self.loads_per_mac), 4))
         return d
 
 
@@ -130,42 +135,71 @@ def required_accumulators(inst: MacInstruction, cores: list[CoreModel]) -> int:
     return max(c.min_accumulators(inst.name) for c in cores)
 
 
-# ---- streaming ------------------------------------------------------------------------------
+# ---- load hiding ----------------------------------------------------------------------------
 
-def _macs_per_chunk(inst: MacInstruction, ep: int, hp: int, streamed: str) -> int:
-    """MACs that read one register of the streamed operand (the smallest, partly filled one
-    when the tile does not fill its last register)."""
-    if streamed == "b":
-        cols = min(inst.b_cols_per_reg, hp - (inst.b_regs(hp) - 1) * inst.b_cols_per_reg)
-        return (ep // inst.c_rows_per_reg) * -(-cols // inst.c_cols_per_reg)
-    rows = min(inst.a_rows_per_reg, ep - (inst.a_regs(ep) - 1) * inst.a_rows_per_reg)
-    return -(-rows // inst.c_rows_per_reg) * (hp // inst.c_cols_per_reg)
+def pair_macs(inst: MacInstruction, ep: int, hp: int) -> list[list[int]]:
+    """MACs of one k-step that read A chunk a and B chunk b, as [a][b] (a chunk = one operand
+    register's worth of the k-step)."""
+    counts = [[0] * inst.b_regs(hp) for _ in range(inst.a_regs(ep))]
+    for rb in range(ep // inst.c_rows_per_reg):
+        for cb in range(hp // inst.c_cols_per_reg):
+            a = rb * inst.c_rows_per_reg // inst.a_rows_per_reg
+            b = cb * inst.c_cols_per_reg // inst.b_cols_per_reg
+            counts[a][b] += 1
+    return counts
 
 
-def _load_hidden(inst: MacInstruction, cores: list[CoreModel], size: int, macs: int) -> bool:
-    """Whether a rotating set of `size` registers hides the refill load on every core."""
-    return all(not c.in_order
-               or (size - 1) * macs >= c.load_latency * c.throughput(inst.name)
-               for c in cores)
+def _oriented(inst, ep, hp, outer: str) -> list[list[int]]:
+    """pair_macs indexed [outer chunk][inner chunk]."""
+    counts = pair_macs(inst, ep, hp)
+    return counts if outer == "a" else [list(col) for col in zip(*counts)]
+
+
+def refill_gap_needed(inst: MacInstruction, cores: list[CoreModel]) -> int:
+    """MACs that must issue between the last read of an operand register and the first read
+    of its refilled value so the refill load lands in time on every in-order core: refill
+    latency x MACs per cycle (gen.cores.CoreModel.refill_latency). 0 when no core is
+    in-order: an out-of-order core renames the register and issues the load early."""
+    return max([-(-c.refill_latency(inst.name) * c.throughput(inst.name) // 1)
+                for c in cores if c.in_order], default=0)
+
+
+def outer_gap(inst, ep, hp, outer: str, size: int) -> int:
+    """MACs between the last read of an outer chunk j and the first read of the chunk that
+    refills its register `size` chunks later (j + size, into the next k-step when past the
+    last; `size` divides the chunk count): the MAC groups of the size - 1 chunks in between,
+    each outer chunk being read by one contiguous group (the worst j counts)."""
+    groups = [sum(row) for row in _oriented(inst, ep, hp, outer)]
+    n = len(groups)
+    return min(sum(groups[(j + k) % n] for k in range(1, size)) for j in range(n))
+
+
+def inner_gap(inst, ep, hp, outer: str) -> int:
+    """MACs between the last read of a single-buffered inner chunk in k-step s and its first
+    read in s+1: the MAC groups of the last outer chunk of s that follow it and of the first
+    outer chunk of s+1 that precede it (the worst inner chunk counts)."""
+    counts = _oriented(inst, ep, hp, outer)
+    first, last = counts[0], counts[-1]
+    return min(sum(last[i + 1:]) + sum(first[:i]) for i in range(len(first)))
 
 
 def stream_size(inst, cores, ep, hp, streamed: str):
     """Smallest rotating-set size for streaming operand `streamed` ("a" or "b"), or None when
     no size below the operand's register count works (then the operand stays resident)."""
     chunks = inst.b_regs(hp) if streamed == "b" else inst.a_regs(ep)
-    macs = _macs_per_chunk(inst, ep, hp, streamed)
+    need = refill_gap_needed(inst, cores)
     for size in range(MIN_STREAM, chunks):
-        if chunks % size == 0 and _load_hidden(inst, cores, size, macs):
+        if chunks % size == 0 and outer_gap(inst, ep, hp, streamed, size) >= need:
             return size
     return None
 
 
 def _stream_note(inst, cores, ep, hp, streamed, size) -> str:
     chunks = inst.b_regs(hp) if streamed == "b" else inst.a_regs(ep)
-    macs = _macs_per_chunk(inst, ep, hp, streamed)
+    gap = outer_gap(inst, ep, hp, streamed, size)
     in_order = [c for c in cores if c.in_order]
-    why = "; ".join(f"{c.name}: {size - 1} x {macs} MACs at {c.throughput(inst.name)}/cycle "
-                    f">= {c.load_latency}-cycle load" for c in in_order)
+    why = "; ".join(f"{c.name}: {gap} MACs at {c.throughput(inst.name)}/cycle >= "
+                    f"{c.refill_latency(inst.name)}-cycle refill load" for c in in_order)
     return (f"{streamed.upper()} streamed: {chunks} registers per k-step rotate through {size} "
             f"(chunk j -> set[j % {size}], {size} divides {chunks}); each refill load issues "
             f"after the last MAC reading its register and lands while the other {size - 1} "
@@ -174,21 +208,57 @@ def _stream_note(inst, cores, ep, hp, streamed, size) -> str:
             + "; out-of-order cores rename the register, so the load also issues early there.")
 
 
+def _double_note(inst, cores, doubled: str) -> str:
+    in_order = ", ".join(c.name for c in cores if c.in_order)
+    return (f"{doubled.upper()} double-buffered: two banks of {doubled.upper()} registers, k-step "
+            f"s uses bank s % 2, so the next k-step's {doubled.upper()} loads during a whole "
+            f"k-step; single-buffered, every MAC group reads it and its refill could not land "
+            f"in time on {in_order}.")
+
+
 # ---- enumeration ----------------------------------------------------------------------------
 
 def _tile_options(inst, ep, hp, regs, cores):
-    """(strategy, regs_a, regs_b, stream_note) for tile ep x hp within `regs`."""
-    na, nb, nc = inst.a_regs(ep), inst.b_regs(hp), inst.c_regs(ep, hp)
-    if na + nb + nc <= regs:
-        yield "resident", na, nb, ""
+    """(strategy, regs_a, regs_b, note) for tile ep x hp within `regs`. Resident when it fits
+    and hides its refills; otherwise every streamed and (for in-order cores) double-buffered
+    variant that does."""
+    chunks = {"a": inst.a_regs(ep), "b": inst.b_regs(hp)}
+    nc = inst.c_regs(ep, hp)
+    need = refill_gap_needed(inst, cores)
+    fits = lambda ra, rb: ra + rb + nc <= regs
+    outer = outer_operand("resident", chunks["a"], chunks["b"])
+    if (fits(chunks["a"], chunks["b"])
+            and outer_gap(inst, ep, hp, outer, chunks[outer]) >= need
+            and inner_gap(inst, ep, hp, outer) >= need):
+        yield "resident", chunks["a"], chunks["b"], ""
         return
-    for streamed in ("a", "b"):
-        size = stream_size(inst, cores, ep, hp, streamed)
-        if size is None:
-            continue
-        ra, rb = (size, nb) if streamed == "a" else (na, size)
-        if ra + rb + nc <= regs:
-            yield f"stream_{streamed}", ra, rb, _stream_note(inst, cores, ep, hp, streamed, size)
+    for outer, inner in (("a", "b"), ("b", "a")):
+        size = stream_size(inst, cores, ep, hp, outer)
+        sets = {outer: size, inner: chunks[inner]}
+        if size and inner_gap(inst, ep, hp, outer) >= need and fits(sets["a"], sets["b"]):
+            yield (f"stream_{outer}", sets["a"], sets["b"],
+                   _stream_note(inst, cores, ep, hp, outer, size))
+    if not need:
+        return                  # double buffering only helps an in-order core
+    macs_per_step = sum(map(sum, pair_macs(inst, ep, hp)))
+    for outer, inner in (("a", "b"), ("b", "a")):
+        if macs_per_step < need:
+            break
+        doubled = {inner: 2 * chunks[inner]}
+        note = _double_note(inst, cores, inner)
+        if outer_gap(inst, ep, hp, outer, chunks[outer]) >= need:
+            sets = {outer: chunks[outer], **doubled}
+            if fits(sets["a"], sets["b"]):
+                yield f"double_{inner}", sets["a"], sets["b"], note
+        size = stream_size(inst, cores, ep, hp, outer)
+        if size:
+            sets = {outer: size, **doubled}
+            if fits(sets["a"], sets["b"]):
+                yield (f"stream_{outer}_double_{inner}", sets["a"], sets["b"],
+                       _stream_note(inst, cores, ep, hp, outer, size) + " " + note)
+    if macs_per_step >= need and fits(2 * chunks["a"], 2 * chunks["b"]):
+        yield ("double", 2 * chunks["a"], 2 * chunks["b"],
+               _double_note(inst, cores, "a") + " " + _double_note(inst, cores, "b"))
 
 
 def last_register_bytes(inst: MacInstruction, ep: int, hp: int) -> tuple[int, int]:
@@ -202,8 +272,20 @@ def _single_loads(inst: MacInstruction, ep: int, hp: int) -> bool:
     return all(n in LOAD_BYTES for n in last_register_bytes(inst, ep, hp))
 
 
+def load_instructions(inst: MacInstruction, ep: int, hp: int, strategy: str) -> int:
+    """Load instructions per k-step: one per chunk of a resident or streamed operand (each is
+    refilled after its own last read), one per LD1_MAX_REGS chunks of a double-buffered one
+    (a bank loads as multi-register `ld1`s)."""
+    total = 0
+    for operand, chunks in (("a", inst.a_regs(ep)), ("b", inst.b_regs(hp))):
+        doubled = operand_mode(strategy, operand) == "double"
+        total += -(-chunks // LD1_MAX_REGS) if doubled else chunks
+    return total
+
+
 def _feasible(inst: MacInstruction, regs: int, cores: list[CoreModel]) -> list[Candidate]:
     need_acc = required_accumulators(inst, cores)
+    in_order = any(c.in_order for c in cores)
     found = []
     for ep in range(inst.c_rows_per_reg, regs * inst.c_rows_per_reg + 1, inst.c_rows_per_reg):
         for hp in range(inst.c_cols_per_reg, regs * inst.c_cols_per_reg + 1, inst.c_cols_per_reg):
@@ -214,8 +296,11 @@ def _feasible(inst: MacInstruction, regs: int, cores: list[CoreModel]) -> list[C
             for strategy, ra, rb, note in _tile_options(inst, ep, hp, regs, cores):
                 if ra > inst.a_index_regs:      # A sits at v0.. so it fits iff the count does
                     continue
+                loads = (Fraction(load_instructions(inst, ep, hp, strategy), nc) if in_order
+                         else Fraction(0))
                 found.append(Candidate(inst.name, ep, hp, inst.lp, strategy, ra, rb, nc,
-                                       inst.bytes_per_mac(ep, hp), stream_note=note))
+                                       inst.bytes_per_mac(ep, hp), stream_note=note,
+                                       loads_per_mac=loads))
     return found
 
 
@@ -223,10 +308,10 @@ def _why(c: Candidate, best: Candidate, rank: int) -> str:
     if rank == 0:
         return (f"chosen: fewest bytes per MAC ({float(c.exact_bytes_per_mac):.4f}), "
                 f"{c.regs_total} registers")
-    labels = ("bytes per MAC", "registers", "squareness |ep-hp|", "A registers", "ep", "hp",
-              "strategy order")
-    values = (lambda x: (f"{float(x.exact_bytes_per_mac):.4f}", x.regs_total, abs(x.ep - x.hp),
-                         x.regs_a, x.ep, x.hp, x.strategy))
+    labels = ("bytes per MAC", "load instructions per MAC", "registers", "squareness |ep-hp|",
+              "A registers", "ep", "hp", "strategy order")
+    values = (lambda x: (f"{float(x.exact_bytes_per_mac):.4f}", f"{float(x.loads_per_mac):.4f}",
+                         x.regs_total, abs(x.ep - x.hp), x.regs_a, x.ep, x.hp, x.strategy))
     for label, mine, theirs, vm, vt in zip(labels, c.sort_key(), best.sort_key(),
                                            values(c), values(best)):
         if mine != theirs:

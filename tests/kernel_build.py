@@ -7,8 +7,10 @@ from pathlib import Path
 from cross import TEST_C, compile_aarch64
 from gen.generate_cli import main as generate_main
 
-# k-step counts every kernel runs with (0 = the zero tile; the loop runs ksteps - 1 times).
-KSTEPS = (0, 1, 2, 3, 4, 5, 7, 8, 16, 31, 64, 255, 300)
+# k-step counts every kernel runs with (0 = the zero tile). The main loop runs unroll (<= 4)
+# k-steps per iteration while that many follow the loaded one, the single-step loop the rest:
+# 1..12 give every remainder mod 2 and mod 4 with no, one and several main-loop iterations.
+KSTEPS = tuple(range(0, 13)) + (16, 31, 64, 255, 300)
 
 
 def generate(out: Path, arch: str, inst: str = "auto", cpu: str = "generic",

@@ -100,7 +100,7 @@ def test_every_kernel_has_one_mca_region(outputs):
         text = (out / k["file"]).read_text()
         assert text.count(f"// LLVM-MCA-BEGIN {k['symbol']}\n") == 1
         assert text.count("// LLVM-MCA-END") == 1
-        assert text.index("LLVM-MCA-BEGIN") < text.index("b.ne K_LOOP") < text.index("LLVM-MCA-END")
+        assert text.index("LLVM-MCA-BEGIN") < text.index("b.hs K_LOOP") < text.index("LLVM-MCA-END")
 
 
 def test_cpu_suffix_and_prefix(tmp_path):

@@ -43,11 +43,21 @@ def _run(binary, symbol, ksteps, qemu_cpu):
     assert proc.stdout.strip().endswith(f"ok {symbol}: 0 failure(s)"), proc.stdout
 
 
+def covers_every_remainder(ksteps, unroll: int) -> bool:
+    """Whether `ksteps` runs the main loop zero times with every count of single steps
+    (1..unroll k-steps) and at least once with every remainder (ksteps - 1) mod unroll."""
+    after_main = {(k - 1) % unroll for k in ksteps if k - 1 >= unroll}
+    no_main = {k for k in ksteps if 1 <= k <= unroll}
+    return after_main == set(range(unroll)) and no_main == set(range(1, unroll + 1))
+
+
 @pytest.mark.parametrize("arch,instruction", [(arch, inst.name) for arch in QEMU_CPU
                                               for inst in generated_for(arch)])
 def test_kernel_matches_reference(harness, arch, instruction):
     binary, manifest = harness(arch)
-    _run(binary, _symbol(manifest, instruction), kernel_build.KSTEPS, QEMU_CPU[arch])
+    (kernel,) = [k for k in manifest["kernels"] if k["instruction"] == instruction]
+    assert covers_every_remainder(kernel_build.KSTEPS, kernel["unroll"])
+    _run(binary, kernel["symbol"], kernel_build.KSTEPS, QEMU_CPU[arch])
 
 
 @pytest.mark.parametrize("cpu", [c for c in CPU_NAMES if c != GENERIC])
