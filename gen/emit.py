@@ -25,13 +25,17 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 INST_MODES = ("auto", "always", "never")
 
 ODD_ROW_PTR = "x5"          # row pointer of odd C rows (C_PTR walks the even ones)
-# Main-loop variants the scheduler's model chooses from (gen.schedule.best_body): k-steps per
-# iteration x load form (gen.loop "Load forms") x most registers one ld1 merges. 1 keeps every
-# ld1 at one register (LLVM's Cortex-A55 model: a 2-register ld1 has 7 cycles latency and
-# delays the MACs after it, 1 register 5 cycles), 4 suits Cortex-A510 (fewer pointers to
-# advance per iteration).
-MAIN_LOOP_VARIANTS = tuple((unroll, form, merge) for unroll in (2, 4)
-                           for form, merge in (("ldr", 1), ("ld1", 1), ("ld1", 4)))
+# Main-loop variants the scheduler's model chooses from (gen.schedule.best_body): (k-steps per
+# iteration, load form (gen.loop "Load forms"), most registers one ld1 merges, fewest registers
+# that make a load ld1). Merging 1 keeps every ld1 at one register: LLVM's Cortex-A55 model
+# gives a 2-register ld1 7 cycles (1 register: 5), which holds up the MACs and loads after it
+# (in-order write-back); merging 4 suits Cortex-A510 (fewer pointers to advance per
+# iteration). "ldr" keeps immediate offsets: best for fmla (RetireOOO on both in-order models,
+# so its loads never wait for it), where Cortex-A55's 2-wide issue is the limit and 8 k-steps
+# per iteration amortise the loop control best.
+MAIN_LOOP_VARIANTS = ((2, "ldr", 1, 1), (4, "ldr", 1, 1), (8, "ldr", 1, 1),
+                      (2, "ld1", 1, 1), (4, "ld1", 1, 1), (2, "ld1", 4, 1), (4, "ld1", 4, 1),
+                      (4, "ld1", 4, 2))
 # AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers" / "General-purpose registers"):
 # the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
 CALLEE_SAVED_VREGS = range(8, 16)
@@ -231,8 +235,15 @@ def scheduled_body(plan: TilePlan, cpu: str) -> list[Insn]:
 
 def scheduled_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
     """The main loop variant (MAIN_LOOP_VARIANTS) that models fastest for `cpu`, scheduled."""
-    loops = [loop.main_loop(plan, unroll, form, merge)
-             for unroll, form, merge in MAIN_LOOP_VARIANTS]
+    loops, problems = [], []
+    for unroll, form, merge, min_ld1 in MAIN_LOOP_VARIANTS:
+        try:
+            loops.append(loop.main_loop(plan, unroll, form, merge, min_ld1))
+        except KernelPlanError as error:     # e.g. an offset LDR/LDUR cannot reach
+            problems.append(f"{unroll} k-steps, {form}: {error}")
+    if not loops:
+        raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: no main loop variant "
+                              f"can be built ({'; '.join(problems)})")
     chosen = loops[best_body([candidate.body for candidate in loops], cpu)]
     scheduled = schedule_loop(chosen.body, cpu)
     loop.check_same_dependencies(chosen.body, scheduled)

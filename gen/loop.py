@@ -364,10 +364,13 @@ def _advance(pointer: str, amount: int, comment: str) -> Insn:
                 comment=comment)
 
 
-def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS) -> MainLoop:
+def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS,
+              min_ld1_regs: int = 1) -> MainLoop:
     """The main loop: `unroll` k-steps per iteration, each loading its successor's chunks;
-    loads in form `form` (LOAD_FORMS), ld1 loads merged up to `merge` registers; ends with
-    `subs x2, x2, #unroll` and `b.hs`."""
+    loads in form `form` (LOAD_FORMS), ld1 loads merged up to `merge` registers, and only
+    loads of at least `min_ld1_regs` registers made ld1 (the others stay ldr: where issue
+    slots are scarce, one ld1 plus its pointer advance only pays for several registers);
+    ends with `subs x2, x2, #unroll` and `b.hs`."""
     if form not in LOAD_FORMS:
         raise KernelPlanError(f"unknown load form {form!r} (valid: {', '.join(LOAD_FORMS)})")
     if not 1 <= merge <= LD1_MAX_REGS:
@@ -379,7 +382,8 @@ def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS)
     for kind, item in items:
         if kind == "mac":
             body.append(item)
-        elif form == "ld1" and loads_ld1_can_take(item) and len(pointers) < len(POINTER_REGS):
+        elif (form == "ld1" and loads_ld1_can_take(item) and len(pointers) < len(POINTER_REGS)
+              and len(item.regs) >= min_ld1_regs):
             pointer = Pointer(POINTER_REGS[len(pointers)], item.operand, item.offset(plan))
             pointers.append(pointer)
             body.append(ld1_insn(item, pointer.reg))

@@ -16,7 +16,10 @@ How the order is chosen (all deterministic):
      the ready instruction that issues earliest, ties broken by priority; repeated from the
      state the new order leaves (the loop's steady state);
   3. local search: move single instructions within their dependency window while the modeled
-     steady-state cycles per iteration improve.
+     steady-state cycles per iteration improve (at most SEARCH_EVALUATIONS model runs).
+The emitter builds several main-loop variants (gen.emit.MAIN_LOOP_VARIANTS: unroll factor,
+load form) and keeps the one `best_body` ranks fastest after list scheduling; only that one
+gets the local search. Results are cached per process.
 Objective: for a named core, its modeled cycles per iteration; for "generic", the sum over the
 in-order cores that have the instruction (Cortex-A510, Cortex-A55) of cycles / MAC-bound
 cycles. Out-of-order cores tolerate an order made for in-order issue (checked by
@@ -25,11 +28,13 @@ bench/kernels_mca.py), so "generic" schedules for the in-order models.
 What the in-order models reward (measured with llvm-mca-19, see gen/cores.py):
   * dot-product / matrix MACs and smlal are not RetireOOO, so write-back is in program order:
     an instruction with a shorter latency than the MACs issued just before it (a 2-cycle
-    `ldr q`, a 1-cycle `add`/`subs`/`b.ne` on A510) waits until they retire. The scheduler
-    therefore groups the pointer `add`s, `subs` and `b.ne` into one window per iteration and
-    places loads at the start of an issue cycle, where they lose the least. This also matches
-    the real cores (pointer/counter updates bunched, loads issued ahead of use) but is chiefly
-    a property of the model, so no transform depends on it.
+    `ldr q`, a 1-cycle `add`/`subs`/`b.ne` on A510) waits until they retire; one with a longer
+    latency holds up the MACs after it (A55 2-register `ld1`: 7 cycles). The scheduler
+    therefore groups the pointer `add`s, `subs` and the branch into one window per iteration
+    (about 3 cycles on either core, hence the unrolled main loop) and places loads at the start
+    of an issue cycle; gen/loop.py's `ld1` form avoids the load stalls (see "Load forms"
+    there). Bunched pointer updates and loads issued well ahead of use also suit the real
+    cores.
   * fmla is RetireOOO on both in-order models: only operand latency and issue slots count.
   * on A55, 128-bit integer NEON ops (sdot, smlal, ins) begin an issue group: only one
     non-NEON instruction can pair with each, so loads are spread one per MAC.
@@ -221,7 +226,8 @@ class _Judge:
         total = 0.0
         for core in self.cores:
             ops = self.ops[core.name]
-            total += cycles_per_iteration([ops[i] for i in order], core) / self.bounds[core.name]
+            total += cycles_per_iteration([ops[i] for i in order], core, warmup=2,
+                                          measured=2) / self.bounds[core.name]
         return total
 
 

@@ -8,22 +8,34 @@ Model (GEMM C[M][N] += A[M][K] * B[K][N], tiled into ep x hp blocks of C, k-step
   residency   "resident"  all A and B registers of a k-step live: inst.a_regs(ep) + inst.b_regs(hp);
               "stream_b"  A resident, the k-step's B registers rotate through a set of s >= 2;
               "stream_a"  B resident, A rotates. Streaming is what lets a larger tile fit
-              (MNN's bfmmla 12x8, seed 001 section GemmBF16实现). It loads the same bytes, so it
-              is only offered for a tile whose resident form exceeds the budget.
-  stream size s must divide the operand's register count (the plan maps chunk j of every k-step
-              to register j % s, so the rotation runs on seamlessly into the next k-step) and
-              must let a load land: on an in-order core the load that refills a register is
-              issued after the MACs that last read it, and only the MACs of the other s-1
-              chunks run before its first use, so (s-1) * macs_per_chunk / MACs-per-cycle
-              >= load latency. An out-of-order core renames the register, so the load issues
-              early and s = 2 suffices.
+              (MNN's bfmmla 12x8, seed 001 section GemmBF16实现);
+              "double_b"  B double-buffered (two banks, k-step s in bank s % 2), A resident;
+              "double_a", "stream_a_double_b", "stream_b_double_a", "double" likewise.
+              Resident is offered when it fits and hides its refills; otherwise every other
+              form that does.
+  MAC order   the streamed (else the single-buffered, else the longer) operand is the outer
+              loop: each of its chunks is read by one contiguous group of MACs; the other
+              (inner) operand is read by every group.
+  refills     an in-order core issues the load that refills a register after the MACs that
+              last read it, and the refilled value must arrive before its first read: at least
+              refill_gap_needed = refill latency x MACs per cycle MACs must issue in between
+              (gen.cores.CoreModel.refill_latency: the `ld1`/`ldr` the kernels use there).
+              Outer operand, set of s registers (s divides its register count, so chunk j of
+              every k-step maps to register j % s and the rotation runs on into the next
+              k-step): the MAC groups of the s - 1 chunks in between (outer_gap). Inner
+              operand single-buffered: only the groups of the last outer chunk after it and of
+              the next k-step's first outer chunk before it (inner_gap), usually too few;
+              double-buffered: a whole k-step. An out-of-order core renames the register and
+              issues the load early, so none of this applies there (s = 2 suffices).
   latency     accumulators >= core.min_accumulators(inst) (latency x MACs per cycle) for every
               core the CPU choice covers that has the instruction (gen.cores.cores_for).
   by-element  row forms read A by element: A must live in v0..v(inst.a_index_regs - 1).
   loads       a partly filled last A or B register (inst.tile_ok allows it) must take one
               load: 1, 2, 4, 8 or 16 bytes (LDR B/H/S/D/Q, Arm ARM C7.2 "LDR (immediate,
               SIMD&FP)"); e.g. 3 fp32 rows (12 bytes) would need two loads.
-Ranking: fewest bytes per MAC; then fewest registers; then the squarer tile (|ep - hp|); then
+Ranking: fewest bytes per MAC; then, when an in-order core is covered, fewest load instructions
+per MAC (load_instructions: each costs an issue slot there, and an `ld1` a pointer advance in
+the loop's control window); then fewest registers; then the squarer tile (|ep - hp|); then
 fewer A registers, smaller ep, strategy name (a fixed, deterministic order).
 
 Public API (the kernel generator codes against it):

@@ -7,10 +7,11 @@ from pathlib import Path
 from cross import TEST_C, compile_aarch64
 from gen.generate_cli import main as generate_main
 
-# k-step counts every kernel runs with (0 = the zero tile). The main loop runs unroll (<= 4)
-# k-steps per iteration while that many follow the loaded one, the single-step loop the rest:
-# 1..12 give every remainder mod 2 and mod 4 with no, one and several main-loop iterations.
-KSTEPS = tuple(range(0, 13)) + (16, 31, 64, 255, 300)
+# k-step counts every kernel runs with (0 = the zero tile). The main loop runs unroll (2, 4 or
+# 8) k-steps per iteration while that many follow the loaded one, the single-step loop the
+# rest: 1..17 give every remainder with no and with one main-loop iteration, the larger counts
+# several iterations (test_kernels_run checks the coverage against each kernel's unroll).
+KSTEPS = tuple(range(0, 18)) + (31, 64, 255, 300)
 
 
 def generate(out: Path, arch: str, inst: str = "auto", cpu: str = "generic",

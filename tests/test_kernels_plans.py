@@ -15,7 +15,7 @@ from gen.loop import KernelPlanError, check_same_dependencies, iteration_body
 from gen.plan import TilePlan
 import kernel_build
 
-KSTEPS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 64)   # every remainder of an unroll of 2 or 4
+KSTEPS = tuple(range(0, 18)) + (64,)      # every remainder of an unroll of 2, 4 or 8
 
 
 def plan(instruction, ep, hp, lp, strategy, a, b, c):
