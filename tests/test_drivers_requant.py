@@ -126,11 +126,22 @@ def harness(tmp_path_factory):
 
 
 def run_mul(binary, cases, cpu):
+    """Per case (scalar, NEON, NEON without the left-shift step, NEON's all-right-shift form),
+    the last two None where the driver would not use them (single rounding; a positive shift,
+    respectively a shift >= 0)."""
     text = f"{len(cases)}\n" + "\n".join(" ".join(map(str, c)) for c in cases) + "\n"
     proc = run_qemu_stdin(binary, "mul", text, cpu)
     lines = proc.stdout.split("\n")[:-1]
     assert len(lines) == len(cases)
-    return [tuple(map(int, line.split())) for line in lines]
+    return [tuple(None if v == "na" else int(v) for v in line.split()) for line in lines]
+
+
+def expected_mul(case):
+    """What run_mul must print for a case: the model's result from every applicable path."""
+    rounding, _, _, shift = case
+    want = mbqm(*case)
+    return (want, want, want if rounding == DOUBLE and shift <= 0 else None,
+            want if rounding == DOUBLE and shift < 0 else None)
 
 
 def run_qemu_stdin(binary, mode, text, cpu):
@@ -145,14 +156,17 @@ def run_qemu_stdin(binary, mode, text, cpu):
 def test_multiply_edge_cases_scalar_and_neon_match_reference(harness, cpu):
     cases = edge_mul_cases()
     got = run_mul(harness, cases, cpu)
-    bad = [(c, mbqm(*c), g) for c, g in zip(cases, got) if g != (mbqm(*c),) * 2]
-    assert not bad, f"{len(bad)} mismatches (case, want, (scalar, neon)), first: {bad[:5]}"
+    bad = [(c, expected_mul(c), g) for c, g in zip(cases, got) if g != expected_mul(c)]
+    assert not bad, f"{len(bad)} mismatches (case, want, got), first: {bad[:5]}"
+    # the special forms are exercised
+    assert sum(g[2] is not None for g in got) > len(got) // 4
+    assert sum(g[3] is not None for g in got) > len(got) // 4
 
 
 def test_multiply_random_sweep(harness):
     cases = random_mul_cases(random.Random(2024), 40000)
     got = run_mul(harness, cases, "max")
-    bad = [(c, mbqm(*c), g) for c, g in zip(cases, got) if g != (mbqm(*c),) * 2]
+    bad = [(c, expected_mul(c), g) for c, g in zip(cases, got) if g != expected_mul(c)]
     assert not bad, f"{len(bad)} mismatches, first: {bad[:5]}"
 
 
@@ -219,11 +233,13 @@ def check_rows(binary, cases, cpu):
         label = f"case {index} ({ {k: v for k, v in c.items() if not isinstance(v, list)} })"
         assert parsed.get("row", []) == want, f"requant_row, {label}"
         assert parsed.get("scalar", []) == want, f"scalar path, {label}"
-        assert parsed.get("neon", []) == [r[:len(r) // 8 * 8] for r in want], f"NEON path, {label}"
-        if c["col0"] == 0 and c["offset"] is None:
+        assert parsed.get("neon", []) == (want if c["N"] >= 8 else []), f"NEON path, {label}"
+        assert parsed.get("rows", []) == want, f"requant_rows, {label}"
+        api = c["col0"] == 0 and c["offset"] is None
+        assert parsed["gaps"] == [[0]] * (1 + api), f"wrote between rows, {label}"
+        if api:
             assert parsed["rc"] == [[0]], label
             assert parsed.get("api", []) == want, f"ts_requantize, {label}"
-            assert parsed["gaps"] == [[0]], f"ts_requantize wrote between rows, {label}"
 
 
 def row_sweep(seed: int, count: int) -> list[dict]:
@@ -231,7 +247,8 @@ def row_sweep(seed: int, count: int) -> list[dict]:
     cases = []
     for i in range(count):
         cases.append(make_row_case(
-            rng, M=rng.randint(1, 4), N=rng.choice((1, 3, 7, 8, 9, 15, 16, 17, 33, 64)),
+            rng, M=rng.randint(1, 4),
+            N=rng.choice((1, 3, 7, 8, 9, 15, 16, 17, 23, 31, 33, 40, 64, 100)),
             rounding=i % 2, per_channel=(i // 2) % 2, col0=rng.choice((0, 0, 5)),
             has_bias=rng.random() < 0.7, has_offset=rng.random() < 0.4,
             ld_pad=rng.choice((0, 0, 3)), front=i % 3 == 0))
@@ -259,6 +276,36 @@ def test_rows_sensitive_outputs(harness):
     inside = sum(-128 < v < 127 for c in cases for r in expected_rows(c) for v in r)
     total = sum(c["M"] * c["N"] for c in cases)
     assert inside > total // 2            # the data really exercises rounding, not the clamp
+    check_rows(harness, cases, "max")
+
+
+def block_mode_case(rng: random.Random, shifts: list[int], rounding: int) -> dict:
+    """A per-channel case whose accumulators make every output an exact tie (k + 1/2) before
+    the final rounding, so each rounding step shows in the result: multiplier 2^30 halves,
+    acc = (2j+1) * 2^e with e the column's right shift (odd acc where there is none)."""
+    N = len(shifts)
+    c = make_row_case(rng, M=3, N=N, rounding=rounding, per_channel=1, has_bias=False)
+    c["mult"] = [1 << 30] * N
+    c["shift"] = shifts
+    c["lo"], c["hi"], c["zp"] = -128, 127, 0
+    c["acc"] = [(2 * rng.randint(-60, 59) + 1) << max(-shifts[j % N], 0)
+                for j in range(c["M"] * c["ld_acc"])]
+    return c
+
+
+def test_rows_block_modes_on_ties(harness):
+    """Column blocks of 16 whose shifts are all negative, at most 0, or partly positive (the
+    NEON path's three double-rounding forms), plus an overlapping tail block, on ties."""
+    rng = random.Random(9)
+    all_negative = [rng.randint(-12, -1) for _ in range(16)]
+    at_most_zero = [rng.randint(-12, 0) for _ in range(15)] + [0]
+    some_positive = [rng.randint(-12, -1) for _ in range(15)] + [2]
+    cases = [block_mode_case(rng, order, rounding)
+             for order in (all_negative + at_most_zero + some_positive + all_negative[:5],
+                           some_positive + all_negative + at_most_zero[:9])
+             for rounding in (DOUBLE, SINGLE)]
+    ties = sum(1 for c in cases for r in expected_rows(c) for v in r if -128 < v < 127)
+    assert ties > sum(c["M"] * c["N"] for c in cases) * 3 // 4
     check_rows(harness, cases, "max")
 
 

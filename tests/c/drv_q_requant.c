@@ -2,8 +2,11 @@
  * paths can be called directly). Driven by tests/test_drivers_requant.py:
  *
  *   drv_q_requant mul   stdin: count, then count x (rounding x multiplier shift)
- *                       stdout: one line per case "scalar neon" (the int32 multiply alone;
- *                       NEON lanes take 4 consecutive cases, so per-lane shifts differ)
+ *                       stdout: one line per case "scalar neon no_left right" (the int32
+ *                       multiply alone; NEON lanes take 4 consecutive cases, so per-lane
+ *                       shifts differ; the double rounding's special forms, "na" where the
+ *                       driver would not use them: no_left without the left shift step, for
+ *                       shift <= 0; right the all-right-shift form, for shift < 0)
  *   drv_q_requant row   stdin: count, then count cases (see read_row_case)
  *                       stdout: per case the int8 outputs of every path (see run_row_case)
  *   drv_q_requant bad   bad arguments: EINVAL and nothing written; prints "ok <name>" lines
@@ -40,22 +43,32 @@ static int run_mul(void)
     for (size_t i = count; i < count + 4; ++i) { rounding[i] = 0; x[i] = 0; mult[i] = 0; shift[i] = 0; }
     for (size_t i = 0; i < count; i += 4) {
         const int32x4_t vx = vld1q_s32(x + i), vm = vld1q_s32(mult + i), vs = vld1q_s32(shift + i);
-        int32_t dbl[4], sgl[4];
-        vst1q_s32(dbl, multiply_double_rounding_x4(vx, vm, vs));
-        vst1q_s32(sgl, multiply_single_rounding_x4(vx, vm, vs));
+        int32x4_t left, right;
+        double_rounding_shifts(vs, &left, &right);
+        const int32x4_t total = vsubq_s32(vs, vdupq_n_s32(31));
+        int32_t dbl[4], no_left[4], right_only[4], sgl[4];
+        vst1q_s32(dbl, multiply_double_x4(vx, vm, left, right, 1));
+        vst1q_s32(no_left, multiply_double_x4(vx, vm, left, right, 0));
+        vst1q_s32(right_only, multiply_double_right_x4(vx, vm, right_shift_multiplier(vs)));
+        vst1q_s32(sgl, multiply_single_x4(vx, vm, vmovl_s32(vget_low_s32(total)),
+                                          vmovl_high_s32(total)));
         for (size_t l = 0; l < 4 && i + l < count; ++l) {
             const size_t k = i + l;
             const int single = rounding[k] == TS_ROUND_SINGLE;
             const int32_t scalar = single ? multiply_single_rounding(x[k], mult[k], shift[k])
                                           : multiply_double_rounding(x[k], mult[k], shift[k]);
-            printf("%ld %ld\n", (long)scalar, (long)(single ? sgl[l] : dbl[l]));
+            printf("%ld %ld ", (long)scalar, (long)(single ? sgl[l] : dbl[l]));
+            if (!single && shift[k] <= 0) printf("%ld ", (long)no_left[l]);
+            else printf("na ");
+            if (!single && shift[k] < 0) printf("%ld\n", (long)right_only[l]);
+            else printf("na\n");
         }
     }
     for (int r = 0; r < 4; ++r) guarded_free(&regions[r]);
     return 0;
 }
 
-/* ---- row: requant_row (NEON + tail), scalar, NEON alone, the public requantize ------------ */
+/* ---- row: requant_row, requant_rows, scalar, NEON alone, the public requantize ----------- */
 typedef struct {
     ts_quant q;
     size_t M, N, ld_acc, ldc, col0;
@@ -101,9 +114,30 @@ static void print_s8(const char *tag, const int8_t *v, size_t n)
     printf("\n");
 }
 
-/* Prints, per row m: "row", "scalar", "neon" (first N rounded down to 8 columns) lines; then
- * (only when col0 == 0 and no offset) "api" lines from ts_requantize on the whole matrix and a
- * "gaps <n>" line counting changed bytes in the C padding between N and ldc. */
+/* C (M rows of N, row stride ldc) against a guard page, padding bytes 0x5A. */
+static int8_t *alloc_c(const row_case *c, guarded_region *region)
+{
+    const size_t c_bytes = c->M ? (c->M - 1) * c->ldc + c->N : 0;
+    int8_t *C = guarded_alloc_at(c_bytes ? c_bytes : 1, !c->front, region);
+    memset(C, 0x5A, c_bytes);
+    return C;
+}
+
+/* Prints the M rows of C with `tag` and a "gaps <n>" line counting changed bytes in the
+ * padding between N and ldc. */
+static void print_c(const char *tag, const row_case *c, const int8_t *C)
+{
+    size_t gaps = 0;
+    for (size_t m = 0; m < c->M; ++m) {
+        print_s8(tag, C + m * c->ldc, c->N);
+        for (size_t j = c->N; j < c->ldc && m + 1 < c->M; ++j) gaps += C[m * c->ldc + j] != 0x5A;
+    }
+    printf("gaps %zu\n", gaps);
+}
+
+/* Prints, per row m: "row", "scalar" and (N >= 8 only) "neon" lines; then "rows" lines from
+ * ts_requant_rows on all M rows at once and its "gaps" line; then (only when col0 == 0 and no
+ * offset) "api" lines from ts_requantize on the whole matrix and its "gaps" line. */
 static void run_row_case(row_case *c)
 {
     guarded_region out_region;
@@ -114,25 +148,25 @@ static void run_row_case(row_case *c)
         print_s8("row", out, c->N);
         requant_row_scalar(acc, c->N, c->col0, &c->q, c->offset, out);
         print_s8("scalar", out, c->N);
-        const size_t n8 = c->N & ~(size_t)7;
-        requant_row_neon(acc, n8, c->col0, &c->q, c->offset, out);
-        print_s8("neon", out, n8);
+        if (c->N >= 8) {
+            requant_rows_neon(acc, 0, 1, c->N, c->col0, &c->q, c->offset, out, 0);
+            print_s8("neon", out, c->N);
+        }
     }
     guarded_free(&out_region);
+
+    guarded_region rows_region;
+    int8_t *R = alloc_c(c, &rows_region);
+    ts_requant_rows(c->acc, c->ld_acc, c->M, c->N, c->col0, &c->q, c->offset, R, c->ldc);
+    print_c("rows", c, R);
+    guarded_free(&rows_region);
     if (c->col0 != 0 || c->has_offset) return;
 
     guarded_region c_region;
-    const size_t c_bytes = c->M ? (c->M - 1) * c->ldc + c->N : 0;
-    int8_t *C = guarded_alloc_at(c_bytes ? c_bytes : 1, !c->front, &c_region);
-    memset(C, 0x5A, c_bytes);
+    int8_t *C = alloc_c(c, &c_region);
     const int rc = ts_requantize(c->M, c->N, c->acc, c->ld_acc, &c->q, C, c->ldc);
     printf("rc %d\n", rc);
-    size_t gaps = 0;
-    for (size_t m = 0; m < c->M; ++m) {
-        print_s8("api", C + m * c->ldc, c->N);
-        for (size_t j = c->N; j < c->ldc && m + 1 < c->M; ++j) gaps += C[m * c->ldc + j] != 0x5A;
-    }
-    printf("gaps %zu\n", gaps);
+    print_c("api", c, C);
     guarded_free(&c_region);
 }
 
