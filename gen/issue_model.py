@@ -102,20 +102,31 @@ def run(ops: list[IssueOp], core: CoreModel, iterations: int,
     return starts, state
 
 
-def iteration_starts(ops: list[IssueOp], core: CoreModel, iterations: int) -> list[int]:
+def compile_ops(ops: list[IssueOp], core: CoreModel) -> list[tuple]:
+    """The per-instruction facts `iteration_starts` reads, prepared once (the scheduler's
+    local search permutes the prepared list instead of preparing every candidate order)."""
+    unit_index = {unit: k for k, unit in enumerate(core.units)}
+    reg_index: dict[str, int] = {}
+    number = lambda reg: reg_index.setdefault(reg, len(reg_index))
+    return [(op.timing.uops, op.timing.begin_group, tuple(number(r) for r in op.uses),
+             op.is_alu, op.timing.retire_ooo, op.timing.first_result, op.timing.latency,
+             tuple((unit_index[u], count, cycles) for u, count, cycles in op.timing.units),
+             tuple((number(reg), lat) for reg, lat in op.defs))
+            for op in ops]
+
+
+def iteration_starts(ops: list[IssueOp], core: CoreModel, iterations: int,
+                     compiled: list[tuple] | None = None) -> list[int]:
     """`run(ops, core, iterations)[0]` computed with the same rules, inlined for speed (the
     scheduler's local search spends its time here; tests/test_schedule.py checks the two
-    agree)."""
+    agree). `compiled`: `compile_ops(ops, core)` when the caller has it already."""
     width, forward = core.issue_width, core.alu_forward
-    units = {unit: [0] * count for unit, count in core.units.items()}
-    plan = []
-    for op in ops:
-        timing = op.timing
-        plan.append((timing.uops, timing.begin_group, op.uses, op.is_alu, timing.retire_ooo,
-                     timing.first_result, timing.latency,
-                     tuple((units[u], count, cycles) for u, count, cycles in timing.units),
-                     tuple((reg, lat, op.is_alu) for reg, lat in op.defs)))
-    ready: dict[str, tuple[int, bool]] = {}
+    units = [[0] * count for count in core.units.values()]
+    plan = compile_ops(ops, core) if compiled is None else compiled
+    registers = 1 + max((r for entry in plan for r in entry[2] + tuple(d for d, _ in entry[8])),
+                        default=0)
+    ready_at = [0] * registers            # cycle each register is readable (0: from the start)
+    by_alu_op = [False] * registers       # written by an ALU op (forwarding applies)
     cycle = used = last_write = 0
     starts = []
     for _ in range(iterations):
@@ -125,23 +136,24 @@ def iteration_starts(ops: list[IssueOp], core: CoreModel, iterations: int) -> li
             if used and (used + uops > width or begin):
                 t += 1
             for reg in uses:
-                produced = ready.get(reg)
-                if produced is not None:
-                    when = produced[0] - forward if produced[1] and is_alu else produced[0]
-                    if when > t:
-                        t = when
+                when = ready_at[reg] - forward if is_alu and by_alu_op[reg] else ready_at[reg]
+                if when > t:
+                    t = when
             if not ooo and last_write - first_result > t:
                 t = last_write - first_result
-            for slots, count, _cycles in op_units:
+            for unit, count, _cycles in op_units:
+                slots = units[unit]
                 free = min(slots) if count == 1 else sorted(slots)[count - 1]
                 if free > t:
                     t = free
             if t > cycle:
                 cycle, used = t, 0
             used += uops
-            for reg, lat, by_alu in defs:
-                ready[reg] = (t + lat, by_alu)
-            for slots, count, cycles in op_units:
+            for reg, lat in defs:
+                ready_at[reg] = t + lat
+                by_alu_op[reg] = is_alu
+            for unit, count, cycles in op_units:
+                slots = units[unit]
                 for _ in range(count):
                     for k, free in enumerate(slots):
                         if free <= t:
@@ -158,7 +170,7 @@ def iteration_starts(ops: list[IssueOp], core: CoreModel, iterations: int) -> li
 
 
 def cycles_per_iteration(ops: list[IssueOp], core: CoreModel, warmup: int = 3,
-                         measured: int = 4) -> float:
+                         measured: int = 4, compiled: list[tuple] | None = None) -> float:
     """Steady-state cycles per loop iteration (after `warmup` iterations)."""
-    starts = iteration_starts(ops, core, warmup + measured + 1)
+    starts = iteration_starts(ops, core, warmup + measured + 1, compiled)
     return (starts[warmup + measured] - starts[warmup]) / measured

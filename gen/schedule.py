@@ -12,14 +12,16 @@ How the order is chosen (all deterministic):
      *next* iteration (the body unrolled twice, RAW edges weighted by producer latency), so a
      load feeding the next iteration's first MACs counts as urgent;
   2. list scheduling against gen.issue_model (the llvm-mca in-order issue rules with the
-     core's table from gen.cores): from the pipeline state a previous iteration leaves, pick
-     the ready instruction that issues earliest, ties broken by priority; repeated from the
-     state the new order leaves (the loop's steady state);
-  3. local search: move single instructions within their dependency window while the modeled
-     steady-state cycles per iteration improve (at most SEARCH_EVALUATIONS model runs).
+     core's table from gen.cores): from the pipeline state a previous iteration leaves, take a
+     load or pointer update where it fills an issue slot the next MACs leave free, else the
+     ready instruction that issues earliest, ties broken by priority; repeated from the state
+     the new order leaves (the loop's steady state);
+  3. local search: move single instructions (loads and pointer updates first, anywhere in
+     their dependency window; then MACs, a few places) while the modeled steady-state cycles
+     per iteration improve (at most SEARCH_EVALUATIONS model runs).
 The emitter builds several main-loop variants (gen.emit.MAIN_LOOP_VARIANTS: unroll factor,
-load form) and keeps the one `best_body` ranks fastest after list scheduling; only that one
-gets the local search. Results are cached per process.
+load form); `best_body` ranks them after list scheduling, gives the best SEARCHED_VARIANTS the
+local search and keeps the fastest. Results are cached per process.
 Objective: for a named core, its modeled cycles per iteration; for "generic", the sum over the
 in-order cores that have the instruction (Cortex-A510, Cortex-A55) of cycles / MAC-bound
 cycles. Out-of-order cores tolerate an order made for in-order issue (checked by
@@ -41,20 +43,22 @@ What the in-order models reward (measured with llvm-mca-19, see gen/cores.py):
 """
 from __future__ import annotations
 
-import functools
+import math
 import re
 from dataclasses import dataclass
 
 from .cores import CORES, GENERIC, MAC_KEYS, CoreModel, check_cpu
 from .isa import INSTRUCTIONS
-from .issue_model import IssueOp, IssueState, cycles_per_iteration
+from .issue_model import IssueOp, IssueState, compile_ops, cycles_per_iteration
 
 KINDS = ("load", "mac", "alu", "branch")
 
 # Budget of the local search (model evaluations per core); bounds generation time.
 SEARCH_EVALUATIONS = 400
-# How far (instructions) the local search moves one instruction.
+# How far (instructions) the local search moves one MAC.
 MOVE_SPAN = 16
+# Main-loop variants (best after list scheduling) that get the local search in best_body.
+SEARCHED_VARIANTS = 3
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,7 @@ class _Judge:
     def __init__(self, body: list[Insn], cores: list[CoreModel]):
         self.cores = cores
         self.ops = {core.name: [issue_op(insn, core) for insn in body] for core in cores}
+        self.compiled = {core.name: compile_ops(self.ops[core.name], core) for core in cores}
         self.bounds = {core.name: mac_bound(body, core) for core in cores}
         self.evaluations = 0
 
@@ -225,9 +230,10 @@ class _Judge:
         self.evaluations += 1
         total = 0.0
         for core in self.cores:
-            ops = self.ops[core.name]
-            total += cycles_per_iteration([ops[i] for i in order], core, warmup=2,
-                                          measured=2) / self.bounds[core.name]
+            compiled = self.compiled[core.name]
+            total += cycles_per_iteration(None, core, warmup=2, measured=2,
+                                          compiled=[compiled[i] for i in order]
+                                          ) / self.bounds[core.name]
         return total
 
 
@@ -241,40 +247,96 @@ def _steady_state(order: list[int], ops: list[IssueOp], core: CoreModel) -> Issu
     return state
 
 
+def _next_macs(state: IssueState, ops: list[IssueOp], macs: list[int], count: int,
+               priority: list[int]) -> tuple[list[int], int]:
+    """The `count` MACs (of the ready `macs`) that would issue next if MACs alone issued
+    from `state` (earliest first, then priority), and the cycle the last of them issues in."""
+    state = state.copy()
+    left = list(macs)
+    chosen, t = [], state.cycle
+    for _ in range(min(count, len(left))):
+        m = min(left, key=lambda i: (state.earliest(ops[i]), -priority[i], i))
+        t = state.issue(ops[m])
+        left.remove(m)
+        chosen.append(m)
+    return chosen, t
+
+
+def _last_issue(state: IssueState, ops: list[IssueOp], sequence: list[int]) -> int:
+    """Cycle the last of `sequence` issues in when it issues in order after `state`."""
+    state = state.copy()
+    t = state.cycle
+    for i in sequence:
+        t = state.issue(ops[i])
+    return t
+
+
 def _list_schedule(preds: list[frozenset], ops: list[IssueOp], core: CoreModel,
-                   priority: list[int], state: IssueState) -> list[int]:
-    """Greedy in-order list scheduling from `state`: earliest issue first, then priority."""
+                   priority: list[int], state: IssueState, kinds: list[str],
+                   per_cycle: int) -> list[int]:
+    """Greedy in-order list scheduling from `state`. A non-MAC instruction (load, pointer
+    update) goes first when it takes a slot the MACs leave free: the MACs that could issue
+    next (`per_cycle`, as many as the core issues per cycle) issue no later with it than without it; the
+    highest-priority such one is taken. Otherwise the earliest-issuing instruction, ties
+    broken by priority. (Plain earliest-first starves the loads on an in-order core: after a
+    MAC a load can never issue as early as the next MAC, so they would pile up where the MACs
+    run out.)"""
     n = len(ops)
+    is_mac = [kind == "mac" for kind in kinds]
     placed: set[int] = set()
     order = []
     while len(order) < n:
         ready = [i for i in range(n) if i not in placed and preds[i] <= placed]
-        best = min(ready, key=lambda i: (state.earliest(ops[i]), -priority[i], i))
+        best = None
+        macs = [i for i in ready if is_mac[i]]
+        if macs:
+            next_macs, without = _next_macs(state, ops, macs, per_cycle, priority)
+            first_mac = min(state.earliest(ops[i]) for i in macs)
+            free = [i for i in ready
+                    if not is_mac[i] and kinds[i] != "branch"
+                    and state.earliest(ops[i]) <= first_mac
+                    and _last_issue(state, ops, [i] + next_macs) <= without]
+            if free:
+                best = min(free, key=lambda i: (-priority[i], i))
+        if best is None:
+            best = min(ready, key=lambda i: (state.earliest(ops[i]), -priority[i], i))
         state.issue(ops[best])
         placed.add(best)
         order.append(best)
     return order
 
 
-def _improve(order: list[int], preds: list[frozenset], judge: _Judge, budget: int
-             ) -> tuple[list[int], float]:
-    """Hill-climb: move one instruction within its dependency window while the score drops."""
+def macs_per_cycle(body: list[Insn], core: CoreModel) -> int:
+    """MAC instructions of `body` the core issues per cycle (at least 1)."""
+    rates = [core.throughput(i.instruction) for i in body if i.kind == "mac"]
+    return max(1, math.ceil(max(rates, default=1)))
+
+
+def _improve(order: list[int], preds: list[frozenset], judge: _Judge, budget: int,
+             kinds: list[str]) -> tuple[list[int], float]:
+    """Hill-climb: move one instruction within its dependency window while the score drops.
+    The loads and pointer updates are tried first, anywhere in their window (where they sit
+    decides the in-order issue; the MACs keep their order), then the MACs, MOVE_SPAN places
+    either way."""
     n = len(order)
     succs = [set() for _ in range(n)]
     for j, ps in enumerate(preds):
         for i in ps:
             succs[i].add(j)
     best = judge.score(order)
+    movers = ([i for i in range(n) if kinds[i] != "mac"]
+              + [i for i in range(n) if kinds[i] == "mac"])
     improved = True
     while improved and judge.evaluations < budget:
         improved = False
-        for node in list(order):
+        for node in movers:
             if judge.evaluations >= budget:
                 break
             pos = order.index(node)
             lo = max([order.index(p) for p in preds[node]], default=-1) + 1
             hi = min([order.index(s) for s in succs[node]], default=n) - 1
-            for target in range(max(lo, pos - MOVE_SPAN), min(hi, pos + MOVE_SPAN) + 1):
+            span = MOVE_SPAN if kinds[node] == "mac" else n
+            for target in range(max(lo, pos - span), min(hi, pos + span) + 1):
                 if target == pos:
                     continue
                 candidate = order[:pos] + order[pos + 1:]
@@ -290,28 +352,56 @@ def schedule_loop(body: list[Insn], cpu: str, *, search: bool = True) -> list[In
     """Return the loop body reordered for `cpu` (a gen.cores CPU name or "generic").
 
     `search=False` stops after list scheduling (faster, slightly worse). Results are cached
-    per process (the same kernel is generated for several INST modes and output folders)."""
-    order, _ = _cached_schedule(tuple(body), cpu, search)
+    per process by the body's shape (`_shape`), so the same kernel generated for several INST
+    modes and output folders, or a kernel of another instruction with the same timing (sdot
+    and udot), is scheduled once."""
+    order, _ = _cached_schedule(body, cpu, search)
     return [body[i] for i in order]
 
 
-@functools.lru_cache(maxsize=256)
-def _cached_schedule(body: tuple, cpu: str, search: bool) -> tuple[tuple[int, ...], float]:
-    order, score = _schedule(list(body), cpu, search)
-    return tuple(order), score
+def _shape(body: list[Insn]) -> tuple:
+    """What the scheduler's result depends on: per instruction its kind, registers, issue
+    timing on every core model, MAC rates and feature (not its text)."""
+    shape = []
+    for insn in body:
+        cls = op_class(insn)
+        mac = INSTRUCTIONS.get(insn.instruction) if insn.kind == "mac" else None
+        shape.append((insn.kind, insn.defs, insn.uses, is_post_indexed(insn),
+                      tuple(core.ops.get(cls) for core in CORES.values()),
+                      tuple(core.mac.get(insn.instruction) for core in CORES.values())
+                      if mac else None, mac.feature if mac else None))
+    return tuple(shape)
+
+
+_SCHEDULES: dict[tuple, tuple[tuple[int, ...], float]] = {}
+
+
+def _cached_schedule(body: list[Insn], cpu: str, search: bool
+                     ) -> tuple[tuple[int, ...], float]:
+    key = (_shape(body), cpu, search)
+    if key not in _SCHEDULES:
+        order, score = _schedule(list(body), cpu, search)
+        _SCHEDULES[key] = (tuple(order), score)
+    return _SCHEDULES[key]
 
 
 def modeled_cost(body: list[Insn], cpu: str) -> float:
     """Score of `body` after list scheduling (no local search): the sum over the target cores
     of modeled cycles per MAC-bound cycle, so bodies with different MAC counts compare."""
-    return _cached_schedule(tuple(body), cpu, False)[1]
+    return _cached_schedule(body, cpu, False)[1]
 
 
-def best_body(bodies: list[list[Insn]], cpu: str) -> int:
-    """Index of the body that models fastest for `cpu` after list scheduling (the first on a
-    tie): how gen.emit picks the unroll factor and load form of the main loop."""
+def best_body(bodies: list[list[Insn]], cpu: str, searched: int = SEARCHED_VARIANTS) -> int:
+    """Index of the body that models fastest for `cpu`: how gen.emit picks the unroll factor
+    and load form of the main loop. The bodies are ranked after list scheduling; the first
+    `searched` of that ranking get the local search too (it can reorder the ranking: a body
+    whose list schedule is slightly behind may search better), and the lowest searched score
+    wins (the better list rank, then the first index, on a tie)."""
     costs = [modeled_cost(body, cpu) for body in bodies]
-    return min(range(len(bodies)), key=lambda k: (round(costs[k], 9), k))
+    ranked = sorted(range(len(bodies)), key=lambda k: (round(costs[k], 9), k))
+    finalists = ranked[:max(1, searched)]
+    searched_costs = {k: _cached_schedule(bodies[k], cpu, True)[1] for k in finalists}
+    return min(finalists, key=lambda k: (round(searched_costs[k], 9), finalists.index(k)))
 
 
 def _schedule(body: list[Insn], cpu: str, search: bool) -> tuple[list[int], float]:
@@ -321,16 +411,20 @@ def _schedule(body: list[Insn], cpu: str, search: bool) -> tuple[list[int], floa
     preds = predecessors(body)
     judge = _Judge(body, cores)
     identity = list(range(len(body)))
+    kinds = [insn.kind for insn in body]
     candidates = [identity]
     for core in cores:
         ops = judge.ops[core.name]
         priority = priorities(body, core)
+        per_cycle = macs_per_cycle(body, core)
         order = identity
         for _ in range(3):     # reschedule from the steady state the last order leaves
-            order = _list_schedule(preds, ops, core, priority, _steady_state(order, ops, core))
+            order = _list_schedule(preds, ops, core, priority, _steady_state(order, ops, core),
+                                   kinds, per_cycle)
             candidates.append(order)
     scored = sorted((judge.score(c), k) for k, c in enumerate(candidates))
     best, score = candidates[scored[0][1]], scored[0][0]
     if search:
-        best, score = _improve(best, preds, judge, judge.evaluations + SEARCH_EVALUATIONS)
+        best, score = _improve(best, preds, judge, judge.evaluations + SEARCH_EVALUATIONS,
+                               kinds)
     return best, score
