@@ -19,7 +19,8 @@ from .isa import INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
 from .loop import A_PTR, B_PTR, C_PTR, KSTEPS, LDC, KernelPlanError
 from .naming import kernel_symbol
 from .plan import STRATEGIES, TilePlan, operand_mode
-from .schedule import Insn, best_body, schedule_loop
+from .schedule import (Insn, best_body, fraction_of_peak, modeled_cost, schedule_loop,
+                       targets)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 INST_MODES = ("auto", "always", "never")
@@ -233,8 +234,8 @@ def scheduled_body(plan: TilePlan, cpu: str) -> list[Insn]:
     return scheduled
 
 
-def scheduled_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
-    """The main loop variant (MAIN_LOOP_VARIANTS) that models fastest for `cpu`, scheduled."""
+def main_loop_variants(plan: TilePlan) -> list[loop.MainLoop]:
+    """Every main loop of MAIN_LOOP_VARIANTS that can be built for `plan`, unscheduled."""
     loops, problems = [], []
     for unroll, form, merge, min_ld1 in MAIN_LOOP_VARIANTS:
         try:
@@ -244,10 +245,31 @@ def scheduled_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
     if not loops:
         raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: no main loop variant "
                               f"can be built ({'; '.join(problems)})")
+    return loops
+
+
+def scheduled_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
+    """The main loop variant (MAIN_LOOP_VARIANTS) that models fastest for `cpu`, scheduled."""
+    loops = main_loop_variants(plan)
     chosen = loops[best_body([candidate.body for candidate in loops], cpu)]
     scheduled = schedule_loop(chosen.body, cpu)
     loop.check_same_dependencies(chosen.body, scheduled)
     return replace(chosen, body=scheduled)
+
+
+def main_loop_fractions(plan: TilePlan, cpu: str, search: bool = True) -> dict[str, float]:
+    """Modeled fraction of the MAC peak of `plan`'s main loop on each in-order core the `cpu`
+    schedule is judged on (gen.schedule.targets): the loop this module emits, or with
+    `search=False` the variant best after list scheduling, list-scheduled (cheaper)."""
+    if search:
+        body = scheduled_main_loop(plan, cpu).body
+    else:
+        bodies = [candidate.body for candidate in main_loop_variants(plan)]
+        cheapest = min(range(len(bodies)),
+                       key=lambda k: (round(modeled_cost(bodies[k], cpu), 9), k))
+        body = schedule_loop(bodies[cheapest], cpu, search=False)
+    return {core.name: fraction_of_peak(body, core) for core in targets(body, cpu)
+            if core.in_order}
 
 
 # ---- manifest and rendering ------------------------------------------------------------------

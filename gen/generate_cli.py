@@ -4,7 +4,8 @@
                             [--cpu generic|cortex-a55|...] [--out out/v86]
 
 Writes <out>/ afresh: one `<symbol>.S` per micro-kernel (every instruction gen.isa.generated_for
-lists, tile from the solver gen.tiling.solve), `<prefix>kernels.h`, `manifest.json` and the C
+lists, tile from gen.tile_policy.solve: the solver's choice, or for CPU=generic the maximin
+when it misses a core's target), `<prefix>kernels.h`, `manifest.json` and the C
 drivers (gen.drivers.render_drivers). Everything is generated in memory first; a bad option is
 reported (exit 2) before anything is written. The output folder is replaced only if it is
 absent, empty, or a previous output (holds manifest.json). Output is deterministic.
@@ -24,7 +25,8 @@ from .emit import INST_MODES, emit_kernel, environment, inst_features
 from .isa import ARCH_LEVELS, check_arch, generated_for
 from .loop import KernelPlanError
 from .naming import check_prefix
-from .tiling import TilingError, solve
+from .tile_policy import solve
+from .tiling import TilingError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MANIFEST = "manifest.json"

@@ -58,7 +58,7 @@ SEARCH_EVALUATIONS = 400
 # How far (instructions) the local search moves one MAC.
 MOVE_SPAN = 16
 # Main-loop variants (best after list scheduling) that get the local search in best_body.
-SEARCHED_VARIANTS = 3
+SEARCHED_VARIANTS = 2
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,12 @@ def mac_bound(body: list[Insn], core: CoreModel) -> float:
     """Cycles per iteration if the MAC pipes were the only limit."""
     bound = sum(1 / core.throughput(i.instruction) for i in body if i.kind == "mac")
     return bound or 1.0
+
+
+def fraction_of_peak(body: list[Insn], core: CoreModel) -> float:
+    """MAC-bound cycles / modeled steady-state cycles per iteration of `body` on `core`."""
+    cycles = cycles_per_iteration([issue_op(insn, core) for insn in body], core)
+    return mac_bound(body, core) / cycles
 
 
 class _Judge:

@@ -2,7 +2,10 @@
 
 For every instruction available at --arch (or just --instruction): the tile ep x hp x lp, the
 A / B / C registers, the residency strategy, bytes per MAC, MACs per loaded byte, the edge
-handling, and the runner-up candidates with the reason each lost. Exit status 0 when every
+handling, the runner-up candidates with the reason each lost, and the tile policy
+(gen/tile_policy.py): for --cpu generic the solver's choice's estimated % of peak per core and,
+when it misses a target, the tiles the maximin weighed (the one listed first in the table is the
+one `make gen` generates). Exit status 0 when every
 requested instruction has a tile, 2 on bad arguments or when a requested tile cannot fit.
 An instruction whose feature the chosen --cpu lacks is listed as unavailable (not an error).
 """
@@ -14,6 +17,7 @@ import sys
 
 from .cores import CPU_NAMES
 from .isa import ARCH_LEVELS, INSTRUCTIONS, instructions_for
+from .tile_policy import choose
 from .tiling import DEFAULT_REGS, TilingError, candidates, check_regs, covered_cores, plan_for
 
 DEFAULT_RUNNERS_UP = 5
@@ -61,14 +65,25 @@ def _unavailable_reason(name: str, cpu: str):
         return str(e)
 
 
+def _estimate_json(e) -> dict:
+    return {"tile": e.candidate.label, "accumulators": e.candidate.regs_c,
+            "bytes_per_mac": round(e.candidate.bytes_per_mac, 4), "searched": e.searched,
+            "percent_of_peak": {core: round(100 * v, 1) for core, v in e.fractions},
+            "worst": {"core": e.worst[0], "percent": round(100 * e.worst[1], 1)}}
+
+
 def _solve_one(name: str, args) -> dict:
     ranked = candidates(name, args.regs, args.cpu)
-    plan = plan_for(ranked[0], args.cpu)
+    choice = choose(name, args.regs, args.cpu)
+    plan = plan_for(choice.candidate, args.cpu)
     entry = plan.to_json()
-    entry.update(macs_per_byte=round(ranked[0].macs_per_byte, 4),
+    entry.update(macs_per_byte=round(choice.candidate.macs_per_byte, 4),
                  bytes_per_mac=round(plan.bytes_per_mac, 4), regs_total=plan.regs_total,
                  feasible_candidates=len(ranked),
-                 runners_up=[c.to_json() for c in ranked[1:1 + args.runners_up]])
+                 runners_up=[c.to_json() for c in ranked[1:1 + args.runners_up]],
+                 policy=choice.policy,
+                 solver_choice=(_estimate_json(choice.first) if choice.first else None),
+                 maximin=[_estimate_json(e) for e in choice.weighed])
     return entry
 
 
@@ -104,6 +119,12 @@ def _table(entries: list[dict], unavailable: dict, args) -> str:
                 f"  registers  A {_regs_text(tuple(e['a_regs']))}  B {_regs_text(tuple(e['b_regs']))}"
                 f"  C {_regs_text(tuple(e['c_regs']))}"]
         out += [f"  note: {n}" for n in e["notes"]]
+        out.append(f"  policy: {e['policy']}")
+        weighed = e["maximin"] or ([e["solver_choice"]] if e["solver_choice"] else [])
+        for w in weighed:
+            figures = ", ".join(f"{c} {v}" for c, v in w["percent_of_peak"].items())
+            out.append(f"    {w['tile']:<24} {w['accumulators']:>2} acc {w['bytes_per_mac']:.4f} "
+                       f"B/MAC  % of peak: {figures}  (worst {w['worst']['percent']})")
         out.append(f"  edge: {e['edge']}")
         if e["runners_up"]:
             out.append("  runners-up:")

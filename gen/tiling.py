@@ -295,8 +295,8 @@ def load_instructions(inst: MacInstruction, ep: int, hp: int, strategy: str) -> 
     return total
 
 
-def _feasible(inst: MacInstruction, regs: int, cores: list[CoreModel]) -> list[Candidate]:
-    need_acc = required_accumulators(inst, cores)
+def _feasible(inst: MacInstruction, regs: int, cores: list[CoreModel],
+              need_acc: int) -> list[Candidate]:
     in_order = any(c.in_order for c in cores)
     found = []
     for ep in range(inst.c_rows_per_reg, regs * inst.c_rows_per_reg + 1, inst.c_rows_per_reg):
@@ -332,20 +332,27 @@ def _why(c: Candidate, best: Candidate, rank: int) -> str:
     return "identical to the choice"  # unreachable: (ep, hp, strategy) is unique
 
 
-def candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> list[Candidate]:
+def candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "generic",
+               min_accumulators: int | None = None) -> list[Candidate]:
     """Every feasible (tile, strategy) for `instruction` within `regs` vector registers on
-    `cpu`, best first. Raises TilingError on bad arguments or when nothing fits."""
+    `cpu`, best first. `min_accumulators` relaxes the latency rule (default: every covered
+    core's latency x MACs per cycle; gen.tile_policy weighs fewer accumulators against the
+    other cores). Raises TilingError on bad arguments or when nothing fits."""
     inst = _instruction(instruction)
     regs = check_regs(regs)
     cores = covered_cores(inst, cpu)
-    found = sorted(_feasible(inst, regs, cores), key=Candidate.sort_key)
+    need_acc = required_accumulators(inst, cores) if min_accumulators is None else min_accumulators
+    if isinstance(need_acc, bool) or not isinstance(need_acc, int) or need_acc < 1:
+        raise TilingError(f"min_accumulators must be a positive integer, got {need_acc!r}")
+    found = sorted(_feasible(inst, regs, cores, need_acc), key=Candidate.sort_key)
     if not found:
-        need = required_accumulators(inst, cores)
-        demanding = next(c for c in cores if c.min_accumulators(inst.name) == need)
+        need = need_acc
+        demanding = next((c for c in cores if c.min_accumulators(inst.name) == need), None)
+        why = (f" ({demanding.name}: latency {demanding.latency(inst.name)} x "
+               f"{demanding.throughput(inst.name)} MACs/cycle)" if demanding else "")
         raise TilingError(
             f"no {instruction} tile fits {regs} vector registers on CPU {cpu!r}: every tile "
-            f"needs >= {need} accumulators ({demanding.name}: latency "
-            f"{demanding.latency(inst.name)} x {demanding.throughput(inst.name)} MACs/cycle) "
+            f"needs >= {need} accumulators{why} "
             f"plus its A and B registers (all resident, or one operand streamed through a "
             f"rotating set of >= {MIN_STREAM} that hides the load latency)")
     best = found[0]
@@ -390,6 +397,18 @@ def edge_handling(inst: MacInstruction, ep: int, hp: int) -> str:
         f"as 1/M and 1/N.")
 
 
+def _accumulator_note(inst: MacInstruction, cores: list[CoreModel], count: int) -> str:
+    need = required_accumulators(inst, cores)
+    if count >= need:
+        return (f"accumulators: {count} >= {need} needed (latency x MACs/cycle, max over "
+                f"{', '.join(k.name for k in cores)})")
+    short = ", ".join(f"{k.name} at most {count}/{k.min_accumulators(inst.name)} of peak"
+                      for k in cores if k.min_accumulators(inst.name) > count)
+    return (f"accumulators: {count}, fewer than the {need} (latency x MACs/cycle) that keep "
+            f"every core's MAC pipes busy ({short}): chosen by the tile policy "
+            f"(gen/tile_policy.py)")
+
+
 def plan_for(c: Candidate, cpu: str = "generic") -> TilePlan:
     """The TilePlan (physical registers, edge handling, notes) for candidate `c`."""
     inst = INSTRUCTIONS[c.instruction]
@@ -402,8 +421,7 @@ def plan_for(c: Candidate, cpu: str = "generic") -> TilePlan:
         f"{c.ep}x{c.hp}x{c.lp}: {c.regs_a} A + {c.regs_b} B + {c.regs_c} C = {c.regs_total} "
         f"registers, {float(c.exact_bytes_per_mac):.4f} bytes per MAC "
         f"({c.macs_per_byte:.2f} MACs per loaded byte)",
-        f"accumulators: {c.regs_c} >= {required_accumulators(inst, cores)} needed "
-        f"(latency x MACs/cycle, max over {', '.join(k.name for k in cores)})",
+        _accumulator_note(inst, cores, c.regs_c),
         (f"uses callee-saved v{saved[0]}-v{saved[-1]}: the kernel saves/restores d8-d15"
          if saved else "fits in caller-saved registers: no d8-d15 save needed"),
     ]

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from gen import tiles_cli
+from gen import tile_policy, tiles_cli
 from gen.cores import CPU_NAMES, cores_for
 from gen.isa import INSTRUCTIONS, TYPE_BYTES, instructions_for
 from gen.plan import TilePlan
@@ -114,12 +114,14 @@ def _loads(n_a, n_b, strategy):
     return sum(_ceil(n, 4) if doubled[x] else n for x, n in (("a", n_a), ("b", n_b)))
 
 
-def brute_force(name, regs, cpu):
+def brute_force(name, regs, cpu, min_accumulators=None):
     """{(ep, hp, strategy): (regs_a, regs_b, regs_c, cost, loads per MAC)} for every feasible
-    tile."""
+    tile (at least `min_accumulators` accumulators; default: every covered core's latency x
+    MACs per cycle)."""
     inst = INSTRUCTIONS[name]
     cores = [c for c in cores_for(cpu) if c.has(inst.feature)]
-    need_acc = max(math.ceil(c.latency(name) * c.throughput(name)) for c in cores)
+    need_acc = (max(math.ceil(c.latency(name) * c.throughput(name)) for c in cores)
+                if min_accumulators is None else min_accumulators)
     need = _refill_need(cores, name)
     crow, ccol = _acc_block(inst)
     a_bytes, b_bytes = TYPE_BYTES[inst.a_type], TYPE_BYTES[inst.b_type]
@@ -196,6 +198,23 @@ def test_choice_is_optimal_under_the_model(name, regs, cpu):
     assert plan.regs_total == best_regs <= regs
     assert abs(plan.ep - plan.hp) == best_square
     assert [c.rank for c in ranked] == list(range(len(ranked)))
+
+
+@pytest.mark.parametrize("name,cpu,least", [("bfmmla", "generic", 1), ("sdot", "generic", 4),
+                                            ("fmla_f32", "cortex-a55", 4)])
+def test_relaxed_accumulator_rule_matches_the_brute_force(name, cpu, least):
+    """The tile policy's pool (gen/tile_policy.py): the latency rule relaxed to `least`."""
+    ranked = candidates(name, 32, cpu, min_accumulators=least)
+    got = {(c.ep, c.hp, c.strategy): (c.regs_a, c.regs_b, c.regs_c, c.exact_bytes_per_mac,
+                                      c.loads_per_mac) for c in ranked}
+    assert got == brute_force(name, 32, cpu, least)
+    assert min(c.regs_c for c in ranked) < min(c.regs_c for c in candidates(name, 32, cpu))
+
+
+@pytest.mark.parametrize("least", [0, -1, 2.5, True, "4"])
+def test_relaxed_accumulator_rule_refuses_nonsense(least):
+    with pytest.raises(TilingError, match="min_accumulators must be a positive integer"):
+        candidates("sdot", min_accumulators=least)
 
 
 @pytest.mark.parametrize("name,regs,cpu", _cases())
@@ -317,9 +336,24 @@ def test_cli_table(capsys):
     assert tiles_cli.main(["--arch", "v82"]) == 0
     out = capsys.readouterr().out
     for inst in instructions_for("v82"):
-        plan = solve(inst.name)
+        plan = tile_policy.solve(inst.name)
         assert f"== {inst.name}: {plan.ep}x{plan.hp}x{plan.lp} {plan.strategy}" in out
     assert "smmla" not in out and "runners-up:" in out and "edge:" in out
+    assert out.count("  policy: solver's choice: meets the targets on every core") == len(
+        instructions_for("v82"))
+
+
+def test_cli_shows_the_maximin(capsys):
+    assert tiles_cli.main(["--arch", "v86", "--instruction", "bfmmla", "--format", "json"]) == 0
+    (tile,) = json.loads(capsys.readouterr().out)["tiles"]
+    choice = tile_policy.choose("bfmmla")
+    assert (tile["ep"], tile["hp"], tile["strategy"]) == (choice.candidate.ep, choice.candidate.hp,
+                                                          choice.candidate.strategy)
+    assert tile["policy"].startswith("maximin:") and len(tile["maximin"]) == len(choice.weighed)
+    worst = [w["worst"]["percent"] for w in tile["maximin"]]
+    chosen = next(w for w in tile["maximin"] if w["tile"] == choice.candidate.label)
+    assert chosen["worst"]["percent"] == max(worst)
+    assert tile["solver_choice"]["tile"] == candidates("bfmmla")[0].label
 
 
 def test_cli_json(capsys):
