@@ -25,7 +25,11 @@ static size_t checked;
 
 static const char *kind_name[] = { "F32", "F32_BF16", "BF16", "S8", "S16" };
 
-static int is_float_kind(ts_pack_kind kind) { return kind == TS_PACK_F32 || kind == TS_PACK_F32_BF16 || kind == TS_PACK_BF16; }
+static int is_float_kind(ts_pack_kind kind)
+{
+    return kind == TS_PACK_F32 || kind == TS_PACK_F32_BF16 || kind == TS_PACK_BF16;
+}
+
 static size_t source_bytes(ts_pack_kind kind) { return is_float_kind(kind) ? 4 : 1; }
 static size_t packed_bytes(ts_pack_kind kind)
 {
@@ -114,7 +118,8 @@ static ts_path make_path(ts_pack_kind kind, size_t width, size_t lp)
 {
     ts_path path;
     memset(&path, 0, sizeof path);
-    path.gemm_type = kind == TS_PACK_F32 ? TS_GEMM_F32 : is_float_kind(kind) ? TS_GEMM_BF16 : TS_GEMM_INT8;
+    path.gemm_type = kind == TS_PACK_F32 ? TS_GEMM_F32
+                   : is_float_kind(kind) ? TS_GEMM_BF16 : TS_GEMM_INT8;
     path.symbol = "test";
     path.ep = width;
     path.hp = width;
@@ -224,7 +229,8 @@ static void check_packed_b(ts_pack_kind kind, size_t hp, size_t lp, size_t K, si
 
 int main(void)
 {
-    static const ts_pack_kind kinds[] = { TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16 };
+    static const ts_pack_kind kinds[] = {
+        TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16 };
     static const size_t lps[] = { 1, 2, 4, 8 }, widths[] = { 4, 8, 12, 16, 24 };
     for (size_t ki = 0; ki < 5; ++ki)
         for (size_t li = 0; li < 4; ++li)
@@ -237,7 +243,7 @@ int main(void)
                     const size_t K = ks[i];
                     for (size_t r = 0; r < 4; ++r) {
                         check_panel(kind, w, lp, rows[r], K, K + i % 3, 1);      /* A: k contiguous */
-                        check_panel(kind, w, lp, rows[r], K, 1, rows[r] + r);    /* B: rows contiguous */
+                        check_panel(kind, w, lp, rows[r], K, 1, rows[r] + r);    /* B: rows adjacent */
                     }
                     const size_t ns[] = { 1, w - 1, w, w + 1, 2 * w, 3 * w + 1, 5 * w + 2, 7 * w };
                     for (size_t n = 0; n < 8; ++n) {
