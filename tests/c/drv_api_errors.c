@@ -77,9 +77,21 @@ static void gemm_errors(enum kind kind)
     CASE((g.N = 0, g.B = NULL, g.C = NULL, g.ldb = 0, g.ldc = 0), TS_OK);
     CASE((g.K = 0, g.A = NULL, g.B = NULL, g.lda = 0), TS_OK);
     /* sizes whose packing buffers overflow size_t / exceed any allocation (never touched) */
-    CASE((g.M = 1, g.N = SIZE_MAX / 2, g.ldb = g.N, g.ldc = g.N, q.per_channel = 0), TS_ENOMEM);
+    /* B (K0 x SIZE_MAX/2) spans more bytes than size_t counts: no buffer holds it */
+    CASE((g.M = 1, g.N = SIZE_MAX / 2, g.ldb = g.N, g.ldc = g.N, q.per_channel = 0), TS_EINVAL);
     CASE((g.M = 1, g.N = (size_t)1 << 42, g.K = 1, g.ldb = g.N, g.ldc = g.N, q.per_channel = 0),
          TS_ENOMEM);
+    /* strides whose span (rows-1)*ld + cols elements is more bytes than size_t counts: the
+     * byte offset of row 1 would wrap around (for fp32 / int32, 2^62+1 elements = 2^64 + 4
+     * bytes, i.e. 4: row 1 would land on element 1 of row 0) */
+    size_t in_bytes = kind == F32 || kind == BF16 ? 4 : 1, c_bytes = kind == S8 ? 1 : 4;
+    CASE((g.M = 2, g.lda = SIZE_MAX / in_bytes - 1), TS_EINVAL);
+    CASE((g.K = 2, g.ldb = SIZE_MAX / in_bytes - 1), TS_EINVAL);
+    CASE((g.M = 2, g.ldc = SIZE_MAX / c_bytes - 1), TS_EINVAL);
+    if (in_bytes == 4)
+        CASE((g.M = 2, g.lda = ((size_t)1 << 62) + 1), TS_EINVAL);
+    if (c_bytes == 4)
+        CASE((g.M = 2, g.ldc = ((size_t)1 << 62) + 1), TS_EINVAL);
     if (kind != S8)
         return;
     CASE(g.q = NULL, TS_EINVAL);
@@ -126,6 +138,8 @@ static void prepacked_errors(void)
     ts_packed_b *pb = (ts_packed_b *)&Cbuf;   /* sentinel: must stay as is on error */
     CHECK(ts_pack_b_f32(K0, N0, NULL, N0, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf, "pack NULL B");
     CHECK(ts_pack_b_s8(K0, N0, B8, N0 - 1, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf, "pack ldb < N");
+    CHECK(ts_pack_b_f32(2, N0, Bf, ((size_t)1 << 62) + 1, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf,
+          "pack ldb wraps");
     CHECK(ts_pack_b_bf16(K0, N0, Bf, N0, NULL) == TS_EINVAL, "pack out NULL");
     CHECK(ts_pack_b_s8(1, SIZE_MAX / 2, B8, SIZE_MAX / 2, &pb) == TS_ENOMEM && pb == (ts_packed_b *)&Cbuf,
           "pack overflow");
@@ -136,6 +150,14 @@ static void prepacked_errors(void)
     CHECK(ts_gemm_s8_prepacked(M0, A8, K0 - 1, pb, &q, (int8_t *)Cbuf, N0) == TS_EINVAL, "lda < K");
     CHECK(ts_gemm_s8_prepacked(M0, A8, K0, pb, &q, (int8_t *)Cbuf, N0 - 1) == TS_EINVAL, "ldc < N");
     CHECK(ts_gemm_s8_prepacked(M0, NULL, K0, pb, &q, (int8_t *)Cbuf, N0) == TS_EINVAL, "A NULL");
+    CHECK(ts_gemm_s8_prepacked(M0, A8, SIZE_MAX - 1, pb, &q, (int8_t *)Cbuf, N0) == TS_EINVAL, "lda wraps");
+    CHECK(ts_gemm_s8_prepacked(M0, A8, K0, pb, &q, (int8_t *)Cbuf, SIZE_MAX - 1) == TS_EINVAL, "ldc wraps");
+    CHECK(ts_gemm_s8s32_prepacked(M0, A8, K0, pb, (int32_t *)Cbuf, ((size_t)1 << 62) + 1) == TS_EINVAL,
+          "s32 ldc wraps");
+    CHECK(ts_requantize(2, N0, (const int32_t *)Bf, ((size_t)1 << 62) + 1, &q, (int8_t *)Cbuf, N0)
+          == TS_EINVAL, "requantize ld_acc wraps");
+    CHECK(ts_requantize(2, N0, (const int32_t *)Bf, N0, &q, (int8_t *)Cbuf, SIZE_MAX - 1) == TS_EINVAL,
+          "requantize ldc wraps");
     CHECK(ts_gemm_s8_prepacked(M0, A8, K0, NULL, &q, (int8_t *)Cbuf, N0) == TS_EINVAL, "handle NULL");
     CHECK(ts_gemm_s8s32_prepacked(M0, A8, K0, NULL, (int32_t *)Cbuf, N0) == TS_EINVAL, "handle NULL");
     q.c_zero_point = 300;
