@@ -125,7 +125,11 @@ def main(argv=None) -> int:
     except (TilingError, KernelPlanError) as error:
         print(f"python3 -m gen generate: error: {error}", file=sys.stderr)
         return EXIT_FAILED
-    write_output(files, json.loads(files[MANIFEST]), out)
+    try:
+        write_output(files, json.loads(files[MANIFEST]), out)
+    except OSError as error:
+        print(f"python3 -m gen generate: error: cannot write --out {out}: {error}", file=sys.stderr)
+        return EXIT_FAILED
     kernels = json.loads(files[MANIFEST])["kernels"]
     print(f"{out}: {len(kernels)} kernels ({', '.join(k['symbol'] for k in kernels)})")
     return EXIT_OK

@@ -10,13 +10,18 @@ import re
 from .cores import GENERIC
 from .isa import MacInstruction, signature
 
-# A symbol prefix must itself start a C identifier (empty is allowed: plain gemm_… names).
+# A symbol prefix must itself start a C identifier. It also prefixes tilesmith.h's macros, so
+# it may not be empty: the header would define OK, EINVAL and ENOMEM, and EINVAL / ENOMEM are
+# <errno.h>'s (22 / 12 on Linux), so whichever header comes second silently changes them.
 _PREFIX_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_prefix(prefix: str) -> str:
-    if prefix and not _PREFIX_RE.fullmatch(prefix):
-        raise ValueError(f"invalid PREFIX {prefix!r}: it must be empty or a C identifier prefix "
+    if not prefix:
+        raise ValueError("PREFIX must not be empty: tilesmith.h's macros would be OK, EINVAL and "
+                         "ENOMEM, which clash with <errno.h>'s EINVAL / ENOMEM; use e.g. ts_")
+    if not _PREFIX_RE.fullmatch(prefix):
+        raise ValueError(f"invalid PREFIX {prefix!r}: it must be a C identifier prefix "
                          f"(a letter or '_', then letters, digits or '_'), e.g. ts_")
     return prefix
 

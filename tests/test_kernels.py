@@ -137,6 +137,7 @@ def test_regeneration_removes_stale_files(tmp_path):
     ("--inst", "sometimes", "auto, always, never"),
     ("--prefix", "9ts_", "C identifier"),
     ("--prefix", "ts-", "C identifier"),
+    ("--prefix", "", "<errno.h>"),   # header macros OK / EINVAL / ENOMEM would clash with errno's
 ])
 def test_bad_option_is_an_error_and_writes_nothing(tmp_path, capsys, option, value, valid):
     args = {"--arch": "v86", "--cpu": "generic", "--inst": "auto", "--prefix": "ts_"}
@@ -158,6 +159,16 @@ def test_refuses_to_replace_a_folder_it_did_not_generate(tmp_path, capsys):
     assert generate_main(["--arch", "v8", "--out", str(tmp_path)]) == 2
     assert "did not generate" in capsys.readouterr().err
     assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_unwritable_out_is_an_error_not_a_traceback(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    out = blocker / "out"            # its parent is a regular file: mkdir fails (OSError)
+    assert generate_main(["--arch", "v8", "--out", str(out)]) == 1
+    error = capsys.readouterr().err
+    assert "cannot write --out" in error and str(out) in error
+    assert blocker.read_text() == "not a folder"
 
 
 def test_cli_entry_point(tmp_path):
