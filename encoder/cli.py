@@ -20,7 +20,11 @@ def _cmd_encode(args) -> int:
 
 def _cmd_inst(args) -> int:
     with open(args.input, encoding="utf-8", newline="") as handle:
-        text = handle.read()
+        try:
+            text = handle.read()
+        except UnicodeDecodeError as error:
+            raise EncodeError(f"{args.input}: not UTF-8 text (byte 0x{error.object[error.start]:02x} "
+                              f"at offset {error.start})") from None
     rewritten = rewrite_text(text, args.features, filename=args.input)
     if args.output:
         with open(args.output, "w", encoding="utf-8", newline="") as handle:

@@ -44,14 +44,16 @@ def assemble(source: str, output: str) -> None:
     """Assemble source (through cpp for .S) with every feature on and line info."""
     language = "assembler-with-cpp" if source.endswith((".S", ".sx")) else "assembler"
     command = [CC, "-c", "-g", "-x", language, f"-march={MARCH_ALL}", source, "-o", output]
-    result = subprocess.run(command, capture_output=True, text=True)
+    # errors="replace": the assembler's messages quote source lines, which may hold any bytes
+    result = subprocess.run(command, capture_output=True, text=True, errors="replace")
     if result.returncode != 0:
         raise EncodeError(f"{source}: assembling failed:\n{result.stderr.strip()}")
 
 
 def disassemble(obj: str) -> list[DisassembledWord]:
     """Every instruction word of obj with the source line objdump attributes it to."""
-    result = subprocess.run([OBJDUMP, "-d", "-l", obj], capture_output=True, text=True)
+    result = subprocess.run([OBJDUMP, "-d", "-l", obj], capture_output=True, text=True,
+                            errors="replace")
     if result.returncode != 0:
         raise EncodeError(f"{obj}: objdump failed:\n{result.stderr.strip()}")
     words, path, line = [], None, None

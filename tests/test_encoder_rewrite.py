@@ -255,3 +255,16 @@ def test_cli_inst_to_stdout_and_error_location(kernel_dir: Path):
     result = run_cli("inst", bad)
     assert result.returncode == 1
     assert f"{bad}:3: register v32 out of range" in result.stderr
+
+
+def test_cli_non_utf8_input_is_a_clear_error_not_a_traceback(tmp_path: Path):
+    bad = tmp_path / "latin1.S"
+    bad.write_bytes(b"    .text\n    // caf\xe9\n    sdot v0.4s, v1.16b, v2.16b\n")
+    result = run_cli("inst", bad)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{bad}: not UTF-8 text (byte 0xe9 at offset" in result.stderr
+    garbage = tmp_path / "garbage.S"
+    garbage.write_bytes(b"\xff\xfe\x8f not assembly\n")
+    result = run_cli("verify", garbage)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{garbage}: assembling failed" in result.stderr
