@@ -239,6 +239,20 @@ def test_kernel_header_matches_manifest(outputs, tmp_path):
     assert "Micro-kernel ABI" in text and "x18 is never touched" in text
 
 
+def test_abi_comment_is_whole_lines_in_header_and_kernels(outputs):
+    """The ABI text appears line for line behind the comment leader (no line glued to the next)."""
+    out, manifest = outputs("v82")
+    abi = (ROOT / "templates" / "kernel_abi.j2").read_text().rstrip("\n").split("\n")
+    header = (out / "ts_kernels.h").read_text().split("\n")
+    start = header.index(" * " + abi[0])
+    assert header[start:start + len(abi)] == [(" * " + line).rstrip() for line in abi]
+    assert header[start + len(abi)] == " *"
+    kernel = (out / manifest["kernels"][0]["file"]).read_text().split("\n")
+    start = kernel.index("// " + abi[0])
+    assert kernel[start:start + len(abi)] == [("// " + line).rstrip() for line in abi]
+    assert kernel[start + len(abi)] == ""
+
+
 def test_every_kernel_documents_the_abi(outputs):
     out, manifest = outputs("v86")
     for k in manifest["kernels"]:
