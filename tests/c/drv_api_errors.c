@@ -211,6 +211,10 @@ static void conv_errors(void)
     CASE((c.in_c = 2, fp = NULL));                           /* handle K != conv K */
     CASE((c.out_c = 3, fp = NULL));                          /* handle N != conv N */
     CASE((pp = other, fp = NULL));                           /* handle of the f32 GEMM */
+    CASE(c.out_c = (size_t)1 << 62);                         /* packed filter overflows size_t */
+    /* output M x out_c = 2^32 x 2^33 bytes overflows size_t (filter, input, workspace do not) */
+    CASE((c.batch = 1, c.in_h = c.in_w = (size_t)1 << 16, c.in_c = 1, c.k_h = c.k_w = 1,
+          c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = 0, c.out_c = (size_t)1 << 33));
 #undef CASE
     cs[1] = 0;
     c = c0;
