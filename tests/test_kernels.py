@@ -263,3 +263,16 @@ def test_every_kernel_documents_the_abi(outputs):
 def test_manifest_is_the_json_written(outputs):
     out, manifest = outputs("v82")
     assert json.loads((out / "manifest.json").read_text()) == manifest
+
+
+def test_instruction_comments_share_one_column(outputs):
+    """Every instruction line's trailing comment starts at column 48 (after longer code: one
+    space), the hand-written lines of the template included."""
+    out, manifest = outputs("v82")
+    for k in manifest["kernels"]:
+        for number, line in enumerate((out / k["file"]).read_text().split("\n"), 1):
+            if not re.match(r"        [a-z]", line) or " // " not in line or line.lstrip().startswith(".inst"):
+                continue
+            code = line.split(" // ")[0].rstrip()
+            want = max(len(code) + 1, 48)
+            assert line.index(" // ") + 1 == want, f"{k['file']}:{number}: {line!r}"
