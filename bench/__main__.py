@@ -15,7 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from gen.cores import CORES
+from gen.cores import CORES, check_cpu
+from gen.emit import inst_features
+from gen.isa import check_arch
 
 from . import report as rep
 from .mca import CycleModel, McaError, llvm_mca_version
@@ -45,6 +47,15 @@ def parse_args(argv):
                     help="Markdown report path; the JSON goes beside it (default bench/report.md)")
     ap.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib)")
     return ap.parse_args(argv)
+
+
+def check_build_options(args) -> None:
+    """--arch, --cpu and --inst as `make gen` takes them; ValueError naming the bad one."""
+    for option, check in (("--arch", check_arch), ("--cpu", check_cpu), ("--inst", inst_features)):
+        try:
+            check(getattr(args, option[2:]))
+        except ValueError as e:
+            raise ValueError(f"{option}: {e}") from None
 
 
 def fail(message: str) -> int:
@@ -112,6 +123,10 @@ def print_summary(report, seconds: float, md_path: Path) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        check_build_options(args)
+    except ValueError as e:
+        return fail(str(e))
     started = time.monotonic()
     cpus = [c.strip() for c in args.cores.split(",") if c.strip()]
     out_dir, md_path = Path(args.out_dir), Path(args.report)

@@ -1,0 +1,28 @@
+"""`python3 -m bench` command line: bad --arch / --cpu / --inst values are bench's own errors,
+reported before any generation or profiling starts."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cross import ROOT
+from gen.cores import CPU_NAMES
+from gen.emit import INST_MODES
+from gen.isa import ARCH_LEVELS
+
+
+@pytest.mark.parametrize("option,value,valid", [("--arch", "v9", ARCH_LEVELS),
+                                                ("--cpu", "foo", CPU_NAMES),
+                                                ("--inst", "sometimes", INST_MODES)])
+def test_bad_build_option_is_a_clear_bench_error(option, value, valid, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bench", option, value, "--out-dir", str(tmp_path),
+                           "--report", str(tmp_path / "report.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    message = proc.stderr.strip()
+    assert message.startswith(f"bench: {option}: unknown ") and repr(value) in message, message
+    assert all(v in message for v in valid), message    # lists the valid values
+    assert "gen generate" not in message and "Traceback" not in message, message
+    assert list(tmp_path.iterdir()) == []                 # nothing generated or profiled
