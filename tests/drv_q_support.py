@@ -20,7 +20,7 @@ def render_templates(out_dir, names, *, prefix="ts_", arch="v86") -> dict[str, P
     context = dict(p=prefix, P=prefix.upper(), arch=arch, manifest=manifest, main={}, dispatch={})
     env = _environment()
     paths = {}
-    for name in ("tilesmith.h", "quant_internal.h", *names):
+    for name in ("tilesmith.h", "quant_internal.h", "span_internal.h", *names):
         path = out_dir / output_name(name + ".j2", prefix)
         path.write_text(env.get_template(f"c/{name}.j2").render(**context))
         paths[name] = path

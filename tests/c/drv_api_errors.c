@@ -1,10 +1,14 @@
 /* Argument-error harness: every entry point with bad arguments returns TS_EINVAL (or TS_ENOMEM
  * for sizes no allocation can hold) and leaves its output untouched; the valid corner cases
  * (M, N or K = 0, NULL buffers of no element) return TS_OK with the right contents.
+ * Aliasing: an output overlapping an input (exactly, or by one element) is TS_EINVAL with
+ * nothing written; an input that only touches the output end to end runs normally.
  *   drv_api_errors        last line "failures <n>"; exit status 1 on any failure. */
 #include "drv_api_common.h"   /* first: sets _DEFAULT_SOURCE */
 
 #include <stdint.h>
+
+#include "ts_pack_internal.h"   /* ts_packed_b fields: handles built at chosen addresses */
 
 enum kind { F32, BF16, S8S32, S8 };
 static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8" };
@@ -79,8 +83,11 @@ static void gemm_errors(enum kind kind)
     /* sizes whose packing buffers overflow size_t / exceed any allocation (never touched) */
     /* B (K0 x SIZE_MAX/2) spans more bytes than size_t counts: no buffer holds it */
     CASE((g.M = 1, g.N = SIZE_MAX / 2, g.ldb = g.N, g.ldc = g.N, q.per_channel = 0), TS_EINVAL);
-    CASE((g.M = 1, g.N = (size_t)1 << 42, g.K = 1, g.ldb = g.N, g.ldc = g.N, q.per_channel = 0),
-         TS_ENOMEM);
+    /* C (1 x 2^42) stands at 2^46, clear of what A and B claim from Af / Bf (at most 2^44 bytes;
+     * in place C's claimed span would cover them: TS_EINVAL); never written, the packing
+     * allocation fails first */
+    CASE((g.M = 1, g.N = (size_t)1 << 42, g.K = 1, g.ldb = g.N, g.ldc = g.N, q.per_channel = 0,
+          g.C = (void *)((uintptr_t)1 << 46)), TS_ENOMEM);
     /* strides whose span (rows-1)*ld + cols elements is more bytes than size_t counts: the
      * byte offset of row 1 would wrap around (for fp32 / int32, 2^62+1 elements = 2^64 + 4
      * bytes, i.e. 4: row 1 would land on element 1 of row 0) */
@@ -231,6 +238,257 @@ static void conv_errors(void)
     ts_packed_free(other);
 }
 
+/* ---- aliasing ------------------------------------------------------------------------------
+ * One case = an entry point with one input ("in", in_len bytes) and one output ("out",
+ * out_len bytes) placed in a shared pool; every other buffer is separate. Placements: in at
+ * out (exact), in starting in out's last 4 bytes (partial), in ending where out starts
+ * (before), in starting where out ends, rounded up to in's alignment (after). The first two
+ * must be TS_EINVAL with the pool untouched; the last two must return TS_OK, leave in and
+ * everything outside out untouched, and write into out what the same call writes into a
+ * separate buffer with a separate copy of in (all of out is compared, gaps included). */
+typedef struct {
+    const char *name;
+    size_t in_len, out_len, in_align;
+    int (*call)(const unsigned char *in, unsigned char *out);
+    void (*fill)(unsigned char *in);   /* valid contents of in (NULL: the pool pattern) */
+    int in_written;                    /* in is a second output (a workspace): skip its checks */
+} alias_case;
+
+enum place { EXACT, PARTIAL, BEFORE, AFTER };
+static const char *place_name[] = { "exact", "partial", "adjacent before", "adjacent after" };
+
+#define POOL (1 << 18)
+#define OUT_OFF (1 << 16)
+/* 16-byte aligned (long double), so scratch alignment matches between pool and reference */
+static union { unsigned char b[POOL]; long double align; } pool, snapshot, in_copy, out_ref;
+
+static size_t place_in(enum place where, const alias_case *a)
+{
+    switch (where) {
+    case EXACT: return OUT_OFF;
+    case PARTIAL: return OUT_OFF + ((a->out_len - 1) & ~(size_t)3);
+    case BEFORE: return OUT_OFF - a->in_len;
+    case AFTER: return OUT_OFF + (a->out_len + a->in_align - 1) / a->in_align * a->in_align;
+    }
+    return 0;
+}
+
+static void fill_pattern(unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n / 4; ++i) {   /* small floats; as int8 / int32 data just as good */
+        float v = (float)((int)(i % 7) - 3);
+        memcpy(p + 4 * i, &v, 4);
+    }
+}
+
+static void alias_check(const alias_case *a)
+{
+    for (enum place where = EXACT; where <= AFTER; ++where) {
+        const size_t in_off = place_in(where, a);
+        CHECK(in_off + a->in_len <= POOL && OUT_OFF + a->out_len <= POOL, "%s: pool too small", a->name);
+        fill_pattern(pool.b, POOL);
+        if (a->fill)
+            a->fill(pool.b + in_off);
+        memcpy(snapshot.b, pool.b, POOL);
+        int rc = a->call(pool.b + in_off, pool.b + OUT_OFF);
+        if (where <= PARTIAL) {
+            CHECK(rc == TS_EINVAL, "%s %s: rc %d", a->name, place_name[where], rc);
+            CHECK(memcmp(pool.b, snapshot.b, POOL) == 0, "%s %s: written", a->name, place_name[where]);
+            continue;
+        }
+        CHECK(rc == TS_OK, "%s %s: rc %d", a->name, place_name[where], rc);
+        CHECK(a->in_written
+              || (memcmp(pool.b, snapshot.b, OUT_OFF) == 0
+                  && memcmp(pool.b + OUT_OFF + a->out_len, snapshot.b + OUT_OFF + a->out_len,
+                            POOL - OUT_OFF - a->out_len) == 0),
+              "%s %s: wrote outside the output", a->name, place_name[where]);
+        if (a->in_written)
+            continue;
+        memcpy(in_copy.b, snapshot.b + in_off, a->in_len);
+        memcpy(out_ref.b + OUT_OFF, snapshot.b + OUT_OFF, a->out_len);
+        CHECK(a->call(in_copy.b, out_ref.b + OUT_OFF) == TS_OK, "%s reference", a->name);
+        CHECK(memcmp(pool.b + OUT_OFF, out_ref.b + OUT_OFF, a->out_len) == 0,
+              "%s %s: output differs from separate buffers", a->name, place_name[where]);
+    }
+}
+
+/* GEMM cases: kind, and a handle of it in hmem (the pool copy of a handle is rebased). */
+static enum kind a_kind;
+static ts_quant a_q;
+static int32_t a_mult[N0], a_shift[N0];
+static ts_packed_b a_handle;   /* K0 x N0 handle, memory at a_handle_mem */
+static union { unsigned char b[1 << 12]; long double align; } a_handle_mem;
+
+static const void *A_of(enum kind k) { return k == F32 || k == BF16 ? (const void *)Af : (const void *)A8; }
+static const void *B_of(enum kind k) { return k == F32 || k == BF16 ? (const void *)Bf : (const void *)B8; }
+static size_t in_elem(enum kind k) { return k == F32 || k == BF16 ? 4 : 1; }
+static size_t c_elem(enum kind k) { return k == S8 ? 1 : 4; }
+static int gemm_type_of(enum kind k) { return k == F32 ? TS_GEMM_F32 : k == BF16 ? TS_GEMM_BF16 : TS_GEMM_INT8; }
+
+static int plain(const void *A, const void *B, const ts_quant *q, void *C)
+{
+    gemm_args g = { a_kind, M0, N0, K0, K0, N0, N0, A, B, C, q };
+    return call_gemm(&g);
+}
+
+static int prepacked(const void *A, const ts_packed_b *h, const ts_quant *q, void *C)
+{
+    switch (a_kind) {
+    case F32: return ts_gemm_f32_prepacked(M0, A, K0, h, C, N0);
+    case BF16: return ts_gemm_bf16_prepacked(M0, A, K0, h, C, N0);
+    case S8S32: return ts_gemm_s8s32_prepacked(M0, A, K0, h, C, N0);
+    case S8: return ts_gemm_s8_prepacked(M0, A, K0, h, q, C, N0);
+    }
+    return 99;
+}
+
+/* a_handle with its memory moved to `mem` (same bytes) */
+static ts_packed_b rebased(const unsigned char *mem)
+{
+    ts_packed_b h = a_handle;
+    h.data = (unsigned char *)mem + ((unsigned char *)a_handle.data - a_handle_mem.b);
+    if (h.col_sums != NULL)
+        h.col_sums = (int32_t *)(mem + ((unsigned char *)a_handle.col_sums - a_handle_mem.b));
+    return h;
+}
+
+static const ts_quant *q_of_kind(void) { return a_kind == S8 ? &a_q : NULL; }
+static int gemm_in_A(const unsigned char *in, unsigned char *out) { return plain(in, B_of(a_kind), q_of_kind(), out); }
+static int gemm_in_B(const unsigned char *in, unsigned char *out) { return plain(A_of(a_kind), in, q_of_kind(), out); }
+static int pre_in_A(const unsigned char *in, unsigned char *out) { return prepacked(in, &a_handle, q_of_kind(), out); }
+static int pre_in_handle(const unsigned char *in, unsigned char *out)
+{
+    ts_packed_b h = rebased(in);
+    return prepacked(A_of(a_kind), &h, q_of_kind(), out);
+}
+/* in = the per-channel multipliers of q */
+static void fill_mult(unsigned char *in)
+{
+    for (int n = 0; n < N0; ++n) { int32_t m = (1 << 30) - n; memcpy(in + 4 * n, &m, 4); }
+}
+static ts_quant q_with_mult(const unsigned char *in) { ts_quant q = a_q; q.multiplier = (const int32_t *)(const void *)in; return q; }
+static int gemm_in_mult(const unsigned char *in, unsigned char *out) { ts_quant q = q_with_mult(in); return plain(A8, B8, &q, out); }
+static int pre_in_mult(const unsigned char *in, unsigned char *out) { ts_quant q = q_with_mult(in); return prepacked(A8, &a_handle, &q, out); }
+static size_t a_handle_bytes;
+static void fill_handle(unsigned char *in) { memcpy(in, a_handle_mem.b, a_handle_bytes); }
+
+static void gemm_alias_errors(enum kind kind)
+{
+    a_kind = kind;
+    for (int n = 0; n < N0; ++n) { a_mult[n] = 1 << 30; a_shift[n] = -2; }
+    ts_quant q = { 3, -5, bias, a_mult, a_shift, 1, -128, 127, TS_ROUND_DOUBLE };
+    a_q = q;
+    for (int i = 0; i < M0 * K0; ++i) { Af[i] = (float)(i % 5) - 2.0f; A8[i] = (int8_t)(i * 7 - 60); }
+    for (int i = 0; i < K0 * N0; ++i) { Bf[i] = (float)(i % 3) - 1.0f; B8[i] = (int8_t)(i * 5 - 90); }
+    const ts_path *path = ts_select_path(gemm_type_of(kind));
+    size_t h_bytes = 0;
+    CHECK(ts_packed_b_bytes(path, K0, N0, &h_bytes) == 0 && h_bytes <= sizeof a_handle_mem.b,
+          "handle bytes %zu", h_bytes);
+    ts_packed_b_init(&a_handle, path, K0, N0, B_of(kind), N0, 1, a_handle_mem.b);
+    a_handle_bytes = h_bytes;
+
+    const size_t a_len = M0 * K0 * in_elem(kind), b_len = K0 * N0 * in_elem(kind);
+    const size_t c_len = M0 * N0 * c_elem(kind), al = in_elem(kind);
+    char names[6][64];
+    const char *what[6] = { "A", "B", "multiplier", "prepacked A", "prepacked handle", "prepacked multiplier" };
+    for (int i = 0; i < 6; ++i)
+        snprintf(names[i], sizeof names[i], "%s C vs %s", kind_name[kind], what[i]);
+    alias_case cases[6] = {
+        { names[0], a_len, c_len, al, gemm_in_A, NULL, 0 },
+        { names[1], b_len, c_len, al, gemm_in_B, NULL, 0 },
+        { names[2], N0 * 4, c_len, 4, gemm_in_mult, fill_mult, 0 },
+        { names[3], a_len, c_len, al, pre_in_A, NULL, 0 },
+        { names[4], h_bytes, c_len, 16, pre_in_handle, fill_handle, 0 },
+        { names[5], N0 * 4, c_len, 4, pre_in_mult, fill_mult, 0 },
+    };
+    for (int i = 0; i < 6; ++i)
+        if (kind == S8 || (i != 2 && i != 5))
+            alias_check(&cases[i]);
+}
+
+/* requantize: C (M0 x N0 int8) vs acc (M0 x N0 int32) */
+static int32_t acc_fixed[M0 * N0];
+static int rq_in_acc(const unsigned char *in, unsigned char *out)
+{
+    return ts_requantize(M0, N0, (const int32_t *)(const void *)in, N0, &a_q, (int8_t *)out, N0);
+}
+static int rq_in_mult(const unsigned char *in, unsigned char *out)
+{
+    ts_quant q = q_with_mult(in);
+    return ts_requantize(M0, N0, acc_fixed, N0, &q, (int8_t *)out, N0);
+}
+
+/* conv2d: c0 of conv_errors; output, workspace and the filter handle separate unless tested */
+static const ts_conv2d conv0 = { 2, 6, 6, 3, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 };
+#define CONV_IN (2 * 6 * 6 * 3)
+#define CONV_F (4 * 3 * 3 * 3)
+#define CONV_OUT (2 * 6 * 6 * 4)
+static int8_t cv_in[CONV_IN], cv_f[CONV_F], cv_out[CONV_OUT];
+static union { unsigned char b[1 << 16]; long double align; } cv_ws;
+static ts_packed_b *cv_handle;
+static int32_t cv_mult[4] = { 1 << 30, 1 << 30, 1 << 30, 1 << 30 }, cv_shift[4];
+static const ts_quant cv_q = { 1, -2, NULL, cv_mult, cv_shift, 1, -128, 127, TS_ROUND_DOUBLE };
+
+/* which: 0 conv2d_s8, 1 conv2d_s8_prepacked */
+static int conv_call(int which, const int8_t *input, const int8_t *filter, int8_t *output, void *ws)
+{
+    return which == 0 ? ts_conv2d_s8(&conv0, input, filter, &cv_q, output, ws)
+                      : ts_conv2d_s8_prepacked(&conv0, input, cv_handle, &cv_q, output, ws);
+}
+static int cv_out_in(const unsigned char *in, unsigned char *out) { return conv_call(0, (const int8_t *)in, cv_f, (int8_t *)out, cv_ws.b); }
+static int cv_out_filter(const unsigned char *in, unsigned char *out) { return conv_call(0, cv_in, (const int8_t *)in, (int8_t *)out, cv_ws.b); }
+static int cv_ws_in(const unsigned char *in, unsigned char *out) { return conv_call(0, (const int8_t *)in, cv_f, cv_out, out); }
+static int cv_ws_filter(const unsigned char *in, unsigned char *out) { return conv_call(0, cv_in, (const int8_t *)in, cv_out, out); }
+static int cv_out_ws(const unsigned char *in, unsigned char *out) { return conv_call(0, cv_in, cv_f, (int8_t *)out, (void *)in); }
+static int pcv_out_in(const unsigned char *in, unsigned char *out) { return conv_call(1, (const int8_t *)in, NULL, (int8_t *)out, cv_ws.b); }
+static int pcv_ws_in(const unsigned char *in, unsigned char *out) { return conv_call(1, (const int8_t *)in, NULL, cv_out, out); }
+static int pcv_out_ws(const unsigned char *in, unsigned char *out) { return conv_call(1, cv_in, NULL, (int8_t *)out, (void *)in); }
+static int im2col_in(const unsigned char *in, unsigned char *out) { return ts_im2col_s8(&conv0, (const int8_t *)in, 7, (int8_t *)out); }
+static int uzp_in(const unsigned char *in, unsigned char *out)
+{
+    return ts_uzp_mmla_s32((const int32_t *)(const void *)in, 4, 6, (int32_t *)(void *)out, 6);
+}
+
+static void other_alias_errors(void)
+{
+    for (int i = 0; i < M0 * N0; ++i) acc_fixed[i] = i * 1000 - 7000;
+    for (int i = 0; i < CONV_IN; ++i) cv_in[i] = (int8_t)(i * 3 - 100);
+    for (int i = 0; i < CONV_F; ++i) cv_f[i] = (int8_t)(i * 11 - 50);
+    CHECK(ts_pack_conv2d_filter_s8(&conv0, cv_f, &cv_handle) == TS_OK, "alias: pack filter");
+    const size_t ws = ts_conv2d_s8_workspace_size(&conv0), rows = 2 * 6 * 6, row_len = 27;
+    CHECK(ws != 0 && ws <= sizeof cv_ws.b, "alias: workspace %zu", ws);
+    alias_case cases[] = {
+        { "requantize C vs acc", M0 * N0 * 4, M0 * N0, 4, rq_in_acc, NULL, 0 },
+        { "requantize C vs multiplier", N0 * 4, M0 * N0, 4, rq_in_mult, fill_mult, 0 },
+        { "conv2d output vs input", CONV_IN, CONV_OUT, 1, cv_out_in, NULL, 0 },
+        { "conv2d output vs filter", CONV_F, CONV_OUT, 1, cv_out_filter, NULL, 0 },
+        { "conv2d workspace vs input", CONV_IN, ws, 1, cv_ws_in, NULL, 0 },
+        { "conv2d workspace vs filter", CONV_F, ws, 1, cv_ws_filter, NULL, 0 },
+        { "conv2d output vs workspace", ws, CONV_OUT, 16, cv_out_ws, NULL, 1 },
+        { "conv2d_prepacked output vs input", CONV_IN, CONV_OUT, 1, pcv_out_in, NULL, 0 },
+        { "conv2d_prepacked workspace vs input", CONV_IN, ws, 1, pcv_ws_in, NULL, 0 },
+        { "conv2d_prepacked output vs workspace", ws, CONV_OUT, 16, pcv_out_ws, NULL, 1 },
+        { "im2col cols vs input", CONV_IN, rows * row_len, 1, im2col_in, NULL, 0 },
+        { "uzp out vs tiles", 4 * 6 * 4, 4 * 6 * 4, 4, uzp_in, NULL, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+        alias_check(&cases[i]);
+    /* the handle's own memory as output */
+    float *C = (float *)(void *)pool.b;
+    ts_packed_b *h = NULL;
+    CHECK(ts_pack_b_f32(K0, N0, Bf, N0, &h) == TS_OK, "alias: pack f32");
+    CHECK(ts_gemm_f32_prepacked(1, Af, K0, h, (float *)(void *)h, N0) == TS_EINVAL, "C over the handle struct");
+    CHECK(ts_gemm_f32_prepacked(1, Af, K0, h, (float *)h->data, N0) == TS_EINVAL, "C over the handle panels");
+    CHECK(ts_gemm_f32_prepacked(1, Af, K0, h, C, N0) == TS_OK, "handle elsewhere");
+    ts_packed_free(h);
+    /* the conv filter handle's memory as output / workspace */
+    CHECK(ts_conv2d_s8_prepacked(&conv0, cv_in, cv_handle, &cv_q, (int8_t *)cv_handle->data, cv_ws.b)
+          == TS_EINVAL, "conv output over the filter handle");
+    CHECK(ts_conv2d_s8_prepacked(&conv0, cv_in, cv_handle, &cv_q, cv_out, cv_handle->col_sums)
+          == TS_EINVAL, "conv workspace over the filter handle");
+    ts_packed_free(cv_handle);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -239,6 +497,9 @@ int main(void)
     k_zero_results();
     prepacked_errors();
     conv_errors();
+    for (enum kind kind = F32; kind <= S8; ++kind)
+        gemm_alias_errors(kind);
+    other_alias_errors();
     printf("failures %d\n", failures);
     return failures != 0;
 }
