@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jinja2
-
 from .isa import INSTRUCTIONS
+from .templating import TEMPLATES, template_environment
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 PUBLIC_HEADER = "tilesmith.h"
 
 # Runtime dispatch policy of the public GEMM types: (instruction, packed element) in order of
@@ -36,12 +34,6 @@ DISPATCH = {
 PACKED_OPERAND = {"f32": "fp32", "f32_bf16": "fp32", "bf16": "bf16", "s8": "int8", "s16": "int16"}
 # gen.isa feature name -> public feature bit macro suffix ({{ P }}FEAT_...).
 FEATURE_MACRO = {None: None, "dotprod": "DOTPROD", "i8mm": "I8MM", "bf16": "BF16"}
-
-
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                              trim_blocks=True, lstrip_blocks=True)
 
 
 def output_name(template_name: str, prefix: str) -> str:
@@ -73,18 +65,29 @@ def dispatch_paths(main: dict) -> dict:
     return paths
 
 
-def render_drivers(manifest: dict, out_dir) -> list[Path]:
-    """Render every driver template for `manifest` into `out_dir`; returns the files written."""
+def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: dict) -> dict:
+    """The variables every driver template sees (see the module docstring)."""
+    return dict(p=prefix, P=prefix.upper(), arch=arch, manifest=manifest, main=main,
+                dispatch=dispatch)
+
+
+def render_templates(names, context: dict, out_dir) -> list[Path]:
+    """Render templates/c/<name>.j2 for every name (e.g. "gemm.c") with `context` into
+    `out_dir` under its output name; returns the files written, in the order of `names`."""
     out_dir = Path(out_dir)
-    prefix = manifest["prefix"]
-    main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
-    context = dict(p=prefix, P=prefix.upper(), arch=manifest["arch"], manifest=manifest, main=main,
-                   dispatch=dispatch_paths(main))
-    env = _environment()
+    env = template_environment()
     written = []
-    for template in sorted((TEMPLATES / "c").glob("*.j2")):
-        text = env.get_template(f"c/{template.name}").render(**context)
-        path = out_dir / output_name(template.name, prefix)
-        path.write_text(text)
+    for name in names:
+        path = out_dir / output_name(name + ".j2", context["p"])
+        path.write_text(env.get_template(f"c/{name}.j2").render(**context))
         written.append(path)
     return written
+
+
+def render_drivers(manifest: dict, out_dir) -> list[Path]:
+    """Render every driver template for `manifest` into `out_dir`; returns the files written."""
+    prefix = manifest["prefix"]
+    main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
+    context = base_context(prefix, manifest["arch"], manifest, main, dispatch_paths(main))
+    names = [t.name[:-len(".j2")] for t in sorted((TEMPLATES / "c").glob("*.j2"))]
+    return render_templates(names, context, out_dir)

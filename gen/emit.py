@@ -8,7 +8,6 @@ gen.schedule.schedule_loop), and the C-tile store (MMLA 2x2 tiles unzipped to ro
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import jinja2
 
@@ -19,10 +18,10 @@ from .isa import INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
 from .loop import A_PTR, B_PTR, C_PTR, KSTEPS, LDC, KernelPlanError
 from .naming import kernel_symbol
 from .plan import STRATEGIES, TilePlan, operand_mode
+from .templating import template_environment
 from .schedule import (Insn, best_body, fraction_of_peak, modeled_cost, schedule_loop,
                        targets)
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 INST_MODES = ("auto", "always", "never")
 
 ODD_ROW_PTR = "x5"          # row pointer of odd C rows (C_PTR walks the even ones)
@@ -298,9 +297,7 @@ def manifest_entry(plan: TilePlan, symbol: str, main: loop.MainLoop) -> dict:
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = template_environment()
     env.filters["asm"] = asm_line
     env.filters["vregs"] = register_ranges
     env.filters["comment"] = lambda text, lead: "\n".join(

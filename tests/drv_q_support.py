@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cross import compile_aarch64
-from gen.drivers import _environment, output_name
+from gen.drivers import base_context, render_templates as render_driver_templates
 
 # A stand-in for the kernel generator's manifest: these drivers read only prefix and arch.
 FAKE_MANIFEST_KERNELS: list = []
@@ -17,13 +17,9 @@ def render_templates(out_dir, names, *, prefix="ts_", arch="v86") -> dict[str, P
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = {"prefix": prefix, "arch": arch, "kernels": FAKE_MANIFEST_KERNELS}
-    context = dict(p=prefix, P=prefix.upper(), arch=arch, manifest=manifest, main={}, dispatch={})
-    env = _environment()
-    paths = {}
-    for name in ("tilesmith.h", "quant_internal.h", "span_internal.h", *names):
-        path = out_dir / output_name(name + ".j2", prefix)
-        path.write_text(env.get_template(f"c/{name}.j2").render(**context))
-        paths[name] = path
+    context = base_context(prefix, arch, manifest, main={}, dispatch={})
+    names = ("tilesmith.h", "quant_internal.h", "span_internal.h", *names)
+    paths = dict(zip(names, render_driver_templates(names, context, out_dir)))
     return paths
 
 
