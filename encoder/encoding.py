@@ -1,9 +1,14 @@
-"""Instruction text -> 32-bit word, through the tables of forms.py."""
+"""Instruction text -> 32-bit word, through the tables of forms.py (NEON) and sve_forms.py
+(SVE / SME, encoded by sve_encoding.py)."""
 from __future__ import annotations
 
+import re
+
+from . import sve_encoding
 from .errors import EncodeError
 from .forms import FORM_BY_SHAPE, FORMS_BY_MNEMONIC, INDEX_SCHEMES, Form
 from .operands import Instruction, Operand, parse_operand, split_mnemonic, split_operands
+from .sve_forms import SHARED_MNEMONICS
 
 # Register fields of every supported form (Arm ARM C4.1 "A64 instruction set encoding").
 RD_SHIFT, RN_SHIFT, RM_SHIFT = 0, 5, 16
@@ -11,7 +16,21 @@ REGISTER_SHIFTS = (RD_SHIFT, RN_SHIFT, RM_SHIFT)
 
 
 def is_known_mnemonic(mnemonic: str) -> bool:
-    return mnemonic.lower() in FORMS_BY_MNEMONIC
+    mnemonic = mnemonic.lower()
+    return mnemonic in FORMS_BY_MNEMONIC or mnemonic in sve_encoding.FORMS_BY_MNEMONIC
+
+
+def is_known_instruction(text: str) -> bool:
+    """Whether the encoder handles this instruction: a known mnemonic, and for a mnemonic shared
+    with instructions outside the tables (mov), operands of the encoder's kind."""
+    try:
+        mnemonic, operand_text = split_mnemonic(text)
+    except EncodeError:
+        return False
+    if not is_known_mnemonic(mnemonic):
+        return False
+    shared = SHARED_MNEMONICS.get(mnemonic)
+    return shared is None or re.search(shared, operand_text, re.I) is not None
 
 
 def _forms_of(mnemonic: str) -> tuple[Form, ...]:
@@ -58,7 +77,10 @@ def _index_bits(form: Form, element: Operand) -> int:
     return word
 
 
-def encode_instruction(instruction: Instruction) -> tuple[int, Form]:
+def encode_instruction(instruction) -> tuple[int, Form]:
+    """(word, form) of a parsed instruction (NEON Instruction or sve_encoding.SveInstruction)."""
+    if isinstance(instruction, sve_encoding.SveInstruction):
+        return sve_encoding.encode_sve(instruction)
     form = _select_form(instruction)
     word = form.base
     for operand, shift in zip(instruction.operands, REGISTER_SHIFTS):
@@ -68,9 +90,11 @@ def encode_instruction(instruction: Instruction) -> tuple[int, Form]:
     return word, form
 
 
-def parse_known(text: str) -> Instruction:
+def parse_known(text: str):
     """Parse text whose mnemonic the encoder knows (unknown mnemonics are reported first)."""
     mnemonic, operand_text = split_mnemonic(text)
+    if mnemonic in sve_encoding.FORMS_BY_MNEMONIC:
+        return sve_encoding.parse_sve(mnemonic, operand_text)
     _forms_of(mnemonic)
     return Instruction(mnemonic, tuple(parse_operand(p) for p in split_operands(operand_text)))
 
@@ -78,6 +102,22 @@ def parse_known(text: str) -> Instruction:
 def encode(text: str) -> int:
     """32-bit encoding of one instruction, e.g. encode('smmla v16.4s, v2.16b, v0.16b') == 0x4e80a450."""
     return encode_instruction(parse_known(text))[0]
+
+
+def semantic_key(text: str):
+    """What an instruction text means, independent of spelling (case, spacing, aliases, omitted
+    defaults): compared by `verify` between objdump's text and a `.inst` comment."""
+    mnemonic, operand_text = split_mnemonic(text)
+    if mnemonic in sve_encoding.FORMS_BY_MNEMONIC:
+        return sve_encoding.semantic_key(sve_encoding.parse_sve(mnemonic, operand_text))
+    instruction = Instruction(mnemonic, tuple(parse_operand(p) for p in split_operands(operand_text)))
+    return (instruction.mnemonic,) + tuple(
+        (op.reg, op.spec) if op.index is None else (op.reg, _ELEMENT_BITS[op.spec], op.index)
+        for op in instruction.operands)
+
+
+# objdump element-width names: an indexed v2.4b[1] is a 32-bit element like v2.s[1].
+_ELEMENT_BITS = {"b": 8, "h": 16, "s": 32, "d": 64, "4b": 32, "2h": 32}
 
 
 def feature_of(text: str) -> str | None:

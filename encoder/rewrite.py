@@ -16,11 +16,11 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .encoding import encode_instruction, is_known_mnemonic, parse_known
+from .encoding import encode_instruction, is_known_instruction, parse_known
 from .errors import EncodeError
 from .forms import FEATURES
 
-DEFAULT_FEATURES = ("dotprod", "i8mm", "bf16", "fp16fml")
+DEFAULT_FEATURES = ("dotprod", "i8mm", "bf16", "fp16fml", "sve", "sme")
 ALL = "all"
 
 _LABELS_RE = re.compile(r"(?:(?:[A-Za-z_.$][\w.$]*|\d+)\s*:(?!:)\s*)*")
@@ -76,9 +76,9 @@ def rewrite_line(line: str, features: frozenset, where: str) -> str:
     """The line itself, or its `.inst` replacement when its instruction needs a selected feature."""
     source = SourceLine.parse(line)
     mnemonic = source.mnemonic
-    if mnemonic is None or not is_known_mnemonic(mnemonic):
-        return line
     statement = source.statement.rstrip()
+    if mnemonic is None or not is_known_instruction(statement):
+        return line
     if "\\" in statement:
         warnings.warn(f"{where}: macro-argument line left as is: {statement}", stacklevel=3)
         return line

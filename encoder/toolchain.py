@@ -11,8 +11,16 @@ CC = os.environ.get("TILESMITH_CC", "aarch64-linux-gnu-gcc")
 AS = os.environ.get("TILESMITH_AS", "aarch64-linux-gnu-as")
 OBJCOPY = os.environ.get("TILESMITH_OBJCOPY", "aarch64-linux-gnu-objcopy")
 OBJDUMP = os.environ.get("TILESMITH_OBJDUMP", "aarch64-linux-gnu-objdump")
-# Every feature an encoder form may need, for assembling reference code.
-MARCH_ALL = "armv8.6-a+i8mm+bf16+dotprod+fp16+fp16fml"
+# Every feature an encoder form may need, for assembling reference code.  GNU as 2.40's +sme
+# implies +sve2 (so +sve) and +bf16; GCC 12 does not know +sme, so compiler drivers get
+# MARCH_CC and pass MARCH_ALL on to the assembler (cc_march_args: as takes the last -march).
+MARCH_CC = "armv8.6-a+i8mm+bf16+dotprod+fp16+fp16fml"
+MARCH_ALL = MARCH_CC + "+sme"
+
+
+def cc_march_args(march: str = MARCH_ALL) -> list[str]:
+    """gcc options that preprocess for MARCH_CC and assemble for march."""
+    return [f"-march={MARCH_CC}", f"-Wa,-march={march}"]
 
 
 def run_assembler(source_path: str, object_path: str, march: str = MARCH_ALL):

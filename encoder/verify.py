@@ -19,17 +19,14 @@ import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .encoding import encode, is_known_mnemonic
+from .encoding import encode, is_known_instruction, semantic_key
 from .errors import EncodeError
-from .operands import parse_instruction
 from .rewrite import SourceLine
-from .toolchain import CC, MARCH_ALL, OBJDUMP
+from .toolchain import CC, OBJDUMP, cc_march_args
 
 
 _LINE_INFO_RE = re.compile(r"^(\S.*):(\d+)(?:\s+\(discriminator \d+\))?$")
 _WORD_RE = re.compile(r"^\s*[0-9a-f]+:\s+([0-9a-f]{8})\s+(.*)$")
-# objdump element-width names: an indexed v2.4b[1] is a 32-bit element like v2.s[1].
-_ELEMENT_BITS = {"b": 8, "h": 16, "s": 32, "d": 64, "4b": 32, "2h": 32}
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,7 @@ class DisassembledWord:
 def assemble(source: str, output: str) -> None:
     """Assemble source (through cpp for .S) with every feature on and line info."""
     language = "assembler-with-cpp" if source.endswith((".S", ".sx")) else "assembler"
-    command = [CC, "-c", "-g", "-x", language, f"-march={MARCH_ALL}", source, "-o", output]
+    command = [CC, "-c", "-g", "-x", language, *cc_march_args(), source, "-o", output]
     # errors="replace": the assembler's messages quote source lines, which may hold any bytes
     result = subprocess.run(command, capture_output=True, text=True, errors="replace")
     if result.returncode != 0:
@@ -69,15 +66,14 @@ def disassemble(obj: str) -> list[DisassembledWord]:
 
 
 def canonical(text: str):
-    """Comparable form of instruction text: parsed operands if possible, else normalised text."""
+    """Comparable form of instruction text: what it means if the encoder can parse it (aliases
+    such as mova/mov, ZERO tile lists as their mask, omitted default operands filled in), else
+    normalised text."""
     try:
-        instruction = parse_instruction(text)
+        return semantic_key(text)
     except EncodeError:
         flat = re.sub(r"\s+", " ", text.strip().lower())
         return re.sub(r"\s*([,\[\]])\s*", r"\1", flat)
-    return (instruction.mnemonic,) + tuple(
-        (op.reg, op.spec) if op.index is None else (op.reg, _ELEMENT_BITS[op.spec], op.index)
-        for op in instruction.operands)
 
 
 @lru_cache(maxsize=None)
@@ -132,7 +128,7 @@ def verify_object(obj: str, reencode_known: bool) -> tuple[int, list[str]]:
         quoted = inst_comment(word.path, word.line)
         if quoted is not None:
             problem = check_inst_word(word, quoted)
-        elif reencode_known and is_known_mnemonic(word.text.split(" ")[0]):
+        elif reencode_known and is_known_instruction(word.text):
             problem = check_reencoded(word, obj)
         else:
             continue

@@ -1,0 +1,311 @@
+"""Encoding table of the SVE and SME forms the SME kernels use.
+
+Each row quotes its encoding diagram from the Arm Architecture Reference Manual (DDI0487, the SVE
+instruction pages) or the SME supplement (DDI0616, the SME instruction pages), named in `source`.
+A form is a mnemonic, a tuple of operand slots and the fixed bits; every slot lists the operand
+shapes it accepts (encoder.sve_operands) and one Field per operand value: where the value goes
+and which values are allowed.  Optional trailing operands (a predicate pattern, `mul #imm`)
+have defaults.  Checked against GNU as 2.40 by tests/test_encoder_sve_exhaustive.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .sve_operands import TILE_MASKS
+
+
+@dataclass(frozen=True)
+class Field:
+    """One operand value's bits: value - bias goes to bits lsb..lsb+width-1 (two's complement)."""
+
+    label: str          # names the value in messages: 'governing predicate', 'ZA tile', ...
+    lsb: int
+    width: int
+    lo: int             # allowed values lo..hi
+    hi: int
+    show: str = "{}"    # how a value is written, for messages: 'p{}', 'za{}.s', '#{}'
+    bias: int = 0
+
+    def bits(self, value: int) -> int:
+        return ((value - self.bias) & ((1 << self.width) - 1)) << self.lsb
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One operand position: accepted shapes, a Field per value, defaults for missing values."""
+
+    name: str                   # shown in messages: 'za.s', 'p/m', '[x, x, lsl #2]'
+    shapes: tuple[str, ...]
+    fields: tuple[Field, ...] = ()
+    defaults: tuple[int, ...] = ()   # trailing values a shorter shape ('[x]') leaves out
+    omitted: tuple[int, ...] | None = None  # values when the whole (optional) operand is absent
+
+
+@dataclass(frozen=True)
+class SveForm:
+    mnemonic: str
+    slots: tuple[Slot, ...]
+    base: int
+    feature: str                # 'sve' or 'sme'
+    source: str
+    alias_of: str | None = None  # GNU objdump's name for it ('mova' is printed 'mov')
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        return tuple(slot.name for slot in self.slots)
+
+    @property
+    def required(self) -> int:
+        """How many leading operands must be written."""
+        return sum(1 for slot in self.slots if slot.omitted is None)
+
+
+# ---- fields and slots ------------------------------------------------------------------
+ZR = 31
+SIZES = "bhsd"
+SIZE_BITS = {"b": 0, "h": 1, "s": 2, "d": 3}
+
+
+def reg_field(label, lsb, letter, count=32, width=5):
+    return Field(label, lsb, width, 0, count - 1, letter + "{}")
+
+
+def z(size, lsb, label="Z register"):
+    return Slot(f"z.{size}", (f"z.{size}",), (reg_field(label, lsb, "z"),))
+
+
+def governing(kind, lsb=10, count=8, label="governing predicate"):
+    """p/m, p/z or plain p (stores): Pg of SVE/SME memory and MOPA forms is p0-p7."""
+    shape = "p" if kind == "" else f"p/{kind}"
+    return Slot(shape, (shape,), (reg_field(label, lsb, "p", count, count.bit_length() - 1),))
+
+
+def xreg(label, lsb, sp=False):
+    """A 64-bit register where 31 means sp (sp=True) or xzr."""
+    other = "sp" if sp else "xzr"
+    field = Field(label, lsb, 5, 0, 31, "x{}")
+    return Slot(f"x|{other}", ("x", other), (field,))
+
+
+def wxreg(width_letter, label, lsb):
+    zr = width_letter + "zr"
+    return Slot(f"{width_letter}|{zr}", (width_letter, zr), (Field(label, lsb, 5, 0, 31, width_letter + "{}"),))
+
+
+def imm(label, lsb, width, lo, hi, bias=0):
+    return Slot("#imm", ("#",), (Field(label, lsb, width, lo, hi, "#{}", bias),))
+
+
+def za_tile(size, lsb=0):
+    count = len(TILE_MASKS[size])  # za0.s-za3.s: as many tiles as TILE_MASKS names
+    return Slot(f"za.{size}", (f"za.{size}",),
+                (Field("ZA tile", lsb, count.bit_length() - 1, 0, count - 1, f"za{{}}.{size}"),))
+
+
+def slice_fields(size, packed_lsb):
+    """Tile number, h/v, Ws (w12-w15) and offset of a ZA tile slice; tile:offset packed in 4 bits
+    from packed_lsb (SME supplement, e.g. LD1W (scalar plus scalar, tile slice): ZAt:off2)."""
+    tiles = len(TILE_MASKS[size])
+    tile_bits = tiles.bit_length() - 1
+    offsets = 16 >> tile_bits          # .b 0-15, .h 0-7, .s 0-3, .d 0-1
+    return (Field("ZA tile", packed_lsb + 4 - tile_bits, tile_bits, 0, tiles - 1, f"za{{}}.{size}"),
+            Field("slice direction", 15, 1, 0, 1),
+            Field("slice index register", 13, 2, 12, 15, "w{}", bias=12),
+            Field("slice offset", packed_lsb, 4 - tile_bits, 0, offsets - 1))
+
+
+def za_slice(size, packed_lsb, braced):
+    shape = "{za[]." + size + "}" if braced else f"za[].{size}"
+    return Slot(shape, (shape,), slice_fields(size, packed_lsb))
+
+
+def vector_list(size, lsb=0):
+    """{Zt.T} (GNU as also takes Zt.T without braces)."""
+    return Slot("{z." + size + "}", ("{z." + size + "}", f"z.{size}"), (reg_field("Z register", lsb, "z"),))
+
+
+BASE = Field("base register", 5, 5, 0, 31, "x{}")
+
+
+def address_ss(shift, zr_ok):
+    """[Xn|SP, Xm{, LSL #shift}]; SME slices allow Xm = xzr, written [Xn] too."""
+    shape = f"[x, x, lsl #{shift}]" if shift else "[x, x]"
+    index = Field("index register", 16, 5, 0, 31 if zr_ok else 30, "x{}")
+    return Slot(shape, (shape, "[x]") if zr_ok else (shape,), (BASE, index), (ZR,) if zr_ok else ())
+
+
+def address_imm():
+    """[Xn|SP{, #imm, MUL VL}], imm4 signed."""
+    return Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
+                (BASE, Field("immediate", 16, 4, -8, 7, "#{}")), (0,))
+
+
+PATTERN = Slot("pattern", ("pattern", "#"), (Field("pattern", 5, 5, 0, 31),), omitted=(31,))
+MUL = Slot("mul #imm", ("mul",), (Field("multiplier", 16, 4, 1, 16, "mul #{}", bias=1),),
+           omitted=(1,))
+
+
+def keyword(word):
+    return Slot(word, (word,))
+
+
+# ---- families ----------------------------------------------------------------------------
+def mopa(mnemonic, base, source, source_size, feature="sme"):
+    """MOPA into a 32-bit tile and its MOPS twin (bit 4, S=1): ZAda, Pn/M, Pm/M, Zn, Zm."""
+    slots = (za_tile("s"), governing("m", 10, label="row predicate"),
+             governing("m", 13, label="column predicate"), z(source_size, 5), z(source_size, 16))
+    subtract = mnemonic[:-1] + "s"
+    return [SveForm(mnemonic, slots, base, feature, source),
+            SveForm(subtract, slots, base | 1 << 4, feature, source)]
+
+
+def msr_svcr(mnemonic, start):
+    """SMSTART/SMSTOP {SM|ZA}: MSR SVCR<field>, #imm (Arm ARM DDI0487, MSR (immediate), SMSTART,
+    SMSTOP): 1101 0101 0000 0 011 0100 CRm 011 11111, CRm = 0:ZA:SM:imm."""
+    source = f"Arm ARM DDI0487 {mnemonic.upper()} (alias of MSR (immediate) SVCR*)"
+    variants = ((), (keyword("sm"),), (keyword("za"),))
+    crm_fields = (0b011, 0b001, 0b010)
+    return [SveForm(mnemonic, slots, 0xD503407F | (crm << 1 | start) << 8, "sme", source)
+            for slots, crm in zip(variants, crm_fields)]
+
+
+# LD1B/LD1H/LD1W: which element sizes each memory size loads into, with the 4-bit dtype
+# (bits 24:21); ST1B/ST1H/ST1W use the same msz:size values (Arm ARM DDI0487, LD1B/LD1H/LD1W
+# (scalar plus scalar / immediate), ST1B/ST1H/ST1W: "dtype" / "msz:size").
+CONTIGUOUS = {"ld1b": (0, {"b": 0b0000, "h": 0b0001, "s": 0b0010, "d": 0b0011}),
+              "ld1h": (1, {"h": 0b0101, "s": 0b0110, "d": 0b0111}),
+              "ld1w": (2, {"s": 0b1010, "d": 0b1011})}
+
+
+def sve_contiguous(load):
+    """SVE LD1x / ST1x {Zt.T}, Pg, [Xn|SP, Xm, LSL #msz] and [Xn|SP{, #imm, MUL VL}]:
+    LD1 scalar+scalar 1010010 dtype Rm 010 Pg Rn Zt, scalar+imm 1010010 dtype 0 imm4 101 Pg Rn Zt;
+    ST1 scalar+scalar 1110010 msz size Rm 010 Pg Rn Zt, scalar+imm ... 0 imm4 111 Pg Rn Zt."""
+    forms = []
+    for name, (msz, sizes) in CONTIGUOUS.items():
+        mnemonic = name if load else "st" + name[2:]
+        predicate = governing("z" if load else "")
+        for size, dtype in sizes.items():
+            source = f"Arm ARM DDI0487 {mnemonic.upper()} (scalar plus scalar / immediate)"
+            head = (vector_list(size), predicate)
+            scalar = (0xA4004000 if load else 0xE4004000) | dtype << 21
+            immediate = (0xA400A000 if load else 0xE400E000) | dtype << 21
+            forms += [SveForm(mnemonic, head + (address_ss(msz, False),), scalar, "sve", source),
+                      SveForm(mnemonic, head + (address_imm(),), immediate, "sve", source)]
+    return forms
+
+
+def sme_slices():
+    """SME LD1B/H/W/D and ST1B/H/W/D (scalar plus scalar, tile slice):
+    1110000 0 msz 0/1(load/store) Rm V Rs Pg Rn 0 ZAt:off."""
+    forms = []
+    for msz, size in enumerate(SIZES):
+        letter = "bhwd"[msz]
+        for load in (True, False):
+            mnemonic = ("ld1" if load else "st1") + letter
+            source = f"SME supplement DDI0616 {mnemonic.upper()} (scalar plus scalar, tile slice)"
+            slots = (za_slice(size, 0, True), governing("z" if load else ""),
+                     address_ss(msz, True))
+            base = 0xE0000000 | msz << 22 | (0 if load else 1 << 21)
+            forms.append(SveForm(mnemonic, slots, base, "sme", source))
+    return forms
+
+
+def mova():
+    """MOVA (tile to vector) 11000000 size 00001 0 V Rs Pg 0 ZAn:off Zd and (vector to tile)
+    11000000 size 00000 0 V Rs Pg Zn 0 ZAd:off; GNU as 2.40 takes both spellings and objdump
+    prints the preferred alias MOV."""
+    forms = []
+    for size_bits, size in enumerate(SIZES):
+        source = "SME supplement DDI0616 MOVA (tile to vector), MOVA (vector to tile); MOV aliases"
+        to_vector = (z(size, 0, "destination Z register"), governing("m"),
+                     za_slice(size, 5, False))
+        to_tile = (za_slice(size, 0, False), governing("m"), z(size, 5))
+        for mnemonic in ("mova", "mov"):
+            alias = None if mnemonic == "mov" else "mov"
+            forms += [SveForm(mnemonic, to_vector, 0xC0020000 | size_bits << 22, "sme", source, alias),
+                      SveForm(mnemonic, to_tile, 0xC0000000 | size_bits << 22, "sme", source, alias)]
+    return forms
+
+
+def ptrue():
+    """PTRUE Pd.T{, pattern}: 00100101 size 011000 111000 pattern 0 Pd."""
+    return [SveForm("ptrue", (Slot(f"p.{size}", (f"p.{size}",), (reg_field("predicate", 0, "p", 16, 4),)),
+                              PATTERN), 0x2518E000 | bits << 22, "sve", "Arm ARM DDI0487 PTRUE")
+            for bits, size in enumerate(SIZES)]
+
+
+def whilelt():
+    """WHILELT Pd.T, <R>n, <R>m: 00100101 size 1 Rm 000 sf 0 1 Rn 0 Pd (sf=1: X registers)."""
+    forms = []
+    for bits, size in enumerate(SIZES):
+        for sf, letter in ((1, "x"), (0, "w")):
+            slots = (Slot(f"p.{size}", (f"p.{size}",), (reg_field("predicate", 0, "p", 16, 4),)),
+                     wxreg(letter, "first register", 5), wxreg(letter, "second register", 16))
+            forms.append(SveForm("whilelt", slots, 0x25200400 | bits << 22 | sf << 12, "sve",
+                                 "Arm ARM DDI0487 WHILELT"))
+    return forms
+
+
+def element_count():
+    """CNTB/CNTH/CNTW/CNTD Xd{, pattern{, MUL #imm}}: 00000100 size 10 imm4 111000 pattern Rd."""
+    return [SveForm("cnt" + "bhwd"[bits], (xreg("destination register", 0), PATTERN, MUL),
+                    0x0420E000 | bits << 22, "sve", "Arm ARM DDI0487 CNTB, CNTD, CNTH, CNTW")
+            for bits, size in enumerate(SIZES)]
+
+
+def vl_arithmetic():
+    """RDVL Xd, #imm (04BF5000), RDSVL Xd, #imm (04BF5800); ADDVL/ADDPL Xd|SP, Xn|SP, #imm
+    (0420 5000 / 0460 5000) and ADDSVL/ADDSPL (0420 5800 / 0460 5800): Rn at 20:16, imm6 signed
+    at 10:5, Rd at 4:0."""
+    six = imm("immediate", 5, 6, -32, 31)
+    rows = [("rdvl", 0x04BF5000, "sve", "Arm ARM DDI0487 RDVL"),
+            ("rdsvl", 0x04BF5800, "sme", "SME supplement DDI0616 RDSVL")]
+    forms = [SveForm(name, (xreg("destination register", 0), six), base, feature, source)
+             for name, base, feature, source in rows]
+    adds = [("addvl", 0x04205000, "sve", "Arm ARM DDI0487 ADDVL"),
+            ("addpl", 0x04605000, "sve", "Arm ARM DDI0487 ADDPL"),
+            ("addsvl", 0x04205800, "sme", "SME supplement DDI0616 ADDSVL"),
+            ("addspl", 0x04605800, "sme", "SME supplement DDI0616 ADDSPL")]
+    return forms + [SveForm(name, (xreg("destination register", 0, sp=True),
+                                   xreg("source register", 16, sp=True), six), base, feature, source)
+                    for name, base, feature, source in adds]
+
+
+SVE_FORMS: tuple[SveForm, ...] = tuple(
+    # FMOPA (non-widening), single: 1000000 0 1 00 Zm Pm Pn Zn S=0 00 ZAda
+    mopa("fmopa", 0x80800000, "SME supplement DDI0616 FMOPA (non-widening), single-precision", "s")
+    # FMOPA (widening) half -> single: 1000000 1 1 01 Zm Pm Pn Zn S 00 ZAda
+    + mopa("fmopa", 0x81A00000, "SME supplement DDI0616 FMOPA (widening)", "h")
+    # BFMOPA (widening): 1000000 1 1 00 Zm Pm Pn Zn S 00 ZAda
+    + mopa("bfmopa", 0x81800000, "SME supplement DDI0616 BFMOPA", "h")
+    # SMOPA / SUMOPA / USMOPA / UMOPA, 32-bit: 1010000 u0 1 0 u1 Zm Pm Pn Zn S 00 ZAda
+    + mopa("smopa", 0xA0800000, "SME supplement DDI0616 SMOPA, 32-bit", "b")
+    + mopa("sumopa", 0xA0A00000, "SME supplement DDI0616 SUMOPA, 32-bit", "b")
+    + mopa("usmopa", 0xA1800000, "SME supplement DDI0616 USMOPA, 32-bit", "b")
+    + mopa("umopa", 0xA1A00000, "SME supplement DDI0616 UMOPA, 32-bit", "b")
+    + msr_svcr("smstart", 1) + msr_svcr("smstop", 0)
+    # ZERO {mask}: 11000000 00001000 00000000 imm8
+    + [SveForm("zero", (Slot("{za}", ("{za}",), (Field("tile mask", 0, 8, 0, 255),)),), 0xC0080000,
+               "sme", "SME supplement DDI0616 ZERO")]
+    + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
+    + ptrue() + whilelt() + element_count() + vl_arithmetic()
+)
+
+# Forms GNU as knows but the encoder does not, with what they need: (mnemonics, an operand
+# shape of theirs) -> reason.  GNU as 2.40 spells these extensions +sme-i64 / +sme-f64.
+UNSUPPORTED = [
+    (("smopa", "smops", "umopa", "umops", "sumopa", "sumops", "usmopa", "usmops"), "z.h",
+     "16-bit integer sources into za.d tiles need FEAT_SME_I16I64 (GNU as +sme-i64), "
+     "which the encoder does not support"),
+    (("fmopa", "fmops"), "z.d",
+     "double-precision sources into za.d tiles need FEAT_SME_F64F64 (GNU as +sme-f64), "
+     "which the encoder does not support"),
+    (("mova", "mov"), "za[].q",
+     "128-bit (.q) tile slices are not supported by the encoder"),
+]
+
+
+# Mnemonics shared with instructions outside this table (MOV is also an A64 base, NEON and SVE
+# alias): only operand texts matching the regex are ours.
+SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\."}
