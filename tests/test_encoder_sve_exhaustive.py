@@ -1,0 +1,125 @@
+"""Every SVE/SME encoder form against GNU as 2.40, over every value of every operand field.
+
+Lines come from tests/sve_lines.py: the full product of the field values for forms with at most
+4096 combinations (zero's 256 masks, ptrue, rdvl/rdsvl, smstart/smstop), otherwise an all-pairs
+design in which every value of every field (registers, predicates, tiles, slice direction, Ws,
+offsets, immediates, patterns, multipliers) meets every value of every other field.  All lines go
+to one aarch64-linux-gnu-as run (-march=armv9-a+sme); .text is read back and compared word by
+word with encoder.encode() of the same text.  One process, about 140 k lines.
+Also: each field just outside its range is rejected by GNU as and by the encoder (naming the
+field), and feature_of() agrees with the -march feature GNU as demands for each form.
+"""
+from __future__ import annotations
+
+import pytest
+
+from encoder import FEATURES, EncodeError, encode, feature_of
+from encoder.forms import FORMS
+from encoder.sve_forms import SVE_FORMS
+from encoder.toolchain import MARCH_ALL, assemble_words, rejected_lines
+
+import sve_lines
+from test_encoder_exhaustive import sample_line as neon_sample_line
+
+MARCH_SME = "armv9-a+sme"
+MAX_REPORTED = 5
+
+
+@pytest.fixture(scope="module")
+def gas_results():
+    """{form index: (lines compared, first mismatches)} from one assembler run."""
+    per_form = [sve_lines.all_lines(form) for form in SVE_FORMS]
+    words = assemble_words([line for lines in per_form for line in lines], MARCH_SME)
+    results, start = {}, 0
+    for index, lines in enumerate(per_form):
+        mine, start = words[start:start + len(lines)], start + len(lines)
+        mismatches = []
+        for line, gas_word in zip(lines, mine):
+            try:
+                ours = f"0x{encode(line):08x}"
+            except EncodeError as error:
+                ours = f"error ({error})"
+            if ours != f"0x{gas_word:08x}" and len(mismatches) < MAX_REPORTED:
+                mismatches.append(f"{line}: encoder {ours}, GNU as 0x{gas_word:08x}")
+        results[index] = (len(mine), mismatches)
+    assert start == len(words), f"GNU as produced {len(words)} words for {start} lines"
+    return results
+
+
+@pytest.mark.parametrize("form_index", range(len(SVE_FORMS)),
+                         ids=[sve_lines.form_id(f) for f in SVE_FORMS])
+def test_every_field_value_matches_gnu_as(gas_results, form_index):
+    compared, mismatches = gas_results[form_index]
+    assert mismatches == []
+    assert compared == len(sve_lines.combinations(SVE_FORMS[form_index]))
+
+
+def test_every_value_of_every_field_is_exercised():
+    """The design really covers each field's whole range, and every pair of fields' values."""
+    for form in SVE_FORMS:
+        rows = sve_lines.combinations(form)
+        fields = sve_lines.fields_of(form)
+        for k, (_, field) in enumerate(fields):
+            assert {row[k] for row in rows} == set(range(field.lo, field.hi + 1)), form
+        for i in range(len(fields)):
+            for j in range(i + 1, len(fields)):
+                pairs = {(row[i], row[j]) for row in rows}
+                size_i = fields[i][1].hi - fields[i][1].lo + 1
+                size_j = fields[j][1].hi - fields[j][1].lo + 1
+                assert len(pairs) == size_i * size_j, form
+
+
+def test_requested_instructions_have_forms():
+    requested = {"fmopa", "bfmopa", "smopa", "umopa", "usmopa", "sumopa", "fmops", "smstart",
+                 "smstop", "zero", "ld1w", "ld1b", "ld1h", "st1w", "mova", "mov", "ptrue",
+                 "whilelt", "cntw", "cntb", "cnth", "rdsvl", "addvl", "addsvl", "addspl"}
+    assert requested <= {form.mnemonic for form in SVE_FORMS}
+    assert len(SVE_FORMS) >= 100
+
+
+def out_of_range_cases():
+    return [case for form in SVE_FORMS for case in sve_lines.out_of_range_lines(form)]
+
+
+def test_a_field_just_outside_its_range_is_rejected_like_gnu_as():
+    cases = out_of_range_cases()
+    assert len(cases) > 300
+    for line, label in cases:
+        with pytest.raises(EncodeError) as raised:
+            encode(line)
+        message = str(raised.value)
+        assert label in message or "register" in message, (line, message)
+        assert "out of range" in message or "must be" in message, (line, message)
+    lines = [line for line, _ in cases]
+    assert rejected_lines(lines, MARCH_SME) == set(range(1, len(lines) + 1))
+
+
+# GNU as 2.40 feature dependencies (observed: -march=...+no<feature> also rejects these):
+# +sme needs +sve2 (so +sve) and +bf16; +sve needs +fp16; +fp16fml needs +fp16.
+DEPENDENTS = {"fp16": {"fp16fml", "sve", "sme"}, "bf16": {"sme"}, "sve": {"sme"}}
+
+
+def every_sample():
+    return ([neon_sample_line(form) for form in FORMS]
+            + [sve_lines.sample_line(form) for form in SVE_FORMS])
+
+
+@pytest.mark.parametrize("feature", FEATURES)
+def test_feature_of_matches_what_gnu_as_requires(feature):
+    """Dropping one feature from -march makes GNU as reject exactly the NEON and SVE/SME forms
+    feature_of names, plus the forms of the features that depend on it."""
+    lines = every_sample()
+    needs = {feature} | DEPENDENTS.get(feature, set())
+    expected = {number for number, line in enumerate(lines, start=1) if feature_of(line) in needs}
+    assert expected, f"no form needs {feature}"
+    assert rejected_lines(lines, f"{MARCH_ALL}+no{feature}") == expected
+
+
+def test_sve_forms_assemble_with_sve_alone_sme_forms_need_sme():
+    lines = [sve_lines.sample_line(form) for form in SVE_FORMS]
+    sme = {number for number, form in enumerate(SVE_FORMS, start=1) if form.feature == "sme"}
+    assert sme and len(sme) < len(lines)
+    assert rejected_lines(lines, "armv8-a+sve") == sme
+    assert rejected_lines(lines, "armv8-a+sme") == set()
+    assert rejected_lines(lines, "armv8-a") == set(range(1, len(lines) + 1))
+    assert {feature_of(line) for line in lines} == {"sve", "sme"}
