@@ -135,8 +135,12 @@ def _braced(inner: str, original: str) -> SveOperand:
     single = _simple(inner, original)
     if single is not None and single.shape.startswith(("z.", "za[].")):
         return SveOperand("{" + single.shape + "}", single.values, original)
+    items = inner.split(",") if inner else []
+    if any(not item.strip().startswith("za") for item in items):
+        raise EncodeError(f"malformed operand {original!r}: expected one {{Zt.T}} register, a "
+                          "{ZA tile slice} or a ZERO tile list of za / zaN.T")
     mask = 0
-    for item in (inner.split(",") if inner else []):
+    for item in items:
         mask |= _tile_mask(item.strip(), original)
     return SveOperand("{za}", (mask,), original)
 
