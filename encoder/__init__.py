@@ -1,7 +1,9 @@
-"""tilesmith encoder: AArch64 SIMD instructions -> `.inst` words, for assemblers that lack them.
+"""tilesmith encoder: AArch64 SIMD (NEON) and SVE/SME instructions -> `.inst` words, for assemblers
+that lack them.
 
     encode("smmla v16.4s, v2.16b, v0.16b") == 0x4e80a450
     feature_of("smmla v16.4s, v2.16b, v0.16b") == "i8mm"
+    encode("fmopa za0.s, p0/m, p1/m, z0.s, z1.s") == 0x80812000      # feature "sme"
     rewrite_text(asm_text, ["i8mm", "bf16"])      # or "all"
     verify_files(["kernel.S"]) -> (n_verified, mismatches)
 """
