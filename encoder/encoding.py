@@ -110,10 +110,10 @@ def semantic_key(text: str):
     mnemonic, operand_text = split_mnemonic(text)
     if mnemonic in sve_encoding.FORMS_BY_MNEMONIC:
         return sve_encoding.semantic_key(sve_encoding.parse_sve(mnemonic, operand_text))
-    instruction = Instruction(mnemonic, tuple(parse_operand(p) for p in split_operands(operand_text)))
-    return (instruction.mnemonic,) + tuple(
+    operands = [parse_operand(part) for part in split_operands(operand_text)]
+    return (mnemonic,) + tuple(
         (op.reg, op.spec) if op.index is None else (op.reg, _ELEMENT_BITS[op.spec], op.index)
-        for op in instruction.operands)
+        for op in operands)
 
 
 # objdump element-width names: an indexed v2.4b[1] is a 32-bit element like v2.s[1].

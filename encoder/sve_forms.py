@@ -63,7 +63,6 @@ class SveForm:
 # ---- fields and slots ------------------------------------------------------------------
 ZR = 31
 SIZES = "bhsd"
-SIZE_BITS = {"b": 0, "h": 1, "s": 2, "d": 3}
 
 
 def reg_field(label, lsb, letter, count=32, width=5):
@@ -72,6 +71,11 @@ def reg_field(label, lsb, letter, count=32, width=5):
 
 def z(size, lsb, label="Z register"):
     return Slot(f"z.{size}", (f"z.{size}",), (reg_field(label, lsb, "z"),))
+
+
+def predicate(size):
+    """Pd.T, p0-p15, at bits 3:0."""
+    return Slot(f"p.{size}", (f"p.{size}",), (reg_field("predicate", 0, "p", 16, 4),))
 
 
 def governing(kind, lsb=10, count=8, label="governing predicate"):
@@ -87,13 +91,14 @@ def xreg(label, lsb, sp=False):
     return Slot(f"x|{other}", ("x", other), (field,))
 
 
-def wxreg(width_letter, label, lsb):
-    zr = width_letter + "zr"
-    return Slot(f"{width_letter}|{zr}", (width_letter, zr), (Field(label, lsb, 5, 0, 31, width_letter + "{}"),))
+def wxreg(letter, label, lsb):
+    """An x or w register where 31 means xzr / wzr."""
+    field = Field(label, lsb, 5, 0, 31, letter + "{}")
+    return Slot(f"{letter}|{letter}zr", (letter, letter + "zr"), (field,))
 
 
-def imm(label, lsb, width, lo, hi, bias=0):
-    return Slot("#imm", ("#",), (Field(label, lsb, width, lo, hi, "#{}", bias),))
+def imm(label, lsb, width, lo, hi):
+    return Slot("#imm", ("#",), (Field(label, lsb, width, lo, hi, "#{}"),))
 
 
 def za_tile(size, lsb=0):
@@ -121,7 +126,8 @@ def za_slice(size, packed_lsb, braced):
 
 def vector_list(size, lsb=0):
     """{Zt.T} (GNU as also takes Zt.T without braces)."""
-    return Slot("{z." + size + "}", ("{z." + size + "}", f"z.{size}"), (reg_field("Z register", lsb, "z"),))
+    braced = "{z." + size + "}"
+    return Slot(braced, (braced, f"z.{size}"), (reg_field("Z register", lsb, "z"),))
 
 
 BASE = Field("base register", 5, 5, 0, 31, "x{}")
@@ -223,15 +229,15 @@ def mova():
         to_tile = (za_slice(size, 0, False), governing("m"), z(size, 5))
         for mnemonic in ("mova", "mov"):
             alias = None if mnemonic == "mov" else "mov"
-            forms += [SveForm(mnemonic, to_vector, 0xC0020000 | size_bits << 22, "sme", source, alias),
-                      SveForm(mnemonic, to_tile, 0xC0000000 | size_bits << 22, "sme", source, alias)]
+            forms += [SveForm(mnemonic, slots, base | size_bits << 22, "sme", source, alias)
+                      for slots, base in ((to_vector, 0xC0020000), (to_tile, 0xC0000000))]
     return forms
 
 
 def ptrue():
     """PTRUE Pd.T{, pattern}: 00100101 size 011000 111000 pattern 0 Pd."""
-    return [SveForm("ptrue", (Slot(f"p.{size}", (f"p.{size}",), (reg_field("predicate", 0, "p", 16, 4),)),
-                              PATTERN), 0x2518E000 | bits << 22, "sve", "Arm ARM DDI0487 PTRUE")
+    return [SveForm("ptrue", (predicate(size), PATTERN), 0x2518E000 | bits << 22, "sve",
+                    "Arm ARM DDI0487 PTRUE")
             for bits, size in enumerate(SIZES)]
 
 
@@ -240,8 +246,8 @@ def whilelt():
     forms = []
     for bits, size in enumerate(SIZES):
         for sf, letter in ((1, "x"), (0, "w")):
-            slots = (Slot(f"p.{size}", (f"p.{size}",), (reg_field("predicate", 0, "p", 16, 4),)),
-                     wxreg(letter, "first register", 5), wxreg(letter, "second register", 16))
+            slots = (predicate(size), wxreg(letter, "first register", 5),
+                     wxreg(letter, "second register", 16))
             forms.append(SveForm("whilelt", slots, 0x25200400 | bits << 22 | sf << 12, "sve",
                                  "Arm ARM DDI0487 WHILELT"))
     return forms

@@ -26,7 +26,7 @@ from functools import lru_cache
 from .errors import EncodeError
 
 NUM_Z, NUM_P = 32, 16
-ZR_OR_SP = 31  # register number 31: xzr / wzr / sp, depending on the operand (Arm ARM C1.2.4)
+ZR_OR_SP = 31  # register number 31 is xzr / wzr or sp, depending on the operand (Arm ARM DDI0487)
 
 # SVE predicate constraint names and their 5-bit 'pattern' values (Arm ARM DDI0487, SVE
 # "Predicate constraints": POW2 0, VL1-VL8 1-8, VL16 9 ... VL256 13, MUL4 29, MUL3 30, ALL 31;
