@@ -33,6 +33,22 @@ def is_known_instruction(text: str) -> bool:
     return shared is None or re.search(shared, operand_text, re.I) is not None
 
 
+def has_form(text: str) -> bool:
+    """Whether a table form matches the instruction's mnemonic and operand shapes (its values
+    may still be out of range): objdump text of other forms of a known mnemonic is not ours."""
+    if not is_known_instruction(text):
+        return False
+    try:
+        instruction = parse_known(text)
+        if isinstance(instruction, sve_encoding.SveInstruction):
+            sve_encoding.select_form(instruction)
+        else:
+            _select_form(instruction)
+    except EncodeError:
+        return False
+    return True
+
+
 def _forms_of(mnemonic: str) -> tuple[Form, ...]:
     forms = FORMS_BY_MNEMONIC.get(mnemonic)
     if forms is None:

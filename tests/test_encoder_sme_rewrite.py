@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from encoder import DEFAULT_FEATURES, encode, rewrite_text, verify_files
-from encoder.toolchain import CC, OBJCOPY, cc_march_args
+from encoder.toolchain import CC, MARCH_ALL, OBJCOPY, cc_march_args
 
 SOURCE = """\
     .text
@@ -135,3 +135,17 @@ def test_cli_encodes_sme_and_names_the_problem():
     bad = run("encode", "fmopa za4.s, p0/m, p1/m, z0.s, z1.s")
     assert bad.returncode == 1 and bad.stdout == ""
     assert "ZA tile za4.s out of range for fmopa (za0.s to za3.s)" in bad.stderr
+
+
+def test_verify_object_skips_forms_outside_the_tables(tmp_path: Path):
+    """Other forms of known mnemonics (SVE gathers, FEAT_SME_I16I64 smopa, scalar fmla) are not
+    the encoder's to judge: no mismatch, not counted."""
+    source = tmp_path / "other.S"
+    source.write_text("    .text\n    ld1w {z0.s}, p0/z, [z1.s, #4]\n"
+                      "    st1w {z0.s}, p0, [x0, z1.s, uxtw #2]\n"
+                      "    smopa za7.d, p0/m, p1/m, z0.h, z1.h\n    fmla s0, s1, v2.s[1]\n"
+                      "    fmopa za1.s, p0/m, p1/m, z0.s, z1.s\n")
+    obj = tmp_path / "other.o"
+    result = gcc_assemble(source, obj, cc_march_args(MARCH_ALL + "+sme-i64"))
+    assert result.returncode == 0, result.stderr
+    assert verify_files([str(obj)]) == (1, [])
