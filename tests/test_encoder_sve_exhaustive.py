@@ -123,3 +123,12 @@ def test_sve_forms_assemble_with_sve_alone_sme_forms_need_sme():
     assert rejected_lines(lines, "armv8-a+sme") == set()
     assert rejected_lines(lines, "armv8-a") == set(range(1, len(lines) + 1))
     assert {feature_of(line) for line in lines} == {"sve", "sme"}
+
+
+def test_each_form_is_the_one_its_own_lines_select():
+    """No row shadows another: a line written for a form is encoded by that form."""
+    from encoder.encoding import parse_known
+    from encoder.sve_encoding import select_form
+    for form in SVE_FORMS:
+        assert select_form(parse_known(sve_lines.sample_line(form))) is form, form.signature
+        assert "DDI0487" in form.source or "DDI0616" in form.source
