@@ -25,7 +25,8 @@ from functools import lru_cache
 
 from .errors import EncodeError
 
-NUM_Z, NUM_P = 32, 16
+# z0-z31, p0-p15; x0-x30 / w0-w30 by number (31 is written xzr / sp / wzr).
+REGISTER_COUNTS = {"z": 32, "p": 16, "x": 31, "w": 31}
 ZR_OR_SP = 31  # register number 31 is xzr / wzr or sp, depending on the operand (Arm ARM DDI0487)
 
 # SVE predicate constraint names and their 5-bit 'pattern' values (Arm ARM DDI0487, SVE
@@ -101,10 +102,9 @@ def _simple(text: str, original: str) -> SveOperand | None:
                       _number(groups["d"]))
         else:
             values = (_number(groups["a"]),)
-        limits = {"z": ("z", NUM_Z), "p": ("p", NUM_P), "x": ("x", 31), "w": ("w", 31)}
         head = shape.split(".")[0].split("/")[0]
-        if head in limits:
-            _check_register(limits[head][0], values[0], limits[head][1], original)
+        if head in REGISTER_COUNTS:
+            _check_register(head, values[0], REGISTER_COUNTS[head], original)
         return SveOperand(shape, values, original)
     if text in _KEYWORDS:
         shape, number = _KEYWORDS[text]
