@@ -218,3 +218,70 @@ def cores_for(name: str) -> list[CoreModel]:
     """The core models a CPU= choice must satisfy (all of them for "generic")."""
     check_cpu(name)
     return list(CORES.values()) if name == GENERIC else [CORES[name]]
+
+
+# ---- Data caches and memory bandwidth (the bench's cache model, bench/plugin/tbcount.c) -------
+@dataclass(frozen=True)
+class CacheLevel:
+    size: int                      # bytes
+    ways: int                      # associativity
+    line: int = 64                 # line size, bytes
+
+    @property
+    def sets(self) -> int:
+        return self.size // (self.ways * self.line)
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """One core's L1D and L2 (simulated by the bench's QEMU plugin) and the bandwidths of its
+    roofline: bytes per core cycle from L2 into L1D, and from memory beyond L2 (DRAM)."""
+    l1d: CacheLevel
+    l2: CacheLevel
+    l2_bytes_per_cycle: float      # L2 -> L1D fill bandwidth
+    dram_bytes_per_cycle: float    # this core's share of the reference system's DRAM bandwidth
+    reference: str                 # the configuration and system the figures describe
+
+
+def _share(gbytes_per_s: float, cores: int, ghz: float) -> float:
+    """Bytes per core cycle when every core of the chip streams: peak / cores / clock."""
+    return gbytes_per_s / cores / ghz
+
+
+KIB = 1024
+# Sizes and associativity from the Arm Technical Reference Manuals (TRM); all lines are 64 bytes.
+# Where the TRM gives a configuration range, the size modeled is the one of a shipping system
+# named in `reference`. L2 -> L1D bandwidth: the TRMs give interface widths, not sustained rates;
+# the figure is half a line per cycle for the big cores (an assumption, see each comment) and the
+# 128-bit interface for the A55. DRAM: the reference chip's peak (channels x MT/s x 8 bytes)
+# shared by all its cores at its clock — what a core gets when every core runs the library.
+MEMORY: dict[str, MemoryModel] = {
+    # Neoverse N2 TRM (102099): L1D 64 KB 4-way; L2 512 KB or 1 MB, 8-way. Modeled: 1 MB, as in
+    # Alibaba Yitian 710 (128 cores, 3.2 GHz, 8 x DDR5-4800 = 307.2 GB/s).
+    # L2 fill 32 B/cycle: assumed (half a 64-byte line per cycle).
+    "neoverse-n2": MemoryModel(CacheLevel(64 * KIB, 4), CacheLevel(1024 * KIB, 8), 32.0,
+                               _share(307.2, 128, 3.2), "1 MB L2; Yitian 710 DRAM share"),
+    # Cortex-A710 TRM (101800): L1D 32 or 64 KB 4-way; L2 256 or 512 KB, 8-way. Modeled 64 KB /
+    # 512 KB (the larger options); DRAM as Snapdragon 8 Gen 1 (LPDDR5-6400 4 x 16 bit =
+    # 51.2 GB/s, 8 cores, A710 at 2.5 GHz). L2 fill 32 B/cycle: assumed, as N2.
+    "cortex-a710": MemoryModel(CacheLevel(64 * KIB, 4), CacheLevel(512 * KIB, 8), 32.0,
+                               _share(51.2, 8, 2.5), "64 KB L1D, 512 KB L2; Snapdragon 8 Gen 1 DRAM share"),
+    # Neoverse V1 TRM (101427): L1D 64 KB 4-way; L2 512 KB or 1 MB, 8-way. Modeled 1 MB, as in
+    # AWS Graviton3 (64 cores, 2.6 GHz, 8 x DDR5-4800 = 307.2 GB/s). L2 fill 64 B/cycle:
+    # assumed (one line per cycle; V1 doubles N1's load bandwidth).
+    "neoverse-v1": MemoryModel(CacheLevel(64 * KIB, 4), CacheLevel(1024 * KIB, 8), 64.0,
+                               _share(307.2, 64, 2.6), "1 MB L2; Graviton3 DRAM share"),
+    # Cortex-A510 TRM (101604): L1D 32 or 64 KB 4-way; L2 shared by the two cores of a complex,
+    # 0-512 KB, 8-way at the power-of-two sizes (unverified here: WikiChip lists 4-way).
+    # Modeled 32 KB / 256 KB (a phone configuration), the whole L2 for one core; DRAM as
+    # Snapdragon 8 Gen 1 (51.2 GB/s, 8 cores, A510 at 1.8 GHz). L2 fill 32 B/cycle: assumed.
+    "cortex-a510": MemoryModel(CacheLevel(32 * KIB, 4), CacheLevel(256 * KIB, 8), 32.0,
+                               _share(51.2, 8, 1.8), "32 KB L1D, 256 KB L2; Snapdragon 8 Gen 1 DRAM share"),
+    # Cortex-A55 TRM (100442): L1D 16, 32 or 64 KB 4-way, 64-byte lines; optional private L2 of
+    # 64, 128 or 256 KB, 4-way, strictly exclusive with L1D (the model treats it as
+    # non-inclusive: it slightly underrates the combined capacity). Modeled 32 KB / 128 KB;
+    # L2 fill 16 B/cycle (the TRM's 128-bit L2 read interface); DRAM as Snapdragon 855
+    # (LPDDR4X-4266 4 x 16 bit = 34.1 GB/s, 8 cores, A55 at 1.8 GHz).
+    "cortex-a55": MemoryModel(CacheLevel(32 * KIB, 4), CacheLevel(128 * KIB, 4), 16.0,
+                              _share(34.1, 8, 1.8), "32 KB L1D, 128 KB L2; Snapdragon 855 DRAM share"),
+}
