@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from gen.cores import CORES, check_cpu
+from gen.cores import CORES, MEMORY, check_cpu
 from gen.emit import inst_features
 from gen.isa import check_arch
 
@@ -46,6 +46,9 @@ def parse_args(argv):
     ap.add_argument("--report", default=str(BENCH / "report.md"),
                     help="Markdown report path; the JSON goes beside it (default bench/report.md)")
     ap.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib)")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="skip the cache model (L1D/L2 simulation, roofline, per-thread figures): "
+                         "about 1.5x faster QEMU runs")
     return ap.parse_args(argv)
 
 
@@ -114,6 +117,9 @@ def print_summary(report, seconds: float, md_path: Path) -> None:
     print(rep.headline_table(report))
     print()
     print(rep.speedup_table(report))
+    if rep.cache_sections(report):
+        print("\ncache model, roofline bound MACs/cycle (% of peak) and its limiter:")
+        print(rep.roofline_table(report))
     print(f"\nlargest overheads ({report['meta']['cores'][0]}):")
     print(rep.overheads_list(report))
     for n in report["notes"]:
@@ -144,8 +150,9 @@ def main(argv=None) -> int:
         model = CycleModel(out_dir / "mca-cache.json")
         model.check_cpus(cpus)
         print(f"bench: {len(runs)} profiled runs (ARCH={args.arch}), {args.jobs} at a time")
+        caches = {} if args.no_cache else {c: MEMORY[c] for c in cpus if c in MEMORY}
         profiles = profile_all(program, runs, plugin, out_dir / args.arch / "profiles", model, cpus,
-                               prefix=PREFIX, jobs=args.jobs)
+                               prefix=PREFIX, jobs=args.jobs, caches=caches)
     except (ValueError, FileNotFoundError, RuntimeError, ProfileError, McaError) as e:
         return fail(str(e))
     table, table_error = load_kernel_table(gen_dir)

@@ -12,6 +12,10 @@ A profile is a plain dict (it goes into report.json as is):
   setup_instructions the harness's own instructions (not part of the operation)
   cycles             {cpu: {group: modeled cycles}, "total", "unmodeled_instructions",
                       "unmodeled_reasons"}
+  memory             with the cache model: {cpu: {group or "total": {"accesses", "l1_misses",
+                      "l2_misses", "l1_writebacks", "l2_writebacks"}}} (the operation only)
+  threads            with the cache model: {cpu: {"cycles": {vcpu: modeled cycles},
+                      "l1_misses": {vcpu: n}, "l2_misses": {vcpu: n}, "balance": max/mean}}
   checksum, qemu_seconds, error (None, or why the run produced nothing)
 """
 from __future__ import annotations
@@ -88,6 +92,58 @@ def cycle_profile(blocks, groups, model: CycleModel, cpu: str) -> dict:
     return cycles
 
 
+MISS_FIELDS = ("l1_misses", "l2_misses", "l1_writebacks", "l2_writebacks")
+
+
+def _add_misses(into: dict, misses) -> None:
+    for name, value in zip(MISS_FIELDS, (misses.l1, misses.l2, misses.l1_writebacks,
+                                         misses.l2_writebacks)):
+        into[name] += value
+
+
+def memory_profile(blocks, groups, cpu: str) -> dict:
+    """Memory accesses and cache events per group (+ "total") of the operation on one
+    simulated core, over all vCPUs."""
+    empty = dict.fromkeys(("accesses", *MISS_FIELDS), 0)
+    out = {g: dict(empty) for g in (*sym.GROUPS, "total")}
+    for block, group in zip(blocks, groups):
+        if group == sym.SETUP:
+            continue
+        for into in (out[group], out["total"]):
+            into["accesses"] += sum(accesses for _, accesses in block.vcpus.values())
+            for (_, core), misses in block.misses.items():
+                if core == cpu:
+                    _add_misses(into, misses)
+    return out
+
+
+def balance(per_thread: dict) -> float | None:
+    """max / mean of the per-thread values (1.0: perfectly balanced), None without threads."""
+    values = list(per_thread.values())
+    if not values or not sum(values):
+        return None
+    return max(values) / (sum(values) / len(values))
+
+
+def thread_profile(blocks, groups, model: CycleModel, cpu: str) -> dict:
+    """Modeled cycles and cache misses of the operation per vCPU (guest thread) on one core;
+    only threads that ran some of the operation count."""
+    cycles, l1, l2 = Counter(), Counter(), Counter()
+    for block, group in zip(blocks, groups):
+        if group == sym.SETUP:
+            continue
+        c = model.cycles(cpu, block.code) or 0.0
+        for vcpu, (executions, _) in block.vcpus.items():
+            cycles[vcpu] += c * executions
+        for (vcpu, core), misses in block.misses.items():
+            if core == cpu:
+                l1[vcpu] += misses.l1
+                l2[vcpu] += misses.l2
+    threads = sorted(cycles)
+    return dict(cycles={v: cycles[v] for v in threads}, l1_misses={v: l1[v] for v in threads},
+                l2_misses={v: l2[v] for v in threads}, balance=balance(cycles))
+
+
 def dominant_kernel_instruction(kernels: dict, prefix: str) -> str | None:
     if not kernels:
         return None
@@ -101,14 +157,15 @@ def _profile_skeleton(w: Workload, p: DispatchPath) -> dict:
                 expected_instruction=p.instruction, error=None)
 
 
-def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None):
-    """Run one workload on one path, counting from the `mark` address on; returns (profile
-    skeleton, blocks)."""
+def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None, caches=None):
+    """Run one workload on one path, counting from the `mark` address on (simulating the
+    `caches` of bench.tbcount.run_profiled); returns (profile skeleton, blocks)."""
     profile = _profile_skeleton(w, p)
     start = time.monotonic()
     try:
         blocks, stdout = run_profiled(program, w.args(p), plugin,
-                                      work_dir / f"{w.name}.{p.name}.tb", cpu=QEMU_CPU, mark=mark)
+                                      work_dir / f"{w.name}.{p.name}.tb", cpu=QEMU_CPU, mark=mark,
+                                      caches=caches)
     except ProfileError as e:
         profile["error"] = str(e).strip().splitlines()[0][:500]
         profile["error_detail"] = str(e)[-3000:]
@@ -120,16 +177,19 @@ def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None):
 
 
 def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix="ts_",
-                jobs=2, progress=print) -> list[dict]:
+                jobs=2, progress=print, caches=None) -> list[dict]:
     """Profile every (workload, path) of `runs`, `jobs` QEMU processes at a time, then model
-    every executed block of the operations on every core in `cpus`."""
+    every executed block of the operations on every core in `cpus`. `caches` ({core:
+    gen.cores.MemoryModel}, cores of `cpus`) adds the cache simulation: "memory" and
+    "threads" in each profile."""
     table = sym.SymbolTable.from_elf(program)
     mark = table.address_of(sym.MARK) if any(s.name == sym.MARK for s in table.symbols) else None
     work_dir.mkdir(parents=True, exist_ok=True)
     order = sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first
     results = [None] * len(runs)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir, mark): i for i in order}
+        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir, mark, caches): i
+                   for i in order}
         for future in futures:
             i = futures[future]
             results[i] = future.result()
@@ -151,5 +211,9 @@ def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix
             profile["kernel_instruction"] = dominant_kernel_instruction(kernels, prefix)
             profile["instructions"], profile["setup_instructions"] = instruction_profile(blocks, groups)
             profile["cycles"] = {cpu: cycle_profile(blocks, groups, model, cpu) for cpu in cpus}
+            if caches:
+                profile["memory"] = {cpu: memory_profile(blocks, groups, cpu) for cpu in caches}
+                profile["threads"] = {cpu: thread_profile(blocks, groups, model, cpu)
+                                      for cpu in caches}
         profiles.append(profile)
     return profiles

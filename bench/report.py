@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gen.cores import CORES
+from gen.cores import CORES, MEMORY
 from gen.isa import INSTRUCTIONS
 
 from .symbols import GROUPS
@@ -68,6 +68,37 @@ def core_metrics(profile: dict, cpu: str) -> dict:
             out["percent_of_peak"] = 100 * out["macs_per_cycle"] / out["peak"]
     if total == 0 and not out["note"]:
         out["note"] = "no block modeled"
+    return _with_roofline(out, profile, cpu)
+
+
+def roofline(profile: dict, cpu: str) -> dict | None:
+    """Roofline-style bound of one profile on one core: the modeled cycles (every load an L1
+    hit) against the cycles the simulated traffic needs at gen.cores.MEMORY's bandwidths —
+    bytes between L2 and L1D (L1D misses + L1D write-backs, whole lines) and between memory
+    and L2 (L2 misses + L2 write-backs). The bound is the largest of the three. None without
+    the cache model for this core."""
+    memory = (profile.get("memory") or {}).get(cpu)
+    if memory is None or cpu not in MEMORY:
+        return None
+    mm = MEMORY[cpu]
+    t = memory["total"]
+    l2_bytes = (t["l1_misses"] + t["l1_writebacks"]) * mm.l1d.line
+    dram_bytes = (t["l2_misses"] + t["l2_writebacks"]) * mm.l2.line
+    terms = {"compute": profile["cycles"][cpu]["total"], "L2": l2_bytes / mm.l2_bytes_per_cycle,
+             "DRAM": dram_bytes / mm.dram_bytes_per_cycle}
+    bound = max(terms.values())
+    return dict(l2_bytes=l2_bytes, dram_bytes=dram_bytes, compute_cycles=terms["compute"],
+                l2_cycles=terms["L2"], dram_cycles=terms["DRAM"], bound_cycles=bound,
+                limiter=max(terms, key=terms.get),
+                macs_per_cycle=profile["macs"] / bound if bound else None)
+
+
+def _with_roofline(out: dict, profile: dict, cpu: str) -> dict:
+    roof = roofline(profile, cpu)
+    if roof is not None and out["usable"]:
+        roof["percent_of_peak"] = (100 * roof["macs_per_cycle"] / out["peak"]
+                                   if out["peak"] and roof["macs_per_cycle"] else None)
+        out["roofline"] = roof
     return out
 
 
@@ -232,6 +263,113 @@ def cores_table(report) -> str:
     return _table(["workload", "path (kernel)", *cpus], rows)
 
 
+def _has_memory(report) -> bool:
+    return any(p.get("memory") for p in report["profiles"] if not p["error"])
+
+
+def _millions(x) -> str:
+    return f"{x / 1e6:.2f}" if x >= 1e4 else f"{x / 1e6:.4f}"
+
+
+def misses_table(report) -> str:
+    """L1D and L2 misses (millions) of every run with the cache model, per simulated core."""
+    cpus = [c for c in report["meta"]["cores"] if c in MEMORY]
+    rows = []
+    for p in report["profiles"]:
+        if p["error"] or not p.get("memory"):
+            continue
+        cells = [f"{_millions(p['memory'][c]['total']['l1_misses'])} / "
+                 f"{_millions(p['memory'][c]['total']['l2_misses'])}" for c in cpus]
+        rows.append([p["title"], _path_label(p), f"{p['memory'][cpus[0]]['total']['accesses'] / 1e6:.1f}",
+                     *cells])
+    return _table(["workload", "path (kernel)", "accesses (M)",
+                   *(f"{c} L1D / L2 misses (M)" for c in cpus)], rows)
+
+
+def _roof_cell(m: dict) -> str:
+    roof = m.get("roofline")
+    if roof is None:
+        return f"n/a ({m['note']})" if not m["usable"] else "—"
+    cell = f"{roof['macs_per_cycle']:.2f}"
+    if roof["percent_of_peak"] is not None:
+        cell += f" ({roof['percent_of_peak']:.0f} %)"
+    return cell + f" {roof['limiter']}"
+
+
+def roofline_table(report) -> str:
+    """Bound MACs/cycle (% of peak) and what bounds it, per core."""
+    cpus = [c for c in report["meta"]["cores"] if c in MEMORY]
+    rows = [[p["title"], _path_label(p), *(_roof_cell(p["metrics"][c]) for c in cpus)]
+            for p in report["profiles"] if not p["error"] and p.get("memory")]
+    return _table(["workload", "path (kernel)", *cpus], rows)
+
+
+def group_misses_table(report, cpu) -> str:
+    """L1D / L2 misses (thousands) per group on one core."""
+    rows = []
+    for p in report["profiles"]:
+        if p["error"] or not (p.get("memory") or {}).get(cpu):
+            continue
+        mem = p["memory"][cpu]
+        rows.append([p["title"], _path_label(p),
+                     *(f"{mem[g]['l1_misses'] / 1e3:.0f} / {mem[g]['l2_misses'] / 1e3:.0f}"
+                       for g in GROUPS)])
+    return _table(["workload", "path (kernel)", *(f"{g} L1D / L2 (K)" for g in GROUPS)], rows)
+
+
+def threads_table(report, cpu) -> str:
+    """Threads that ran the operation, their modeled cycles on one core and the balance."""
+    rows = []
+    for p in report["profiles"]:
+        t = (p.get("threads") or {}).get(cpu) if not p["error"] else None
+        if not t:
+            continue
+        cycles = ", ".join(f"{v}: {c / 1e6:.2f}" for v, c in t["cycles"].items())
+        rows.append([p["title"], _path_label(p), len(t["cycles"]), cycles,
+                     _num(t["balance"], "{:.3f}")])
+    return _table(["workload", "path (kernel)", "threads", f"Mcycles per vCPU ({cpu})",
+                   "max / mean"], rows)
+
+
+def memory_model_text(report) -> str:
+    if not _has_memory(report):
+        return ("- **No cache model in this run** (`--no-cache`): every load hits L1, so the "
+                "figures say nothing about operands larger than the caches.")
+    cores = ", ".join(f"{c} {m.l1d.size // 1024} KB {m.l1d.ways}-way L1D / {m.l2.size // 1024} KB "
+                      f"{m.l2.ways}-way L2, {m.l2_bytes_per_cycle:g} B/cycle from L2, "
+                      f"{m.dram_bytes_per_cycle:.2f} B/cycle from DRAM"
+                      for c, m in MEMORY.items() if c in report["meta"]["cores"])
+    return ("- **Cache model**: the plugin also simulates each core's L1D and L2 on every load "
+            "and store (set-associative, LRU, 64-byte lines, write-back write-allocate, private "
+            "per thread, empty at the start of the operation; gen/cores.py MEMORY: " + cores +
+            "). Misses are charged to the block that caused them, so they add up per group. "
+            "The **roofline bound** per core is the largest of the modeled cycles, the bytes "
+            "moved between L2 and L1D ÷ the L2 bandwidth and the bytes moved between DRAM and "
+            "L2 ÷ the DRAM bandwidth (no L3 is modeled: every L2 miss goes to DRAM; DRAM "
+            "bandwidth is the core's share when all cores of the reference chip stream). "
+            "Latency is not modeled: the bound assumes misses overlap with compute.")
+
+
+def cache_sections(report) -> list[str]:
+    if not _has_memory(report):
+        return []
+    cpus = report["meta"]["cores"]
+    ref = next((c for c in cpus if c in MEMORY), cpus[0])
+    return [
+        "## Cache model: misses and roofline bound", "",
+        "Bound MACs/cycle (% of peak) per core and what bounds it (compute: the L1-resident "
+        "figure above; L2 or DRAM: the traffic at the core's bandwidth).", "",
+        roofline_table(report), "",
+        "L1D / L2 misses (millions) of the operation:", "",
+        misses_table(report), "",
+        f"### Misses per group ({ref}, thousands)", "",
+        group_misses_table(report, ref), "",
+        f"### Threads ({ref})", "",
+        "qemu-user runs each guest thread as a vCPU; the plugin counts per vCPU.", "",
+        threads_table(report, ref), "",
+    ]
+
+
 def kernel_table_md(report) -> str:
     table = report["kernel_table"]
     if report["kernel_table_error"]:
@@ -270,9 +408,9 @@ def render_markdown(report, charts: dict) -> str:
         "packed weights); the others measure the plain call, which packs B every time.",
         "- **Modeled cycles**: every executed block is analysed by llvm-mca-19 as a steady-state "
         "loop on each core's LLVM scheduling model and weighted by its execution count. "
-        "**No cache or memory model is included**: every load hits L1, branches are predicted "
-        "perfectly, calls cost one cycle. Real cores with operands larger than their caches will "
-        "be slower, most of all the GEMV (it streams 16 MiB–64 MiB of weights once).",
+        "Every load hits L1 here, branches are predicted perfectly, calls cost one cycle; the "
+        "cache model below bounds what that leaves out.",
+        memory_model_text(report),
         "- % of peak = modeled MACs/cycle ÷ (the kernel instruction's throughput on that core × "
         "its MACs), throughputs from gen/cores.py. A core that lacks the path's feature "
         "(Cortex-A55: no i8mm, no bf16) shows n/a.",
@@ -306,6 +444,7 @@ def render_markdown(report, charts: dict) -> str:
     parts += ["## Every workload on every core: modeled MACs/cycle (% of peak)", "", cores_table(report), ""]
     if "peak" in charts:
         parts += [f"![% of peak]({charts['peak']})", ""]
+    parts += cache_sections(report)
     parts += ["## Per-kernel llvm-mca table (bench/kernels_mca.py)", "", kernel_table_md(report), ""]
     parts += ["## Notes", ""]
     parts += [f"- {n}" for n in report["notes"]] or ["- none"]
@@ -340,7 +479,7 @@ def draw_charts(report, out_dir) -> dict:
         left = [a + b for a, b in zip(left, widths)]
     ax.invert_yaxis()
     ax.margins(x=0, y=0.005)
-    ax.set_xlabel(f"% of modeled cycles on {ref} (no cache model)")
+    ax.set_xlabel(f"% of modeled cycles on {ref} (every load an L1 hit)")
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, frameon=False)
     charts["groups"] = _save(fig, out_dir / "cycles_by_group.png")
 
