@@ -267,21 +267,28 @@ def _has_memory(report) -> bool:
     return any(p.get("memory") for p in report["profiles"] if not p["error"])
 
 
+def _memory_cores(report) -> list[str]:
+    """The report's cores whose caches were simulated in some run."""
+    return [c for c in report["meta"]["cores"]
+            if any(c in (p.get("memory") or {}) for p in report["profiles"] if not p["error"])]
+
+
 def _millions(x) -> str:
-    return f"{x / 1e6:.2f}" if x >= 1e4 else f"{x / 1e6:.4f}"
+    return f"{x / 1e6:.3f}"
 
 
 def misses_table(report) -> str:
     """L1D and L2 misses (millions) of every run with the cache model, per simulated core."""
-    cpus = [c for c in report["meta"]["cores"] if c in MEMORY]
+    cpus = _memory_cores(report)
     rows = []
     for p in report["profiles"]:
         if p["error"] or not p.get("memory"):
             continue
-        cells = [f"{_millions(p['memory'][c]['total']['l1_misses'])} / "
-                 f"{_millions(p['memory'][c]['total']['l2_misses'])}" for c in cpus]
-        rows.append([p["title"], _path_label(p), f"{p['memory'][cpus[0]]['total']['accesses'] / 1e6:.1f}",
-                     *cells])
+        totals = [p["memory"][c]["total"] if c in p["memory"] else None for c in cpus]
+        cells = [f"{_millions(t['l1_misses'])} / {_millions(t['l2_misses'])}" if t else "—"
+                 for t in totals]
+        accesses = next(t["accesses"] for t in totals if t)
+        rows.append([p["title"], _path_label(p), f"{accesses / 1e6:.1f}", *cells])
     return _table(["workload", "path (kernel)", "accesses (M)",
                    *(f"{c} L1D / L2 misses (M)" for c in cpus)], rows)
 
@@ -298,7 +305,7 @@ def _roof_cell(m: dict) -> str:
 
 def roofline_table(report) -> str:
     """Bound MACs/cycle (% of peak) and what bounds it, per core."""
-    cpus = [c for c in report["meta"]["cores"] if c in MEMORY]
+    cpus = _memory_cores(report)
     rows = [[p["title"], _path_label(p), *(_roof_cell(p["metrics"][c]) for c in cpus)]
             for p in report["profiles"] if not p["error"] and p.get("memory")]
     return _table(["workload", "path (kernel)", *cpus], rows)
@@ -338,7 +345,7 @@ def memory_model_text(report) -> str:
     cores = ", ".join(f"{c} {m.l1d.size // 1024} KB {m.l1d.ways}-way L1D / {m.l2.size // 1024} KB "
                       f"{m.l2.ways}-way L2, {m.l2_bytes_per_cycle:g} B/cycle from L2, "
                       f"{m.dram_bytes_per_cycle:.2f} B/cycle from DRAM"
-                      for c, m in MEMORY.items() if c in report["meta"]["cores"])
+                      for c, m in MEMORY.items() if c in _memory_cores(report))
     return ("- **Cache model**: the plugin also simulates each core's L1D and L2 on every load "
             "and store (set-associative, LRU, 64-byte lines, write-back write-allocate, private "
             "per thread, empty at the start of the operation; gen/cores.py MEMORY: " + cores +
@@ -353,8 +360,7 @@ def memory_model_text(report) -> str:
 def cache_sections(report) -> list[str]:
     if not _has_memory(report):
         return []
-    cpus = report["meta"]["cores"]
-    ref = next((c for c in cpus if c in MEMORY), cpus[0])
+    ref = _memory_cores(report)[0]
     return [
         "## Cache model: misses and roofline bound", "",
         "Bound MACs/cycle (% of peak) per core and what bounds it (compute: the L1-resident "

@@ -135,3 +135,49 @@ def test_biggest_overheads_name_the_group(report):
     # every fake profile spends 20 % in packing, the only non-kernel group with cycles
     assert (first["group"], first["share"]) == ("packing", pytest.approx(0.2))
     assert "packing 20.0% of the cycles" in rep.render_markdown(report, {})
+
+
+def with_memory(profile, l1, l1_wb, l2, l2_wb, threads=None):
+    """Add the cache model's fields for neoverse-n2 (totals only; all in the kernel group)."""
+    zero = dict(accesses=0, l1_misses=0, l2_misses=0, l1_writebacks=0, l2_writebacks=0)
+    counts = dict(accesses=4 * l1, l1_misses=l1, l2_misses=l2, l1_writebacks=l1_wb, l2_writebacks=l2_wb)
+    profile["memory"] = {"neoverse-n2": dict({g: dict(zero) for g in GROUPS}, kernel=counts,
+                                             total=dict(counts))}
+    cycles = threads or {0: profile["cycles"]["neoverse-n2"]["total"]}
+    mean = sum(cycles.values()) / len(cycles)
+    profile["threads"] = {"neoverse-n2": dict(cycles=cycles, l1_misses={v: 0 for v in cycles},
+                                              l2_misses={v: 0 for v in cycles},
+                                              balance=max(cycles.values()) / mean)}
+    return profile
+
+
+def test_roofline_by_hand():
+    # Neoverse N2 (gen/cores.py MEMORY): 64-byte lines, 32 B/cycle from L2,
+    # DRAM 307.2 GB/s / 128 cores / 3.2 GHz = 0.75 B/cycle; smmla peak 64 MACs/cycle.
+    l2_bound = with_memory(fake_profile("s8", "i8mm", 2.5e6), 10 ** 6, 5 * 10 ** 5, 10 ** 4, 2000)
+    dram_bound = with_memory(fake_profile("s8", "dotprod", 2.5e6), 1000, 0, 10 ** 5, 0)
+    compute_bound = with_memory(fake_profile("f32", "fmla", 20e6), 1000, 0, 1000, 0)
+    report = make_report([l2_bound, dram_bound, compute_bound])
+    r = by_path(report, "s8", "i8mm")["metrics"]["neoverse-n2"]["roofline"]
+    assert r["l2_bytes"] == 1.5e6 * 64 and r["l2_cycles"] == pytest.approx(3e6)
+    assert r["dram_bytes"] == 12000 * 64 and r["dram_cycles"] == pytest.approx(768000 / 0.75)
+    assert (r["limiter"], r["bound_cycles"]) == ("L2", pytest.approx(3e6))
+    assert r["percent_of_peak"] == pytest.approx(100 * MACS / 3e6 / 64)
+    d = by_path(report, "s8", "dotprod")["metrics"]["neoverse-n2"]["roofline"]
+    assert (d["limiter"], d["bound_cycles"]) == ("DRAM", pytest.approx(6.4e6 / 0.75))
+    c = by_path(report, "f32", "fmla")["metrics"]["neoverse-n2"]["roofline"]
+    assert (c["limiter"], c["bound_cycles"]) == ("compute", 20e6)
+    assert c["percent_of_peak"] == pytest.approx(100 * MACS / 20e6 / 8)
+    # cores without the cache model get none
+    assert "roofline" not in by_path(report, "s8", "i8mm")["metrics"]["cortex-x9"]
+    text = rep.render_markdown(report, {})
+    assert "## Cache model: misses and roofline bound" in text
+    assert f"{MACS / 3e6:.2f} ({100 * MACS / 3e6 / 64:.0f} %) L2" in text
+    assert "| 1.000 / 0.010 |" in text          # i8mm: L1D / L2 misses in millions
+
+
+def test_threads_table_shows_balance():
+    p = with_memory(fake_profile("s8", "i8mm", 2.5e6), 1000, 0, 1000, 0,
+                    threads={1: 1e6, 2: 1.5e6, 3: 0.5e6})
+    text = rep.render_markdown(make_report([p]), {})
+    assert "| 3 | 1: 1.00, 2: 1.50, 3: 0.50 | 1.500 |" in text      # max 1.5 / mean 1.0
