@@ -2,7 +2,7 @@
  *
  *   workloads gemm[-prepacked] f32|bf16|s8 FEATURES M N K
  *   workloads conv[-prepacked] FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE
- *                              PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT
+ *                              PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT [BATCH]
  *
  * FEATURES ("none" or names joined by '+', e.g. "dotprod+i8mm") becomes the
  * ts_set_feature_mask() that forces one dispatch path. The
@@ -12,7 +12,8 @@
  * *_prepacked call: the steady state of inference with packed weights. bench_mark() runs right
  * before the measured call; the profiler counts only what follows it. Every function of this
  * harness is named bench_* and kept out of line: the profiler files them under "setup", apart
- * from the operation (the public ts_* call and everything it runs). Batch 1, no dilation.
+ * from the operation (the public ts_* call and everything it runs). Conv batch 1 unless BATCH
+ * is given; no dilation.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -171,11 +172,11 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
     return 2;
 }
 
-HARNESS static int bench_conv(char **arg, int prepacked)
+HARNESS static int bench_conv(char **arg, int prepacked, size_t batch)
 {
     ts_conv2d c;
     memset(&c, 0, sizeof c);
-    c.batch = 1;
+    c.batch = batch;
     c.in_h = bench_size(arg[0]);
     c.in_w = bench_size(arg[1]);
     c.in_c = bench_size(arg[2]);
@@ -189,8 +190,8 @@ HARNESS static int bench_conv(char **arg, int prepacked)
     c.pad_bottom = bench_size(arg[9]);
     c.pad_right = bench_size(arg[10]);
     size_t out_h = ts_conv2d_out_h(&c), out_w = ts_conv2d_out_w(&c);
-    size_t in_n = c.in_h * c.in_w * c.in_c, filter_n = c.out_c * c.k_h * c.k_w * c.in_c;
-    size_t out_n = out_h * out_w * c.out_c;
+    size_t in_n = batch * c.in_h * c.in_w * c.in_c, filter_n = c.out_c * c.k_h * c.k_w * c.in_c;
+    size_t out_n = batch * out_h * out_w * c.out_c;
     int8_t *input = bench_alloc(in_n, 1), *filter = bench_alloc(filter_n, 1);
     int8_t *output = bench_alloc(out_n, 1);
     int32_t *bias = bench_alloc(c.out_c, 4), *mult = bench_alloc(c.out_c, 4);
@@ -245,12 +246,12 @@ int main(int argc, char **argv)
         ts_set_feature_mask(bench_feature_mask(argv[3]));
         return bench_gemm(argv[2], argv + 4, gemm_prepacked);
     }
-    if (argc == 14 && (conv || conv_prepacked)) {
+    if ((argc == 14 || argc == 15) && (conv || conv_prepacked)) {
         ts_set_feature_mask(bench_feature_mask(argv[2]));
-        return bench_conv(argv + 3, conv_prepacked);
+        return bench_conv(argv + 3, conv_prepacked, argc == 15 ? bench_size(argv[14]) : 1);
     }
     fprintf(stderr, "usage: workloads gemm[-prepacked] f32|bf16|s8 FEATURES M N K\n"
                     "       workloads conv[-prepacked] FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE "
-                    "PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT\n");
+                    "PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT [BATCH]\n");
     return 2;
 }

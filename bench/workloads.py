@@ -44,6 +44,8 @@ class Workload:
     shape: str = ""            # the shape group (the same shape in another dtype shares it)
     prepacked: bool = False    # B (weights / conv filter) packed once before the measurement
     shape_title: str = ""      # the shape group's title, e.g. "GEMM 512³"
+    batch: int = 1             # conv: images per call
+    newest_only: bool = False  # profile only the type's newest path (the costly large shapes)
 
     @property
     def macs(self) -> int:
@@ -51,19 +53,24 @@ class Workload:
             m, n, k = self.dims
             return m * n * k
         c = dict(zip(CONV_FIELDS, self.dims))
-        return conv_out(c, "h") * conv_out(c, "w") * c["out_c"] * c["k_h"] * c["k_w"] * c["in_c"]
+        return (self.batch * conv_out(c, "h") * conv_out(c, "w") * c["out_c"] * c["k_h"] * c["k_w"]
+                * c["in_c"])
 
     def args(self, path: DispatchPath) -> list[str]:
         op = [self.kind + ("-prepacked" if self.prepacked else "")]
         op += [self.dtype] if self.kind == "gemm" else []
-        return [*op, path.features, *map(str, self.dims)]
+        return [*op, path.features, *map(str, self.dims), *([str(self.batch)] if self.batch > 1 else [])]
 
     def paths(self, arch: str) -> list[DispatchPath]:
-        """The paths of this workload that an ARCH build has kernels for."""
-        return [p for p in PATHS[self.dtype] if p.instruction in GENERATED[check_arch(arch)]]
+        """The paths of this workload that an ARCH build has kernels for (the newest of them
+        only, for a newest_only workload)."""
+        paths = [p for p in PATHS[self.dtype] if p.instruction in GENERATED[check_arch(arch)]]
+        return paths[-1:] if self.newest_only else paths
 
     def missing_paths(self, arch: str) -> list[DispatchPath]:
-        return [p for p in PATHS[self.dtype] if p not in self.paths(arch)]
+        """Paths the ARCH build has no kernels for (not those newest_only leaves out)."""
+        built = [p for p in PATHS[self.dtype] if p.instruction in GENERATED[check_arch(arch)]]
+        return [p for p in PATHS[self.dtype] if p not in built]
 
 
 CONV_FIELDS = ("in_h", "in_w", "in_c", "out_c", "k_h", "k_w", "stride",
@@ -96,6 +103,16 @@ CONV_LAYERS = (
 )
 
 
+# Shapes whose operands exceed every modeled L2 (gen/cores.py MEMORY), for the cache model:
+# profiled on the newest path of each type only (bench time); the older paths' instruction
+# mix is what prefill M=128 and the batch-1 conv show.
+# prefill M=512: B is 16 MiB (int8) to 64 MiB (fp32).
+LARGE_GEMM_SHAPES = (("prefill512", "prefill GEMM M=512 N=K=4096", (512, 4096, 4096)),)
+# ResNet-50 3x3 64->64 at 56x56, batch 4: 784 KiB of int8 input, 1.8 MiB of im2col matrix.
+LARGE_CONV_LAYERS = (("conv-resnet50-3x3-b4", "conv ResNet-50 3×3 64→64 56×56 batch 4",
+                      CONV_LAYERS[0][2], 4),)
+
+
 # Shapes whose B is a layer's weights: also profiled with B packed once beforehand (the steady
 # state of inference), which shows what packing B costs on every plain call.
 PREPACKED_SHAPES = ("gemv", "prefill", *(name for name, _, _ in CONV_LAYERS))
@@ -114,6 +131,17 @@ def all_workloads() -> list[Workload]:
         out += [Workload(name + tag, f"{title} int8{note}", "conv", "s8", dims, name + tag,
                          prepacked, title + note)
                 for name, title, dims in CONV_LAYERS if not prepacked or name in PREPACKED_SHAPES]
+    return out + large_workloads()
+
+
+def large_workloads() -> list[Workload]:
+    """The shapes beyond L2 (LARGE_*): every type for GEMM, newest path only."""
+    out = [Workload(f"{name}-{dtype}", f"{title} {DTYPE_LABEL[dtype]}", "gemm", dtype, dims, name,
+                    shape_title=title, newest_only=True)
+           for name, title, dims in LARGE_GEMM_SHAPES for dtype in ("f32", "bf16", "s8")]
+    out += [Workload(name, f"{title} int8", "conv", "s8", dims, name, shape_title=title,
+                     batch=batch, newest_only=True)
+            for name, title, dims, batch in LARGE_CONV_LAYERS]
     return out
 
 
