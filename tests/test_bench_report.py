@@ -181,3 +181,18 @@ def test_threads_table_shows_balance():
                     threads={1: 1e6, 2: 1.5e6, 3: 0.5e6})
     text = rep.render_markdown(make_report([p]), {})
     assert "| 3 | 1: 1.00, 2: 1.50, 3: 0.50 | 1.500 |" in text      # max 1.5 / mean 1.0
+
+
+def test_large_workloads_by_hand():
+    ws = {w.name: w for w in all_workloads()}
+    p = ws["prefill512-s8"]
+    assert p.macs == 512 * 4096 * 4096
+    assert [x.name for x in p.paths("v86")] == ["i8mm"]          # newest path only
+    assert [x.name for x in p.paths("v82")] == ["dotprod"]       # newest this build has
+    assert p.args(p.paths("v86")[0]) == ["gemm", "s8", "dotprod+i8mm", "512", "4096", "4096"]
+    c = ws["conv-resnet50-3x3-b4"]
+    assert c.macs == 4 * (56 * 56) * 64 * (3 * 3 * 64)         # SAME padding: 56x56 outputs
+    assert c.args(c.paths("v86")[0])[-2:] == ["1", "4"]          # ... PAD_RIGHT, BATCH
+    assert ws["conv-resnet50-3x3"].args(c.paths("v86")[0])[-1] == "1"   # batch 1: no argument
+    assert {w.name for w in all_workloads() if w.newest_only} == {
+        "prefill512-f32", "prefill512-bf16", "prefill512-s8", "conv-resnet50-3x3-b4"}

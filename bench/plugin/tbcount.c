@@ -16,7 +16,8 @@
  * write-back, write-allocate L1D; an L1D miss reads the line from L2 (allocating it there, an
  * L2 miss reads it from memory); an L1D dirty eviction writes the line into L2 (allocating it
  * without a read; its own dirty victim goes to memory); L2 is neither inclusive nor exclusive
- * of L1D. Each vCPU (each guest thread under qemu-user) has private caches. Addresses are
+ * of L1D. Each vCPU (each guest thread under qemu-user) has private caches (qemu-user may give
+ * a new thread the index of one that has exited: their counts then add up). Addresses are
  * guest virtual addresses (qemu-user has no other: qemu_plugin_get_hwaddr gives NULL there).
  * Instruction fetches are not simulated. Every miss and write-back is charged to the block of
  * the access that caused it. With caches, executions are counted per vCPU too (a callback per
