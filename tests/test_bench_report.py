@@ -195,4 +195,4 @@ def test_large_workloads_by_hand():
     assert c.args(c.paths("v86")[0])[-2:] == ["1", "4"]          # ... PAD_RIGHT, BATCH
     assert ws["conv-resnet50-3x3"].args(c.paths("v86")[0])[-1] == "1"   # batch 1: no argument
     assert {w.name for w in all_workloads() if w.newest_only} == {
-        "prefill512-f32", "prefill512-bf16", "prefill512-s8", "conv-resnet50-3x3-b4"}
+        "prefill512-f32", "prefill512-s8", "conv-resnet50-3x3-b4"}
