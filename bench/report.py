@@ -90,7 +90,8 @@ def roofline(profile: dict, cpu: str) -> dict | None:
     return dict(l2_bytes=l2_bytes, dram_bytes=dram_bytes, compute_cycles=terms["compute"],
                 l2_cycles=terms["L2"], dram_cycles=terms["DRAM"], bound_cycles=bound,
                 limiter=max(terms, key=terms.get),
-                macs_per_cycle=profile["macs"] / bound if bound else None)
+                macs_per_cycle=profile["macs"] / bound if bound else None,
+                of_l1_resident=terms["compute"] / bound if bound else None)
 
 
 def _with_roofline(out: dict, profile: dict, cpu: str) -> dict:
@@ -300,7 +301,10 @@ def _roof_cell(m: dict) -> str:
     cell = f"{roof['macs_per_cycle']:.2f}"
     if roof["percent_of_peak"] is not None:
         cell += f" ({roof['percent_of_peak']:.0f} %)"
-    return cell + f" {roof['limiter']}"
+    cell += f" {roof['limiter']}"
+    if roof["limiter"] != "compute":
+        cell += f", {roof['of_l1_resident']:.2f}× L1-resident"
+    return cell
 
 
 def roofline_table(report) -> str:
@@ -364,7 +368,8 @@ def cache_sections(report) -> list[str]:
     return [
         "## Cache model: misses and roofline bound", "",
         "Bound MACs/cycle (% of peak) per core and what bounds it (compute: the L1-resident "
-        "figure above; L2 or DRAM: the traffic at the core's bandwidth).", "",
+        "figure above; L2 or DRAM: the traffic at the core's bandwidth, with the bound as a "
+        "fraction of the L1-resident figure).", "",
         roofline_table(report), "",
         "L1D / L2 misses (millions) of the operation:", "",
         misses_table(report), "",

@@ -172,7 +172,7 @@ def test_roofline_by_hand():
     assert "roofline" not in by_path(report, "s8", "i8mm")["metrics"]["cortex-x9"]
     text = rep.render_markdown(report, {})
     assert "## Cache model: misses and roofline bound" in text
-    assert f"{MACS / 3e6:.2f} ({100 * MACS / 3e6 / 64:.0f} %) L2" in text
+    assert f"{MACS / 3e6:.2f} ({100 * MACS / 3e6 / 64:.0f} %) L2, 0.83× L1-resident" in text  # 2.5 / 3
     assert "| 1.000 / 0.010 |" in text          # i8mm: L1D / L2 misses in millions
 
 
