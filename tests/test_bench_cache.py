@@ -12,8 +12,10 @@ import pytest
 
 from bench import report as rep
 from bench import symbols as sym
-from bench.profile import balance, memory_profile
+from bench.mca import CycleModel
+from bench.profile import balance, memory_profile, profile_all, thread_profile
 from bench.tbcount import ProfileError, build_plugin, cache_argument, run_profiled
+from bench.workloads import DispatchPath, Workload
 from cross import GCC, QEMU
 from gen.cores import MEMORY, CacheLevel, MemoryModel
 
@@ -195,14 +197,31 @@ bench_mark:
 """
 
 
-def test_two_threads_are_counted_per_vcpu(built, tmp_path):
-    _, _, plugin, _ = built
-    (tmp_path / "threads.c").write_text(THREADS_C)
-    (tmp_path / "touch.S").write_text(TOUCH_S)
-    program = tmp_path / "threads"
-    proc = subprocess.run([GCC, "-O2", "-static", "-pthread", str(tmp_path / "threads.c"),
-                           str(tmp_path / "touch.S"), "-o", str(program)], capture_output=True, text=True)
+@pytest.fixture(scope="module")
+def threads_program(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bench_threads")
+    (d / "threads.c").write_text(THREADS_C)
+    (d / "touch.S").write_text(TOUCH_S)
+    program = d / "threads"
+    proc = subprocess.run([GCC, "-O2", "-static", "-pthread", str(d / "threads.c"),
+                           str(d / "touch.S"), "-o", str(program)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+    return program
+
+
+class LoopCost:
+    """A stand-in cycle model: touch_lines' loop block (its bytes are unique in the program,
+    unlike its lone `ret`) 2 cycles, every other block 0."""
+    def __init__(self, loop_code):
+        self.loop_code = loop_code
+
+    def cycles(self, cpu, code):
+        return 2.0 if code == self.loop_code else 0.0
+
+
+def test_two_threads_are_counted_per_vcpu(built, threads_program, tmp_path):
+    _, _, plugin, _ = built
+    program = threads_program
     table = sym.SymbolTable.from_elf(program)
     blocks, out = run_profiled(program, [], plugin, tmp_path / "threads.tb",
                                mark=table.address_of("bench_mark"), caches=CACHES)
@@ -226,6 +245,34 @@ def test_two_threads_are_counted_per_vcpu(built, tmp_path):
     # the block totals are the sums over vCPUs
     for b in blocks:
         assert b.count == sum(e for e, _ in b.vcpus.values())
+    # per-thread cycles: 2 per line; balance over the threads that ran the operation (the main
+    # thread too: it runs pthread_create/join, costed 0 here)
+    groups = [sym.group_of(table.lookup(b.vaddr)) for b in blocks]
+    [loop] = [b.code for b in touch if b.n_insns == 4]
+    t = thread_profile(blocks, groups, LoopCost(loop), "neoverse-n2")
+    assert sorted(c for c in t["cycles"].values() if c) == [200.0, 600.0]
+    assert t["cycles"].get(0, 0.0) == 0.0
+    mean = 800.0 / len(t["cycles"])
+    assert t["balance"] == pytest.approx(600.0 / mean)
+    for n, vcpu in by_lines.items():        # its own lines plus its thread start-up's
+        assert t["l1_misses"][vcpu] >= n and t["l2_misses"][vcpu] >= n
+
+
+def test_profile_all_with_caches(built, threads_program, tmp_path):
+    """The pipeline adds "memory" and "threads" per simulated core (the program ignores the
+    workload's arguments)."""
+    _, _, plugin, _ = built
+    toy = Workload("toy", "toy", "gemm", "s8", (1, 1, 1), "toy")
+    [profile] = profile_all(threads_program, [(toy, DispatchPath("i8mm", "x", "smmla"))], plugin,
+                            tmp_path, CycleModel(tmp_path / "mca.json"), ["neoverse-n2"],
+                            progress=lambda _: None, caches={"neoverse-n2": MEMORY["neoverse-n2"]})
+    assert profile["error"] is None
+    mem = profile["memory"]["neoverse-n2"]
+    assert mem["other"]["l1_misses"] >= 400 and mem["total"]["l1_misses"] >= mem["other"]["l1_misses"]
+    threads = profile["threads"]["neoverse-n2"]
+    assert len(threads["cycles"]) == 3 and all(c > 0 for c in threads["cycles"].values())
+    values = list(threads["cycles"].values())
+    assert threads["balance"] == pytest.approx(max(values) / (sum(values) / 3))
 
 
 def test_balance_is_max_over_mean():
