@@ -48,7 +48,7 @@ def parse_args(argv):
     ap.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib)")
     ap.add_argument("--no-cache", action="store_true",
                     help="skip the cache model (L1D/L2 simulation, roofline, per-thread figures): "
-                         "about 1.5x faster QEMU runs")
+                         "QEMU runs 1.06-1.4x faster on the long workloads")
     return ap.parse_args(argv)
 
 

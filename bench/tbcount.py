@@ -107,6 +107,31 @@ def cache_argument(name: str, memory) -> str:
             f"{memory.l2.ways}:{memory.l1d.line}")
 
 
+def _geometry(memory) -> tuple:
+    return (memory.l1d, memory.l2)
+
+
+def simulated_caches(caches: dict) -> tuple[dict, dict]:
+    """Cores with the same L1D and L2 geometry are simulated once: ({core to simulate:
+    MemoryModel}, {other core: the simulated core whose misses it shares})."""
+    simulated, aliases = {}, {}
+    for name, memory in caches.items():
+        twin = next((n for n, m in simulated.items() if _geometry(m) == _geometry(memory)), None)
+        if twin is None:
+            simulated[name] = memory
+        else:
+            aliases[name] = twin
+    return simulated, aliases
+
+
+def _copy_aliases(blocks: list[Block], aliases: dict) -> None:
+    for block in blocks:
+        for (vcpu, name), misses in list(block.misses.items()):
+            for alias, twin in aliases.items():
+                if twin == name:
+                    block.misses[(vcpu, alias)] = misses
+
+
 def run_profiled(binary, args, plugin, out_file, *, cpu="max", mark=None, caches=None,
                  timeout=1800) -> tuple[list[Block], str]:
     """Run `binary args…` under qemu-aarch64 with the plugin; returns the executed blocks and
@@ -116,7 +141,8 @@ def run_profiled(binary, args, plugin, out_file, *, cpu="max", mark=None, caches
     out_file = Path(out_file)
     out_file.unlink(missing_ok=True)
     options = f"{plugin},out={out_file}" + (f",mark={mark:x}" if mark is not None else "")
-    options += "".join("," + cache_argument(n, m) for n, m in (caches or {}).items())
+    simulated, aliases = simulated_caches(caches or {})
+    options += "".join("," + cache_argument(n, m) for n, m in simulated.items())
     cmd = [QEMU, "-cpu", cpu, "-plugin", options, str(binary), *map(str, args)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
@@ -124,4 +150,6 @@ def run_profiled(binary, args, plugin, out_file, *, cpu="max", mark=None, caches
                            f"stdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-2000:]}")
     if not out_file.exists():
         raise ProfileError(f"{' '.join(cmd)}: the plugin wrote no profile\n{proc.stderr[-2000:]}")
-    return parse_profile(out_file.read_text(), str(out_file)), proc.stdout
+    blocks = parse_profile(out_file.read_text(), str(out_file))
+    _copy_aliases(blocks, aliases)
+    return blocks, proc.stdout

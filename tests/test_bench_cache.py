@@ -142,6 +142,19 @@ def test_misses_match_hand_derived_counts(built, pattern):
     assert not any(b.vcpus or b.misses for b in plain)
 
 
+def test_cores_with_one_geometry_are_simulated_once(built):
+    """N2 and V1 share their L1D/L2 geometry (gen/cores.py): one simulation, both names."""
+    d, program, plugin, mark = built
+    assert MEMORY["neoverse-v1"].l1d == MEMORY["neoverse-n2"].l1d
+    caches = {"neoverse-n2": MEMORY["neoverse-n2"], "tiny": TINY, "neoverse-v1": MEMORY["neoverse-v1"]}
+    blocks, _ = run_profiled(program, ["x"] * 2, plugin, d / "alias.tb", mark=mark, caches=caches)
+    declared = [line for line in (d / "alias.tb").read_text().splitlines() if line.startswith("# cache")]
+    assert [line.split()[3] for line in declared] == ["neoverse-n2", "tiny"]
+    for core in ("neoverse-n2", "neoverse-v1"):       # twice_256k, as above
+        assert totals(blocks, core) == (8192, 4096, 0, 0)
+    assert totals(blocks, "tiny") == (8192, 8192, 0, 0)
+
+
 def test_misses_add_up_per_group(built):
     """memory_profile files the pattern's misses under its function's group (`other`)."""
     d, program, plugin, mark = built
