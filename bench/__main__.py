@@ -7,6 +7,7 @@ writes bench/report.md, bench/report.json and PNG charts (bench/out/). Prints a 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import importlib
 import os
@@ -158,7 +159,8 @@ def main(argv=None) -> int:
     table, table_error = load_kernel_table(gen_dir)
     meta = dict(arch=args.arch, cpu=args.cpu, inst=args.inst, gen_dir=str(gen_dir),
                 date=datetime.date.today().isoformat(), qemu=qemu_version(), qemu_cpu=QEMU_CPU,
-                llvm_mca=llvm_mca_version())
+                llvm_mca=llvm_mca_version(),
+                memory={c: dataclasses.asdict(m) for c, m in caches.items()})
     report = rep.build_report(profiles, cpus=cpus, meta=meta, kernel_table=table,
                               kernel_table_error=table_error, missing_paths=missing)
     charts = {}
