@@ -13,7 +13,8 @@ A profile is a plain dict (it goes into report.json as is):
   cycles             {cpu: {group: modeled cycles}, "total", "unmodeled_instructions",
                       "unmodeled_reasons"}
   memory             with the cache model: {cpu: {group or "total": {"accesses", "l1_misses",
-                      "l2_misses", "l1_writebacks", "l2_writebacks"}}} (the operation only)
+                      "l2_misses", "l1_writebacks", "l2_writebacks", "dc_zva"}}} (the
+                      operation only; dc_zva: executions of DC ZVA, outside the model)
   threads            with the cache model: {cpu: {"cycles": {vcpu: modeled cycles},
                       "l1_misses": {vcpu: n}, "l2_misses": {vcpu: n}, "balance": max/mean}}
   checksum, qemu_seconds, error (None, or why the run produced nothing)
@@ -104,13 +105,14 @@ def _add_misses(into: dict, misses) -> None:
 def memory_profile(blocks, groups, cpu: str) -> dict:
     """Memory accesses and cache events per group (+ "total") of the operation on one
     simulated core, over all vCPUs."""
-    empty = dict.fromkeys(("accesses", *MISS_FIELDS), 0)
+    empty = dict.fromkeys(("accesses", *MISS_FIELDS, "dc_zva"), 0)
     out = {g: dict(empty) for g in (*sym.GROUPS, "total")}
     for block, group in zip(blocks, groups):
         if group == sym.SETUP:
             continue
         for into in (out[group], out["total"]):
             into["accesses"] += sum(accesses for _, accesses in block.vcpus.values())
+            into["dc_zva"] += sum(block.dc_zva.values())
             for (_, core), misses in block.misses.items():
                 if core == cpu:
                     _add_misses(into, misses)

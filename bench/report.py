@@ -161,6 +161,11 @@ def notes(profiles, missing_paths) -> list[str]:
         if not ran_as_expected(p):
             out.append(f"{tag}: dispatch ran {p.get('kernel_instruction') or 'no kernel'}, expected "
                        f"{p['expected_instruction']} (left out of the speedups)")
+        zva = max((mem["total"].get("dc_zva", 0) for mem in (p.get("memory") or {}).values()),
+                  default=0)
+        if zva:
+            out.append(f"{tag}: {zva} DC ZVA executions (block zeroing, e.g. glibc memset) are "
+                       "outside the cache model (QEMU plugin API v1 cannot see their address)")
         for cpu, m in p["metrics"].items():
             if m["modeled_fraction"] is not None and m["modeled_fraction"] < 0.9999:
                 reasons = "; ".join(p["cycles"][cpu]["unmodeled_reasons"])

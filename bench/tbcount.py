@@ -33,9 +33,11 @@ class Block:
     n_insns: int
     count: int          # executions
     code: bytes         # the block's instruction bytes (little-endian A64 words)
-    # with simulated caches: {vcpu: (executions, memory accesses)} and {(vcpu, core): Misses}
+    # with simulated caches: {vcpu: (executions, memory accesses)}, {(vcpu, core): Misses} and
+    # {vcpu: DC ZVA executions} (block zeroing the plugin cannot simulate)
     vcpus: dict = field(default_factory=dict, compare=False)
     misses: dict = field(default_factory=dict, compare=False)
+    dc_zva: dict = field(default_factory=dict, compare=False)
 
     @property
     def dynamic_insns(self) -> int:
@@ -81,6 +83,9 @@ def _parse_line(fields, blocks: list[Block], caches: dict) -> None:
         if len(counts) != 4:
             raise ValueError(f"{len(counts)} counts, expected 4")
         blocks[-1].misses[(vcpu, caches[index])] = Misses(*counts)
+    elif fields[0] == "z":
+        vcpu, executions = map(int, fields[1:])
+        blocks[-1].dc_zva[vcpu] = executions
     else:
         blocks.append(_parse_block(fields))
 

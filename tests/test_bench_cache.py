@@ -341,3 +341,38 @@ def test_parse_rejects_a_malformed_miss_line():
         parse_profile(head + "m 0 0 1 2\n")
     with pytest.raises(ProfileError, match="malformed"):
         parse_profile(head + "m 0 7 1 2 3 4\n")          # cache 7 was not declared
+
+
+DC_ZVA_S = """
+    .text
+    .global _start
+_start:
+    adrp x0, buf
+    add x0, x0, :lo12:buf
+    mov x2, #64
+1:  dc zva, x0
+    add x0, x0, #64
+    subs x2, x2, #1
+    b.ne 1b
+    mov x0, #0
+    mov x8, #93
+    svc #0
+    .bss
+    .balign 4096
+buf: .skip 8192
+"""
+
+
+def test_dc_zva_is_counted_not_simulated(built, tmp_path):
+    """QEMU zeroes a DC ZVA block without a memory callback: the plugin counts the executions
+    (64 here) and the misses stay zero."""
+    _, _, plugin, _ = built
+    (tmp_path / "zva.S").write_text(DC_ZVA_S)
+    program = tmp_path / "zva"
+    subprocess.run([GCC, "-nostdlib", "-static", "-no-pie", str(tmp_path / "zva.S"), "-o",
+                    str(program)], check=True)
+    blocks, _ = run_profiled(program, [], plugin, tmp_path / "zva.tb", caches=CACHES)
+    assert sum(n for b in blocks for n in b.dc_zva.values()) == 64
+    assert totals(blocks, "tiny") == (0, 0, 0, 0)
+    mem = memory_profile(blocks, ["other"] * len(blocks), "tiny")
+    assert (mem["total"]["dc_zva"], mem["total"]["accesses"]) == (64, 0)

@@ -176,6 +176,14 @@ def test_roofline_by_hand():
     assert "| 1.000 / 0.010 |" in text          # i8mm: L1D / L2 misses in millions
 
 
+def test_dc_zva_outside_the_model_is_noted():
+    p = with_memory(fake_profile("s8", "i8mm", 2.5e6), 1000, 0, 1000, 0)
+    p["memory"]["neoverse-n2"]["total"]["dc_zva"] = 47
+    report = make_report([p])
+    assert any("47 DC ZVA executions" in n and "outside the cache model" in n
+               for n in report["notes"])
+
+
 def test_threads_table_shows_balance():
     p = with_memory(fake_profile("s8", "i8mm", 2.5e6), 1000, 0, 1000, 0,
                     threads={1: 1e6, 2: 1.5e6, 3: 0.5e6})

@@ -19,7 +19,9 @@
  * of L1D. Each vCPU (each guest thread under qemu-user) has private caches (qemu-user may give
  * a new thread the index of one that has exited: their counts then add up). Addresses are
  * guest virtual addresses (qemu-user has no other: qemu_plugin_get_hwaddr gives NULL there).
- * Instruction fetches are not simulated. Every miss and write-back is charged to the block of
+ * Instruction fetches are not simulated, nor DC ZVA (QEMU writes the block without a memory
+ * callback and API v1 cannot read its address register): its executions are counted instead.
+ * Every miss and write-back is charged to the block of
  * the access that caused it. With caches, executions are counted per vCPU too (a callback per
  * block instead of the inline add) so per-thread figures are exact.
  *
@@ -29,7 +31,8 @@
  * and, with caches, below each block, per vCPU that ran it:
  *     v <vcpu> <executions> <memory accesses>
  *     m <vcpu> <cache index> <L1D misses> <L2 misses> <L1D write-backs> <L2 write-backs>
- * (an m line only when one of its counts is non-zero). A block is identified by its guest
+ *     z <vcpu> <DC ZVA executions>
+ * (m and z lines only when one of their counts is non-zero). A block is identified by its guest
  * address and its bytes, so a block QEMU translates again keeps one counter. Without caches,
  * counting is an inline add at block entry (exact for a single-threaded guest).
  */
@@ -69,6 +72,9 @@ void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin
                                           enum qemu_plugin_cb_flags flags, void *userdata);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op,
                                               void *ptr, uint64_t imm);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
+                                            qemu_plugin_vcpu_udata_cb_t cb,
+                                            enum qemu_plugin_cb_flags flags, void *userdata);
 void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
                                       enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw,
                                       void *userdata);
@@ -195,6 +201,7 @@ typedef struct {
     size_t capacity;             /* block ids the arrays below hold */
     uint64_t *executions;        /* [block id] */
     uint64_t *accesses;          /* [block id] */
+    uint64_t *dc_zva;            /* [block id]: DC ZVA executions */
     miss_counts *misses;         /* [block id * n_caches + cache] */
 } vcpu_state;
 
@@ -306,6 +313,7 @@ static void vcpu_reserve(vcpu_state *v, size_t id)
     while (n <= id) n *= 2;
     v->executions = grow_zeroed(v->executions, v->capacity, n, sizeof *v->executions);
     v->accesses = grow_zeroed(v->accesses, v->capacity, n, sizeof *v->accesses);
+    v->dc_zva = grow_zeroed(v->dc_zva, v->capacity, n, sizeof *v->dc_zva);
     v->misses = grow_zeroed(v->misses, v->capacity * n_caches, n * n_caches, sizeof *v->misses);
     v->capacity = n;
 }
@@ -315,6 +323,7 @@ static void vcpu_reset(vcpu_state *v)
 {
     memset(v->executions, 0, v->capacity * sizeof *v->executions);
     memset(v->accesses, 0, v->capacity * sizeof *v->accesses);
+    memset(v->dc_zva, 0, v->capacity * sizeof *v->dc_zva);
     memset(v->misses, 0, v->capacity * n_caches * sizeof *v->misses);
     for (unsigned c = 0; c < n_caches; c++) {
         level_flush(&v->l1[c]);
@@ -363,6 +372,24 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
     v->last_dirty = store;
 }
 
+/* A DC ZVA of `block` runs on a vCPU: counted, not simulated. */
+static void on_dc_zva(unsigned int vcpu_index, void *userdata)
+{
+    const block *b = userdata;
+    vcpu_state *v = vcpu_get(vcpu_index);
+    vcpu_reserve(v, b->id);
+    v->dc_zva[b->id]++;
+}
+
+/* DC ZVA, Xt (SYS #3, C7, C4, #1, Xt; Arm ARM C5.3): 0xd50b7420 | t. */
+static bool is_dc_zva(const struct qemu_plugin_insn *insn)
+{
+    uint32_t word;
+    if (qemu_plugin_insn_size(insn) != 4) return false;
+    memcpy(&word, qemu_plugin_insn_data(insn), 4);
+    return (word & 0xffffffe0u) == 0xd50b7420u;
+}
+
 /* The marker block runs: every count restarts from here (and the caches start empty). */
 static void on_mark(unsigned int vcpu_index, void *userdata)
 {
@@ -406,9 +433,13 @@ static void on_tb_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     free(bytes);
     if (n_caches) {
         qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb_exec, QEMU_PLUGIN_CB_NO_REGS, b);
-        for (size_t i = 0; i < n_insns; i++)
-            qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i), on_mem,
-                                             QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW, b);
+        for (size_t i = 0; i < n_insns; i++) {
+            struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+            qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS,
+                                             QEMU_PLUGIN_MEM_RW, b);
+            if (is_dc_zva(insn))
+                qemu_plugin_register_vcpu_insn_exec_cb(insn, on_dc_zva, QEMU_PLUGIN_CB_NO_REGS, b);
+        }
     } else {
         qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->count, 1);
     }
@@ -448,6 +479,8 @@ static void write_vcpu_lines(FILE *f, const block *b)
                         (unsigned long long)m->l2_misses, (unsigned long long)m->l1_writebacks,
                         (unsigned long long)m->l2_writebacks);
         }
+        if (v->dc_zva[b->id])
+            fprintf(f, "z %u %llu\n", i, (unsigned long long)v->dc_zva[b->id]);
     }
 }
 
