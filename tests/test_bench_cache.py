@@ -376,3 +376,8 @@ def test_dc_zva_is_counted_not_simulated(built, tmp_path):
     assert totals(blocks, "tiny") == (0, 0, 0, 0)
     mem = memory_profile(blocks, ["other"] * len(blocks), "tiny")
     assert (mem["total"]["dc_zva"], mem["total"]["accesses"]) == (64, 0)
+
+
+def test_no_cache_option():
+    from bench.__main__ import parse_args
+    assert parse_args(["--no-cache"]).no_cache and not parse_args([]).no_cache
