@@ -23,7 +23,7 @@ static size_t checked;
         }                                                                      \
     } while (0)
 
-static const char *kind_name[] = { "F32", "F32_BF16", "BF16", "S8", "S16" };
+static const char *kind_name[] = { "F32", "F32_BF16", "BF16", "S8", "S16", "U16" };
 
 static int is_float_kind(ts_pack_kind kind)
 {
@@ -80,6 +80,10 @@ static void ref_convert(ts_pack_kind kind, const void *src, unsigned char *out)
     case TS_PACK_S16:
         memcpy(&v, src, 1);
         w = v;
+        memcpy(out, &w, 2);
+        break;
+    case TS_PACK_U16:   /* uint8 zero-extended */
+        w = *(const uint8_t *)src;
         memcpy(out, &w, 2);
         break;
     }
@@ -230,9 +234,9 @@ static void check_packed_b(ts_pack_kind kind, size_t hp, size_t lp, size_t K, si
 int main(void)
 {
     static const ts_pack_kind kinds[] = {
-        TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16 };
+        TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16, TS_PACK_U16 };
     static const size_t lps[] = { 1, 2, 4, 8 }, widths[] = { 4, 8, 12, 16, 24 };
-    for (size_t ki = 0; ki < 5; ++ki)
+    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ++ki)
         for (size_t li = 0; li < 4; ++li)
             for (size_t wi = 0; wi < 5; ++wi) {
                 const ts_pack_kind kind = kinds[ki];

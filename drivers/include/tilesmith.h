@@ -1,0 +1,136 @@
+/* tilesmith.h — public API of the tilesmith GEMM / conv2d drivers.
+ * Plain C99, no dependency beyond libc.
+ * Row-major matrices, strides in elements. Every function is re-entrant and thread-safe.
+ * Outputs must not overlap inputs: a call whose output (C, output, cols, out; also a conv's
+ * workspace) shares a byte with a buffer it reads (A, B, acc, input, filter, a packed handle,
+ * the arrays of ts_quant) or with its other written buffer returns TS_EINVAL, nothing written.
+ * Overlap is judged on the bytes the call touches: a matrix of rows x cols with stride ld
+ * spans ((rows-1)*ld + cols) elements, so buffers that only touch end to end are fine. */
+#ifndef TS_TILESMITH_H
+#define TS_TILESMITH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TS_OK      0
+#define TS_EINVAL (-1)   /* bad argument: nothing written */
+#define TS_ENOMEM (-2)
+
+/* ---- CPU features and dispatch -------------------------------------------------------- */
+#define TS_FEAT_DOTPROD 1u
+#define TS_FEAT_I8MM    2u
+#define TS_FEAT_BF16    4u
+unsigned ts_cpu_features(void);               /* detected at run time, cached */
+void     ts_set_feature_mask(unsigned mask);  /* dispatch uses detected & mask; ~0u restores */
+
+/* ---- GEMM: C = A(MxK) * B(KxN) ------------------------------------------------------ */
+int ts_gemm_f32 (size_t M, size_t N, size_t K, const float  *A, size_t lda,
+                 const float  *B, size_t ldb, float   *C, size_t ldc);
+/* A and B rounded to bf16 (round to nearest even), products summed in fp32 (bfmmla where the CPU has it). */
+int ts_gemm_bf16(size_t M, size_t N, size_t K, const float  *A, size_t lda,
+                 const float  *B, size_t ldb, float   *C, size_t ldc);
+int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
+                  const int8_t *B, size_t ldb, int32_t *C, size_t ldc);   /* exact */
+
+/* ---- int8 quantized GEMM (TFLite semantics) ------------------------------------------ */
+#define TS_ROUND_DOUBLE 0   /* gemmlowp SaturatingRoundingDoublingHighMul + RoundingDivideByPOT (TFLite default) */
+#define TS_ROUND_SINGLE 1   /* TFLITE_SINGLE_ROUNDING */
+
+typedef struct {
+    int32_t a_zero_point;        /* A (activations) zero point, -128..127; B (weights) symmetric */
+    int32_t c_zero_point;        /* output zero point, -128..127 */
+    const int32_t *bias;         /* N values or NULL */
+    const int32_t *multiplier;   /* Q31, >= 0; N values if per_channel else 1 */
+    const int32_t *shift;        /* TFLite exponent -31..30: >0 left shift, <0 right shift; same count */
+    int per_channel;
+    int32_t act_min, act_max;    /* -128 <= act_min <= act_max <= 127 */
+    int rounding;                /* TS_ROUND_DOUBLE (0, default) or TS_ROUND_SINGLE */
+} ts_quant;
+
+/* C[m][n] = clamp(MultiplyByQuantizedMultiplier(sum_k (A[m][k]-a_zp)*B[k][n] + bias[n],
+ *                 multiplier[n], shift[n]) + c_zp, act_min, act_max)      (TFLite int8 semantics) */
+int ts_gemm_s8(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
+               const int8_t *B, size_t ldb, const ts_quant *q, int8_t *C, size_t ldc);
+/* same epilogue on given int32 accumulators (a_zero_point ignored); C must not overlap acc */
+int ts_requantize(size_t M, size_t N, const int32_t *acc, size_t ld_acc,
+                  const ts_quant *q, int8_t *C, size_t ldc);
+
+/* ---- conv2d (int8, NHWC input, OHWI filter, NHWC output) ------------------------------ */
+typedef struct {
+    size_t batch, in_h, in_w, in_c, out_c, k_h, k_w;
+    size_t stride_h, stride_w, dilation_h, dilation_w;
+    size_t pad_top, pad_left, pad_bottom, pad_right;
+} ts_conv2d;
+size_t ts_conv2d_out_h(const ts_conv2d *c);
+size_t ts_conv2d_out_w(const ts_conv2d *c);
+size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c);
+/* input NHWC, filter OHWI (TFLite), output NHWC; q per output channel; padded taps equal a_zero_point.
+ * output and workspace must not overlap each other, input, filter or q's arrays. */
+int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
+                 const ts_quant *q, int8_t *output, void *workspace);
+/* cols: [batch*out_h*out_w][k_h*k_w*in_c], inner order (kh, kw, ic); padded taps = pad_value;
+ * cols must not overlap input.
+ * out_h/out_w: (in + pad_a + pad_b - dilation*(k-1) - 1) / stride + 1, or 0 when that direction's
+ * geometry is invalid (zero size/stride/dilation, dilated kernel larger than the padded input). */
+int ts_im2col_s8(const ts_conv2d *c, const int8_t *input, int8_t pad_value, int8_t *cols);
+
+/* ---- raw MMLA accumulators -> row-major ------------------------------------------------
+ * For code that runs smmla/ummla/usmmla (int32) or bfmmla (fp32) itself. Each accumulator
+ * register holds a 2x2 block of C, lanes (r0c0, r0c1, r1c0, r1c1). `tiles` holds the blocks of a
+ * rows x cols matrix (both even) as stored registers, in (row-pair, column-pair) order:
+ *   tiles[(rp*(cols/2) + cp)*4 + 2*i + j] = out[(2*rp + i)*ldo + 2*cp + j]   (i, j in 0..1)
+ * Writes rows x cols of out (row stride ldo >= cols elements); tiles and out must not overlap.
+ * TS_EINVAL (nothing written) on odd rows/cols, NULL pointers, ldo < cols, overlap. */
+int ts_uzp_mmla_s32(const int32_t *tiles, size_t rows, size_t cols, int32_t *out, size_t ldo);
+int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, size_t ldo);
+
+/* ---- prepacked weights: pack B (or a conv filter) once, run many times -------------------
+ * A ts_packed_b holds B (K x N) in the panel layout of the kernel the dispatcher chose when it
+ * was packed, and remembers that kernel and the GEMM type. A *_prepacked call returns
+ * TS_EINVAL (nothing written) when the handle was packed for another GEMM type or when the
+ * dispatcher would now choose another kernel (e.g. after ts_set_feature_mask): pack again.
+ * Handles are read-only while in use: any number of threads may share one. */
+typedef struct ts_packed_b ts_packed_b;
+/* Each returns TS_OK and *out, or TS_EINVAL / TS_ENOMEM and leaves *out untouched. */
+int ts_pack_b_f32 (size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_bf16(size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b **out);
+/* for ts_gemm_s8s32_prepacked and ts_gemm_s8_prepacked (keeps the column sums of B) */
+int ts_pack_b_s8  (size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out);
+/* filter OHWI of conv c as B (K = k_h*k_w*in_c, N = out_c), for ts_conv2d_s8_prepacked */
+int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out);
+void ts_packed_free(ts_packed_b *b);      /* NULL is a no-op */
+
+/* As the functions above with B = the packed handle (its K and N); C (output, workspace)
+ * must not overlap the handle's memory either. */
+int ts_gemm_f32_prepacked  (size_t M, const float  *A, size_t lda, const ts_packed_b *B,
+                            float   *C, size_t ldc);
+int ts_gemm_bf16_prepacked (size_t M, const float  *A, size_t lda, const ts_packed_b *B,
+                            float   *C, size_t ldc);
+int ts_gemm_s8s32_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
+                            int32_t *C, size_t ldc);
+int ts_gemm_s8_prepacked   (size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
+                            const ts_quant *q, int8_t *C, size_t ldc);
+/* workspace: ts_conv2d_s8_workspace_size(c) bytes, as for ts_conv2d_s8 */
+int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
+                           const ts_packed_b *filter, const ts_quant *q, int8_t *output,
+                           void *workspace);
+
+/* ---- which micro-kernel runs (logs, tests) ------------------------------------------------ */
+#define TS_GEMM_F32  0
+#define TS_GEMM_BF16 1
+#define TS_GEMM_INT8 2   /* gemm_s8s32, gemm_s8, conv2d_s8 */
+#define TS_GEMM_U8S8 3   /* gemm_u8s8s32, gemm_u8 (uint8 A, int8 B) */
+#define TS_GEMM_U8U32 4  /* gemm_u8u32 (uint8 A and B) */
+/* symbol of the kernel the next call of that GEMM type uses; NULL for an unknown type */
+const char *ts_gemm_kernel(int gemm_type);
+/* symbol of the kernel a handle was packed for; NULL for NULL */
+const char *ts_packed_kernel(const ts_packed_b *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TS_TILESMITH_H */

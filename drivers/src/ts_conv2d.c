@@ -1,0 +1,135 @@
+/* ts_conv2d.c — int8 conv2d as a GEMM: C[M = batch*out_h*out_w][N = out_c]
+ * = im2col(input)[M][K = k_h*k_w*in_c] * filter^T, requantized per output channel.
+ *
+ * The filter (OHWI) is B transposed: B[k][n] = filter[n*K + k], packed straight from it. The
+ * im2col rows are built one A panel (ep rows) at a time into the workspace, padded taps equal
+ * to a_zero_point so they add nothing once the zero point is subtracted; a 1x1 stride-1
+ * unpadded conv reads the input as A directly. Everything lives in the caller's workspace: no
+ * allocation. Plain C99. */
+#include "ts_gemm_internal.h"
+#include "ts_quant_internal.h"
+
+/* K of the conv's GEMM (validated conv: no overflow). */
+static size_t conv_k(const ts_conv2d *c)
+{
+    return c->k_h * c->k_w * c->in_c;
+}
+
+static size_t conv_m(const ts_conv2d *c)
+{
+    return c->batch * ts_conv2d_out_h(c) * ts_conv2d_out_w(c);
+}
+
+/* Whether the im2col matrix is the input itself (row m = pixel m, K = in_c). */
+static int is_pointwise(const ts_conv2d *c)
+{
+    return c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1
+           && c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 && c->pad_right == 0;
+}
+
+/* Workspace bytes for one path: the packed filter (16-aligned) and the GEMM scratch. */
+static int workspace_for(const ts_path *path, const ts_conv2d *c, size_t *out)
+{
+    size_t filter, scratch;
+    return ts_packed_b_bytes(path, conv_k(c), c->out_c, &filter)
+           || ts_size_round_up(filter, 16, &filter)
+           || ts_gemm_scratch_bytes(path, c->out_c, conv_k(c), 1, 1, &scratch)
+           || ts_size_add(filter, scratch, out);
+}
+
+/* The largest need over every int8 path of this build, so a size queried before a
+ * ts_set_feature_mask change still fits. 0 for an invalid conv or on size_t overflow. */
+size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
+{
+    size_t count, most = 0, bytes;
+    if (ts_conv2d_validate(c) != TS_OK)
+        return 0;
+    const ts_path *paths = ts_paths_of(TS_GEMM_INT8, &count);
+    for (size_t i = 0; i < count; ++i) {
+        if (workspace_for(&paths[i], c, &bytes))
+            return 0;
+        most = bytes > most ? bytes : most;
+    }
+    return most;
+}
+
+/* Checks shared by both entry points (the filter is checked by each). A conv whose workspace
+ * size or output (M x out_c bytes) overflows size_t is invalid: no buffer could hold it. */
+static int conv_args_ok(const ts_conv2d *c, const int8_t *input, const ts_quant *q,
+                        const int8_t *output, const void *workspace)
+{
+    return ts_conv2d_s8_workspace_size(c) != 0
+           && !ts_matrix_span_overflows(conv_m(c), c->out_c, c->out_c, 1)
+           && input != NULL && output != NULL && workspace != NULL
+           && ts_quant_validate(q, c->out_c) == TS_OK;
+}
+
+/* Whether the buffers a conv writes (output, workspace) share a byte with what it reads (input,
+ * the filter: `filter_bytes` bytes at `filter`, or the handle `packed`; q's arrays) or with each
+ * other. Arguments as conv_args_ok. */
+static int conv_buffers_overlap(const ts_conv2d *c, const int8_t *input, const void *filter,
+                                size_t filter_bytes, const ts_packed_b *packed,
+                                const ts_quant *q, const int8_t *output,
+                                const void *workspace)
+{
+    const size_t out_len = conv_m(c) * c->out_c, in_len = ts_conv2d_input_bytes(c);
+    const void *written[2] = { output, workspace };
+    const size_t written_len[2] = { out_len, ts_conv2d_s8_workspace_size(c) };
+    for (int i = 0; i < 2; ++i) {
+        if (ts_spans_overlap(written[i], written_len[i], input, in_len)
+            || ts_spans_overlap(written[i], written_len[i], filter, filter_bytes)
+            || (packed != NULL && ts_packed_b_overlaps(packed, written[i], written_len[i]))
+            || ts_quant_overlaps(q, c->out_c, written[i], written_len[i]))
+            return 1;
+    }
+    return ts_spans_overlap(output, out_len, workspace, written_len[1]);
+}
+
+static void run_conv(const ts_conv2d *c, const int8_t *input, const ts_packed_b *filter,
+                     const ts_quant *q, int8_t *output, void *scratch)
+{
+    ts_a_source a = { input, c->in_c, NULL, (int8_t)q->a_zero_point };
+    if (!is_pointwise(c))
+        a.conv = c;
+    ts_c_sink out = { output, c->out_c, q };
+    ts_gemm_run(filter, conv_m(c), &a, &out, scratch);
+}
+
+int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
+                 const ts_quant *q, int8_t *output, void *workspace)
+{
+    if (!conv_args_ok(c, input, q, output, workspace) || filter == NULL
+        || conv_buffers_overlap(c, input, filter, c->out_c * conv_k(c), NULL, q, output,
+                                workspace))   /* out_c * K fits: conv2d_validate */
+        return TS_EINVAL;
+    const ts_path *path = ts_select_path(TS_GEMM_INT8);
+    size_t K = conv_k(c), filter_bytes;
+    ts_packed_b_bytes(path, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
+    ts_size_round_up(filter_bytes, 16, &filter_bytes);
+    unsigned char *base = (unsigned char *)ts_align16(workspace);
+    ts_packed_b packed;
+    ts_packed_b_init(&packed, path, K, c->out_c, filter, 1, K, base);
+    run_conv(c, input, &packed, q, output, base + filter_bytes);
+    return TS_OK;
+}
+
+int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out)
+{
+    if (ts_conv2d_validate(c) != TS_OK || filter == NULL || out == NULL)
+        return TS_EINVAL;
+    size_t K = conv_k(c);
+    return ts_packed_b_create(ts_select_path(TS_GEMM_INT8), K, c->out_c, filter, 1, K, out);
+}
+
+int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
+                           const ts_packed_b *filter, const ts_quant *q, int8_t *output,
+                           void *workspace)
+{
+    if (!conv_args_ok(c, input, q, output, workspace) || filter == NULL
+        || filter->path != ts_select_path(TS_GEMM_INT8)
+        || filter->K != conv_k(c) || filter->N != c->out_c
+        || conv_buffers_overlap(c, input, NULL, 0, filter, q, output, workspace))
+        return TS_EINVAL;
+    run_conv(c, input, filter, q, output, ts_align16(workspace));
+    return TS_OK;
+}

@@ -1,0 +1,126 @@
+/* ts_cpu.c — runtime CPU-feature detection, the feature mask and the choice of micro-kernel
+ * per GEMM type. The kernel paths of a build are the generated tables of ts_dispatch.c
+ * (ts_paths_of); a path that needs an extension is chosen only when the CPU reports it and the
+ * feature mask allows it. Plain C99. */
+#include "ts_pack_internal.h"
+
+#if defined(__aarch64__) || defined(_M_ARM64)
+#  if defined(__linux__) || defined(__ANDROID__)
+#    include <sys/auxv.h>
+/* Values from Linux include/uapi/linux/auxvec.h and arch/arm64/include/uapi/asm/hwcap.h, for
+ * libc headers that predate them. */
+#    ifndef AT_HWCAP
+#      define AT_HWCAP 16
+#    endif
+#    ifndef AT_HWCAP2
+#      define AT_HWCAP2 26
+#    endif
+#    ifndef HWCAP_ASIMDDP
+#      define HWCAP_ASIMDDP (1UL << 20)
+#    endif
+#    ifndef HWCAP2_I8MM
+#      define HWCAP2_I8MM (1UL << 13)
+#    endif
+#    ifndef HWCAP2_BF16
+#      define HWCAP2_BF16 (1UL << 14)
+#    endif
+#    define TS_DETECT_LINUX 1
+#  elif defined(__APPLE__)
+#    include <sys/types.h>
+#    include <sys/sysctl.h>
+#    define TS_DETECT_APPLE 1
+#  elif defined(_WIN32)
+#    include <windows.h>
+#    define TS_DETECT_WINDOWS 1
+#  endif
+#endif
+
+/* ---- the library's only mutable state: detected features (cached) and the mask ------------
+ * Both are 32-bit words accessed with relaxed atomic loads and stores (GCC / Clang builtins).
+ * That is all the safety they need: the cache only ever goes from "unknown" to the one value
+ * every thread computes (a race just detects twice), and a mask change takes effect at the
+ * next call; each call reads the mask once and keeps its choice. Where the builtins are absent
+ * (MSVC), volatile aligned 32-bit accesses are single-copy atomic on AArch64 (Arm ARM B2.2.1). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define TS_LOAD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#  define TS_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+typedef unsigned ts_shared_word;
+#else
+#  define TS_LOAD(x)     (x)
+#  define TS_STORE(x, v) ((x) = (v))
+typedef volatile unsigned ts_shared_word;
+#endif
+
+#define TS_FEATURES_KNOWN 0x80000000u   /* set in the cache once detection ran */
+static ts_shared_word detected_features;   /* 0: not detected yet */
+static ts_shared_word feature_mask = ~0u;
+
+#if defined(TS_DETECT_APPLE)
+/* Apple: "Determining Instruction Set Characteristics" (sysctl hw.optional.arm.FEAT_*). */
+static int apple_has(const char *name)
+{
+    int value = 0;
+    size_t size = sizeof value;
+    return sysctlbyname(name, &value, &size, NULL, 0) == 0 && value != 0;
+}
+#endif
+
+/* The FEAT_* bits the CPU and OS report (0 where this OS offers no way to ask). */
+static unsigned detect_features(void)
+{
+    unsigned f = 0;
+#if defined(TS_DETECT_LINUX)
+    unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+    if (hwcap & HWCAP_ASIMDDP) f |= TS_FEAT_DOTPROD;
+    if (hwcap2 & HWCAP2_I8MM)  f |= TS_FEAT_I8MM;
+    if (hwcap2 & HWCAP2_BF16)  f |= TS_FEAT_BF16;
+#elif defined(TS_DETECT_APPLE)
+    if (apple_has("hw.optional.arm.FEAT_DotProd")) f |= TS_FEAT_DOTPROD;
+    if (apple_has("hw.optional.arm.FEAT_I8MM"))    f |= TS_FEAT_I8MM;
+    if (apple_has("hw.optional.arm.FEAT_BF16"))    f |= TS_FEAT_BF16;
+#elif defined(TS_DETECT_WINDOWS)
+    /* winnt.h: PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE = 43. Windows reports i8mm / bf16 only
+     * through its SVE flags (SVE i8mm/bf16 imply the Advanced SIMD forms, Arm ARM
+     * ID_AA64ZFR0_EL1); without them those paths stay off. */
+    if (IsProcessorFeaturePresent(43)) f |= TS_FEAT_DOTPROD;
+#  ifdef PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE
+    if (IsProcessorFeaturePresent(PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE)) f |= TS_FEAT_I8MM;
+#  endif
+#  ifdef PF_ARM_SVE_BF16_INSTRUCTIONS_AVAILABLE
+    if (IsProcessorFeaturePresent(PF_ARM_SVE_BF16_INSTRUCTIONS_AVAILABLE)) f |= TS_FEAT_BF16;
+#  endif
+#endif
+    return f;
+}
+
+unsigned ts_cpu_features(void)
+{
+    unsigned cached = TS_LOAD(detected_features);
+    if (!(cached & TS_FEATURES_KNOWN)) {
+        cached = detect_features() | TS_FEATURES_KNOWN;
+        TS_STORE(detected_features, cached);
+    }
+    return cached & ~TS_FEATURES_KNOWN;
+}
+
+void ts_set_feature_mask(unsigned mask)
+{
+    TS_STORE(feature_mask, mask);
+}
+
+const ts_path *ts_select_path(int gemm_type)
+{
+    unsigned usable = ts_cpu_features() & TS_LOAD(feature_mask);
+    size_t count;
+    const ts_path *paths = ts_paths_of(gemm_type, &count);
+    for (size_t i = 0; i < count; ++i)
+        if ((paths[i].features & ~usable) == 0)
+            return &paths[i];
+    return NULL;   /* unknown type (every type ends with an Armv8.0 path) */
+}
+
+const char *ts_gemm_kernel(int gemm_type)
+{
+    const ts_path *path = ts_select_path(gemm_type);
+    return path != NULL ? path->symbol : NULL;
+}

@@ -1,0 +1,352 @@
+/* ts_gemm.c — the public GEMM entry points (plain and prepacked B) and the blocked loop
+ * around the micro-kernels.
+ *
+ * Loop (BLIS-style, one level): B is packed whole into hp-column panels (or comes prepacked);
+ * for every ep-row panel of A: pack it, then run the kernel against each B panel. Full tiles
+ * are written straight into C; edge tiles go through an ep x hp scratch tile, of which only
+ * the valid rows and columns are copied. The int8 quantized GEMM computes each ep-row strip
+ * into int32 scratch and requantizes the whole strip in one call. Every buffer is allocated
+ * before the first output byte is written, so an error never leaves C half-written.
+ * Plain C99. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_gemm_internal.h"
+#include "ts_quant_internal.h"
+
+/* ---- scratch ---------------------------------------------------------------------------------- */
+
+/* Byte offsets of the scratch areas (each 16-aligned) from the aligned scratch start. */
+typedef struct {
+    size_t a_panel;      /* packed A panel: ep rows over K */
+    size_t tile;         /* one ep x hp tile of results (path->c_bytes each) */
+    size_t strip;        /* requantize: ep x N int32 results */
+    size_t col_offset;   /* requantize: N int32, -a_zero_point * column sums of B */
+    size_t im2col;       /* conv: ep im2col rows of K bytes */
+    size_t total;
+} scratch_layout;
+
+/* Appends `bytes` (rounded up to 16) at offset *end; returns -1 on overflow. */
+static int place(size_t bytes, size_t *end, size_t *offset)
+{
+    size_t rounded;
+    *offset = *end;
+    return ts_size_round_up(bytes, 16, &rounded) || ts_size_add(*end, rounded, end);
+}
+
+static int layout_scratch(const ts_path *path, size_t N, size_t K, int requantize, int im2col,
+                          scratch_layout *l)
+{
+    size_t end = 0, a_panel, strip, n_bytes, rows_bytes;
+    memset(l, 0, sizeof *l);
+    if (ts_panel_bytes(path, path->ep, K, &a_panel) || place(a_panel, &end, &l->a_panel)
+        || place(path->ep * path->hp * path->c_bytes, &end, &l->tile))
+        return -1;
+    if (requantize && (ts_size_mul(N, sizeof(int32_t), &n_bytes) || ts_size_mul(n_bytes, path->ep, &strip)
+                       || place(strip, &end, &l->strip) || place(n_bytes, &end, &l->col_offset)))
+        return -1;
+    if (im2col && (ts_size_mul(K, path->ep, &rows_bytes) || place(rows_bytes, &end, &l->im2col)))
+        return -1;
+    l->total = end;
+    return 0;
+}
+
+int ts_gemm_scratch_bytes(const ts_path *path, size_t N, size_t K, int requantize,
+                          int im2col, size_t *out)
+{
+    scratch_layout l;
+    return layout_scratch(path, N, K, requantize, im2col, &l) || ts_size_add(l.total, 15, out);
+}
+
+/* ---- the loop ----------------------------------------------------------------------------------- */
+
+/* Runs the kernel over one packed A panel against every B panel: rows x N results
+ * (path->c_bytes each) into dst, row stride ld_bytes. K = 0 yields zeros (the kernels need ksteps >= 1). */
+static void compute_strip(const ts_packed_b *b, const void *a_panel, size_t rows,
+                          unsigned char *dst, size_t ld_bytes, unsigned char *tile)
+{
+    const ts_path *path = b->path;
+    const size_t c_bytes = path->c_bytes, tile_ld = path->hp * c_bytes;
+    for (size_t j = 0; j < b->panels; ++j) {
+        size_t n0 = j * path->hp;
+        size_t cols = b->N - n0 < path->hp ? b->N - n0 : path->hp;
+        unsigned char *out = dst + n0 * c_bytes;
+        const unsigned char *b_panel = (const unsigned char *)b->data + j * b->panel_bytes;
+        if (b->ksteps == 0) {
+            for (size_t r = 0; r < rows; ++r)
+                memset(out + r * ld_bytes, 0, cols * c_bytes);   /* 0.0f and 0 are all-zero bits */
+        } else if (rows == path->ep && cols == path->hp) {
+            path->kernel(a_panel, b_panel, b->ksteps, out, ld_bytes);
+        } else {
+            path->kernel(a_panel, b_panel, b->ksteps, tile, tile_ld);
+            for (size_t r = 0; r < rows; ++r)
+                memcpy(out + r * ld_bytes, tile + r * tile_ld, cols * c_bytes);
+        }
+    }
+}
+
+/* Rows m0 .. m0+rows-1 of A: a pointer to them and their row stride in elements. */
+static const void *a_rows(const ts_a_source *a, size_t K, size_t m0, size_t rows,
+                          size_t src_elem, int8_t *im2col, size_t *lda)
+{
+    if (a->conv == NULL) {
+        *lda = a->lda;
+        return (const unsigned char *)a->A + m0 * a->lda * src_elem;
+    }
+    ts_im2col_rows_s8(a->conv, (const int8_t *)a->A, a->pad_value, m0, rows, im2col, K);
+    *lda = K;
+    return im2col;
+}
+
+void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
+                 const ts_c_sink *out, void *scratch)
+{
+    const ts_path *path = b->path;
+    size_t N = b->N, K = b->K, src_elem = ts_source_elem_bytes(path->pack_a);
+    scratch_layout l;
+    layout_scratch(path, N, K, out->q != NULL, a->conv != NULL, &l);   /* sized by the caller */
+    unsigned char *base = (unsigned char *)ts_align16(scratch);
+    void *a_panel = base + l.a_panel;
+    unsigned char *tile = base + l.tile;
+    int32_t *strip = (int32_t *)(base + l.strip);
+    int32_t *col_offset = (int32_t *)(base + l.col_offset);
+
+    /* sum_k (A-zp)*B = sum_k A*B - zp * sum_k B: the correction per column, with the bias
+     * folded in (bias - zp * sum_k B), wrapping modulo 2^32 like the int32 accumulators; the
+     * requantization then sees no separate bias. */
+    ts_quant q_fused;
+    if (out->q != NULL) {
+        const int32_t *bias = out->q->bias;
+        for (size_t n = 0; n < N; ++n) {
+            uint32_t offset = 0u - (uint32_t)out->q->a_zero_point * (uint32_t)b->col_sums[n];
+            col_offset[n] = (int32_t)(offset + (bias != NULL ? (uint32_t)bias[n] : 0u));
+        }
+        q_fused = *out->q;
+        q_fused.bias = NULL;
+    }
+
+    for (size_t m0 = 0; m0 < M; m0 += path->ep) {
+        size_t rows = M - m0 < path->ep ? M - m0 : path->ep, lda;
+        const void *src = a_rows(a, K, m0, rows, src_elem, (int8_t *)(base + l.im2col), &lda);
+        ts_pack_panel_as(path->pack_a, path, a_panel, src, rows, path->ep, K, lda, 1);
+        if (out->q == NULL) {
+            unsigned char *c = (unsigned char *)out->C + m0 * out->ldc * path->c_bytes;
+            compute_strip(b, a_panel, rows, c, out->ldc * path->c_bytes, tile);
+            continue;
+        }
+        compute_strip(b, a_panel, rows, (unsigned char *)strip, N * sizeof(int32_t), tile);
+        ts_requant_rows(strip, N, rows, N, 0, &q_fused, col_offset,
+                        (int8_t *)out->C + m0 * out->ldc, out->ldc);
+    }
+}
+
+/* ---- argument checks ---------------------------------------------------------------------------- */
+
+/* A buffer may be NULL only when it holds no element. */
+static int buffer_ok(const void *p, size_t rows, size_t cols)
+{
+    return p != NULL || rows == 0 || cols == 0;
+}
+
+/* Non-NULL unless empty, ld >= cols, and its span (rows-1)*ld + cols addressable. */
+static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem_bytes)
+{
+    return buffer_ok(p, rows, cols) && ld >= cols
+           && !ts_matrix_span_overflows(rows, cols, ld, elem_bytes);
+}
+
+/* Bytes of a matrix that passed matrix_ok (its span fits in size_t). */
+static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem_bytes)
+{
+    size_t len = 0;
+    ts_matrix_span_bytes(rows, cols, ld, elem_bytes, &len);
+    return len;
+}
+
+/* A handle usable for a GEMM of `gemm_type` now: packed for that type and for the kernel the
+ * dispatcher picks at this moment (else its layout is not what would run). */
+static int packed_ok(const ts_packed_b *b, int gemm_type)
+{
+    return b != NULL && b->path->gemm_type == gemm_type && b->path == ts_select_path(gemm_type);
+}
+
+/* Valid arguments of a GEMM with a row-major B (q: the requantizing int8 GEMM, else NULL):
+ * matrices as matrix_ok, q valid, and C sharing no byte with A, B or q's arrays. */
+static int unpacked_args_ok(int gemm_type, size_t M, size_t N, size_t K, const void *A,
+                            size_t lda, const void *B, size_t ldb, const ts_quant *q,
+                            const void *C, size_t ldc)
+{
+    /* element sizes as the caller passes them: every path of a type reads the same sources */
+    const ts_path *path = ts_select_path(gemm_type);
+    const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
+    const size_t b_bytes = ts_source_elem_bytes(path->pack);
+    const size_t c_bytes = q != NULL ? 1 : path->c_bytes;
+    if (!matrix_ok(A, M, K, lda, a_bytes) || !matrix_ok(B, K, N, ldb, b_bytes)
+        || !matrix_ok(C, M, N, ldc, c_bytes)
+        || (q != NULL && ts_quant_validate(q, N) != TS_OK))
+        return 0;
+    const size_t c_len = matrix_len(M, N, ldc, c_bytes);
+    return !ts_spans_overlap(C, c_len, A, matrix_len(M, K, lda, a_bytes))
+           && !ts_spans_overlap(C, c_len, B, matrix_len(K, N, ldb, b_bytes))
+           && !(q != NULL && ts_quant_overlaps(q, N, C, c_len));
+}
+
+/* As unpacked_args_ok with B a handle of `gemm_type` (packed_ok): C shares no byte with A, the
+ * handle or q's arrays. */
+static int prepacked_args_ok(int gemm_type, size_t M, const void *A, size_t lda,
+                             const ts_packed_b *B, const ts_quant *q, const void *C,
+                             size_t ldc)
+{
+    if (!packed_ok(B, gemm_type))
+        return 0;
+    const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
+    const size_t c_bytes = q != NULL ? 1 : B->path->c_bytes;
+    if (!matrix_ok(A, M, B->K, lda, a_bytes) || !matrix_ok(C, M, B->N, ldc, c_bytes)
+        || (q != NULL && ts_quant_validate(q, B->N) != TS_OK))
+        return 0;
+    const size_t c_len = matrix_len(M, B->N, ldc, c_bytes);
+    return !ts_spans_overlap(C, c_len, A, matrix_len(M, B->K, lda, a_bytes))
+           && !ts_packed_b_overlaps(B, C, c_len)
+           && !(q != NULL && ts_quant_overlaps(q, B->N, C, c_len));
+}
+
+/* ---- entry points -------------------------------------------------------------------------------- */
+
+/* Runs a validated GEMM with a prepacked B; allocates only the scratch. */
+static int run_prepacked(const ts_packed_b *b, size_t M, const void *A, size_t lda,
+                         const ts_c_sink *out)
+{
+    size_t bytes;
+    if (M == 0 || b->N == 0)
+        return TS_OK;
+    if (ts_gemm_scratch_bytes(b->path, b->N, b->K, out->q != NULL, 0, &bytes))
+        return TS_ENOMEM;
+    void *scratch = malloc(bytes);
+    if (scratch == NULL)
+        return TS_ENOMEM;
+    ts_a_source a = { A, lda, NULL, 0 };
+    ts_gemm_run(b, M, &a, out, scratch);
+    free(scratch);
+    return TS_OK;
+}
+
+/* Runs a validated GEMM of `gemm_type`: packs B (row-major K x N) and the scratch in one block. */
+static int run_unpacked(int gemm_type, size_t M, size_t N, size_t K, const void *A, size_t lda,
+                        const void *B, size_t ldb, const ts_c_sink *out)
+{
+    const ts_path *path = ts_select_path(gemm_type);
+    size_t b_bytes, scratch_bytes, total;
+    if (M == 0 || N == 0)
+        return TS_OK;
+    if (ts_packed_b_bytes(path, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)
+        || ts_gemm_scratch_bytes(path, N, K, out->q != NULL, 0, &scratch_bytes)
+        || ts_size_add(b_bytes, scratch_bytes, &total))
+        return TS_ENOMEM;
+    unsigned char *block = (unsigned char *)malloc(total);   /* malloc: aligned for any type */
+    if (block == NULL)
+        return TS_ENOMEM;
+    ts_packed_b packed;
+    ts_packed_b_init(&packed, path, K, N, B, ldb, 1, block);
+    ts_a_source a = { A, lda, NULL, 0 };
+    ts_gemm_run(&packed, M, &a, out, block + b_bytes);
+    free(block);
+    return TS_OK;
+}
+
+static int gemm_plain(int gemm_type, size_t M, size_t N, size_t K, const void *A, size_t lda,
+                      const void *B, size_t ldb, void *C, size_t ldc)
+{
+    if (!unpacked_args_ok(gemm_type, M, N, K, A, lda, B, ldb, NULL, C, ldc))
+        return TS_EINVAL;
+    ts_c_sink out = { C, ldc, NULL };
+    return run_unpacked(gemm_type, M, N, K, A, lda, B, ldb, &out);
+}
+
+int ts_gemm_f32(size_t M, size_t N, size_t K, const float *A, size_t lda,
+                const float *B, size_t ldb, float *C, size_t ldc)
+{
+    return gemm_plain(TS_GEMM_F32, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+int ts_gemm_bf16(size_t M, size_t N, size_t K, const float *A, size_t lda,
+                 const float *B, size_t ldb, float *C, size_t ldc)
+{
+    return gemm_plain(TS_GEMM_BF16, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
+                  const int8_t *B, size_t ldb, int32_t *C, size_t ldc)
+{
+    return gemm_plain(TS_GEMM_INT8, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+int ts_gemm_s8(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
+               const int8_t *B, size_t ldb, const ts_quant *q, int8_t *C, size_t ldc)
+{
+    if (q == NULL || !unpacked_args_ok(TS_GEMM_INT8, M, N, K, A, lda, B, ldb, q, C, ldc))
+        return TS_EINVAL;
+    ts_c_sink out = { C, ldc, q };
+    return run_unpacked(TS_GEMM_INT8, M, N, K, A, lda, B, ldb, &out);
+}
+
+/* ---- prepacked B ----------------------------------------------------------------------------------- */
+
+static int pack_b(int gemm_type, size_t K, size_t N, const void *B, size_t ldb,
+                  ts_packed_b **out)
+{
+    const ts_path *path = ts_select_path(gemm_type);
+    if (out == NULL || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack)))
+        return TS_EINVAL;
+    return ts_packed_b_create(path, K, N, B, ldb, 1, out);
+}
+
+int ts_pack_b_f32(size_t K, size_t N, const float *B, size_t ldb, ts_packed_b **out)
+{
+    return pack_b(TS_GEMM_F32, K, N, B, ldb, out);
+}
+
+int ts_pack_b_bf16(size_t K, size_t N, const float *B, size_t ldb, ts_packed_b **out)
+{
+    return pack_b(TS_GEMM_BF16, K, N, B, ldb, out);
+}
+
+int ts_pack_b_s8(size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out)
+{
+    return pack_b(TS_GEMM_INT8, K, N, B, ldb, out);
+}
+
+static int gemm_prepacked(int gemm_type, size_t M, const void *A, size_t lda,
+                          const ts_packed_b *B, void *C, size_t ldc)
+{
+    if (!prepacked_args_ok(gemm_type, M, A, lda, B, NULL, C, ldc))
+        return TS_EINVAL;
+    ts_c_sink out = { C, ldc, NULL };
+    return run_prepacked(B, M, A, lda, &out);
+}
+
+int ts_gemm_f32_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
+                          float *C, size_t ldc)
+{
+    return gemm_prepacked(TS_GEMM_F32, M, A, lda, B, C, ldc);
+}
+
+int ts_gemm_bf16_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
+                           float *C, size_t ldc)
+{
+    return gemm_prepacked(TS_GEMM_BF16, M, A, lda, B, C, ldc);
+}
+
+int ts_gemm_s8s32_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
+                            int32_t *C, size_t ldc)
+{
+    return gemm_prepacked(TS_GEMM_INT8, M, A, lda, B, C, ldc);
+}
+
+int ts_gemm_s8_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
+                         const ts_quant *q, int8_t *C, size_t ldc)
+{
+    if (q == NULL || !prepacked_args_ok(TS_GEMM_INT8, M, A, lda, B, q, C, ldc))
+        return TS_EINVAL;
+    ts_c_sink out = { C, ldc, q };
+    return run_prepacked(B, M, A, lda, &out);
+}

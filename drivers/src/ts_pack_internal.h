@@ -1,0 +1,123 @@
+/* ts_pack_internal.h — internal contract of the GEMM / conv2d drivers:
+ * kernel paths, runtime dispatch, panel packing and the packed-B handle. Not public API.
+ * Plain C99.
+ *
+ * Panel layout (README "Micro-kernel ABI"): a panel of `width` rows (ep rows of A, or hp
+ * columns of B) over K is ksteps = ceil(K / lp) k-steps; k-step s holds, for each row r in
+ * 0..width-1, the lp values k = s*lp .. s*lp+lp-1 of that row contiguously. Rows past the
+ * matrix edge and k past K are zero. */
+#ifndef TS_PACK_INTERNAL_H
+#define TS_PACK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilesmith.h"
+#include "ts_span_internal.h"   /* ts_size_*, ts_matrix_span_* */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- micro-kernels (ABI in README); this build's are declared in ts_kernels.h ------------- */
+typedef void (*ts_kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps,
+                              void *c, size_t ldc_bytes);
+
+/* ---- kernel paths and dispatch (cpu.c; the tables are generated: ts_dispatch.c) ------------ */
+
+/* Element conversion the packer applies (source type -> what the kernel reads). */
+typedef enum {
+    TS_PACK_F32,        /* float -> float */
+    TS_PACK_F32_BF16,   /* float -> float holding the bf16-rounded value (RNE) */
+    TS_PACK_BF16,       /* float -> bf16 bits (RNE) */
+    TS_PACK_S8,         /* 8-bit -> 8-bit as given (int8, or uint8 for the u8 kernels) */
+    TS_PACK_S16,        /* int8  -> int16 (sign-extended) */
+    TS_PACK_U16         /* uint8 -> int16 (zero-extended: 0..255) */
+} ts_pack_kind;
+
+/* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
+typedef struct {
+    int gemm_type;             /* TS_GEMM_* */
+    const char *symbol;        /* kernel symbol, for ts_gemm_kernel / ts_packed_kernel */
+    ts_kernel_fn kernel;
+    unsigned features;         /* TS_FEAT_* bits the CPU must have */
+    size_t ep, hp, lp;         /* tile rows, tile columns, k per k-step */
+    ts_pack_kind pack;         /* conversion of B (ts_pack_panel, ts_packed_b_init) */
+    ts_pack_kind pack_a;       /* conversion of A (differs from B's for the widened u8 x s8 path) */
+    size_t c_bytes;            /* bytes of one kernel result (float, int32 or uint32) */
+} ts_path;
+
+/* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
+ * quantized form subtracts a_zero_point * sum_k B[k][n] (int8 B). */
+static inline int ts_keeps_col_sums(int gemm_type)
+{
+    return gemm_type == TS_GEMM_INT8 || gemm_type == TS_GEMM_U8S8;
+}
+
+/* The path the next call of `gemm_type` uses: the most preferred one whose features are in
+ * ts_cpu_features() & the feature mask. NULL for an unknown gemm_type. */
+const ts_path *ts_select_path(int gemm_type);
+/* Every path of `gemm_type` compiled into this build (*count of them), for worst-case sizing. */
+const ts_path *ts_paths_of(int gemm_type, size_t *count);
+
+/* ---- packing (pack.c) ----------------------------------------------------------------------- */
+
+/* Bytes of one packed element of `kind`. */
+size_t ts_pack_elem_bytes(ts_pack_kind kind);
+/* Bytes of one source element of `kind` (float, or one byte for the 8-bit kinds). */
+size_t ts_source_elem_bytes(ts_pack_kind kind);
+
+/* Bytes of one packed panel of `width` rows over K (ceil(K/lp)*lp*width elements); 0 with -1
+ * returned on overflow. */
+int ts_panel_bytes(const ts_path *path, size_t width, size_t K, size_t *out);
+
+/* Packs one panel with path->pack: rows 0..rows-1 of the source, where element (r, k) is
+ * src[r*row_stride + k*k_stride] (float for the F32/BF16 kinds, 8-bit for S8/S16/U16), into
+ * `width` rows of `dst` (rows >= rows zero), K values each (zero-padded to whole k-steps). */
+void ts_pack_panel(const ts_path *path, void *dst, const void *src, size_t rows,
+                   size_t width, size_t K, size_t row_stride, size_t k_stride);
+/* The same with conversion `kind` (an A panel: path->pack_a; same element size as path->pack). */
+void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const void *src,
+                      size_t rows, size_t width, size_t K, size_t row_stride, size_t k_stride);
+
+/* B (K x N) packed for one path: panels of hp columns. */
+struct ts_packed_b {
+    const ts_path *path;   /* the kernel it was packed for (also gives the GEMM type) */
+    size_t K, N;
+    size_t ksteps;             /* ceil(K / lp) */
+    size_t panels;             /* ceil(N / hp) */
+    size_t panel_bytes;        /* bytes of one B panel */
+    void *data;                /* panels * panel_bytes bytes */
+    int32_t *col_sums;         /* ts_keeps_col_sums types: sum_k B[k][n], N values */
+    void *owned;               /* malloc block to free with the handle, or NULL */
+};
+
+/* Whether [p, p+len) shares a byte with anything a GEMM reads from handle b: the struct, its
+ * panels and its column sums. */
+static inline int ts_packed_b_overlaps(const ts_packed_b *b, const void *p, size_t len)
+{
+    return ts_spans_overlap(p, len, b, sizeof *b)
+           || ts_spans_overlap(p, len, b->data, b->panels * b->panel_bytes)
+           || ts_spans_overlap(p, len, b->col_sums,
+                                 b->col_sums != NULL ? b->N * sizeof(int32_t) : 0);
+}
+
+/* Bytes ts_packed_b_init needs for (path, K, N): the panels, plus column sums for INT8.
+ * Returns 0, or -1 on size_t overflow. */
+int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out);
+
+/* Packs B into `memory` (ts_packed_b_bytes bytes, 4-byte aligned) and fills *b (owned = NULL).
+ * Element (k, n) of B is B[k*k_stride + n*n_stride]: (ldb, 1) for a row-major K x N matrix,
+ * (1, K) for an OHWI conv filter (B transposed). Arguments must be valid. */
+void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
+                      const void *B, size_t k_stride, size_t n_stride, void *memory);
+
+/* ts_packed_b_init into a fresh malloc block, returned through *out.
+ * TS_OK, or TS_ENOMEM (size overflow or malloc failure; *out untouched). */
+int ts_packed_b_create(const ts_path *path, size_t K, size_t N, const void *B,
+                       size_t k_stride, size_t n_stride, ts_packed_b **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TS_PACK_INTERNAL_H */

@@ -1,0 +1,155 @@
+"""The one registry of public GEMM types: what every other place derives from.
+
+Per GEMM type: the caller's element types, the kernel paths in order of preference (each an
+instruction of gen.isa, whose `feature` says what the CPU needs, and the packer conversion of
+A and of B), the epilogue kind, the public entry points, the K bound macro, the bench
+workloads and the test matrix. Derived from it:
+  - the dispatch tables of a build (gen.drivers renders templates/c/dispatch.c.j2 from
+    `dispatch_paths`),
+  - the benchmark's dispatch paths (bench/workloads.py PATHS) and workloads,
+  - the parametrisation of the driver tests (tests/test_drivers_api.py),
+  - tests/test_registry.py, which fails when an entry is not generated, dispatched, declared
+    in tilesmith.h, tested or benchmarked.
+
+Packed elements (the packer's conversion; C enum ts_pack_kind in drivers/src/ts_pack_internal.h):
+  f32       fp32 as given                      s8    8-bit values as given (int8 or uint8)
+  bf16      bf16 bits, RNE from fp32           s16   int8 sign-extended to int16
+  f32_bf16  fp32 holding the bf16-rounded      u16   uint8 zero-extended to int16 (0..255)
+            value (the bf16 GEMM without bfmmla: same inputs, same meaning)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .isa import INSTRUCTIONS, TYPE_BYTES
+
+# packed element -> (C enum suffix of ts_pack_kind, operand type the kernel must read, source)
+PACKED = {
+    "f32": ("F32", "fp32", "fp32"),
+    "f32_bf16": ("F32_BF16", "fp32", "fp32"),
+    "bf16": ("BF16", "bf16", "fp32"),
+    "s8": ("S8", "int8", "int8"),
+    "u8": ("S8", "uint8", "uint8"),      # same bytes: the S8 packer copies 8-bit values
+    "s16": ("S16", "int16", "int8"),
+    "u16": ("U16", "int16", "uint8"),
+}
+# gen.isa operand type of the caller's matrices -> C type
+C_TYPES = {"fp32": "float", "int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t",
+           "uint32": "uint32_t"}
+
+
+def feature_macro(feature) -> str | None:
+    """gen.isa feature name -> suffix of its TS_FEAT_* bit in tilesmith.h (None: Armv8.0)."""
+    return None if feature is None else feature.upper()
+
+
+@dataclass(frozen=True)
+class KernelPath:
+    instruction: str          # gen.isa key
+    pack_a: str               # packed element of A (PACKED key)
+    pack_b: str               # packed element of B
+    bench_name: str           # the path's name in bench reports
+
+
+@dataclass(frozen=True)
+class GemmType:
+    key: str                  # dispatch key, e.g. "s8"
+    macro: str                # TS_GEMM_<macro> in tilesmith.h
+    a: str                    # caller's element type of A (gen.isa operand type)
+    b: str                    # of B
+    c: str                    # of the raw result (the quantized forms requantize it)
+    chain: tuple              # KernelPath, most preferred first; the last is Armv8.0
+    epilogue: str             # "raw" | "requant" (raw results, plus a requantized form)
+    entry_points: tuple       # public functions (without the prefix)
+    max_k: tuple = ()         # K-bound macros (without the prefix) of the entry points
+    bench_dtype: str = ""     # dtype of bench workloads (bench/workloads.py), "" for none
+    bench_shapes: tuple = ()  # bench GEMM shape names (bench/workloads.py GEMM_SHAPES)
+    test_label: str = ""      # label of the type in the tests/c/drv_api_* harness output
+
+
+GEMM_TYPES: tuple[GemmType, ...] = (
+    GemmType("f32", "F32", "fp32", "fp32", "fp32",
+             (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
+             "raw", ("gemm_f32", "pack_b_f32", "gemm_f32_prepacked"),
+             bench_dtype="f32", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             test_label="f32"),
+    GemmType("bf16", "BF16", "fp32", "fp32", "fp32",
+             (KernelPath("bfmmla", "bf16", "bf16", "bfmmla"),
+              KernelPath("fmla_f32", "f32_bf16", "f32_bf16", "fmla")),
+             "raw", ("gemm_bf16", "pack_b_bf16", "gemm_bf16_prepacked"),
+             bench_dtype="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             test_label="bf16"),
+    GemmType("s8", "INT8", "int8", "int8", "int32",
+             (KernelPath("smmla", "s8", "s8", "i8mm"),
+              KernelPath("sdot", "s8", "s8", "dotprod"),
+              KernelPath("smlal", "s16", "s16", "armv8.0")),
+             "requant", ("gemm_s8s32", "gemm_s8", "pack_b_s8", "gemm_s8s32_prepacked",
+                         "gemm_s8_prepacked", "conv2d_s8", "pack_conv2d_filter_s8",
+                         "conv2d_s8_prepacked"),
+             max_k=("GEMM_S8S32_MAX_K", "GEMM_S8_MAX_K"),
+             bench_dtype="s8", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             test_label="int8"),
+)
+
+BY_KEY = {t.key: t for t in GEMM_TYPES}
+
+
+def check_registry(types=GEMM_TYPES) -> None:
+    """Raise ValueError at the first inconsistent entry: unknown instruction or packed element,
+    a conversion that does not produce what the kernel reads, A and B packed to different
+    element sizes, or a chain that does not end with an Armv8.0 path."""
+    for t in types:
+        if not t.chain:
+            raise ValueError(f"GEMM type {t.key}: no kernel path")
+        for p in t.chain:
+            if p.instruction not in INSTRUCTIONS:
+                raise ValueError(f"GEMM type {t.key}: unknown instruction {p.instruction!r}")
+            inst = INSTRUCTIONS[p.instruction]
+            for operand, packed, want, source in (("A", p.pack_a, inst.a_type, t.a),
+                                                  ("B", p.pack_b, inst.b_type, t.b)):
+                if packed not in PACKED:
+                    raise ValueError(f"GEMM type {t.key}: unknown packed element {packed!r}")
+                if PACKED[packed][1] != want or PACKED[packed][2] != source:
+                    raise ValueError(f"GEMM type {t.key} {p.instruction}: {operand} packed as "
+                                     f"{packed} ({PACKED[packed][2]} -> {PACKED[packed][1]}), "
+                                     f"the caller gives {source} and the kernel reads {want}")
+            if TYPE_BYTES[inst.a_type] != TYPE_BYTES[inst.b_type]:
+                raise ValueError(f"GEMM type {t.key} {p.instruction}: A and B element sizes "
+                                 f"differ")
+        if INSTRUCTIONS[t.chain[-1].instruction].feature is not None:
+            raise ValueError(f"GEMM type {t.key}: the last path must run on Armv8.0")
+
+
+def result_bytes(instruction: str) -> int:
+    """Bytes of one kernel result (C element) of an instruction."""
+    return TYPE_BYTES[INSTRUCTIONS[instruction].c_type]
+
+
+def dispatch_paths(main: dict, types=GEMM_TYPES) -> dict:
+    """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
+    kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
+    hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
+    suffixes, the result bytes and the feature macro suffix (None when Armv8.0 has it).
+    ValueError when a type has no Armv8.0 kernel in `main`."""
+    paths = {}
+    for t in types:
+        paths[t.key] = []
+        for p in t.chain:
+            if p.instruction not in main:
+                continue
+            kernel = main[p.instruction]
+            paths[t.key].append(dict(
+                instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
+                pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
+                c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
+                ep=int(kernel["ep"]), hp=int(kernel["hp"]), lp=int(kernel["lp"]),
+                feature=feature_macro(INSTRUCTIONS[p.instruction].feature)))
+        if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
+            baseline = [p.instruction for p in t.chain
+                        if INSTRUCTIONS[p.instruction].feature is None]
+            raise ValueError(f"manifest has no Armv8.0 kernel for the {t.key} GEMM "
+                             f"(needs one of {baseline})")
+    return paths
+
+
+check_registry()
