@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gen.isa import GENERATED, check_arch
+from gen.registry import GEMM_TYPES, forcing_features
 
 WORKLOADS_C = Path(__file__).resolve().parent / "workloads.c"
 CROSS_CC = "aarch64-linux-gnu-gcc"
@@ -21,17 +22,16 @@ class DispatchPath:
     instruction: str
 
 
-# Per data type, slowest first. f32 has one kernel; bf16 falls back to fmla on bf16-rounded
-# values when the CPU lacks bf16; int8 has three generations.
-PATHS = {
-    "f32": (DispatchPath("fmla", "dotprod+i8mm+bf16", "fmla_f32"),),
-    "bf16": (DispatchPath("fmla", "dotprod+i8mm", "fmla_f32"),
-             DispatchPath("bfmmla", "dotprod+i8mm+bf16", "bfmmla")),
-    "s8": (DispatchPath("armv8.0", "none", "smlal"),
-           DispatchPath("dotprod", "dotprod", "sdot"),
-           DispatchPath("i8mm", "dotprod+i8mm", "smmla")),
-}
-DTYPE_LABEL = {"f32": "fp32", "bf16": "bf16", "s8": "int8"}
+def _paths(t) -> tuple:
+    """A GEMM type's dispatch paths, slowest first, from gen.registry."""
+    return tuple(DispatchPath(p.bench_name, "+".join(forcing_features(t, p)) or "none",
+                              p.instruction) for p in reversed(t.chain))
+
+
+# Per data type (bench dtype), slowest first: derived from gen.registry.
+PATHS = {t.bench_dtype: _paths(t) for t in GEMM_TYPES if t.bench_dtype}
+DTYPE_LABEL = {t.bench_dtype: t.bench_label for t in GEMM_TYPES if t.bench_dtype}
+CONV_DTYPES = tuple(t.bench_dtype for t in GEMM_TYPES if t.bench_dtype and t.bench_conv)
 
 
 @dataclass(frozen=True)
@@ -124,14 +124,16 @@ def all_workloads() -> list[Workload]:
     out = []
     for prepacked in (False, True):
         tag, note = (PREPACKED, ", B prepacked") if prepacked else ("", "")
-        out += [Workload(f"{name}-{dtype}{tag}", f"{title} {DTYPE_LABEL[dtype]}{note}", "gemm",
-                         dtype, dims, name + tag, prepacked, title + note)
-                for name, title, dims in GEMM_SHAPES for dtype in ("f32", "bf16", "s8")
-                if not prepacked or name in PREPACKED_SHAPES]
+        out += [Workload(f"{name}-{t.bench_dtype}{tag}", f"{title} {t.bench_label}{note}",
+                         "gemm", t.bench_dtype, dims, name + tag, prepacked, title + note)
+                for name, title, dims in GEMM_SHAPES for t in GEMM_TYPES
+                if name in t.bench_shapes and (not prepacked or name in PREPACKED_SHAPES)]
         note = note.replace("B", "filter")
-        out += [Workload(name + tag, f"{title} int8{note}", "conv", "s8", dims, name + tag,
+        out += [Workload(name + tag + ("" if dtype == "s8" else f"-{dtype}"),
+                         f"{title} {DTYPE_LABEL[dtype]}{note}", "conv", dtype, dims, name + tag,
                          prepacked, title + note)
-                for name, title, dims in CONV_LAYERS if not prepacked or name in PREPACKED_SHAPES]
+                for name, title, dims in CONV_LAYERS for dtype in CONV_DTYPES
+                if not prepacked or name in PREPACKED_SHAPES]
     return out + large_workloads()
 
 

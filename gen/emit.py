@@ -14,7 +14,7 @@ import jinja2
 from encoder import FEATURES, rewrite_text
 
 from . import loop
-from .isa import INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
+from .isa import ARCH_NAMES, INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
 from .loop import A_PTR, B_PTR, C_PTR, KSTEPS, LDC, KernelPlanError
 from .naming import kernel_symbol
 from .plan import STRATEGIES, TilePlan, operand_mode
@@ -39,13 +39,20 @@ MAIN_LOOP_VARIANTS = ((2, "ldr", 1, 1), (4, "ldr", 1, 1), (8, "ldr", 1, 1),
 # AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers" / "General-purpose registers"):
 # the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
 CALLEE_SAVED_VREGS = range(8, 16)
-C_ELEMENT_BYTES = 4
 # STP Qt1, Qt2, [Xn, #imm]: imm is a multiple of 16 in -1024..1008 (Arm ARM C7.2 "STP (SIMD&FP)").
 STP_Q_MAX_OFFSET = 1008
 
-# `.arch` line that lets an assembler accept a feature's mnemonics (INST=never output).
-ARCH_DIRECTIVE = {"dotprod": "armv8.2-a+dotprod", "i8mm": "armv8.6-a+i8mm",
-                  "bf16": "armv8.6-a+bf16"}
+
+
+def arch_directive(inst) -> str | None:
+    """`.arch` value that lets an assembler accept the instruction's mnemonic (INST=never
+    output): its architecture level plus its feature, e.g. armv8.2-a+dotprod; None on Armv8.0."""
+    return f"{ARCH_NAMES[inst.arch]}+{inst.feature}" if inst.feature else None
+
+
+def c_element_bytes(plan: TilePlan) -> int:
+    """Bytes of one C element (the accumulator type) of the plan's instruction."""
+    return TYPE_BYTES[plan.inst.c_type]
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,7 @@ def check_plan(plan: TilePlan) -> None:
     if inst.acc_shape == "row" and max(plan.a_regs) >= inst.a_index_regs:
         raise KernelPlanError(f"{where}: {inst.mnemonic} by element needs A in "
                               f"v0-v{inst.a_index_regs - 1}, plan has {plan.a_regs}")
-    if plan.hp * C_ELEMENT_BYTES - 32 > STP_Q_MAX_OFFSET:
+    if plan.hp * c_element_bytes(plan) - 32 > STP_Q_MAX_OFFSET:
         raise KernelPlanError(f"{where}: a C row of {plan.hp} elements is beyond the reach of "
                               f"the row stores (stp q offsets up to {STP_Q_MAX_OFFSET})")
     for operand in ("a", "b"):
@@ -197,7 +204,7 @@ def store_tiles(plan: TilePlan) -> list[Insn]:
             for n, cb in enumerate(batch):
                 x = plan.c_reg_for(rb, cb)
                 t0, t1 = temps[2 * n], temps[2 * n + 1]
-                offset = cb * 2 * C_ELEMENT_BYTES
+                offset = cb * 2 * c_element_bytes(plan)
                 if cb + 1 < blocks:
                     y = plan.c_reg_for(rb, cb + 1)
                     code.append(Insn(f"uzp1 v{t0}.2d, v{x}.2d, v{y}.2d", "alu",
@@ -340,8 +347,7 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         symbol=symbol, plan=plan, inst=inst, cpu=cpu, prefix=prefix,
         signature=signature(inst), a_bytes=TYPE_BYTES[inst.a_type],
         a_step=loop.step_bytes(plan, "a"), b_step=loop.step_bytes(plan, "b"),
-        arch_directive=(ARCH_DIRECTIVE[inst.feature] if inst_mode == "never" and inst.feature
-                        else None),
+        arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved), restore=restore_registers(saved), saved=saved,
         zero=zero_accumulators(plan), preload=loop.preload(plan),
         main=main, pointer_setup=loop.pointer_setup(plan, main),

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 ARCH_LEVELS = ("v8", "v82", "v86")
+# The architecture each ARCH level names, as GNU/LLVM `-march` / `.arch` spell it.
+ARCH_NAMES = {"v8": "armv8-a", "v82": "armv8.2-a", "v86": "armv8.6-a"}
 
 # Bytes per element of each operand type.
 TYPE_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "bf16": 2, "fp16": 2,

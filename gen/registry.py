@@ -38,6 +38,11 @@ C_TYPES = {"fp32": "float", "int8": "int8_t", "uint8": "uint8_t", "int32": "int3
            "uint32": "uint32_t"}
 
 
+# gen.isa feature -> its TS_FEAT_* bit in drivers/include/tilesmith.h (tests/test_registry.py
+# checks the header agrees; ts_cpu.c detects each).
+FEATURE_BITS = {"dotprod": 1, "i8mm": 2, "bf16": 4}
+
+
 def feature_macro(feature) -> str | None:
     """gen.isa feature name -> suffix of its TS_FEAT_* bit in tilesmith.h (None: Armv8.0)."""
     return None if feature is None else feature.upper()
@@ -62,8 +67,10 @@ class GemmType:
     epilogue: str             # "raw" | "requant" (raw results, plus a requantized form)
     entry_points: tuple       # public functions (without the prefix)
     max_k: tuple = ()         # K-bound macros (without the prefix) of the entry points
-    bench_dtype: str = ""     # dtype of bench workloads (bench/workloads.py), "" for none
+    bench_dtype: str = ""     # dtype argument of bench/workloads.c, "" for none
+    bench_label: str = ""     # the type in bench titles, e.g. "int8"
     bench_shapes: tuple = ()  # bench GEMM shape names (bench/workloads.py GEMM_SHAPES)
+    bench_conv: bool = False  # the conv layers of bench/workloads.py run on this type
     test_label: str = ""      # label of the type in the tests/c/drv_api_* harness output
 
 
@@ -71,13 +78,13 @@ GEMM_TYPES: tuple[GemmType, ...] = (
     GemmType("f32", "F32", "fp32", "fp32", "fp32",
              (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
              "raw", ("gemm_f32", "pack_b_f32", "gemm_f32_prepacked"),
-             bench_dtype="f32", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             bench_dtype="f32", bench_label="fp32", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
              test_label="f32"),
     GemmType("bf16", "BF16", "fp32", "fp32", "fp32",
              (KernelPath("bfmmla", "bf16", "bf16", "bfmmla"),
               KernelPath("fmla_f32", "f32_bf16", "f32_bf16", "fmla")),
              "raw", ("gemm_bf16", "pack_b_bf16", "gemm_bf16_prepacked"),
-             bench_dtype="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             bench_dtype="bf16", bench_label="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
              test_label="bf16"),
     GemmType("s8", "INT8", "int8", "int8", "int32",
              (KernelPath("smmla", "s8", "s8", "i8mm"),
@@ -87,11 +94,26 @@ GEMM_TYPES: tuple[GemmType, ...] = (
                          "gemm_s8_prepacked", "conv2d_s8", "pack_conv2d_filter_s8",
                          "conv2d_s8_prepacked"),
              max_k=("GEMM_S8S32_MAX_K", "GEMM_S8_MAX_K"),
-             bench_dtype="s8", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             bench_dtype="s8", bench_label="int8",
+             bench_shapes=("gemm256", "gemm512", "gemv", "prefill"), bench_conv=True,
              test_label="int8"),
 )
 
 BY_KEY = {t.key: t for t in GEMM_TYPES}
+
+
+def features(types=GEMM_TYPES) -> tuple:
+    """Every CPU feature some path needs, in the order of their TS_FEAT_* bits."""
+    used = {INSTRUCTIONS[p.instruction].feature for t in types for p in t.chain}
+    return tuple(f for f in FEATURE_BITS if f in used)
+
+
+def forcing_features(gemm_type: GemmType, path: KernelPath, types=GEMM_TYPES) -> tuple:
+    """The features to leave enabled so that dispatch picks `path` of `gemm_type` on a CPU
+    with every feature: all but those of the paths preferred to it."""
+    before = gemm_type.chain[:gemm_type.chain.index(path)]
+    masked = {INSTRUCTIONS[p.instruction].feature for p in before}
+    return tuple(f for f in features(types) if f not in masked)
 
 
 def check_registry(types=GEMM_TYPES) -> None:

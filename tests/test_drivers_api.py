@@ -11,9 +11,10 @@ import sys
 import pytest
 
 from cross import ROOT, TEST_C, compile_aarch64, run_qemu
+from gen import registry
 from gen.drivers import dispatch_paths, render_drivers
 
-FEAT = {"DOTPROD": 1, "I8MM": 2, "BF16": 4}
+FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
 ALL = 0xFFFFFFFF
 # What each qemu CPU model reports (QEMU 7.2: cortex-a57 Armv8.0, neoverse-n1 adds dotprod,
 # max has dotprod, i8mm and bf16).
@@ -24,7 +25,8 @@ CPU_MASKS = {"cortex-a57": [ALL], "neoverse-n1": [ALL, 0],
 # (ARCH, CPU) pairs: the full v86 build everywhere, the v8 / v82 builds where they differ.
 RUNS = [("v86", "cortex-a57"), ("v86", "neoverse-n1"), ("v86", "max"),
         ("v8", "max"), ("v82", "neoverse-n1")]
-TYPES = {"f32": "f32", "bf16": "bf16", "int8": "s8"}   # harness label -> dispatch key
+# harness label -> dispatch key, every GEMM type of the registry
+TYPES = {t.test_label: t.key for t in registry.GEMM_TYPES}
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +107,7 @@ def test_gemm_every_path_matches_reference(arch, cpu, generated, harness):
     proc = run_qemu(harness(arch, "drv_api_gemm"), masks, *gemm_shapes(paths), cpu=cpu, check=False)
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     assert f"features={CPU_FEATURES[cpu]}\n" in proc.stdout
-    check_dispatch_lines(proc.stdout, paths, cpu, ("f32", "bf16", "int8"))
+    check_dispatch_lines(proc.stdout, paths, cpu, tuple(TYPES))
 
 
 @pytest.mark.parametrize("arch,cpu", RUNS)
