@@ -1,6 +1,6 @@
 /* workloads.c — the whole operations `python3 -m bench` profiles under qemu-aarch64.
  *
- *   workloads gemm[-prepacked] f32|bf16|s8 FEATURES M N K
+ *   workloads gemm[-prepacked] f32|bf16|s8|u8s8|u8u32 FEATURES M N K
  *   workloads conv[-prepacked] FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE
  *                              PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT [BATCH]
  *
@@ -161,6 +161,53 @@ HARNESS static int bench_gemm_s8(size_t M, size_t N, size_t K, int prepacked)
     return bench_report(status, "gemm", bench_checksum(C, M * N));
 }
 
+/* uint8 activations x int8 weights, quantized uint8 output (ts_gemm_u8: QLinearMatMul). */
+HARNESS static int bench_gemm_u8s8(size_t M, size_t N, size_t K, int prepacked)
+{
+    uint8_t *A = bench_alloc(M * K, 1), *C = bench_alloc(M * N, 1);
+    int8_t *B = bench_alloc(K * N, 1);
+    int32_t *bias = bench_alloc(N, 4), *mult = bench_alloc(N, 4), *shift = bench_alloc(N, 4);
+    ts_packed_b *packed = NULL;
+    ts_quant q;
+    int status;
+    bench_fill_s8((int8_t *)A, M * K);
+    bench_fill_s8(B, K * N);
+    bench_quant(&q, N, bias, mult, shift);
+    q.a_zero_point += 128;   /* the int8 layer's parameters moved to uint8 */
+    q.c_zero_point += 128;
+    q.act_min += 128;
+    q.act_max += 128;
+    if (prepacked) {
+        packed = bench_pack_weights(ts_pack_b_u8s8(K, N, B, N, &packed), packed);
+        bench_mark();
+        status = ts_gemm_u8_prepacked(M, A, K, packed, &q, C, N);
+    } else {
+        bench_mark();
+        status = ts_gemm_u8(M, N, K, A, K, B, N, &q, C, N);
+    }
+    return bench_report(status, "gemm", bench_checksum(C, M * N));
+}
+
+/* uint8 x uint8 -> uint32 (raw). */
+HARNESS static int bench_gemm_u8u32(size_t M, size_t N, size_t K, int prepacked)
+{
+    uint8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1);
+    uint32_t *C = bench_alloc(M * N, 4);
+    ts_packed_b *packed = NULL;
+    int status;
+    bench_fill_s8((int8_t *)A, M * K);
+    bench_fill_s8((int8_t *)B, K * N);
+    if (prepacked) {
+        packed = bench_pack_weights(ts_pack_b_u8u32(K, N, B, N, &packed), packed);
+        bench_mark();
+        status = ts_gemm_u8u32_prepacked(M, A, K, packed, C, N);
+    } else {
+        bench_mark();
+        status = ts_gemm_u8u32(M, N, K, A, K, B, N, C, N);
+    }
+    return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
+}
+
 HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
 {
     size_t M = bench_size(dims[0]), N = bench_size(dims[1]), K = bench_size(dims[2]);
@@ -168,7 +215,11 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
         return bench_gemm_float(type[0] == 'b', M, N, K, prepacked);
     if (strcmp(type, "s8") == 0)
         return bench_gemm_s8(M, N, K, prepacked);
-    fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8)\n", type);
+    if (strcmp(type, "u8s8") == 0)
+        return bench_gemm_u8s8(M, N, K, prepacked);
+    if (strcmp(type, "u8u32") == 0)
+        return bench_gemm_u8u32(M, N, K, prepacked);
+    fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8, u8s8, u8u32)\n", type);
     return 2;
 }
 

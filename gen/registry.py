@@ -97,6 +97,28 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              bench_dtype="s8", bench_label="int8",
              bench_shapes=("gemm256", "gemm512", "gemv", "prefill"), bench_conv=True,
              test_label="int8"),
+    # uint8 activations. Armv8.0 fallback: A zero-extended and B sign-extended to int16 (0..255
+    # and -128..127 are int16 values), then the smlal kernel, whose int16 x int16 products
+    # (|a*b| <= 255*128) and int32 sums are exact within TS_GEMM_U8S8S32_MAX_K.
+    GemmType("u8s8", "U8S8", "uint8", "int8", "int32",
+             (KernelPath("usmmla", "u8", "s8", "i8mm"),
+              KernelPath("smlal", "u16", "s16", "armv8.0")),
+             "requant", ("gemm_u8s8s32", "gemm_u8", "pack_b_u8s8", "gemm_u8s8s32_prepacked",
+                         "gemm_u8_prepacked"),
+             max_k=("GEMM_U8S8S32_MAX_K", "GEMM_U8_MAX_K"),
+             bench_dtype="u8s8", bench_label="uint8 x int8", bench_shapes=("gemm512", "prefill"),
+             test_label="u8s8"),
+    # uint8 x uint8 -> uint32. Armv8.0 fallback: both zero-extended to int16; the smlal kernel's
+    # int32 lanes wrap modulo 2^32, so its bits are the uint32 sum (exact up to 2^32 - 1, i.e.
+    # within TS_GEMM_U8U32_MAX_K).
+    GemmType("u8u32", "U8U32", "uint8", "uint8", "uint32",
+             (KernelPath("ummla", "u8", "u8", "i8mm"),
+              KernelPath("udot", "u8", "u8", "dotprod"),
+              KernelPath("smlal", "u16", "u16", "armv8.0")),
+             "raw", ("gemm_u8u32", "pack_b_u8u32", "gemm_u8u32_prepacked"),
+             max_k=("GEMM_U8U32_MAX_K",),
+             bench_dtype="u8u32", bench_label="uint8", bench_shapes=("gemm512",),
+             test_label="u8u32"),
 )
 
 BY_KEY = {t.key: t for t in GEMM_TYPES}

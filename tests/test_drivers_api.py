@@ -146,3 +146,17 @@ def test_only_this_archs_kernels_are_compiled_in(arch, absent, generated):
 def test_manifest_without_baseline_kernel_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="no Armv8.0 kernel for the s8 GEMM"):
         render_drivers(fake_manifest(["fmla_f32", "sdot"]), tmp_path)
+
+
+@pytest.mark.parametrize("arch,cpu", RUNS)
+def test_k_bounds_exact_on_every_path(arch, cpu, generated, harness):
+    """Every integer entry point at K = TS_GEMM_*_MAX_K with the inputs that reach the bound:
+    exact (closed form in int64) on every dispatch path; at MAX_K + 1 TS_EINVAL, C untouched
+    (tests/c/drv_api_kbound.c). Also ts_requantize's saturating case TFLite wraps."""
+    paths = manifest_paths(generated(arch))
+    masks = ",".join(str(m) for m in CPU_MASKS[cpu])
+    proc = run_qemu(harness(arch, "drv_api_kbound"), masks, cpu=cpu, check=False)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert "requantize saturating 127 127 tflite 0 -128\n" in proc.stdout
+    check_dispatch_lines(proc.stdout, paths, cpu,
+                         tuple(t.test_label for t in registry.GEMM_TYPES if t.max_k))

@@ -34,9 +34,41 @@ int ts_gemm_f32 (size_t M, size_t N, size_t K, const float  *A, size_t lda,
 int ts_gemm_bf16(size_t M, size_t N, size_t K, const float  *A, size_t lda,
                  const float  *B, size_t ldb, float   *C, size_t ldc);
 int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
-                  const int8_t *B, size_t ldb, int32_t *C, size_t ldc);   /* exact */
+                  const int8_t *B, size_t ldb, int32_t *C, size_t ldc);   /* exact, K bound below */
 
-/* ---- int8 quantized GEMM (TFLite semantics) ------------------------------------------ */
+/* ---- K bounds of the integer GEMMs (inclusive) -----------------------------------------
+ * Integer results are exact: a call whose K lets the 32-bit accumulator of some output
+ * overflow for some input returns TS_EINVAL (nothing written). Per type, the largest
+ * |term| one k adds (bias excluded; it is added after, modulo 2^32 as in TFLite):
+ *   s8s32    A, B in -128..127: a*b in -16256..16384, so K*16384 <= 2^31-1: K <= 131071.
+ *   s8       (A - a_zero_point) spans -255..255 (a_zero_point in -128..127), B -128..127:
+ *            |term| <= 255*128 = 32640, K*32640 <= 2^31-1: K <= 65793. Also conv2d_s8 with
+ *            K = k_h*k_w*in_c, and ts_gemm_s8_prepacked with the handle's K.
+ *   u8s8s32  A 0..255, B -128..127: |term| <= 32640: K <= 65793.
+ *   u8u32    A, B 0..255: term <= 65025 summed into uint32, K*65025 <= 2^32-1: K <= 66051.
+ *   u8       (A - a_zero_point) spans -255..255 (a_zero_point in 0..255), B -128..127: 65793.
+ * Partial sums: the kernels add 1 (smlal), 4 (sdot/udot) or 8 (smmla/ummla/usmmla) products
+ * to a 32-bit lane at a time, and the lanes (and the drivers' zero-point correction
+ * sum A*B - a_zero_point * sum B) wrap modulo 2^32 like the instructions do; a sum of wrapping
+ * terms is exact whenever the true total fits, whatever the order, so the bound on the total
+ * is the only one. Every bound is met with equality by constant inputs (e.g. s8s32: all -128).
+ * A handle from ts_pack_b_s8 / ts_pack_b_u8s8 / ts_pack_b_u8u32 has K up to the raw type's
+ * bound; the quantized *_prepacked call checks its own. */
+#define TS_GEMM_S8S32_MAX_K   131071
+#define TS_GEMM_S8_MAX_K      65793
+#define TS_GEMM_U8S8S32_MAX_K 65793
+#define TS_GEMM_U8U32_MAX_K   66051
+#define TS_GEMM_U8_MAX_K      65793
+
+/* ---- int8 quantized GEMM (TFLite semantics, one deliberate exception) -------------------
+ * Bit-identical to TFLite's MultiplyByQuantizedMultiplier whenever TFLite's int32
+ * intermediates do not overflow. Where they do, TFLite's result is undefined behaviour and
+ * tilesmith saturates instead. The case that matters: a positive shift with |x| * 2^shift
+ * beyond int32 (x = accumulator + bias). TFLite computes x * (1 << left_shift), which wraps
+ * on common compilers: x = {1 << 24, 9000000}, multiplier 1 << 30, shift 8, c_zp 0, clamp
+ * -128..127 gives {0, -128} there; tilesmith saturates x * 2^shift to INT32_MAX and gives
+ * {127, 127}, the clamp of the true (huge positive) value. (Likewise y + c_zero_point and the
+ * single-rounding result saturate: those only differ where the output clamps anyway.) */
 #define TS_ROUND_DOUBLE 0   /* gemmlowp SaturatingRoundingDoublingHighMul + RoundingDivideByPOT (TFLite default) */
 #define TS_ROUND_SINGLE 1   /* TFLITE_SINGLE_ROUNDING */
 
@@ -52,10 +84,26 @@ typedef struct {
 } ts_quant;
 
 /* C[m][n] = clamp(MultiplyByQuantizedMultiplier(sum_k (A[m][k]-a_zp)*B[k][n] + bias[n],
- *                 multiplier[n], shift[n]) + c_zp, act_min, act_max)      (TFLite int8 semantics) */
+ *                 multiplier[n], shift[n]) + c_zp, act_min, act_max)
+ * (TFLite int8 semantics, saturating where TFLite's int32 arithmetic overflows: see above) */
 int ts_gemm_s8(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
                const int8_t *B, size_t ldb, const ts_quant *q, int8_t *C, size_t ldc);
-/* same epilogue on given int32 accumulators (a_zero_point ignored); C must not overlap acc */
+/* uint8 A x int8 B (ONNX Runtime QLinearMatMul / MatMulInteger with a uint8 activation and
+ * symmetric int8 weights): exact int32 results (usmmla where the CPU has i8mm). */
+int ts_gemm_u8s8s32(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
+                    const int8_t *B, size_t ldb, int32_t *C, size_t ldc);
+/* uint8 A x uint8 B: exact uint32 results (ummla with i8mm, udot with dotprod). */
+int ts_gemm_u8u32(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
+                  const uint8_t *B, size_t ldb, uint32_t *C, size_t ldc);
+/* The quantized uint8 form (ONNX Runtime QLinearMatMul semantics with int8 symmetric weights):
+ *   C[m][n] = clamp(MultiplyByQuantizedMultiplier(sum_k (A[m][k]-a_zp)*B[k][n] + bias[n],
+ *                   multiplier[n], shift[n]) + c_zp, act_min, act_max)
+ * the same requantization as ts_gemm_s8, with a_zero_point, c_zero_point, act_min and
+ * act_max in 0..255 (0 <= act_min <= act_max <= 255). */
+int ts_gemm_u8(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
+               const int8_t *B, size_t ldb, const ts_quant *q, uint8_t *C, size_t ldc);
+/* same epilogue on given int32 accumulators (a_zero_point ignored); C must not overlap acc.
+ * TFLite int8 semantics with the saturating exception described above. */
 int ts_requantize(size_t M, size_t N, const int32_t *acc, size_t ld_acc,
                   const ts_quant *q, int8_t *C, size_t ldc);
 
@@ -100,6 +148,10 @@ int ts_pack_b_f32 (size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b 
 int ts_pack_b_bf16(size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b **out);
 /* for ts_gemm_s8s32_prepacked and ts_gemm_s8_prepacked (keeps the column sums of B) */
 int ts_pack_b_s8  (size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out);
+/* for ts_gemm_u8s8s32_prepacked and ts_gemm_u8_prepacked (int8 B, keeps its column sums) */
+int ts_pack_b_u8s8 (size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out);
+/* for ts_gemm_u8u32_prepacked */
+int ts_pack_b_u8u32(size_t K, size_t N, const uint8_t *B, size_t ldb, ts_packed_b **out);
 /* filter OHWI of conv c as B (K = k_h*k_w*in_c, N = out_c), for ts_conv2d_s8_prepacked */
 int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out);
 void ts_packed_free(ts_packed_b *b);      /* NULL is a no-op */
@@ -114,6 +166,12 @@ int ts_gemm_s8s32_prepacked(size_t M, const int8_t *A, size_t lda, const ts_pack
                             int32_t *C, size_t ldc);
 int ts_gemm_s8_prepacked   (size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
                             const ts_quant *q, int8_t *C, size_t ldc);
+int ts_gemm_u8s8s32_prepacked(size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
+                              int32_t *C, size_t ldc);
+int ts_gemm_u8u32_prepacked  (size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
+                              uint32_t *C, size_t ldc);
+int ts_gemm_u8_prepacked     (size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
+                              const ts_quant *q, uint8_t *C, size_t ldc);
 /* workspace: ts_conv2d_s8_workspace_size(c) bytes, as for ts_conv2d_s8 */
 int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
                            const ts_packed_b *filter, const ts_quant *q, int8_t *output,

@@ -54,11 +54,12 @@ size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
 }
 
 /* Checks shared by both entry points (the filter is checked by each). A conv whose workspace
- * size or output (M x out_c bytes) overflows size_t is invalid: no buffer could hold it. */
+ * size or output (M x out_c bytes) overflows size_t is invalid: no buffer could hold it; so is
+ * one with K = k_h*k_w*in_c beyond TS_GEMM_S8_MAX_K (its int32 sums could overflow). */
 static int conv_args_ok(const ts_conv2d *c, const int8_t *input, const ts_quant *q,
                         const int8_t *output, const void *workspace)
 {
-    return ts_conv2d_s8_workspace_size(c) != 0
+    return ts_conv2d_s8_workspace_size(c) != 0 && conv_k(c) <= TS_GEMM_S8_MAX_K
            && !ts_matrix_span_overflows(conv_m(c), c->out_c, c->out_c, 1)
            && input != NULL && output != NULL && workspace != NULL
            && ts_quant_validate(q, c->out_c) == TS_OK;
@@ -91,7 +92,7 @@ static void run_conv(const ts_conv2d *c, const int8_t *input, const ts_packed_b 
     ts_a_source a = { input, c->in_c, NULL, (int8_t)q->a_zero_point };
     if (!is_pointwise(c))
         a.conv = c;
-    ts_c_sink out = { output, c->out_c, q };
+    ts_c_sink out = { output, c->out_c, q, 0 };
     ts_gemm_run(filter, conv_m(c), &a, &out, scratch);
 }
 
@@ -115,7 +116,8 @@ int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
 
 int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out)
 {
-    if (ts_conv2d_validate(c) != TS_OK || filter == NULL || out == NULL)
+    if (ts_conv2d_validate(c) != TS_OK || conv_k(c) > TS_GEMM_S8_MAX_K || filter == NULL
+        || out == NULL)
         return TS_EINVAL;
     size_t K = conv_k(c);
     return ts_packed_b_create(ts_select_path(TS_GEMM_INT8), K, c->out_c, filter, 1, K, out);

@@ -98,6 +98,14 @@ static const void *a_rows(const ts_a_source *a, size_t K, size_t m0, size_t rows
     return im2col;
 }
 
+/* Bit 7 of rows x cols bytes (row stride ld) flipped: int8 v - 128 -> uint8 v. */
+static void flip_sign_bits(unsigned char *c, size_t rows, size_t cols, size_t ld)
+{
+    for (size_t r = 0; r < rows; ++r, c += ld)
+        for (size_t j = 0; j < cols; ++j)
+            c[j] ^= 0x80u;
+}
+
 void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
                  const ts_c_sink *out, void *scratch)
 {
@@ -121,7 +129,10 @@ void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
             uint32_t offset = 0u - (uint32_t)out->q->a_zero_point * (uint32_t)b->col_sums[n];
             col_offset[n] = (int32_t)(offset + (bias != NULL ? (uint32_t)bias[n] : 0u));
         }
-        q_fused = *out->q;
+        if (out->u8_output)
+            ts_quant_u8_as_s8(out->q, &q_fused);   /* int8 epilogue, bit 7 flipped below */
+        else
+            q_fused = *out->q;
         q_fused.bias = NULL;
     }
 
@@ -135,8 +146,10 @@ void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
             continue;
         }
         compute_strip(b, a_panel, rows, (unsigned char *)strip, N * sizeof(int32_t), tile);
-        ts_requant_rows(strip, N, rows, N, 0, &q_fused, col_offset,
-                        (int8_t *)out->C + m0 * out->ldc, out->ldc);
+        int8_t *c = (int8_t *)out->C + m0 * out->ldc;
+        ts_requant_rows(strip, N, rows, N, 0, &q_fused, col_offset, c, out->ldc);
+        if (out->u8_output)
+            flip_sign_bits((unsigned char *)c, rows, N, out->ldc);
     }
 }
 
@@ -163,27 +176,52 @@ static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem_bytes)
     return len;
 }
 
-/* A handle usable for a GEMM of `gemm_type` now: packed for that type and for the kernel the
- * dispatcher picks at this moment (else its layout is not what would run). */
-static int packed_ok(const ts_packed_b *b, int gemm_type)
+/* What a public GEMM entry point computes: its GEMM type, its K bound (tilesmith.h), and its
+ * output: the kernel's raw results, or int8 / uint8 through the requantization epilogue. */
+enum { OUT_RAW, OUT_S8, OUT_U8 };
+typedef struct {
+    int gemm_type;
+    size_t max_k;             /* SIZE_MAX: no bound (float) */
+    int output;               /* OUT_* */
+} gemm_op;
+
+static const gemm_op OP_F32 = { TS_GEMM_F32, SIZE_MAX, OUT_RAW };
+static const gemm_op OP_BF16 = { TS_GEMM_BF16, SIZE_MAX, OUT_RAW };
+static const gemm_op OP_S8S32 = { TS_GEMM_INT8, TS_GEMM_S8S32_MAX_K, OUT_RAW };
+static const gemm_op OP_S8 = { TS_GEMM_INT8, TS_GEMM_S8_MAX_K, OUT_S8 };
+static const gemm_op OP_U8S8S32 = { TS_GEMM_U8S8, TS_GEMM_U8S8S32_MAX_K, OUT_RAW };
+static const gemm_op OP_U8U32 = { TS_GEMM_U8U32, TS_GEMM_U8U32_MAX_K, OUT_RAW };
+static const gemm_op OP_U8 = { TS_GEMM_U8S8, TS_GEMM_U8_MAX_K, OUT_U8 };
+
+/* q present exactly when the op requantizes, and valid for its output type and N columns. */
+static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
 {
-    return b != NULL && b->path->gemm_type == gemm_type && b->path == ts_select_path(gemm_type);
+    if (op->output == OUT_RAW)
+        return q == NULL;
+    return (op->output == OUT_U8 ? ts_quant_validate_u8(q, N) : ts_quant_validate(q, N)) == TS_OK;
 }
 
-/* Valid arguments of a GEMM with a row-major B (q: the requantizing int8 GEMM, else NULL):
- * matrices as matrix_ok, q valid, and C sharing no byte with A, B or q's arrays. */
-static int unpacked_args_ok(int gemm_type, size_t M, size_t N, size_t K, const void *A,
+/* A handle usable for `op` now: packed for its GEMM type and for the kernel the dispatcher
+ * picks at this moment (else its layout is not what would run), K within op's bound. */
+static int packed_ok(const ts_packed_b *b, const gemm_op *op)
+{
+    return b != NULL && b->path->gemm_type == op->gemm_type
+           && b->path == ts_select_path(op->gemm_type) && b->K <= op->max_k;
+}
+
+/* Valid arguments of a GEMM with a row-major B: K within the bound, matrices as matrix_ok, q
+ * as quant_ok, and C sharing no byte with A, B or q's arrays. */
+static int unpacked_args_ok(const gemm_op *op, size_t M, size_t N, size_t K, const void *A,
                             size_t lda, const void *B, size_t ldb, const ts_quant *q,
                             const void *C, size_t ldc)
 {
     /* element sizes as the caller passes them: every path of a type reads the same sources */
-    const ts_path *path = ts_select_path(gemm_type);
+    const ts_path *path = ts_select_path(op->gemm_type);
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
     const size_t b_bytes = ts_source_elem_bytes(path->pack);
     const size_t c_bytes = q != NULL ? 1 : path->c_bytes;
-    if (!matrix_ok(A, M, K, lda, a_bytes) || !matrix_ok(B, K, N, ldb, b_bytes)
-        || !matrix_ok(C, M, N, ldc, c_bytes)
-        || (q != NULL && ts_quant_validate(q, N) != TS_OK))
+    if (K > op->max_k || !matrix_ok(A, M, K, lda, a_bytes) || !matrix_ok(B, K, N, ldb, b_bytes)
+        || !matrix_ok(C, M, N, ldc, c_bytes) || !quant_ok(op, q, N))
         return 0;
     const size_t c_len = matrix_len(M, N, ldc, c_bytes);
     return !ts_spans_overlap(C, c_len, A, matrix_len(M, K, lda, a_bytes))
@@ -191,18 +229,18 @@ static int unpacked_args_ok(int gemm_type, size_t M, size_t N, size_t K, const v
            && !(q != NULL && ts_quant_overlaps(q, N, C, c_len));
 }
 
-/* As unpacked_args_ok with B a handle of `gemm_type` (packed_ok): C shares no byte with A, the
- * handle or q's arrays. */
-static int prepacked_args_ok(int gemm_type, size_t M, const void *A, size_t lda,
+/* As unpacked_args_ok with B a handle for op (packed_ok): C shares no byte with A, the handle
+ * or q's arrays. */
+static int prepacked_args_ok(const gemm_op *op, size_t M, const void *A, size_t lda,
                              const ts_packed_b *B, const ts_quant *q, const void *C,
                              size_t ldc)
 {
-    if (!packed_ok(B, gemm_type))
+    if (!packed_ok(B, op))
         return 0;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = q != NULL ? 1 : B->path->c_bytes;
     if (!matrix_ok(A, M, B->K, lda, a_bytes) || !matrix_ok(C, M, B->N, ldc, c_bytes)
-        || (q != NULL && ts_quant_validate(q, B->N) != TS_OK))
+        || !quant_ok(op, q, B->N))
         return 0;
     const size_t c_len = matrix_len(M, B->N, ldc, c_bytes);
     return !ts_spans_overlap(C, c_len, A, matrix_len(M, B->K, lda, a_bytes))
@@ -253,100 +291,143 @@ static int run_unpacked(int gemm_type, size_t M, size_t N, size_t K, const void 
     return TS_OK;
 }
 
-static int gemm_plain(int gemm_type, size_t M, size_t N, size_t K, const void *A, size_t lda,
-                      const void *B, size_t ldb, void *C, size_t ldc)
+/* Every GEMM with a row-major B (q NULL for the raw ones). */
+static int gemm(const gemm_op *op, size_t M, size_t N, size_t K, const void *A, size_t lda,
+                const void *B, size_t ldb, const ts_quant *q, void *C, size_t ldc)
 {
-    if (!unpacked_args_ok(gemm_type, M, N, K, A, lda, B, ldb, NULL, C, ldc))
+    if (!unpacked_args_ok(op, M, N, K, A, lda, B, ldb, q, C, ldc))
         return TS_EINVAL;
-    ts_c_sink out = { C, ldc, NULL };
-    return run_unpacked(gemm_type, M, N, K, A, lda, B, ldb, &out);
+    ts_c_sink out = { C, ldc, q, op->output == OUT_U8 };
+    return run_unpacked(op->gemm_type, M, N, K, A, lda, B, ldb, &out);
+}
+
+/* Every GEMM with a prepacked B. */
+static int gemm_prepacked(const gemm_op *op, size_t M, const void *A, size_t lda,
+                          const ts_packed_b *B, const ts_quant *q, void *C, size_t ldc)
+{
+    if (!prepacked_args_ok(op, M, A, lda, B, q, C, ldc))
+        return TS_EINVAL;
+    ts_c_sink out = { C, ldc, q, op->output == OUT_U8 };
+    return run_prepacked(B, M, A, lda, &out);
+}
+
+/* Packs row-major B for the raw op of a GEMM type (the largest K bound of that type). */
+static int pack_b(const gemm_op *op, size_t K, size_t N, const void *B, size_t ldb,
+                  ts_packed_b **out)
+{
+    const ts_path *path = ts_select_path(op->gemm_type);
+    if (out == NULL || K > op->max_k || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack)))
+        return TS_EINVAL;
+    return ts_packed_b_create(path, K, N, B, ldb, 1, out);
 }
 
 int ts_gemm_f32(size_t M, size_t N, size_t K, const float *A, size_t lda,
                 const float *B, size_t ldb, float *C, size_t ldc)
 {
-    return gemm_plain(TS_GEMM_F32, M, N, K, A, lda, B, ldb, C, ldc);
+    return gemm(&OP_F32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
 }
 
 int ts_gemm_bf16(size_t M, size_t N, size_t K, const float *A, size_t lda,
                  const float *B, size_t ldb, float *C, size_t ldc)
 {
-    return gemm_plain(TS_GEMM_BF16, M, N, K, A, lda, B, ldb, C, ldc);
+    return gemm(&OP_BF16, M, N, K, A, lda, B, ldb, NULL, C, ldc);
 }
 
 int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
                   const int8_t *B, size_t ldb, int32_t *C, size_t ldc)
 {
-    return gemm_plain(TS_GEMM_INT8, M, N, K, A, lda, B, ldb, C, ldc);
+    return gemm(&OP_S8S32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
 }
 
 int ts_gemm_s8(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
                const int8_t *B, size_t ldb, const ts_quant *q, int8_t *C, size_t ldc)
 {
-    if (q == NULL || !unpacked_args_ok(TS_GEMM_INT8, M, N, K, A, lda, B, ldb, q, C, ldc))
-        return TS_EINVAL;
-    ts_c_sink out = { C, ldc, q };
-    return run_unpacked(TS_GEMM_INT8, M, N, K, A, lda, B, ldb, &out);
+    return gemm(&OP_S8, M, N, K, A, lda, B, ldb, q, C, ldc);
+}
+
+int ts_gemm_u8s8s32(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
+                    const int8_t *B, size_t ldb, int32_t *C, size_t ldc)
+{
+    return gemm(&OP_U8S8S32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
+}
+
+int ts_gemm_u8u32(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
+                  const uint8_t *B, size_t ldb, uint32_t *C, size_t ldc)
+{
+    return gemm(&OP_U8U32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
+}
+
+int ts_gemm_u8(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
+               const int8_t *B, size_t ldb, const ts_quant *q, uint8_t *C, size_t ldc)
+{
+    return gemm(&OP_U8, M, N, K, A, lda, B, ldb, q, C, ldc);
 }
 
 /* ---- prepacked B ----------------------------------------------------------------------------------- */
 
-static int pack_b(int gemm_type, size_t K, size_t N, const void *B, size_t ldb,
-                  ts_packed_b **out)
-{
-    const ts_path *path = ts_select_path(gemm_type);
-    if (out == NULL || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack)))
-        return TS_EINVAL;
-    return ts_packed_b_create(path, K, N, B, ldb, 1, out);
-}
-
 int ts_pack_b_f32(size_t K, size_t N, const float *B, size_t ldb, ts_packed_b **out)
 {
-    return pack_b(TS_GEMM_F32, K, N, B, ldb, out);
+    return pack_b(&OP_F32, K, N, B, ldb, out);
 }
 
 int ts_pack_b_bf16(size_t K, size_t N, const float *B, size_t ldb, ts_packed_b **out)
 {
-    return pack_b(TS_GEMM_BF16, K, N, B, ldb, out);
+    return pack_b(&OP_BF16, K, N, B, ldb, out);
 }
 
 int ts_pack_b_s8(size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out)
 {
-    return pack_b(TS_GEMM_INT8, K, N, B, ldb, out);
+    return pack_b(&OP_S8S32, K, N, B, ldb, out);
 }
 
-static int gemm_prepacked(int gemm_type, size_t M, const void *A, size_t lda,
-                          const ts_packed_b *B, void *C, size_t ldc)
+int ts_pack_b_u8s8(size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out)
 {
-    if (!prepacked_args_ok(gemm_type, M, A, lda, B, NULL, C, ldc))
-        return TS_EINVAL;
-    ts_c_sink out = { C, ldc, NULL };
-    return run_prepacked(B, M, A, lda, &out);
+    return pack_b(&OP_U8S8S32, K, N, B, ldb, out);
+}
+
+int ts_pack_b_u8u32(size_t K, size_t N, const uint8_t *B, size_t ldb, ts_packed_b **out)
+{
+    return pack_b(&OP_U8U32, K, N, B, ldb, out);
 }
 
 int ts_gemm_f32_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
                           float *C, size_t ldc)
 {
-    return gemm_prepacked(TS_GEMM_F32, M, A, lda, B, C, ldc);
+    return gemm_prepacked(&OP_F32, M, A, lda, B, NULL, C, ldc);
 }
 
 int ts_gemm_bf16_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
                            float *C, size_t ldc)
 {
-    return gemm_prepacked(TS_GEMM_BF16, M, A, lda, B, C, ldc);
+    return gemm_prepacked(&OP_BF16, M, A, lda, B, NULL, C, ldc);
 }
 
 int ts_gemm_s8s32_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
                             int32_t *C, size_t ldc)
 {
-    return gemm_prepacked(TS_GEMM_INT8, M, A, lda, B, C, ldc);
+    return gemm_prepacked(&OP_S8S32, M, A, lda, B, NULL, C, ldc);
 }
 
 int ts_gemm_s8_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
                          const ts_quant *q, int8_t *C, size_t ldc)
 {
-    if (q == NULL || !prepacked_args_ok(TS_GEMM_INT8, M, A, lda, B, q, C, ldc))
-        return TS_EINVAL;
-    ts_c_sink out = { C, ldc, q };
-    return run_prepacked(B, M, A, lda, &out);
+    return gemm_prepacked(&OP_S8, M, A, lda, B, q, C, ldc);
+}
+
+int ts_gemm_u8s8s32_prepacked(size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
+                              int32_t *C, size_t ldc)
+{
+    return gemm_prepacked(&OP_U8S8S32, M, A, lda, B, NULL, C, ldc);
+}
+
+int ts_gemm_u8u32_prepacked(size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
+                            uint32_t *C, size_t ldc)
+{
+    return gemm_prepacked(&OP_U8U32, M, A, lda, B, NULL, C, ldc);
+}
+
+int ts_gemm_u8_prepacked(size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
+                         const ts_quant *q, uint8_t *C, size_t ldc)
+{
+    return gemm_prepacked(&OP_U8, M, A, lda, B, q, C, ldc);
 }

@@ -22,12 +22,14 @@ typedef struct {
     int8_t pad_value;
 } ts_a_source;
 
-/* Where the results go: 4-byte elements (float / int32) when q is NULL, else int8 through
- * the requantization epilogue with q (validated) and the A zero-point correction. */
+/* Where the results go: the kernel's results (path->c_bytes each: float, int32, uint32) when
+ * q is NULL, else int8 (uint8 with u8_output) through the requantization epilogue with q
+ * (validated for that output) and the A zero-point correction. */
 typedef struct {
     void *C;
     size_t ldc;               /* row stride in elements */
     const ts_quant *q;
+    int u8_output;            /* q's zero points and clamp range are uint8 (ts_gemm_u8) */
 } ts_c_sink;
 
 /* Scratch bytes ts_gemm_run needs for B's path and shape (including 15 bytes to align an

@@ -27,6 +27,17 @@ extern "C" {
  * is outside -31..30. q->bias may be NULL. With per_channel and N == 0 no entry is read. */
 int ts_quant_validate(const ts_quant *q, size_t N);
 
+/* As ts_quant_validate for a uint8 GEMM (ts_gemm_u8): a_zero_point, c_zero_point, act_min
+ * and act_max in 0..255 instead of -128..127, the rest the same. */
+int ts_quant_validate_u8(const ts_quant *q, size_t N);
+
+/* The int8 epilogue that computes a uint8 one: *s8 = *q with c_zero_point, act_min and
+ * act_max lowered by 128. For v = y + c_zero_point clamped to [act_min, act_max] (a subset of
+ * 0..255), clamp(y + c_zero_point - 128, act_min - 128, act_max - 128) = v - 128, whose int8
+ * byte is v ^ 0x80: requantizing with *s8 and flipping bit 7 of every output byte gives the
+ * uint8 result exactly. */
+void ts_quant_u8_as_s8(const ts_quant *q, ts_quant *s8);
+
 /* Whether the arrays of a validated q for N columns (bias: N values if not NULL; multiplier and
  * shift: N if per_channel, else 1) share a byte with [p, p+len). */
 int ts_quant_overlaps(const ts_quant *q, size_t N, const void *p, size_t len);

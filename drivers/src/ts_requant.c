@@ -73,6 +73,26 @@ int ts_quant_validate(const ts_quant *q, size_t N)
     return epilogue_validate(q, N);
 }
 
+static int fits_u8(int32_t v) { return v >= 0 && v <= 255; }
+
+void ts_quant_u8_as_s8(const ts_quant *q, ts_quant *s8)
+{
+    *s8 = *q;
+    s8->c_zero_point = q->c_zero_point - 128;
+    s8->act_min = q->act_min - 128;
+    s8->act_max = q->act_max - 128;
+}
+
+int ts_quant_validate_u8(const ts_quant *q, size_t N)
+{
+    ts_quant s8;
+    if (q == NULL || !fits_u8(q->a_zero_point) || !fits_u8(q->c_zero_point)
+        || !fits_u8(q->act_min) || !fits_u8(q->act_max))
+        return TS_EINVAL;
+    ts_quant_u8_as_s8(q, &s8);
+    return epilogue_validate(&s8, N);
+}
+
 int ts_quant_overlaps(const ts_quant *q, size_t N, const void *p, size_t len)
 {
     const size_t channels = q->per_channel ? N : 1;

@@ -1,16 +1,22 @@
-/* GEMM API harness: ts_gemm_f32 / bf16 / s8s32 / s8 and their prepacked variants against
+/* GEMM API harness: ts_gemm_f32 / bf16 / s8s32 / s8 / u8s8s32 / u8u32 / u8 and their
+ * prepacked variants against
  * scalar references, every buffer flush against guard pages, gaps between rows (ld > cols)
  * poisoned in the inputs and checked untouched in the output.
  *
  *   drv_api_gemm MASKS M,N,K ...
  * MASKS: comma-separated feature masks (decimal); for each, the harness sets the mask, prints
- * "mask=<m> f32=<kernel> bf16=<kernel> int8=<kernel>" and runs every shape through every
+ * "mask=<m> f32=<kernel> bf16=<kernel> int8=<kernel> u8s8=<kernel> u8u32=<kernel>" and runs
+ * every shape through every
  * entry point. Last line "failures <n>"; exit status 1 on any failure. */
 #include "drv_api_common.h"
 
-enum kind { F32, BF16, S8S32, S8 };
-static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8" };
-static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_INT8 };
+enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8 };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8" };
+static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_INT8,
+                                 TS_GEMM_U8S8, TS_GEMM_U8U32, TS_GEMM_U8S8 };
+static int a_unsigned(enum kind k) { return k == U8S8S32 || k == U8U32 || k == U8; }
+static int b_unsigned(enum kind k) { return k == U8U32; }
+static int quantized(enum kind k) { return k == S8 || k == U8; }
 
 typedef struct { int32_t bias[512], mult[512], shift[512]; ts_quant q; } quant_store;
 
@@ -62,6 +68,31 @@ static int64_t ref_int(const int8_t *A, size_t lda, const int8_t *B, size_t ldb,
     return s;
 }
 
+/* The same with A and/or B read as uint8. */
+static int64_t ref_int_signs(enum kind kind, const void *A, size_t lda, const void *B,
+                             size_t ldb, size_t m, size_t n, size_t K, int32_t a_zp)
+{
+    int64_t s = 0;
+    for (size_t k = 0; k < K; ++k) {
+        int32_t a = a_unsigned(kind) ? ((const uint8_t *)A)[m * lda + k]
+                                     : ((const int8_t *)A)[m * lda + k];
+        int32_t b = b_unsigned(kind) ? ((const uint8_t *)B)[k * ldb + n]
+                                     : ((const int8_t *)B)[k * ldb + n];
+        s += (int64_t)(a - a_zp) * b;
+    }
+    return s;
+}
+
+/* ONNX Runtime QLinearMatMul output: the TFLite requantization, uint8 zero point and clamp. */
+static uint8_t ref_requant_u8(int32_t acc, size_t n, const ts_quant *q)
+{
+    int32_t x = (int32_t)((uint32_t)acc + (uint32_t)(q->bias ? q->bias[n] : 0));
+    size_t ch = q->per_channel ? n : 0;
+    int64_t y = (int64_t)ref_mbqm(x, q->multiplier[ch], q->shift[ch], q->rounding) + q->c_zero_point;
+    y = y < q->act_min ? q->act_min : y > q->act_max ? q->act_max : y;
+    return (uint8_t)y;
+}
+
 /* Calls the entry point under test; prepacked: pack B first (and check the handle's kernel). */
 static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, const void *A,
                 size_t lda, const void *B, size_t ldb, const ts_quant *q, void *C, size_t ldc)
@@ -72,11 +103,16 @@ static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, con
         case BF16: return ts_gemm_bf16(M, N, K, A, lda, B, ldb, C, ldc);
         case S8S32: return ts_gemm_s8s32(M, N, K, A, lda, B, ldb, C, ldc);
         case S8: return ts_gemm_s8(M, N, K, A, lda, B, ldb, q, C, ldc);
+        case U8S8S32: return ts_gemm_u8s8s32(M, N, K, A, lda, B, ldb, C, ldc);
+        case U8U32: return ts_gemm_u8u32(M, N, K, A, lda, B, ldb, C, ldc);
+        case U8: return ts_gemm_u8(M, N, K, A, lda, B, ldb, q, C, ldc);
         }
     }
     ts_packed_b *pb = NULL;
     int rc = kind == F32 ? ts_pack_b_f32(K, N, B, ldb, &pb)
-           : kind == BF16 ? ts_pack_b_bf16(K, N, B, ldb, &pb) : ts_pack_b_s8(K, N, B, ldb, &pb);
+           : kind == BF16 ? ts_pack_b_bf16(K, N, B, ldb, &pb)
+           : kind == U8U32 ? ts_pack_b_u8u32(K, N, B, ldb, &pb)
+           : a_unsigned(kind) ? ts_pack_b_u8s8(K, N, B, ldb, &pb) : ts_pack_b_s8(K, N, B, ldb, &pb);
     CHECK(rc == TS_OK && pb != NULL, "pack %s rc %d", kind_name[kind], rc);
     if (rc != TS_OK)
         return rc;
@@ -87,6 +123,9 @@ static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, con
     case BF16: rc = ts_gemm_bf16_prepacked(M, A, lda, pb, C, ldc); break;
     case S8S32: rc = ts_gemm_s8s32_prepacked(M, A, lda, pb, C, ldc); break;
     case S8: rc = ts_gemm_s8_prepacked(M, A, lda, pb, q, C, ldc); break;
+    case U8S8S32: rc = ts_gemm_u8s8s32_prepacked(M, A, lda, pb, C, ldc); break;
+    case U8U32: rc = ts_gemm_u8u32_prepacked(M, A, lda, pb, C, ldc); break;
+    case U8: rc = ts_gemm_u8_prepacked(M, A, lda, pb, q, C, ldc); break;
     }
     ts_packed_free(pb);
     return rc;
@@ -95,7 +134,7 @@ static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, con
 static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K, size_t pad)
 {
     int is_float = kind == F32 || kind == BF16;
-    size_t in_elem = is_float ? 4 : 1, out_elem = kind == S8 ? 1 : 4;
+    size_t in_elem = is_float ? 4 : 1, out_elem = quantized(kind) ? 1 : 4;
     size_t lda = K + pad, ldb = N + pad, ldc = N + pad;
     void *A = guarded(matrix_bytes(M, K, lda, in_elem));
     void *B = guarded(matrix_bytes(K, N, ldb, in_elem));
@@ -105,6 +144,12 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
     if (is_float) { fill_float(A, M, K, lda); fill_float(B, K, N, ldb); }
     else { fill_s8(A, M, K, lda); fill_s8(B, K, N, ldb); }
     random_quant(&qs.q, N, qs.bias, qs.mult, qs.shift, (int)(rng_next() & 1), (int)(rng_next() & 1));
+    if (kind == U8) {   /* the same draw moved to uint8 zero points and clamp range */
+        qs.q.a_zero_point += 128;
+        qs.q.c_zero_point += 128;
+        qs.q.act_min += 128;
+        qs.q.act_max += 128;
+    }
     memset(C, 0xA5, c_bytes);
 
     int rc = call(kind, prepacked, M, N, K, A, lda, B, ldb, &qs.q, C, ldc);
@@ -124,6 +169,21 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
                 bad = !(fabs(got - ref) <= float_bound(K, abs_sum, kind == BF16));
                 CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] = %.9g, ref %.9g", kind_name[kind],
                       prepacked ? " prepacked" : "", M, N, K, m, n, got, ref);
+            } else if (kind >= U8S8S32) {
+                int32_t a_zp = kind == U8 ? qs.q.a_zero_point : 0;
+                uint32_t acc = (uint32_t)ref_int_signs(kind, A, lda, B, ldb, m, n, K, a_zp);
+                if (kind == U8) {
+                    uint8_t want = ref_requant_u8((int32_t)acc, n, &qs.q);
+                    bad = *c != want;
+                    CHECK(!bad, "u8%s %zux%zux%zu C[%zu][%zu] = %u, ref %u",
+                          prepacked ? " prepacked" : "", M, N, K, m, n, *c, want);
+                } else {
+                    uint32_t got;
+                    memcpy(&got, c, 4);
+                    bad = got != acc;
+                    CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] = %u, ref %u", kind_name[kind],
+                          prepacked ? " prepacked" : "", M, N, K, m, n, got, acc);
+                }
             } else {
                 int32_t a_zp = kind == S8 ? qs.q.a_zero_point : 0;
                 int32_t acc = (int32_t)(uint32_t)ref_int(A, lda, B, ldb, m, n, K, a_zp);
@@ -210,12 +270,14 @@ int main(int argc, char **argv)
     for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
         ts_set_feature_mask(mask);
-        printf("mask=%u f32=%s bf16=%s int8=%s\n", mask, ts_gemm_kernel(TS_GEMM_F32),
-               ts_gemm_kernel(TS_GEMM_BF16), ts_gemm_kernel(TS_GEMM_INT8));
+        printf("mask=%u f32=%s bf16=%s int8=%s u8s8=%s u8u32=%s\n", mask,
+               ts_gemm_kernel(TS_GEMM_F32), ts_gemm_kernel(TS_GEMM_BF16),
+               ts_gemm_kernel(TS_GEMM_INT8), ts_gemm_kernel(TS_GEMM_U8S8),
+               ts_gemm_kernel(TS_GEMM_U8U32));
         for (int i = 2; i < argc; ++i) {
             size_t M, N, K;
             if (sscanf(argv[i], "%zu,%zu,%zu", &M, &N, &K) != 3) { fprintf(stderr, "bad shape\n"); return 2; }
-            for (int kind = F32; kind <= S8; ++kind)
+            for (int kind = F32; kind <= U8; ++kind)
                 for (int prepacked = 0; prepacked < 2; ++prepacked)
                     run_case((enum kind)kind, prepacked, M, N, K, (size_t)(i % 3) * 2);
         }
