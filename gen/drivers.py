@@ -81,10 +81,17 @@ def render_templates(names, context: dict, out_dir) -> list[Path]:
 
 
 def render_drivers(manifest: dict, out_dir) -> list[Path]:
-    """The whole C side of a build into `out_dir`: the tree with the manifest's prefix, plus
-    the dispatch tables of its kernels. Returns the files written."""
+    """The whole C side of a build into `out_dir`: the tree with the manifest's prefix, the
+    dispatch tables of its kernels, and CMakeLists.txt (a static library target
+    `<prefix>tilesmith` of every .c and the manifest's kernels). Returns the files written."""
     prefix = manifest["prefix"]
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
     context = base_context(prefix, manifest["arch"], manifest, main, dispatch_paths(main))
     copied = copy_drivers(prefix, out_dir)
-    return list(copied.values()) + render_templates(GENERATED, context, out_dir)
+    written = list(copied.values()) + render_templates(GENERATED, context, out_dir)
+    sources = sorted(p.name for p in written if p.suffix == ".c")
+    sources += sorted(f"{k['symbol']}.S" for k in manifest["kernels"])
+    cmake = Path(out_dir) / "CMakeLists.txt"
+    cmake.write_text(template_environment().get_template("c/CMakeLists.txt.j2").render(
+        sources=sources, **context))
+    return written + [cmake]

@@ -10,8 +10,8 @@
 
 #include "ts_pack_internal.h"   /* ts_packed_b fields: handles built at chosen addresses */
 
-enum kind { F32, BF16, S8S32, S8 };
-static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8" };
+enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8 };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8" };
 
 typedef struct {
     enum kind kind;
@@ -28,6 +28,11 @@ static int call_gemm(const gemm_args *g)
     case BF16: return ts_gemm_bf16(g->M, g->N, g->K, g->A, g->lda, g->B, g->ldb, g->C, g->ldc);
     case S8S32: return ts_gemm_s8s32(g->M, g->N, g->K, g->A, g->lda, g->B, g->ldb, g->C, g->ldc);
     case S8: return ts_gemm_s8(g->M, g->N, g->K, g->A, g->lda, g->B, g->ldb, g->q, g->C, g->ldc);
+    case U8S8S32:
+        return ts_gemm_u8s8s32(g->M, g->N, g->K, g->A, g->lda, g->B, g->ldb, g->C, g->ldc);
+    case U8U32:
+        return ts_gemm_u8u32(g->M, g->N, g->K, g->A, g->lda, g->B, g->ldb, g->C, g->ldc);
+    case U8: return ts_gemm_u8(g->M, g->N, g->K, g->A, g->lda, g->B, g->ldb, g->q, g->C, g->ldc);
     }
     return 99;
 }
@@ -44,6 +49,19 @@ static ts_quant valid_quant(void)
 {
     for (int n = 0; n < N0; ++n) { mult[n] = 1 << 30; shift[n] = -2; }
     ts_quant q = { 3, -5, bias, mult, shift, 1, -128, 127, TS_ROUND_DOUBLE };
+    return q;
+}
+
+/* valid_quant, for ts_gemm_u8 moved to uint8 zero points and clamp range */
+static ts_quant quant_for(enum kind kind)
+{
+    ts_quant q = valid_quant();
+    if (kind == U8) {
+        q.a_zero_point += 128;
+        q.c_zero_point += 128;
+        q.act_min += 128;
+        q.act_max += 128;
+    }
     return q;
 }
 
@@ -67,9 +85,9 @@ static void expect(const gemm_args *g, int rc_want, const char *what)
 
 static void gemm_errors(enum kind kind)
 {
-    ts_quant q = valid_quant();
+    ts_quant q = quant_for(kind);
     gemm_args g;
-#define CASE(mutation, rc) do { g = valid_gemm(kind, &q); mutation; expect(&g, rc, #mutation); q = valid_quant(); } while (0)
+#define CASE(mutation, rc) do { g = valid_gemm(kind, &q); mutation; expect(&g, rc, #mutation); q = quant_for(kind); } while (0)
     CASE((void)0, TS_OK);
     CASE(g.A = NULL, TS_EINVAL);
     CASE(g.B = NULL, TS_EINVAL);
@@ -91,7 +109,7 @@ static void gemm_errors(enum kind kind)
     /* strides whose span (rows-1)*ld + cols elements is more bytes than size_t counts: the
      * byte offset of row 1 would wrap around (for fp32 / int32, 2^62+1 elements = 2^64 + 4
      * bytes, i.e. 4: row 1 would land on element 1 of row 0) */
-    size_t in_bytes = kind == F32 || kind == BF16 ? 4 : 1, c_bytes = kind == S8 ? 1 : 4;
+    size_t in_bytes = kind == F32 || kind == BF16 ? 4 : 1, c_bytes = kind == S8 || kind == U8 ? 1 : 4;
     CASE((g.M = 2, g.lda = SIZE_MAX / in_bytes - 1), TS_EINVAL);
     CASE((g.K = 2, g.ldb = SIZE_MAX / in_bytes - 1), TS_EINVAL);
     CASE((g.M = 2, g.ldc = SIZE_MAX / c_bytes - 1), TS_EINVAL);
@@ -99,6 +117,22 @@ static void gemm_errors(enum kind kind)
         CASE((g.M = 2, g.lda = ((size_t)1 << 62) + 1), TS_EINVAL);
     if (c_bytes == 4)
         CASE((g.M = 2, g.ldc = ((size_t)1 << 62) + 1), TS_EINVAL);
+    if (kind == U8) {   /* uint8 ranges: a_zero_point, c_zero_point, act_min, act_max in 0..255 */
+        CASE(g.q = NULL, TS_EINVAL);
+        CASE(q.a_zero_point = 256, TS_EINVAL);
+        CASE(q.a_zero_point = -1, TS_EINVAL);
+        CASE(q.c_zero_point = 256, TS_EINVAL);
+        CASE(q.c_zero_point = -1, TS_EINVAL);
+        CASE(q.act_max = 256, TS_EINVAL);
+        CASE(q.act_min = -1, TS_EINVAL);
+        CASE((q.act_min = 10, q.act_max = 9), TS_EINVAL);
+        CASE(shift[3] = 31, TS_EINVAL);
+        CASE(mult[2] = -1, TS_EINVAL);
+        CASE(q.rounding = 2, TS_EINVAL);
+        CASE((q.a_zero_point = 255, q.c_zero_point = 0, q.act_min = 0, q.act_max = 255), TS_OK);
+        CASE((q.a_zero_point = 0, q.c_zero_point = 255, q.act_min = 255), TS_OK);
+        return;
+    }
     if (kind != S8)
         return;
     CASE(g.q = NULL, TS_EINVAL);
@@ -322,8 +356,12 @@ static union { unsigned char b[1 << 12]; long double align; } a_handle_mem;
 static const void *A_of(enum kind k) { return k == F32 || k == BF16 ? (const void *)Af : (const void *)A8; }
 static const void *B_of(enum kind k) { return k == F32 || k == BF16 ? (const void *)Bf : (const void *)B8; }
 static size_t in_elem(enum kind k) { return k == F32 || k == BF16 ? 4 : 1; }
-static size_t c_elem(enum kind k) { return k == S8 ? 1 : 4; }
-static int gemm_type_of(enum kind k) { return k == F32 ? TS_GEMM_F32 : k == BF16 ? TS_GEMM_BF16 : TS_GEMM_INT8; }
+static size_t c_elem(enum kind k) { return k == S8 || k == U8 ? 1 : 4; }
+static int gemm_type_of(enum kind k)
+{
+    return k == F32 ? TS_GEMM_F32 : k == BF16 ? TS_GEMM_BF16 : k == U8U32 ? TS_GEMM_U8U32
+         : k == U8S8S32 || k == U8 ? TS_GEMM_U8S8 : TS_GEMM_INT8;
+}
 
 static int plain(const void *A, const void *B, const ts_quant *q, void *C)
 {
@@ -338,6 +376,9 @@ static int prepacked(const void *A, const ts_packed_b *h, const ts_quant *q, voi
     case BF16: return ts_gemm_bf16_prepacked(M0, A, K0, h, C, N0);
     case S8S32: return ts_gemm_s8s32_prepacked(M0, A, K0, h, C, N0);
     case S8: return ts_gemm_s8_prepacked(M0, A, K0, h, q, C, N0);
+    case U8S8S32: return ts_gemm_u8s8s32_prepacked(M0, A, K0, h, C, N0);
+    case U8U32: return ts_gemm_u8u32_prepacked(M0, A, K0, h, C, N0);
+    case U8: return ts_gemm_u8_prepacked(M0, A, K0, h, q, C, N0);
     }
     return 99;
 }
@@ -352,7 +393,7 @@ static ts_packed_b rebased(const unsigned char *mem)
     return h;
 }
 
-static const ts_quant *q_of_kind(void) { return a_kind == S8 ? &a_q : NULL; }
+static const ts_quant *q_of_kind(void) { return a_kind == S8 || a_kind == U8 ? &a_q : NULL; }
 static int gemm_in_A(const unsigned char *in, unsigned char *out) { return plain(in, B_of(a_kind), q_of_kind(), out); }
 static int gemm_in_B(const unsigned char *in, unsigned char *out) { return plain(A_of(a_kind), in, q_of_kind(), out); }
 static int pre_in_A(const unsigned char *in, unsigned char *out) { return prepacked(in, &a_handle, q_of_kind(), out); }
@@ -377,6 +418,8 @@ static void gemm_alias_errors(enum kind kind)
     a_kind = kind;
     for (int n = 0; n < N0; ++n) { a_mult[n] = 1 << 30; a_shift[n] = -2; }
     ts_quant q = { 3, -5, bias, a_mult, a_shift, 1, -128, 127, TS_ROUND_DOUBLE };
+    if (kind == U8)
+        q = (ts_quant){ 131, 123, bias, a_mult, a_shift, 1, 0, 255, TS_ROUND_DOUBLE };
     a_q = q;
     for (int i = 0; i < M0 * K0; ++i) { Af[i] = (float)(i % 5) - 2.0f; A8[i] = (int8_t)(i * 7 - 60); }
     for (int i = 0; i < K0 * N0; ++i) { Bf[i] = (float)(i % 3) - 1.0f; B8[i] = (int8_t)(i * 5 - 90); }
@@ -402,7 +445,7 @@ static void gemm_alias_errors(enum kind kind)
         { names[5], N0 * 4, c_len, 4, pre_in_mult, fill_mult, 0 },
     };
     for (int i = 0; i < 6; ++i)
-        if (kind == S8 || (i != 2 && i != 5))
+        if (kind == S8 || kind == U8 || (i != 2 && i != 5))
             alias_check(&cases[i]);
 }
 
@@ -489,16 +532,56 @@ static void other_alias_errors(void)
     ts_packed_free(cv_handle);
 }
 
+/* A handle serves only the GEMM type it was packed for: the u8 types and int8 do not share. */
+static void u8_handle_errors(void)
+{
+    ts_packed_b *s8 = NULL, *u8s8 = NULL, *u8u32 = NULL;
+    CHECK(ts_pack_b_s8(K0, N0, B8, N0, &s8) == TS_OK, "pack s8");
+    CHECK(ts_pack_b_u8s8(K0, N0, B8, N0, &u8s8) == TS_OK, "pack u8s8");
+    CHECK(ts_pack_b_u8u32(K0, N0, (const uint8_t *)B8, N0, &u8u32) == TS_OK, "pack u8u32");
+    ts_packed_b *pb = (ts_packed_b *)&Cbuf;
+    CHECK(ts_pack_b_u8s8(K0, N0, B8, N0 - 1, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf,
+          "pack u8s8 ldb < N");
+    CHECK(ts_pack_b_u8u32(K0, N0, NULL, N0, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf,
+          "pack u8u32 NULL B");
+    ts_quant q = quant_for(U8), qs = valid_quant();
+    const uint8_t *A = (const uint8_t *)A8;
+    struct { const char *what; int rc; } cases[8];
+    int n = 0;
+#define REJECT(call) do { memset(Cbuf, 0xA5, sizeof Cbuf); cases[n].what = #call; cases[n++].rc = (call); \
+        CHECK(cases[n - 1].rc == TS_EINVAL && all_bytes(Cbuf, sizeof Cbuf, 0xA5), "%s: rc %d", #call, \
+              cases[n - 1].rc); } while (0)
+    REJECT(ts_gemm_s8s32_prepacked(M0, A8, K0, u8s8, (int32_t *)Cbuf, N0));
+    REJECT(ts_gemm_s8_prepacked(M0, A8, K0, u8s8, &qs, (int8_t *)Cbuf, N0));
+    REJECT(ts_gemm_u8s8s32_prepacked(M0, A, K0, s8, (int32_t *)Cbuf, N0));
+    REJECT(ts_gemm_u8_prepacked(M0, A, K0, s8, &q, (uint8_t *)Cbuf, N0));
+    REJECT(ts_gemm_u8_prepacked(M0, A, K0, u8u32, &q, (uint8_t *)Cbuf, N0));
+    REJECT(ts_gemm_u8u32_prepacked(M0, A, K0, u8s8, (uint32_t *)Cbuf, N0));
+    REJECT(ts_gemm_u8_prepacked(M0, A, K0, u8s8, &qs, (uint8_t *)Cbuf, N0));   /* int8 ranges */
+    REJECT(ts_gemm_u8_prepacked(M0, A, K0, u8s8, NULL, (uint8_t *)Cbuf, N0));
+#undef REJECT
+    CHECK(ts_gemm_u8_prepacked(M0, A, K0, u8s8, &q, (uint8_t *)Cbuf, N0) == TS_OK, "u8 prepacked");
+    CHECK(ts_gemm_u8s8s32_prepacked(M0, A, K0, u8s8, (int32_t *)Cbuf, N0) == TS_OK,
+          "u8s8s32 prepacked");
+    CHECK(ts_gemm_u8u32_prepacked(M0, A, K0, u8u32, (uint32_t *)Cbuf, N0) == TS_OK,
+          "u8u32 prepacked");
+    ts_packed_free(s8);
+    ts_packed_free(u8s8);
+    ts_packed_free(u8u32);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
-    for (enum kind kind = F32; kind <= S8; ++kind)
+    for (enum kind kind = F32; kind <= U8; ++kind)
         gemm_errors(kind);
     k_zero_results();
     prepacked_errors();
+    u8_handle_errors();
     conv_errors();
-    for (enum kind kind = F32; kind <= S8; ++kind)
+    for (enum kind kind = F32; kind <= U8; ++kind)
         gemm_alias_errors(kind);
+    gemm_alias_errors(S8);   /* other_alias_errors uses the int8 a_q and the int8 data */
     other_alias_errors();
     printf("failures %d\n", failures);
     return failures != 0;
