@@ -1,4 +1,4 @@
-"""im2col driver (templates/c/im2col.c.j2): ts_im2col_s8 and the chunked ts_im2col_rows_s8
+"""im2col driver (drivers/src/ts_im2col.c): ts_im2col_s8 and the chunked ts_im2col_rows_s8
 against a direct index-computing reference (tests/c/drv_q_im2col.c) on many conv shapes, output
 sizes against the formula, bad arguments; every buffer against a guard page."""
 from __future__ import annotations

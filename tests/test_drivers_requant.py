@@ -1,4 +1,4 @@
-"""Requantization driver (templates/c/requant.c.j2): the scalar path, the NEON path and the
+"""Requantization driver (drivers/src/ts_requant.c): the scalar path, the NEON path and the
 public ts_requantize against an independent arbitrary-precision Python model of TFLite's
 MultiplyByQuantizedMultiplier (gemmlowp definitions), on edge cases and random sweeps, under
 qemu -cpu max and -cpu cortex-a57 (plain Armv8.0)."""

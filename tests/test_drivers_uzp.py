@@ -1,4 +1,4 @@
-"""uzp driver (templates/c/uzp.c.j2): raw SMMLA / BFMMLA accumulators, produced by the real
+"""uzp driver (drivers/src/ts_uzp.c): raw SMMLA / BFMMLA accumulators, produced by the real
 instructions under qemu -cpu max, unzipped by ts_uzp_mmla_s32 / _f32 and compared with a plain C
 GEMM (tests/c/drv_q_uzp.c); bad arguments; Armv8.0 build."""
 from __future__ import annotations

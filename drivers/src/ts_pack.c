@@ -98,10 +98,7 @@ static inline uint16x4_t bf16_bits_x4(float32x4_t x)
     return vget_low_u16(bf16_bits_x8(x, x));
 }
 #endif
-/* ---- the packers: one set of loops, specialised per conversion -------------------------------
- * Every function below takes the conversion `kind` (and often lp) as an argument and is
- * always inlined, so each call with constant arguments compiles to its own specialised code:
- * pack_panel_from calls pack_panel_kind once per kind. */
+/* ---- element sizes and single conversions ----------------------------------------------- */
 
 /* Bytes of one packed (kernel) element and of one source element of `kind`. */
 static TS_ALWAYS_INLINE size_t packed_size(ts_pack_kind kind)
@@ -156,12 +153,7 @@ int ts_panel_bytes(const ts_path *path, size_t width, size_t K, size_t *out)
     return 0;
 }
 
-/* ---- panel packers: one per conversion, same loops -------------------------------------------
- * Padding (rows past `rows`, k past K) is zeroed first, then the source is read in the order
- * its memory runs: row by row when k is contiguous (A, conv filter), k by k when the rows are
- * (row-major B), so every source byte is read once and in sequence.
- * Each conversion has a run converter (n consecutive elements; NEON for whole vectors), used
- * for the lp values of a row and for the rows of one k when lp = 1. */
+/* ---- NEON row packers (used by the panel packers below) ------------------------------------ */
 #if TS_HAVE_NEON
 /* ---- lp = 1 with contiguous k (A panels of fmla / smlal): ksteps are one k of every row ----
  * Rows are taken 4 at a time and transposed in registers (4 rows x 4 or 8 k); the rows past
@@ -342,6 +334,16 @@ static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *s
     return r;
 }
 #endif /* TS_HAVE_NEON */
+
+/* ---- panel packers: one set of loops for every conversion --------------------------------------
+ * Padding (rows past `rows`, k past K) is zeroed first, then the source is read in the order
+ * its memory runs: row by row when k is contiguous (A, conv filter), k by k when the rows are
+ * (row-major B), so every source byte is read once and in sequence.
+ * Each function takes the conversion `kind` (and often lp) as an argument and is always
+ * inlined, so each call with constant arguments compiles to code specialised for it:
+ * pack_panel_from instantiates pack_panel_kind once per kind. A run converter (n consecutive
+ * elements; NEON for whole vectors) serves the lp values of a row and the rows of one k when
+ * lp = 1. */
 
 /* n consecutive elements: whole vectors with NEON where the conversion has a vector form, the
  * rest element by element (8-bit as given: memcpy). */
