@@ -98,14 +98,6 @@ static const void *a_rows(const ts_a_source *a, size_t K, size_t m0, size_t rows
     return im2col;
 }
 
-/* Bit 7 of rows x cols bytes (row stride ld) flipped: int8 v - 128 -> uint8 v. */
-static void flip_sign_bits(unsigned char *c, size_t rows, size_t cols, size_t ld)
-{
-    for (size_t r = 0; r < rows; ++r, c += ld)
-        for (size_t j = 0; j < cols; ++j)
-            c[j] ^= 0x80u;
-}
-
 void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
                  const ts_c_sink *out, void *scratch)
 {
@@ -130,7 +122,7 @@ void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
             col_offset[n] = (int32_t)(offset + (bias != NULL ? (uint32_t)bias[n] : 0u));
         }
         if (out->u8_output)
-            ts_quant_u8_as_s8(out->q, &q_fused);   /* int8 epilogue, bit 7 flipped below */
+            ts_quant_u8_as_s8(out->q, &q_fused);   /* int8 epilogue, bit 7 flipped after */
         else
             q_fused = *out->q;
         q_fused.bias = NULL;
@@ -146,10 +138,12 @@ void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
             continue;
         }
         compute_strip(b, a_panel, rows, (unsigned char *)strip, N * sizeof(int32_t), tile);
-        int8_t *c = (int8_t *)out->C + m0 * out->ldc;
-        ts_requant_rows(strip, N, rows, N, 0, &q_fused, col_offset, c, out->ldc);
         if (out->u8_output)
-            flip_sign_bits((unsigned char *)c, rows, N, out->ldc);
+            ts_requant_rows_u8(strip, N, rows, N, 0, &q_fused, col_offset,
+                               (uint8_t *)out->C + m0 * out->ldc, out->ldc);
+        else
+            ts_requant_rows(strip, N, rows, N, 0, &q_fused, col_offset,
+                            (int8_t *)out->C + m0 * out->ldc, out->ldc);
     }
 }
 

@@ -63,6 +63,12 @@ void ts_requant_row(const int32_t *acc, size_t n, size_t col0, const ts_quant *q
 void ts_requant_rows(const int32_t *acc, size_t ld_acc, size_t rows, size_t n, size_t col0,
                      const ts_quant *q, const int32_t *col_offset, int8_t *out, size_t ldc);
 
+/* ts_requant_rows for a uint8 output: q_s8 is ts_quant_u8_as_s8 of the uint8 quant; the int8
+ * results are written, then bit 7 of each flipped (see ts_quant_u8_as_s8). */
+void ts_requant_rows_u8(const int32_t *acc, size_t ld_acc, size_t rows, size_t n, size_t col0,
+                        const ts_quant *q_s8, const int32_t *col_offset, uint8_t *out,
+                        size_t ldc);
+
 /* ---- conv2d geometry and im2col (im2col.c) ----------------------------------------------- */
 
 /* Checks a ts_conv2d. Returns TS_OK, or TS_EINVAL when: c is NULL; any of batch, in_h,

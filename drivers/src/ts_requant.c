@@ -481,6 +481,22 @@ void ts_requant_rows(const int32_t *acc, size_t ld_acc, size_t rows, size_t n, s
         requant_row_scalar(acc + r * ld_acc, n, col0, q, col_offset, out + r * ldc);
 }
 
+void ts_requant_rows_u8(const int32_t *acc, size_t ld_acc, size_t rows, size_t n, size_t col0,
+                        const ts_quant *q_s8, const int32_t *col_offset, uint8_t *out,
+                        size_t ldc)
+{
+    ts_requant_rows(acc, ld_acc, rows, n, col0, q_s8, col_offset, (int8_t *)out, ldc);
+    for (size_t r = 0; r < rows; ++r, out += ldc) {   /* int8 v - 128 -> uint8 v: flip bit 7 */
+        size_t j = 0;
+#ifdef TS_REQUANT_NEON
+        for (; j + 16 <= n; j += 16)
+            vst1q_u8(out + j, veorq_u8(vld1q_u8(out + j), vdupq_n_u8(0x80)));
+#endif
+        for (; j < n; ++j)
+            out[j] ^= 0x80u;
+    }
+}
+
 void ts_requant_row(const int32_t *acc, size_t n, size_t col0, const ts_quant *q,
                     const int32_t *col_offset, int8_t *out)
 {
