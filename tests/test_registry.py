@@ -26,6 +26,7 @@ HEADER = (DRIVERS / "include" / "tilesmith.h").read_text()
 HARNESSES = "\n".join(p.read_text() for p in sorted(TEST_C.glob("drv_*.c")))
 API_HARNESS = (TEST_C / "drv_api_gemm.c").read_text()
 BENCH_C = (ROOT / "bench" / "workloads.c").read_text()
+CPU_C = (DRIVERS / "src" / "ts_cpu.c").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def v86_dispatch(tmp_path_factory):
 
 
 def problems(types, dispatch_text, *, header=HEADER, harnesses=HARNESSES, api=API_HARNESS,
-             bench_c=BENCH_C, bench_paths=None):
+             bench_c=BENCH_C, bench_paths=None, cpu_c=CPU_C):
     """Everything an incomplete registry entry lacks, one line per problem."""
     bench_paths = workloads.PATHS if bench_paths is None else bench_paths
     out = []
@@ -77,6 +78,8 @@ def problems(types, dispatch_text, *, header=HEADER, harnesses=HARNESSES, api=AP
                     rf"{registry.FEATURE_BITS.get(feature, -1)}u\b", header):
                 out.append(f"{where}: feature bit TS_FEAT_{registry.feature_macro(feature)} "
                            f"missing or not {registry.FEATURE_BITS.get(feature)}")
+            if feature is not None and f"TS_FEAT_{registry.feature_macro(feature)};" not in cpu_c:
+                out.append(f"{where}: ts_cpu.c never detects {feature}")
         # tested
         for entry in t.entry_points:
             if not re.search(rf"\bts_{entry}\s*\(", harnesses):
@@ -121,6 +124,9 @@ def test_walk_fails_on_incomplete_entries(v86_dispatch):
     lost = HEADER.replace("ts_gemm_bf16_prepacked", "ts_gemm_bf16_gone")
     assert any("ts_gemm_bf16_prepacked not declared" in line
                for line in problems(registry.GEMM_TYPES, v86_dispatch, header=lost))
+    undetected = CPU_C.replace("f |= TS_FEAT_I8MM;", "")
+    assert any("never detects i8mm" in line
+               for line in problems(registry.GEMM_TYPES, v86_dispatch, cpu_c=undetected))
     bench = dict(workloads.PATHS)
     bench["s8"] = bench["s8"][:2]
     assert any("do not cover the chain" in line
