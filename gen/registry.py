@@ -33,9 +33,6 @@ PACKED = {
     "s16": ("S16", "int16", "int8"),
     "u16": ("U16", "int16", "uint8"),
 }
-# gen.isa operand type of the caller's matrices -> C type
-C_TYPES = {"fp32": "float", "int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t",
-           "uint32": "uint32_t"}
 
 
 # gen.isa feature -> its TS_FEAT_* bit in drivers/include/tilesmith.h (tests/test_registry.py
@@ -141,7 +138,8 @@ def forcing_features(gemm_type: GemmType, path: KernelPath, types=GEMM_TYPES) ->
 def check_registry(types=GEMM_TYPES) -> None:
     """Raise ValueError at the first inconsistent entry: unknown instruction or packed element,
     a conversion that does not produce what the kernel reads, A and B packed to different
-    element sizes, or a chain that does not end with an Armv8.0 path."""
+    element sizes, a chain that does not end with an Armv8.0 path, an unknown epilogue, or
+    integer results without a K bound."""
     for t in types:
         if not t.chain:
             raise ValueError(f"GEMM type {t.key}: no kernel path")
@@ -162,6 +160,10 @@ def check_registry(types=GEMM_TYPES) -> None:
                                  f"differ")
         if INSTRUCTIONS[t.chain[-1].instruction].feature is not None:
             raise ValueError(f"GEMM type {t.key}: the last path must run on Armv8.0")
+        if t.epilogue not in ("raw", "requant"):
+            raise ValueError(f"GEMM type {t.key}: unknown epilogue {t.epilogue!r}")
+        if t.c in ("int32", "uint32") and not t.max_k:
+            raise ValueError(f"GEMM type {t.key}: integer results need a K bound (max_k)")
 
 
 def result_bytes(instruction: str) -> int:

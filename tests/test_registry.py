@@ -141,6 +141,8 @@ def test_check_registry_rejects_inconsistent_entries():
     no_baseline = replace(s8, chain=s8.chain[:1])
     with pytest.raises(ValueError, match="last path must run on Armv8.0"):
         registry.check_registry((no_baseline,))
+    with pytest.raises(ValueError, match="need a K bound"):
+        registry.check_registry((replace(s8, max_k=()),))
     with pytest.raises(ValueError, match="unknown instruction"):
         registry.check_registry((replace(s8, chain=(registry.KernelPath("nope", "s8", "s8", "x"),)),))
 
