@@ -1,0 +1,27 @@
+"""The C tree under drivers/ is ordinary C: every source compiles as it is (no generator run),
+C99, pedantic, warnings as errors, with aarch64 gcc and clang-19 for -march=armv8-a, and with
+gcc for a target without Advanced SIMD (the plain C loops)."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from cross import CLANG, GCC
+from gen.drivers import DRIVERS
+
+SOURCES = sorted((DRIVERS / "src").glob("ts_*.c"))
+COMPILERS = {"gcc": [GCC, "-march=armv8-a"], "clang": [CLANG, "--target=aarch64-linux-gnu",
+                                                        "-march=armv8-a"],
+             "gcc-nosimd": [GCC, "-march=armv8-a+nosimd"]}
+
+
+@pytest.mark.parametrize("compiler", sorted(COMPILERS))
+def test_tree_compiles_as_is(compiler, tmp_path):
+    assert SOURCES
+    for source in SOURCES:
+        cmd = [*COMPILERS[compiler], "-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+               "-I", str(DRIVERS / "include"), "-I", str(DRIVERS / "src"), "-c", str(source),
+               "-o", str(tmp_path / (source.stem + ".o"))]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
