@@ -51,7 +51,8 @@ int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
  * to a 32-bit lane at a time, and the lanes (and the drivers' zero-point correction
  * sum A*B - a_zero_point * sum B) wrap modulo 2^32 like the instructions do; a sum of wrapping
  * terms is exact whenever the true total fits, whatever the order, so the bound on the total
- * is the only one. Every bound is met with equality by constant inputs (e.g. s8s32: all -128).
+ * is the only one. Each bound is tight: at MAX_K + 1, constant extreme inputs (e.g. s8s32: A and
+ * B all -128) would overflow.
  * A handle from ts_pack_b_s8 / ts_pack_b_u8s8 / ts_pack_b_u8u32 has K up to the raw type's
  * bound; the quantized *_prepacked call checks its own. */
 #define TS_GEMM_S8S32_MAX_K   131071
