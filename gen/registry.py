@@ -103,7 +103,7 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              "requant", ("gemm_u8s8s32", "gemm_u8", "pack_b_u8s8", "gemm_u8s8s32_prepacked",
                          "gemm_u8_prepacked"),
              max_k=("GEMM_U8S8S32_MAX_K", "GEMM_U8_MAX_K"),
-             bench_dtype="u8s8", bench_label="uint8 x int8", bench_shapes=("gemm512", "prefill"),
+             bench_dtype="u8s8", bench_label="uint8 x int8", bench_shapes=("gemm512",),
              test_label="u8s8"),
     # uint8 x uint8 -> uint32. Armv8.0 fallback: both zero-extended to int16; the smlal kernel's
     # int32 lanes wrap modulo 2^32, so its bits are the uint32 sum (exact up to 2^32 - 1, i.e.
@@ -128,11 +128,12 @@ def features(types=GEMM_TYPES) -> tuple:
 
 
 def forcing_features(gemm_type: GemmType, path: KernelPath, types=GEMM_TYPES) -> tuple:
-    """The features to leave enabled so that dispatch picks `path` of `gemm_type` on a CPU
-    with every feature: all but those of the paths preferred to it."""
-    before = gemm_type.chain[:gemm_type.chain.index(path)]
-    masked = {INSTRUCTIONS[p.instruction].feature for p in before}
-    return tuple(f for f in features(types) if f not in masked)
+    """The feature mask that makes dispatch pick `path` of `gemm_type` on a CPU with every
+    feature: what this path and the slower ones after it need (the preferred paths' features
+    left out), in bit order; () for Armv8.0."""
+    after = gemm_type.chain[gemm_type.chain.index(path):]
+    needed = {INSTRUCTIONS[p.instruction].feature for p in after}
+    return tuple(f for f in features(types) if f in needed)
 
 
 def check_registry(types=GEMM_TYPES) -> None:
