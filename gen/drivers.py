@@ -90,7 +90,8 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     copied = copy_drivers(prefix, out_dir)
     written = list(copied.values()) + render_templates(GENERATED, context, out_dir)
     sources = sorted(p.name for p in written if p.suffix == ".c")
-    sources += sorted(f"{k['symbol']}.S" for k in manifest["kernels"])
+    sources += sorted(f["file"] for k in manifest["kernels"]
+                      for f in [k] + k.get("variants", []))      # epilogue variants too
     cmake = Path(out_dir) / "CMakeLists.txt"
     cmake.write_text(template_environment().get_template("c/CMakeLists.txt.j2").render(
         sources=sources, **context))

@@ -7,12 +7,14 @@ gen.schedule.schedule_loop), and the C-tile store (MMLA 2x2 tiles unzipped to ro
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import jinja2
 
 from encoder import FEATURES, rewrite_text
 
+from . import epilogue as ep_mod
 from . import loop
 from .isa import ARCH_NAMES, INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
 from .loop import A_PTR, B_PTR, C_PTR, KSTEPS, LDC, KernelPlanError
@@ -24,7 +26,7 @@ from .schedule import (Insn, best_body, fraction_of_peak, modeled_cost, schedule
 
 INST_MODES = ("auto", "always", "never")
 
-ODD_ROW_PTR = "x5"          # row pointer of odd C rows (C_PTR walks the even ones)
+ODD_ROW_PTR = ep_mod.ODD_ROW_PTR   # row pointer of odd C rows (C_PTR walks the even ones)
 # Main-loop variants the scheduler's model chooses from (gen.schedule.best_body): (k-steps per
 # iteration, load form (gen.loop "Load forms"), most registers one ld1 merges, fewest registers
 # that make a load ld1). Merging 1 keeps every ld1 at one register: LLVM's Cortex-A55 model
@@ -104,8 +106,13 @@ def check_plan(plan: TilePlan) -> None:
 
 
 # ---- instruction lists -----------------------------------------------------------------------
-def callee_saved_used(plan: TilePlan) -> list[str]:
+_VREG = re.compile(r"\b[vqdshb](\d+)\b")
+
+
+def callee_saved_used(plan: TilePlan, extra: list[Insn] = ()) -> list[str]:
+    """d8-d15 among the plan's registers and those the `extra` instructions name."""
     used = set(plan.a_regs + plan.b_regs + plan.c_regs)
+    used |= {int(n) for insn in extra for n in _VREG.findall(insn.text.split("//")[0])}
     return [f"d{r}" for r in CALLEE_SAVED_VREGS if r in used]
 
 
@@ -118,24 +125,24 @@ def _pairs(items):
     return [items[i:i + 2] for i in range(0, len(items), 2)]
 
 
-def save_registers(saved: list[str]) -> list[Insn]:
-    if not saved:
-        return []
-    code = [Insn(f"sub sp, sp, #{frame_bytes(saved)}", "alu")]
+def save_registers(saved: list[str], frame: int, args_offset: int) -> list[Insn]:
+    """Open the frame (saved registers, the argument pointer, the stack tile) and save."""
+    code = [Insn(f"sub sp, sp, #{frame}", "alu",
+                 comment="frame: saved registers, args, stack tile")]
     for i, pair in enumerate(_pairs(saved)):
         op = "stp" if len(pair) == 2 else "str"
         code.append(Insn(f"{op} {', '.join(pair)}, [sp, #{16 * i}]", "store"))
+    code.append(Insn(f"str {ep_mod.ARGS_REG}, [sp, #{args_offset}]", "store",
+                     comment="args, for after the k-loop"))
     return code
 
 
-def restore_registers(saved: list[str]) -> list[Insn]:
-    if not saved:
-        return []
+def restore_registers(saved: list[str], frame: int) -> list[Insn]:
     code = []
     for i, pair in enumerate(_pairs(saved)):
         op = "ldp" if len(pair) == 2 else "ldr"
         code.append(Insn(f"{op} {', '.join(pair)}, [sp, #{16 * i}]", "load"))
-    code.append(Insn(f"add sp, sp, #{frame_bytes(saved)}", "alu"))
+    code.append(Insn(f"add sp, sp, #{frame}", "alu"))
     return code
 
 
@@ -279,13 +286,29 @@ def main_loop_fractions(plan: TilePlan, cpu: str, search: bool = True) -> dict[s
 
 
 # ---- manifest and rendering ------------------------------------------------------------------
-def gp_registers_used(plan: TilePlan, main: loop.MainLoop) -> list[str]:
-    used = [A_PTR, B_PTR, KSTEPS, C_PTR, LDC] + ([ODD_ROW_PTR] if plan.ep > 1 else [])
-    used += [p.reg for p in main.pointers if p.reg not in used]
-    return sorted(used, key=lambda r: int(r[1:]))
+_GP_REG = re.compile(r"\b[xw](\d+)\b")
 
 
-def manifest_entry(plan: TilePlan, symbol: str, main: loop.MainLoop) -> dict:
+def gp_registers_used(text: str) -> list[str]:
+    """x registers (x or w form) named by the instructions of a kernel's text."""
+    used = set()
+    for line in text.splitlines():
+        code = line.split("//", 1)[0].strip()
+        if not code or code.startswith(("#", ".")) and not code.startswith(".inst"):
+            continue
+        used |= {int(n) for n in _GP_REG.findall(code)}
+    return [f"x{n}" for n in sorted(used)]
+
+
+def vregs_used(plan: TilePlan, extra: list[Insn] = ()) -> list[int]:
+    used = set(plan.a_regs + plan.b_regs + plan.c_regs)
+    used |= {int(n) for insn in extra for n in _VREG.findall(insn.text.split("//")[0])}
+    return sorted(used)
+
+
+def manifest_entry(plan: TilePlan, symbol: str, main: loop.MainLoop, text: str,
+                   extra: list[Insn] = ()) -> dict:
+    """`extra`: the instructions outside the k-loop (their registers count as used)."""
     inst = plan.inst
     return {
         "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
@@ -294,9 +317,9 @@ def manifest_entry(plan: TilePlan, symbol: str, main: loop.MainLoop) -> dict:
         "source_type": inst.source_type, "feature": inst.feature, "arch": inst.arch,
         "ep": plan.ep, "hp": plan.hp, "lp": plan.lp, "strategy": plan.strategy,
         "regs_a": len(plan.a_regs), "regs_b": len(plan.b_regs), "regs_c": len(plan.c_regs),
-        "vregs_used": sorted(set(plan.a_regs + plan.b_regs + plan.c_regs)),
-        "gpregs_used": gp_registers_used(plan, main),
-        "callee_saved_used": callee_saved_used(plan),
+        "vregs_used": vregs_used(plan, extra),
+        "gpregs_used": gp_registers_used(text),
+        "callee_saved_used": callee_saved_used(plan, extra),
         "a_layout": plan.a_layout, "b_layout": plan.b_layout, "role": "main",
         "a_step_bytes": loop.step_bytes(plan, "a"), "b_step_bytes": loop.step_bytes(plan, "b"),
         "unroll": main.unroll,
@@ -324,7 +347,10 @@ def register_ranges(regs) -> str:
 
 
 def asm_line(insn: Insn) -> str:
-    """One instruction line: 8-space indent, text, comment aligned at column 48."""
+    """One instruction line: 8-space indent, text, comment aligned at column 48 (a label
+    starts the line)."""
+    if insn.kind == "label":
+        return insn.text
     line = f"        {insn.text}"
     return f"{line:<47} // {insn.comment}" if insn.comment else line
 
@@ -337,23 +363,38 @@ def inst_features(inst_mode: str):
 
 
 def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
-                cpu: str = "generic", env: jinja2.Environment | None = None) -> Kernel:
+                cpu: str = "generic", env: jinja2.Environment | None = None,
+                epilogue: str = "raw", main: loop.MainLoop | None = None) -> Kernel:
+    """One kernel of `plan` with `epilogue` (gen.epilogue.EPILOGUES); `main` (the scheduled
+    main loop of this plan and cpu) may be passed to share it between epilogue variants."""
     check_plan(plan)
+    ep_mod.check_epilogue(plan, epilogue)
     inst = plan.inst
-    symbol = kernel_symbol(prefix, inst, plan.ep, plan.hp, plan.lp, cpu)
-    saved = callee_saved_used(plan)
-    main = scheduled_main_loop(plan, cpu)
+    variant = ep_mod.EPILOGUES[epilogue]
+    symbol = kernel_symbol(prefix, inst, plan.ep, plan.hp, plan.lp, cpu, variant.suffix)
+    out_bytes = variant.out_bytes or c_element_bytes(plan)
+    main = main or scheduled_main_loop(plan, cpu)
+    if epilogue == "raw":
+        write = store_tile(plan)
+    else:
+        write = ep_mod.epilogue_and_store(plan, epilogue)
+    saved = callee_saved_used(plan, write)
+    args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), plan)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, cpu=cpu, prefix=prefix,
         signature=signature(inst), a_bytes=TYPE_BYTES[inst.a_type],
         a_step=loop.step_bytes(plan, "a"), b_step=loop.step_bytes(plan, "b"),
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
-        save=save_registers(saved), restore=restore_registers(saved), saved=saved,
-        zero=zero_accumulators(plan), preload=loop.preload(plan),
+        save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
+        saved=saved, acc_setup=ep_mod.acc_load(plan, tile_offset, c_element_bytes(plan)), preload=loop.preload(plan),
         main=main, pointer_setup=loop.pointer_setup(plan, main),
         panel_fixup=loop.panel_fixup(plan, main), load_form=main_load_form(main),
         body=scheduled_body(plan, cpu), tail=loop.peeled_last_step(plan),
-        store=store_tile(plan), streamed=loop.streamed_operand(plan),
+        store_setup=ep_mod.store_setup(plan, args_offset, tile_offset, out_bytes,
+                                       require_args=epilogue != "raw"),
+        write=write, copy_out=ep_mod.copy_out(plan, tile_offset, out_bytes),
+        streamed=loop.streamed_operand(plan), epilogue=variant,
+        out_type=variant.out_type(inst.c_type), labels=ep_mod.LABELS,
         regs=dict(a=plan.a_regs, b=plan.b_regs, c=plan.c_regs),
         modes={x: operand_mode(plan.strategy, x) for x in "ab"},
     )
@@ -362,7 +403,20 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
     features = inst_features(inst_mode)
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")
-    return Kernel(symbol, f"{symbol}.S", text, manifest_entry(plan, symbol, main))
+    entry = manifest_entry(plan, symbol, main, text, write + context["acc_setup"])
+    entry.update(epilogue=epilogue, out_type=variant.out_type(inst.c_type))
+    return Kernel(symbol, f"{symbol}.S", text, entry)
+
+
+def emit_kernels(plan: TilePlan, prefix: str, inst_mode: str = "auto", cpu: str = "generic",
+                 env: jinja2.Environment | None = None) -> list[Kernel]:
+    """The kernels of `plan`, one per epilogue variant (gen.epilogue.variants_for), raw first;
+    they share one scheduled k-loop."""
+    check_plan(plan)
+    main = scheduled_main_loop(plan, cpu)
+    env = env or environment()
+    return [emit_kernel(plan, prefix, inst_mode, cpu, env, epilogue, main)
+            for epilogue in ep_mod.variants_for(plan.instruction)]
 
 
 def main_load_form(main: loop.MainLoop) -> str:

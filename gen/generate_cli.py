@@ -21,7 +21,8 @@ from pathlib import Path
 
 from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
-from .emit import INST_MODES, emit_kernel, environment, inst_features
+from .epilogue import c_struct
+from .emit import INST_MODES, emit_kernels, environment, inst_features
 from .isa import ARCH_LEVELS, check_arch, generated_for
 from .loop import KernelPlanError
 from .naming import check_prefix
@@ -72,13 +73,20 @@ def check_options(args) -> None:
 def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "generic") -> dict:
     """Every output file's text by name (manifest.json included), drivers excluded."""
     env = environment()
-    kernels = [emit_kernel(solve(i.name, regs=REGISTER_BUDGET, cpu=cpu), prefix, inst, cpu, env)
-               for i in generated_for(arch)]
-    manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu,
-                "kernels": [k.manifest for k in kernels]}
-    files = {k.file: k.text for k in kernels}
+    families = [emit_kernels(solve(i.name, regs=REGISTER_BUDGET, cpu=cpu), prefix, inst, cpu, env)
+                for i in generated_for(arch)]
+    entries = []
+    for raw, *variants in families:
+        entry = dict(raw.manifest)
+        entry["variants"] = [dict(epilogue=v.manifest["epilogue"], symbol=v.symbol, file=v.file,
+                                  out_type=v.manifest["out_type"],
+                                  gpregs_used=v.manifest["gpregs_used"]) for v in variants]
+        entries.append(entry)
+    manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
+    files = {k.file: k.text for family in families for k in family}
     files[f"{prefix}kernels.h"] = env.get_template("kernels.h.j2").render(
-        p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"])
+        p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"],
+        tile_args_struct=c_struct(prefix))
     files[MANIFEST] = json.dumps(manifest, indent=2) + "\n"
     return files
 

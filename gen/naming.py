@@ -2,6 +2,7 @@
 
     ts_gemm_s8s32_smmla_8x12x8              prefix, op, type signature, mnemonic, ep x hp x lp
     ts_gemm_s8s32_smmla_8x12x8_cortexa510   with the schedule's CPU when CPU != generic
+    ts_gemm_s8s32_smmla_8x12x8_requant      with a fused epilogue (gen.epilogue), before the CPU
 """
 from __future__ import annotations
 
@@ -31,9 +32,10 @@ def cpu_suffix(cpu: str) -> str:
     return "" if cpu == GENERIC else "_" + cpu.replace("-", "")
 
 
-def kernel_symbol(prefix: str, inst: MacInstruction, ep: int, hp: int, lp: int, cpu: str) -> str:
+def kernel_symbol(prefix: str, inst: MacInstruction, ep: int, hp: int, lp: int, cpu: str,
+                  epilogue_suffix: str = "") -> str:
     return (f"{prefix}gemm_{signature(inst)}_{inst.mnemonic}_{ep}x{hp}x{lp}"
-            f"{cpu_suffix(cpu)}")
+            f"{epilogue_suffix}{cpu_suffix(cpu)}")
 
 
 def macro_name(symbol: str, what: str) -> str:

@@ -35,10 +35,20 @@ def cached_output(tmp_path_factory, arch: str, inst: str = "auto", cpu: str = "g
     return _CACHE[key]
 
 
+def all_kernels(manifest: dict):
+    """(kernel entry, epilogue, symbol, file) of every kernel: each raw one, then its epilogue
+    variants (manifest entry "variants")."""
+    for k in manifest["kernels"]:
+        yield k, k.get("epilogue", "raw"), k["symbol"], k["file"]
+        for v in k.get("variants", []):
+            yield k, v["epilogue"], v["symbol"], v["file"]
+
+
 def kernel_table(manifest: dict) -> str:
     """kernel_table.h for tests/c/kernel_harness.c: every kernel of the manifest."""
-    rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
-            f'"{k["c_type"]}", {k["ep"]}, {k["hp"]}, {k["lp"]}}},' for k in manifest["kernels"]]
+    rows = [f'    {{"{sym}", {sym}, "{k["a_type"]}", "{k["b_type"]}", '
+            f'"{k["c_type"]}", {k["ep"]}, {k["hp"]}, {k["lp"]}, "{epi}", {k["symbol"]}}},'
+            for k, epi, sym, _ in all_kernels(manifest)]
     return (f'#include "{manifest["prefix"]}kernels.h"\n'
             "static const kernel_info KERNELS[] = {\n" + "\n".join(rows) + "\n};\n")
 
@@ -49,5 +59,5 @@ def build_harness(out: Path, manifest: dict, binary: Path) -> Path:
     table_dir.mkdir(exist_ok=True)
     (table_dir / "kernel_table.h").write_text(kernel_table(manifest))
     sources = [TEST_C / "kernel_harness.c", TEST_C / "kernel_harness_regs.c",
-               *(out / k["file"] for k in manifest["kernels"])]
+               *(out / f for _, _, _, f in all_kernels(manifest))]
     return compile_aarch64(sources, binary, includes=[table_dir, out])

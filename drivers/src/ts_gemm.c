@@ -76,9 +76,9 @@ static void compute_strip(const ts_packed_b *b, const void *a_panel, size_t rows
             for (size_t r = 0; r < rows; ++r)
                 memset(out + r * ld_bytes, 0, cols * c_bytes);   /* 0.0f and 0 are all-zero bits */
         } else if (rows == path->ep && cols == path->hp) {
-            path->kernel(a_panel, b_panel, b->ksteps, out, ld_bytes);
+            path->kernel(a_panel, b_panel, b->ksteps, out, ld_bytes, NULL);
         } else {
-            path->kernel(a_panel, b_panel, b->ksteps, tile, tile_ld);
+            path->kernel(a_panel, b_panel, b->ksteps, tile, tile_ld, NULL);
             for (size_t r = 0; r < rows; ++r)
                 memcpy(out + r * ld_bytes, tile + r * tile_ld, cols * c_bytes);
         }

@@ -20,8 +20,9 @@ extern "C" {
 #endif
 
 /* ---- micro-kernels (ABI in README); this build's are declared in ts_kernels.h ------------- */
+struct ts_tile_args;   /* ts_kernels.h; NULL = full tile, overwrite, raw */
 typedef void (*ts_kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps,
-                              void *c, size_t ldc_bytes);
+                              void *c, size_t ldc_bytes, const struct ts_tile_args *args);
 
 /* ---- kernel paths and dispatch (cpu.c; the tables are generated: ts_dispatch.c) ------------ */
 

@@ -1,6 +1,8 @@
-/* Runs generated micro-kernels against a C reference (driven by tests/test_kernels_run.py).
+/* Runs generated micro-kernels against a C reference (driven by tests/test_kernels_run.py and
+ * tests/test_kernels_v2.py).
  *
- *   kernel_harness SYMBOL KSTEPS...     test one kernel for every KSTEPS value
+ *   kernel_harness SYMBOL KSTEPS...        contract v1 (args NULL): every KSTEPS value
+ *   kernel_harness -v2 SYMBOL KSTEPS...    contract v2 (README "Micro-kernel ABI"), see run_v2
  *
  * For every KSTEPS the kernel runs twice: with the packed panels and C flush against a guard
  * page at their end, then at their start (tests/c/guarded.h), so any access outside them
@@ -21,19 +23,23 @@
 
 #include "guarded.h"
 
+#include "ts_kernels.h"
+
 typedef void (*kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps, void *c,
-                          size_t ldc_bytes);
+                          size_t ldc_bytes, const ts_tile_args *args);
 typedef struct {
     const char *name;
     kernel_fn fn;
     const char *a_type, *b_type, *c_type;
     int ep, hp, lp;
+    const char *epilogue;     /* "raw", "requant", "biasclamp" */
+    kernel_fn raw;            /* the raw kernel of the same tile (fn itself for raw) */
 } kernel_info;
 
 /* Returns 0 when the callee-saved state survived the kernel call, else a bit mask:
  * bits 0-9 x19-x28, 10-17 d8-d15, 18 x18, 19 sp. */
 unsigned call_checked(kernel_fn fn, const void *a, const void *b, size_t ksteps, void *c,
-                      size_t ldc_bytes);
+                      size_t ldc_bytes, const ts_tile_args *args);
 
 #include "kernel_table.h"
 
@@ -148,7 +154,7 @@ static int run_case(const kernel_info *k, size_t ksteps, int tail, size_t ldc)
     fill(b, b_count, eb);
     for (size_t i = 0; i < c_count; i++) c[i] = SENTINEL;
 
-    unsigned regs = call_checked(k->fn, a, b, ksteps, c, ldc * 4);
+    unsigned regs = call_checked(k->fn, a, b, ksteps, c, ldc * 4, NULL);
     int failures = 0;
     if (regs) {
         printf("FAIL %s ksteps=%zu: callee-saved state clobbered, mask 0x%x "
@@ -211,10 +217,14 @@ static uint64_t seed_of(const char *name, size_t ksteps)
     return (h ^ ksteps) | 1;
 }
 
+#include "kernel_harness_v2.h"
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && !strcmp(argv[1], "-v2"))
+        return main_v2(argc - 1, argv + 1);
     if (argc < 3) {
-        fprintf(stderr, "usage: %s SYMBOL KSTEPS...\n", argv[0]);
+        fprintf(stderr, "usage: %s [-v2] SYMBOL KSTEPS...\n", argv[0]);
         return 2;
     }
     const kernel_info *k = NULL;

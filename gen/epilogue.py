@@ -1,0 +1,511 @@
+"""Kernel contract v2: the tile arguments (x5), accumulation, partial tiles and fused epilogues.
+
+Everything here runs outside the k-loop (once per tile), so the loop, its schedule and its
+modeled performance are those of gen.loop / gen.schedule whatever the epilogue.
+
+    before the loop   the accumulators are zeroed, or loaded from args->acc (an int32/fp32
+                      row-major tile; MMLA forms zip row pairs into their 2x2 tiles): the
+                      products then accumulate onto it, so a K split into blocks computes the
+                      same sums -- for fp32 the same fused multiply-add chain -- as one call;
+    after the loop    the epilogue runs on the registers (MMLA 2x2 tiles unzipped into rows
+                      first), then the tile is stored: in place when it is full, else into a
+                      stack tile whose first m_rem rows x n_rem columns are copied to C byte by
+                      byte-exact pieces (nothing outside them is read or written).
+
+`EPILOGUE_VARIANTS` says which epilogues each instruction's kernels get; `EPILOGUES` describes
+them. The argument block's layout (`ARGS_FIELDS`) is part of the ABI (README "Micro-kernel ABI",
+templates/kernel_abi.j2, `<prefix>tile_args` in `<prefix>kernels.h`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .loop import C_PTR, LDC, KernelPlanError
+from .plan import TilePlan
+from .schedule import Insn
+
+# ---- the table the generator reads (the GEMM-type registry will take it over) ------------------
+# instruction -> epilogue variants generated for it; "raw" (the unsuffixed kernel) always first.
+# requant: the int8 GEMM types' int32 kernels (the s8 dispatch chain smmla/sdot/smlal);
+# biasclamp: the fp32-accumulating ones (f32 fmla, bf16 bfmmla).
+EPILOGUE_VARIANTS = {
+    "fmla_f32": ("raw", "biasclamp"),
+    "smlal": ("raw", "requant"),
+    "sdot": ("raw", "requant"),
+    "udot": ("raw",),
+    "smmla": ("raw", "requant"),
+    "ummla": ("raw",),
+    "usmmla": ("raw",),
+    "bfmmla": ("raw", "biasclamp"),
+}
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    name: str
+    suffix: str                 # symbol suffix ("" for raw)
+    out_bytes: int | None       # bytes of one output element (None: the accumulator's, 4)
+    group_bytes: int            # bytes of `params` per group of 4 columns (0: none)
+    summary: str
+
+    def out_type(self, c_type: str) -> str:
+        return {"requant": "int8"}.get(self.name, c_type)
+
+
+EPILOGUES = {e.name: e for e in (
+    Epilogue("raw", "", None, 0, "the accumulators as they are (int32 / uint32 / fp32)"),
+    Epilogue("requant", "_requant", 1, 64,
+             "TFLite int8 requantisation: + column offset, MultiplyByQuantizedMultiplier "
+             "(double or single rounding), + output zero point, clamp, int8"),
+    Epilogue("biasclamp", "_biasclamp", None, 16, "fp32: + bias per column, then clamp"),
+)}
+
+# Vector registers the epilogues need free besides the tile's row vectors (the A/B registers
+# are free after the last MAC): three column parameters + one rotating temporary.
+EPILOGUE_TEMPS = 4
+
+
+def variants_for(instruction: str) -> tuple[str, ...]:
+    return EPILOGUE_VARIANTS.get(instruction, ("raw",))
+
+
+# ---- the argument block (x5): layout shared by every kernel ------------------------------------
+# (field, byte offset, C type, comment) -- 64 bytes, 8-byte aligned.
+ARGS_FIELDS = (
+    ("m_rem", 0, "size_t", "rows to store, 1..ep (ep: full)"),
+    ("n_rem", 8, "size_t", "columns to store, 1..hp (hp: full)"),
+    ("acc", 16, "const void *", "NULL, or a tile added before the epilogue (int32 / fp32, "
+                                "m_rem x n_rem; may be c for raw kernels)"),
+    ("ld_acc_bytes", 24, "size_t", "row stride of acc in bytes"),
+    ("params", 32, "const void *", "epilogue column parameters (layout per epilogue)"),
+    ("rounding", 40, "int32_t", "requant: 0 double rounding (TFLite default), 1 single"),
+    ("c_zero_point", 44, "int32_t", "requant: output zero point, -128..127"),
+    ("act_min", 48, "int32_t", "requant: clamp, -128 <= act_min <= act_max <= 127"),
+    ("act_max", 52, "int32_t", ""),
+    ("clamp_min", 56, "float", "biasclamp: clamp bounds (FMAX/FMIN: a NaN propagates)"),
+    ("clamp_max", 60, "float", ""),
+)
+ARGS_BYTES = 64
+OFF = {name: offset for name, offset, _, _ in ARGS_FIELDS}
+
+ARGS_REG = "x5"             # x5 on entry; kept in the frame across the k-loop (which may use
+                            # x5-x17 as ld1 pointers) and reloaded after it
+ODD_ROW_PTR = "x6"          # row pointer of odd C rows (C_PTR walks the even ones)
+# After the loop: x7 = the caller's C when the tile goes through the stack (0: stored in place),
+# x8 = its row stride, x9/x10 = m_rem/n_rem, x11 = params, x12-x16 scratch.
+REAL_C, REAL_LDC, M_REM, N_REM, PARAMS = "x7", "x8", "x9", "x10", "x11"
+# Before the loop: acc pointer, its stride, m_rem, n_rem, stack tile pointer, copy scratch.
+ACC_PTR, ACC_LD, ACC_ODD = "x6", "x7", "x10"
+
+# Labels (templates/kernel.S.j2 defines each as a local label per object format).
+LABELS = ("K_ACC_LOAD", "K_ACC_DONE", "K_ZERO", "K_WRITE", "K_DONE", "K_RQ_SINGLE",
+          "K_RQ_NARROW")
+
+# Store/load register name per access size in bytes (Arm ARM C7.2 "STR/LDR (immediate,
+# SIMD&FP)": Bt/Ht/St/Dt/Qt).
+SIMD_NAME = {1: "b", 2: "h", 4: "s", 8: "d", 16: "q"}
+# LDP/STP Qt offsets: multiples of 16 in -1024..1008 (Arm ARM C7.2 "LDP/STP (SIMD&FP)").
+PAIR_Q_MAX = 1008
+CCMP_IMM_MAX = 31           # CCMP (immediate): imm5
+ELEMENT_SHIFT = {1: 0, 2: 1, 4: 2}      # log2 of an element's bytes
+
+
+def label(name: str) -> Insn:
+    return Insn(f"{name}:", "label")
+
+
+def frame_layout(saved_bytes: int, plan: TilePlan) -> tuple[int, int, int]:
+    """(args slot offset, stack tile offset, frame bytes): saved registers first, then the
+    argument pointer, then a 16-aligned ep x hp x 4-byte tile (partial tiles, partial acc)."""
+    args = saved_bytes
+    tile = args + 16
+    frame = tile + -(-plan.ep * plan.hp * 4 // 16) * 16
+    if frame > 4095:
+        raise KernelPlanError(f"stack frame of {frame} bytes does not fit SUB (immediate)")
+    return args, tile, frame
+
+
+def check_epilogue(plan: TilePlan, epilogue: str) -> None:
+    if epilogue not in EPILOGUES:
+        raise KernelPlanError(f"unknown epilogue {epilogue!r} (valid: {', '.join(EPILOGUES)})")
+    free = 32 - len(set(plan.c_regs))
+    if epilogue != "raw" and free < EPILOGUE_TEMPS:
+        raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: the {epilogue} epilogue "
+                              f"needs {EPILOGUE_TEMPS} free vector registers, {free} left")
+    if EPILOGUES[epilogue].group_bytes * -(-plan.hp // 4) - 16 > PAIR_Q_MAX:
+        raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: parameters beyond ldp reach")
+    if min(plan.ep, plan.hp) > CCMP_IMM_MAX:
+        raise KernelPlanError(f"ep {plan.ep} and hp {plan.hp} both beyond CCMP's immediate")
+
+
+def free_vregs(plan: TilePlan) -> list[int]:
+    """Vector registers free once the last MAC ran: A and B first, then unused ones."""
+    used = set(plan.c_regs)
+    first = [r for r in plan.a_regs + plan.b_regs if r not in used]
+    return first + [r for r in range(32) if r not in used and r not in first]
+
+
+# ---- small instruction helpers -----------------------------------------------------------------
+def _i(text: str, comment: str = "", kind: str = "alu") -> Insn:
+    return Insn(text, kind, comment=comment)
+
+
+def full_tile_test(plan: TilePlan, m: str, n: str) -> list[Insn]:
+    """Flags EQ when m == ep and n == hp (CCMP takes the smaller of them as its imm5)."""
+    if plan.ep <= CCMP_IMM_MAX:
+        return [_i(f"cmp {n}, #{plan.hp}"), _i(f"ccmp {m}, #{plan.ep}, #0, eq",
+                                                 "EQ: m_rem == ep and n_rem == hp")]
+    return [_i(f"cmp {m}, #{plan.ep}"), _i(f"ccmp {n}, #{plan.hp}, #0, eq",
+                                             "EQ: m_rem == ep and n_rem == hp")]
+
+
+def copy_rows(src: str, src_ld: str, dst: str, dst_ld: str, rows: str, nbytes: str,
+              temps: tuple[str, str, str]) -> list[Insn]:
+    """Copy `rows` (>= 1) rows of `nbytes` (>= 1) bytes: 8-byte pieces, then 4/2/1 as the
+    remainder's bits say, so exactly those bytes are read and written. src/dst/rows are
+    consumed; strides are registers or '#imm'. Numeric local labels 1-6."""
+    off, rem, val = temps
+    w = "w" + val[1:]
+    return [
+        label("1"), _i(f"mov {off}, #0", "byte offset in the row"),
+        label("2"), _i(f"sub {rem}, {nbytes}, {off}"), _i(f"cmp {rem}, #8"), _i("b.lo 3f"),
+        _i(f"ldr {val}, [{src}, {off}]", kind="load"), _i(f"str {val}, [{dst}, {off}]", kind="store"),
+        _i(f"add {off}, {off}, #8"), _i("b 2b"),
+        label("3"), _i(f"tbz {rem}, #2, 4f", "4 bytes left?"),
+        _i(f"ldr {w}, [{src}, {off}]", kind="load"), _i(f"str {w}, [{dst}, {off}]", kind="store"),
+        _i(f"add {off}, {off}, #4"),
+        label("4"), _i(f"tbz {rem}, #1, 5f", "2 bytes left?"),
+        _i(f"ldrh {w}, [{src}, {off}]", kind="load"), _i(f"strh {w}, [{dst}, {off}]", kind="store"),
+        _i(f"add {off}, {off}, #2"),
+        label("5"), _i(f"tbz {rem}, #0, 6f", "1 byte left?"),
+        _i(f"ldrb {w}, [{src}, {off}]", kind="load"), _i(f"strb {w}, [{dst}, {off}]", kind="store"),
+        label("6"), _i(f"add {src}, {src}, {src_ld}"), _i(f"add {dst}, {dst}, {dst_ld}"),
+        _i(f"subs {rows}, {rows}, #1"), _i("b.ne 1b", "next row"),
+    ]
+
+
+def row_access(op: str, pointer: str, pieces: list[tuple[int, int, int]], row: int) -> list[Insn]:
+    """Loads (op 'ldr') or stores ('str') of one row: pieces (vector register, bytes, byte
+    offset), ascending; two adjacent 16-byte pieces become one ldp/stp."""
+    code, i = [], 0
+    kind = "load" if op == "ldr" else "store"
+    while i < len(pieces):
+        reg, size, offset = pieces[i]
+        nxt = pieces[i + 1] if i + 1 < len(pieces) else None
+        if nxt and size == nxt[1] == 16 and nxt[2] == offset + 16 and offset <= PAIR_Q_MAX:
+            code.append(Insn(f"{op[:2]}p q{reg}, q{nxt[0]}, [{pointer}, #{offset}]", kind,
+                             comment=f"row {row}, bytes {offset}-{offset + 31}"))
+            i += 2
+        else:
+            code.append(Insn(f"{op} {SIMD_NAME[size]}{reg}, [{pointer}, #{offset}]", kind,
+                             comment=f"row {row}, bytes {offset}-{offset + size - 1}"))
+            i += 1
+    return code
+
+
+def advance_rows(last_row: int, ep: int, even: str, odd: str, ld: str) -> list[Insn]:
+    """After odd row `last_row`, move both row pointers two rows down (if rows remain)."""
+    if last_row + 1 >= ep:
+        return []
+    code = [_i(f"add {even}, {even}, {ld}, lsl #1")]
+    if last_row + 2 < ep:
+        code.append(_i(f"add {odd}, {odd}, {ld}, lsl #1"))
+    return code
+
+
+# ---- before the loop: zero or load the accumulators ---------------------------------------------
+def acc_load(plan: TilePlan, tile_offset: int, esize: int = 4) -> list[Insn]:
+    """Accumulators from args->acc (elements of `esize` bytes, the accumulator type), or zero;
+    x5 = args. Partial tiles go through the stack tile (only m_rem x n_rem elements are read
+    from acc)."""
+    inst = plan.inst
+    row_bytes = plan.hp * esize
+    code = [
+        _i(f"cbz {ARGS_REG}, K_ZERO", "no arguments: zero accumulators"),
+        _i(f"ldr {ACC_PTR}, [{ARGS_REG}, #{OFF['acc']}]", "args->acc", "load"),
+        _i(f"cbz {ACC_PTR}, K_ZERO", "no accumulator input: zero"),
+        _i(f"ldr {ACC_LD}, [{ARGS_REG}, #{OFF['ld_acc_bytes']}]", "args->ld_acc_bytes", "load"),
+        _i(f"ldp x8, x9, [{ARGS_REG}, #{OFF['m_rem']}]", "m_rem, n_rem", "load"),
+        *full_tile_test(plan, "x8", "x9"),
+        _i("b.eq K_ACC_LOAD", "full tile: load it in place"),
+        _i("cbz x8, K_ZERO", "m_rem == 0: nothing to read"),
+        _i("cbz x9, K_ZERO", "n_rem == 0: nothing to read"),
+        _i(f"add x10, sp, #{tile_offset}", "partial: copy m_rem x n_rem into the stack tile"),
+        *([_i(f"lsl x9, x9, #{ELEMENT_SHIFT[esize]}", "row bytes")] if esize > 1 else []),
+        *copy_rows(ACC_PTR, ACC_LD, "x10", f"#{row_bytes}", "x8", "x9", ("x11", "x12", "x13")),
+        _i(f"add {ACC_PTR}, sp, #{tile_offset}", "load the tile from the stack"),
+        _i(f"mov {ACC_LD}, #{row_bytes}"),
+        label("K_ACC_LOAD"),
+    ]
+    if plan.ep > 1:
+        code.append(_i(f"add {ACC_ODD}, {ACC_PTR}, {ACC_LD}", "row 1"))
+    if inst.acc_shape == "tile2x2":
+        code += acc_load_tiles(plan)
+    else:
+        blocks = plan.hp // inst.c_cols_per_reg
+        for row in range(plan.ep):
+            pieces = [(plan.c_reg_for(row, j), 16, 16 * j) for j in range(blocks)]
+            code += row_access("ldr", ACC_PTR if row % 2 == 0 else ACC_ODD, pieces, row)
+            if row % 2 == 1:
+                code += advance_rows(row, plan.ep, ACC_PTR, ACC_ODD, ACC_LD)
+    code.append(_i("b K_ACC_DONE"))
+    code.append(label("K_ZERO"))
+    code += [Insn(f"movi v{r}.4s, #0", "alu", defs=(f"v{r}",)) for r in plan.c_regs]
+    code.append(label("K_ACC_DONE"))
+    return code
+
+
+def acc_load_tiles(plan: TilePlan) -> list[Insn]:
+    """2x2 tile forms: rows 2i, 2i+1, columns 2j..2j+3 loaded into two temporaries, then
+    zip1 .2d -> tile (i, j) = [r0c0 r0c1 r1c0 r1c1], zip2 .2d -> tile (i, j+1) (Arm ARM C7.2
+    ZIP1, ZIP2: the inverse of the uzp1/uzp2 of the store). An odd last tile loads 8 bytes."""
+    temps = list(plan.a_regs + plan.b_regs)
+    blocks = plan.hp // 2
+    per_batch = max(1, len(temps) // 2)
+    code = []
+    for rb in range(plan.ep // 2):
+        groups = list(range(0, blocks, 2))
+        for start in range(0, len(groups), per_batch):
+            batch = groups[start:start + per_batch]
+            even, odd, zips = [], [], []
+            for n, cb in enumerate(batch):
+                t0, t1 = temps[2 * n], temps[2 * n + 1]
+                x = plan.c_reg_for(rb, cb)
+                size = 16 if cb + 1 < blocks else 8
+                even.append((t0, size, cb * 8))
+                odd.append((t1, size, cb * 8))
+                zips.append(_i(f"zip1 v{x}.2d, v{t0}.2d, v{t1}.2d",
+                               f"tile ({rb}, {cb}) of rows {2 * rb}-{2 * rb + 1}"))
+                if size == 16:
+                    y = plan.c_reg_for(rb, cb + 1)
+                    zips.append(_i(f"zip2 v{y}.2d, v{t0}.2d, v{t1}.2d", f"tile ({rb}, {cb + 1})"))
+            code += row_access("ldr", ACC_PTR, even, 2 * rb)
+            code += row_access("ldr", ACC_ODD, odd, 2 * rb + 1)
+            code += zips
+        code += advance_rows(2 * rb + 1, plan.ep, ACC_PTR, ACC_ODD, ACC_LD)
+    return code
+
+
+# ---- after the loop ------------------------------------------------------------------------------
+def store_setup(plan: TilePlan, args_offset: int, tile_offset: int, esize: int,
+                require_args: bool) -> list[Insn]:
+    """Reload args; full tile (or no args): store in place; partial: redirect the stores to the
+    stack tile (x3/x4), keeping C and its stride in x7/x8."""
+    code = [_i(f"ldr {ARGS_REG}, [sp, #{args_offset}]", "args (x5 may have been an ld1 pointer)",
+               "load"),
+            _i(f"mov {REAL_C}, #0", "0: the tile is stored in place")]
+    if not require_args:
+        code.append(_i(f"cbz {ARGS_REG}, K_WRITE", "no arguments: full tile"))
+    code += [
+        _i(f"ldp {M_REM}, {N_REM}, [{ARGS_REG}, #{OFF['m_rem']}]", "m_rem, n_rem", "load"),
+        *full_tile_test(plan, M_REM, N_REM),
+        _i("b.eq K_WRITE", "full tile: store in place"),
+        _i(f"cbz {M_REM}, K_DONE", "empty: nothing to store"),
+        _i(f"cbz {N_REM}, K_DONE"),
+        _i(f"mov {REAL_C}, {C_PTR}", "partial: keep C and its stride"),
+        _i(f"mov {REAL_LDC}, {LDC}"),
+        _i(f"add {C_PTR}, sp, #{tile_offset}", "store the whole tile to the stack"),
+        _i(f"mov {LDC}, #{plan.hp * esize}"),
+        label("K_WRITE"),
+    ]
+    return code
+
+
+def copy_out(plan: TilePlan, tile_offset: int, esize: int) -> list[Insn]:
+    """Partial tile: m_rem rows of n_rem elements from the stack tile to C."""
+    shift = ELEMENT_SHIFT[esize]
+    return [
+        _i(f"cbz {REAL_C}, K_DONE", "stored in place"),
+        _i(f"add x12, sp, #{tile_offset}", "copy m_rem x n_rem from the stack tile to C"),
+        *([_i(f"lsl {N_REM}, {N_REM}, #{shift}", "row bytes")] if shift else []),
+        *copy_rows("x12", f"#{plan.hp * esize}", REAL_C, REAL_LDC, M_REM, N_REM,
+                   ("x13", "x14", "x15")),
+    ]
+
+
+def tile_rows(plan: TilePlan, pool: list[int]) -> tuple[list[Insn], list[list[tuple[int, int]]]]:
+    """The tile as row vectors: rows[r] = [(register, columns 4 or 2), ...] left to right.
+    2x2 tile forms are unzipped in place: uzp1 t, X, Y (row 2i); uzp2 Y, X, Y (row 2i+1, Y read
+    before it is written); X becomes free (Arm ARM C7.2 UZP1, UZP2). `pool` (free registers)
+    is updated."""
+    inst = plan.inst
+    if inst.acc_shape != "tile2x2":
+        blocks = plan.hp // inst.c_cols_per_reg
+        return [], [[(plan.c_reg_for(r, j), 4) for j in range(blocks)] for r in range(plan.ep)]
+    code, rows = [], [[] for _ in range(plan.ep)]
+    blocks = plan.hp // 2
+    for rb in range(plan.ep // 2):
+        for cb in range(0, blocks, 2):
+            x = plan.c_reg_for(rb, cb)
+            t = pool.pop(0)
+            if cb + 1 < blocks:
+                y = plan.c_reg_for(rb, cb + 1)
+                code += [_i(f"uzp1 v{t}.2d, v{x}.2d, v{y}.2d",
+                            f"row {2 * rb}, columns {2 * cb}-{2 * cb + 3}"),
+                         _i(f"uzp2 v{y}.2d, v{x}.2d, v{y}.2d",
+                            f"row {2 * rb + 1}, columns {2 * cb}-{2 * cb + 3}")]
+                rows[2 * rb].append((t, 4))
+                rows[2 * rb + 1].append((y, 4))
+                pool.append(x)
+            else:
+                code.append(_i(f"uzp2 v{t}.2d, v{x}.2d, v{x}.2d",
+                               f"row {2 * rb + 1}, columns {2 * cb}-{2 * cb + 1}"))
+                rows[2 * rb].append((x, 2))
+                rows[2 * rb + 1].append((t, 2))
+    return code, rows
+
+
+def _chunks(items, size):
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
+    """int32 row vectors -> int8, in place. Per group g of 4 columns, params + 64 g holds
+    (int32 x 4 each): offset (zero-point correction + bias), multiplier, then
+      double rounding: left = max(shift, 0), right = min(shift, 0)
+      single rounding: shift - 31 as int64 for columns 0-1, then for columns 2-3.
+    The same steps as templates/c/requant.c.j2's NEON path (multiply_double_x4 /
+    multiply_single_x4), so bit-exact with ts_requantize:
+      double: SQSHL by left, SQRDMULH (= gemmlowp SaturatingRoundingDoublingHighMul), then
+              gemmlowp's RoundingDivideByPOT as SRSHL by right after adding (x & right) >> 31
+              (-1 where x < 0 and a right shift follows: ties away from zero, not up);
+      single: SMULL/SMULL2 exact 64-bit products, SRSHL by shift - 31 (a rounding right shift
+              by 31 - shift at full precision), SQXTN/SQXTN2 saturating to int32.
+    Then SQXTN to int16, SQADD the zero point, SQXTN to int8, SMAX/SMIN the clamp (requant.c's
+    order: saturating early cannot change a clamped result)."""
+    p0, p1, p2, *temps = pool
+    groups = max(len(r) for r in rows)
+    by_group = [[(r, row[g][0]) for r, row in enumerate(rows) if g < len(row)]
+                for g in range(groups)]
+
+    def offsets(g):
+        return [_i(f"ldr q{p0}, [{PARAMS}, #{group_bytes * g}]",
+                   f"columns {4 * g}-{4 * g + 3}: offset", "load")] + \
+               [_i(f"add v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}") for r, v in by_group[g]]
+
+    double, single = [], []
+    for g in range(groups):
+        base = group_bytes * g
+        vecs = by_group[g]
+        double += offsets(g)
+        double += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
+                   _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]", "left, right shifts", "load")]
+        double += [_i(f"sqshl v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: << max(shift, 0), saturating")
+                   for r, v in vecs]
+        double += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}: high mul") for r, v in vecs]
+        for chunk in _chunks(vecs, len(temps)):
+            double += [_i(f"and v{t}.16b, v{v}.16b, v{p2}.16b", f"row {r}: sign where shifting")
+                       for t, (r, v) in zip(temps, chunk)]
+            double += [_i(f"ssra v{v}.4s, v{t}.4s, #31", f"row {r}: -1 there (ties away from 0)")
+                       for t, (r, v) in zip(temps, chunk)]
+        double += [_i(f"srshl v{v}.4s, v{v}.4s, v{p2}.4s", f"row {r}: rounding >> -min(shift, 0)")
+                   for r, v in vecs]
+        single += offsets(g)
+        single += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
+                   _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]",
+                      "shift - 31 of columns 0-1, 2-3 (int64)", "load")]
+        for chunk in _chunks(vecs, len(temps)):
+            pairs = list(zip(temps, chunk))
+            single += [_i(f"smull2 v{t}.2d, v{v}.4s, v{p0}.4s", f"row {r}: columns 2-3 x multiplier")
+                       for t, (r, v) in pairs]
+            single += [_i(f"smull v{v}.2d, v{v}.2s, v{p0}.2s", f"row {r}: columns 0-1 x multiplier")
+                       for t, (r, v) in pairs]
+            single += [_i(f"srshl v{t}.2d, v{t}.2d, v{p2}.2d", f"row {r}: rounding >> (31 - shift)")
+                       for t, (r, v) in pairs]
+            single += [_i(f"srshl v{v}.2d, v{v}.2d, v{p1}.2d", f"row {r}") for t, (r, v) in pairs]
+            single += [_i(f"sqxtn v{v}.2s, v{v}.2d", f"row {r}: saturate to int32") for t, (r, v) in pairs]
+            single += [_i(f"sqxtn2 v{v}.4s, v{t}.2d", f"row {r}") for t, (r, v) in pairs]
+    code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params", "load"),
+            _i(f"ldr w12, [{ARGS_REG}, #{OFF['rounding']}]", "args->rounding", "load"),
+            _i("cbnz w12, K_RQ_SINGLE", "1: single rounding")]
+    code += [_i("// double rounding (TFLite default)", kind="comment")] + double
+    code += [_i("b K_RQ_NARROW"), label("K_RQ_SINGLE")] + single + [label("K_RQ_NARROW")]
+    # narrowing: per row, pairs of 4-column vectors -> 8 int8 in the first one's low half
+    zp, lo, hi = p0, p1, p2
+    code += [_i(f"ldr w12, [{ARGS_REG}, #{OFF['c_zero_point']}]", "zero point", "load"),
+             _i(f"ldp w13, w14, [{ARGS_REG}, #{OFF['act_min']}]", "act_min, act_max", "load"),
+             _i(f"dup v{zp}.8h, w12"), _i(f"dup v{lo}.16b, w13"), _i(f"dup v{hi}.16b, w14")]
+    units = []          # (row, first register, second register or None, columns)
+    for r, row in enumerate(rows):
+        i = 0
+        while i < len(row):
+            if row[i][1] == 4 and i + 1 < len(row) and row[i + 1][1] == 4:
+                units.append((r, row[i][0], row[i + 1][0], 8))
+                i += 2
+            else:
+                units.append((r, row[i][0], None, row[i][1]))
+                i += 1
+    code += [_i(f"sqxtn v{a}.4h, v{a}.4s", f"row {r}: to int16") for r, a, b, n in units]
+    code += [_i(f"sqxtn2 v{a}.8h, v{b}.4s") for r, a, b, n in units if b is not None]
+    code += [_i(f"sqadd v{a}.8h, v{a}.8h, v{zp}.8h", f"row {r}: + zero point") for r, a, b, n in units]
+    code += [_i(f"sqxtn v{a}.8b, v{a}.8h", f"row {r}: to int8") for r, a, b, n in units]
+    code += [_i(f"smax v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
+    code += [_i(f"smin v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
+    pieces = [[] for _ in rows]
+    col = [0] * len(rows)
+    for r, a, b, n in units:
+        pieces[r].append((a, n, col[r]))
+        col[r] += n
+    return code, pieces
+
+
+def biasclamp_code(rows, pool: list[int]) -> tuple[list[Insn], list]:
+    """fp32 row vectors: + bias (params + 16 g: 4 floats per group g of 4 columns), then
+    FMAX with clamp_min, FMIN with clamp_max (Arm ARM C7.2 FMAX/FMIN: a NaN operand gives a
+    NaN; +0 > -0)."""
+    p0, p1, p2 = pool[:3]
+    groups = max(len(r) for r in rows)
+    code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params (bias)", "load"),
+            _i(f"ldp w12, w13, [{ARGS_REG}, #{OFF['clamp_min']}]", "clamp_min, clamp_max", "load"),
+            _i(f"dup v{p1}.4s, w12"), _i(f"dup v{p2}.4s, w13")]
+    for g in range(groups):
+        vecs = [(r, row[g][0]) for r, row in enumerate(rows) if g < len(row)]
+        code.append(_i(f"ldr q{p0}, [{PARAMS}, #{16 * g}]", f"bias of columns {4 * g}-{4 * g + 3}",
+                       "load"))
+        code += [_i(f"fadd v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}") for r, v in vecs]
+    allv = [(r, v) for r, row in enumerate(rows) for v, _ in row]
+    code += [_i(f"fmax v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: >= clamp_min") for r, v in allv]
+    code += [_i(f"fmin v{v}.4s, v{v}.4s, v{p2}.4s", f"row {r}: <= clamp_max") for r, v in allv]
+    pieces = []
+    for row in rows:
+        col, out = 0, []
+        for v, n in row:
+            out.append((v, 4 * n, 4 * col))
+            col += n
+        pieces.append(out)
+    return code, pieces
+
+
+def store_row_pieces(plan: TilePlan, pieces) -> list[Insn]:
+    code = []
+    if plan.ep > 1:
+        code.append(_i(f"add {ODD_ROW_PTR}, {C_PTR}, {LDC}", "row 1"))
+    for row, row_pieces in enumerate(pieces):
+        code += row_access("str", C_PTR if row % 2 == 0 else ODD_ROW_PTR, row_pieces, row)
+        if row % 2 == 1:
+            code += advance_rows(row, plan.ep, C_PTR, ODD_ROW_PTR, LDC)
+    return code
+
+
+def epilogue_and_store(plan: TilePlan, epilogue: str) -> list[Insn]:
+    """The epilogue on the registers, then the stores of the (full) tile to x3/x4."""
+    pool = free_vregs(plan)
+    code, rows = tile_rows(plan, pool)
+    if epilogue == "requant":
+        more, pieces = requant_code(rows, pool, EPILOGUES[epilogue].group_bytes)
+    elif epilogue == "biasclamp":
+        more, pieces = biasclamp_code(rows, pool)
+    else:
+        raise KernelPlanError(f"no register epilogue for {epilogue!r}")
+    return code + more + store_row_pieces(plan, pieces)
+
+
+def c_struct(prefix: str) -> str:
+    """The C declaration of the argument block (for <prefix>kernels.h)."""
+    lines = [f"typedef struct {prefix}tile_args {{"]
+    for name, offset, ctype, comment in ARGS_FIELDS:
+        decl = f"    {ctype} {name};" if not ctype.endswith("*") else f"    {ctype}{name};"
+        lines.append(f"{decl:<34}/* {offset:2}: {comment} */" if comment else
+                     f"{decl:<34}/* {offset:2} */")
+    lines.append(f"}} {prefix}tile_args;")
+    return "\n".join(lines)

@@ -1,0 +1,332 @@
+/* Kernel contract v2 cases of kernel_harness.c (included by it; uses its helpers).
+ *
+ *   kernel_harness -v2 SYMBOL KSTEPS...
+ *
+ * For every KSTEPS, every accumulator input (none; a separate tile; for raw kernels C itself)
+ * and every partial tile 1 <= m_rem <= ep, 1 <= n_rem <= hp, the kernel runs once with C, the
+ * accumulator tile, the epilogue parameters and the ts_tile_args block each flush against a
+ * guard page -- after the buffer when m_rem + n_rem is even, before it otherwise -- so a read
+ * or write outside them faults. C's row gaps hold sentinels that must survive; registers are
+ * checked around the call (call_checked). Expected values:
+ *   raw int32/uint32  exact sum over k + the accumulator input (wrapping), from the C reference;
+ *   raw fp32/bf16     the raw kernel's own full tile, bit for bit (a partial tile stores the
+ *                     same values); that full tile lies within fp_bound of a double reference
+ *                     whose terms include the accumulator input;
+ *   requant           requant.c's scalar reference (requant_row_scalar, ts_requantize's own
+ *                     code, #included from the generated folder) on the exact int32 tile, with
+ *                     the TFLite parameters the kernel's packed column parameters came from;
+ *                     the four configurations double/single rounding x per-tensor/per-channel
+ *                     rotate over the cases;
+ *   biasclamp         C float arithmetic on the raw kernel's tile (same accumulator input):
+ *                     x + bias[c], then max/min with the clamp bounds as FMAX/FMIN do them. */
+#include "ts_requant.c"
+
+#define V2_REGION_BYTES 65536u      /* C, acc, params, args: placed inside one mapping each */
+
+/* A buffer of `size` bytes placed flush against the guard page after (tail) or before a
+ * mapping made once (guarded_alloc_at with the region's full size). */
+typedef struct { guarded_region r; unsigned char *body; size_t body_len; } v2_region;
+
+static void v2_region_init(v2_region *v)
+{
+    v->body = guarded_alloc_at(V2_REGION_BYTES, 0, &v->r);
+    v->body_len = V2_REGION_BYTES;
+}
+
+static void *v2_place(v2_region *v, size_t size, int tail)
+{
+    if (size > v->body_len) { fprintf(stderr, "v2 region too small\n"); exit(2); }
+    return tail ? v->body + v->body_len - size : v->body;
+}
+
+static int32_t v2_rand_range(int32_t lo, int32_t hi)
+{
+    return lo + (int32_t)(rng_next() % (uint64_t)((int64_t)hi - lo + 1));
+}
+
+/* FMAX / FMIN on non-NaN operands (Arm ARM C7.2 FMAX/FMIN: the larger / smaller; +0 > -0). */
+static float v2_fmax(float a, float b)
+{
+    if (a == b) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+static float v2_fmin(float a, float b)
+{
+    if (a == b) return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
+/* TFLite parameters of one ksteps run: hp columns each. */
+typedef struct {
+    int32_t col_offset[64], bias[64], multiplier[64], shift[64];
+    int has_bias;
+    float fbias[64];
+} v2_columns;
+
+/* A shift that maps magnitudes around 2^bits into int8 range, or an extreme one. */
+static int32_t v2_shift(int bits)
+{
+    uint64_t r = rng_next() % 10;
+    if (r == 0) return v2_rand_range(1, 30);
+    if (r == 1) return v2_rand_range(-31, -20);
+    if (r == 2) return v2_rand_range(-31, 30);
+    int32_t s = 7 - bits + v2_rand_range(-3, 3);
+    return s < -31 ? -31 : s > 30 ? 30 : s;
+}
+
+static void v2_make_columns(v2_columns *c, size_t hp, int bits)
+{
+    c->has_bias = (rng_next() & 3) != 0;
+    for (size_t j = 0; j < hp; j++) {
+        c->col_offset[j] = v2_rand_range(-(1 << 20), 1 << 20);
+        c->bias[j] = (rng_next() & 7) == 0 ? v2_rand_range(INT32_MIN, INT32_MAX)
+                                          : v2_rand_range(-(1 << 16), 1 << 16);
+        uint64_t r = rng_next() % 20;
+        c->multiplier[j] = r == 0 ? 0 : r == 1 ? v2_rand_range(1, 1 << 20)
+                         : r == 2 ? INT32_MAX : v2_rand_range(1 << 30, INT32_MAX);
+        c->shift[j] = v2_shift(bits);
+        c->fbias[j] = (rng_next() & 7) == 0 ? 0.0f : random_float(-20, 20);
+    }
+}
+
+/* The requant column parameters (ABI: 64 bytes per group of 4 columns) of q + col_offset. */
+static void v2_pack_requant(unsigned char *dst, size_t hp, const ts_quant *q,
+                            const int32_t *col_offset)
+{
+    size_t groups = (hp + 3) / 4;
+    memset(dst, 0, groups * 64);
+    for (size_t c = 0; c < groups * 4; c++) {
+        size_t g = c / 4, l = c % 4;
+        int32_t *w = (int32_t *)(dst + 64 * g);
+        int64_t *d = (int64_t *)(dst + 64 * g + 32);
+        int32_t off = 0, m = 0, s = -31;
+        if (c < hp) {
+            size_t ch = q->per_channel ? c : 0;
+            off = (int32_t)((uint32_t)col_offset[c] + (q->bias ? (uint32_t)q->bias[c] : 0u));
+            m = q->multiplier[ch];
+            s = q->shift[ch];
+        }
+        w[l] = off;
+        w[4 + l] = m;
+        if (q->rounding == TS_ROUND_SINGLE) {
+            d[l] = (int64_t)s - 31;          /* columns 0-1 at +32, 2-3 at +48 */
+        } else {
+            w[8 + l] = s > 0 ? s : 0;
+            w[12 + l] = s > 0 ? 0 : s;
+        }
+    }
+}
+
+#define V2_SENTINEL 0x5A
+
+static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
+{
+    enum elem ea = elem_of(k->a_type), eb = elem_of(k->b_type), ec = elem_of(k->c_type);
+    const int raw = !strcmp(k->epilogue, "raw"), requant = !strcmp(k->epilogue, "requant");
+    const int is_fp = ec == E_FP32;
+    size_t ep = (size_t)k->ep, hp = (size_t)k->hp, lp = (size_t)k->lp, K = ksteps * lp;
+    size_t a_count = ksteps * ep * lp, b_count = ksteps * hp * lp;
+    size_t out_bytes = requant ? 1 : 4;
+    int failures = 0;
+
+    guarded_region ra[2], rb[2];
+    void *a[2], *b[2];
+    for (int t = 0; t < 2; t++) {
+        a[t] = guarded_alloc_at(a_count * elem_bytes(ea), t, &ra[t]);
+        b[t] = guarded_alloc_at(b_count * elem_bytes(eb), t, &rb[t]);
+    }
+    fill(a[0], a_count, ea);
+    fill(b[0], b_count, eb);
+    memcpy(a[1], a[0], a_count * elem_bytes(ea));
+    memcpy(b[1], b[0], b_count * elem_bytes(eb));
+
+    /* reference products, the accumulator-input tile */
+    static int64_t prod[32 * 64];
+    static double dsum[32 * 64], dabs[32 * 64];
+    static uint32_t acc_in[32 * 64], full[2][32 * 64];
+    int64_t most = 1;
+    for (size_t i = 0; i < ep; i++)
+        for (size_t j = 0; j < hp; j++) {
+            double sum = 0, abs_sum = 0;
+            int64_t isum = 0;
+            for (size_t s = 0; s < ksteps; s++)
+                for (size_t l = 0; l < lp; l++) {
+                    double x = value(a[0], (s * ep + i) * lp + l, ea);
+                    double y = value(b[0], (s * hp + j) * lp + l, eb);
+                    sum += x * y;
+                    abs_sum += fabs(x * y);
+                    if (!is_fp) isum += (int64_t)x * (int64_t)y;
+                }
+            prod[i * hp + j] = isum;
+            dsum[i * hp + j] = sum;
+            dabs[i * hp + j] = abs_sum;
+            if (is_fp) {
+                float f = random_float(-20, 20);
+                acc_in[i * hp + j] = bits_of_float(f);
+            } else {
+                acc_in[i * hp + j] = (uint32_t)v2_rand_range(-(1 << 20), 1 << 20);
+                if ((rng_next() & 15) == 0) acc_in[i * hp + j] = (uint32_t)rng_next();
+            }
+            int64_t mag = llabs(isum) + (1 << 20);
+            if (mag > most) most = mag;
+        }
+    int bits = 0;
+    while (bits < 40 && ((int64_t)1 << bits) < most) bits++;
+
+    /* fp: the raw kernel's full tiles without / with the accumulator input, checked against
+     * the double reference (the accumulator input is one more term) */
+    if (is_fp) {
+        ts_tile_args full_args = {ep, hp, acc_in, hp * 4, NULL, 0, 0, 0, 0, 0, 0};
+        k->raw(a[0], b[0], ksteps, full[0], hp * 4, NULL);
+        k->raw(a[0], b[0], ksteps, full[1], hp * 4, &full_args);
+        for (int m = 0; m < 2; m++)
+            for (size_t i = 0; i < ep * hp; i++) {
+                double in = m ? float_of_bits(acc_in[i]) : 0.0;
+                double want = dsum[i] + in, g = float_of_bits(full[m][i]);
+                double bound = fp_bound(ea == E_BF16, K + 1, dabs[i] + fabs(in));
+                if (!(fabs(g - want) <= bound) && failures++ < 8)
+                    printf("FAIL %s ksteps=%zu raw full tile%s: C[%zu][%zu] = %.9g, want %.9g (+-%.3g)\n",
+                           k->name, ksteps, m ? " + acc" : "", i / hp, i % hp, g, want, bound);
+            }
+    }
+
+    v2_columns cols;
+    v2_make_columns(&cols, hp, bits);
+    int32_t zp = v2_rand_range(-128, 127);
+    int32_t lo = v2_rand_range(-128, 127), hi = v2_rand_range(-128, 127);
+    if (lo > hi) { int32_t t = lo; lo = hi; hi = t; }
+    if ((rng_next() & 3) == 0) { lo = -128; hi = 127; }
+
+    const int modes = raw ? 3 : 2;      /* 0: no acc, 1: separate acc tile, 2: acc == c */
+    size_t case_no = 0;
+    for (int mode = 0; mode < modes; mode++)
+    for (size_t m_rem = 1; m_rem <= ep; m_rem++)
+    for (size_t n_rem = 1; n_rem <= hp; n_rem++, case_no++) {
+        int tail = (m_rem + n_rem) % 2 == 0;
+        size_t ldc = (n_rem + (m_rem + n_rem + ksteps) % 3) * out_bytes;
+        size_t c_len = (m_rem - 1) * ldc + n_rem * out_bytes;
+        unsigned char *c = v2_place(&reg[0], c_len, tail);
+        memset(c, V2_SENTINEL, c_len);
+        size_t ld_acc = (n_rem + (m_rem + 2 * n_rem) % 4) * 4;
+        const void *acc = NULL;
+        if (mode == 1) {
+            size_t acc_len = (m_rem - 1) * ld_acc + n_rem * 4;
+            unsigned char *buf = v2_place(&reg[1], acc_len, tail);
+            memset(buf, 0xEE, acc_len);
+            for (size_t i = 0; i < m_rem; i++)
+                memcpy(buf + i * ld_acc, &acc_in[i * hp], n_rem * 4);
+            acc = buf;
+        } else if (mode == 2) {
+            for (size_t i = 0; i < m_rem; i++)
+                memcpy(c + i * ldc, &acc_in[i * hp], n_rem * 4);
+            acc = c;
+            ld_acc = ldc;
+        }
+        /* epilogue parameters */
+        ts_quant q;
+        memset(&q, 0, sizeof q);
+        int cfg = (int)((m_rem * 7 + n_rem + (size_t)mode) % 4);
+        q.rounding = cfg & 1 ? TS_ROUND_SINGLE : TS_ROUND_DOUBLE;
+        q.per_channel = cfg >> 1;
+        q.bias = cols.has_bias ? cols.bias : NULL;
+        q.multiplier = cols.multiplier;
+        q.shift = cols.shift;
+        q.c_zero_point = zp;
+        q.act_min = lo;
+        q.act_max = hi;
+        size_t groups = (hp + 3) / 4;
+        void *params = NULL;
+        float fmin_v = -INFINITY, fmax_v = INFINITY;
+        if (requant) {
+            params = v2_place(&reg[2], groups * 64, tail);
+            v2_pack_requant(params, hp, &q, cols.col_offset);
+        } else if (!raw) {
+            params = v2_place(&reg[2], groups * 16, tail);
+            memset(params, 0, groups * 16);
+            memcpy(params, cols.fbias, hp * 4);
+            if (cfg != 0) {       /* clamp bounds from the tile's own values */
+                float x = float_of_bits(full[mode != 0][rng_next() % (ep * hp)]);
+                float y = float_of_bits(full[mode != 0][rng_next() % (ep * hp)]);
+                fmin_v = x < y ? x : y;
+                fmax_v = x < y ? y : x;
+            }
+        }
+        ts_tile_args *args = v2_place(&reg[3], sizeof(ts_tile_args), tail);
+        ts_tile_args init = {m_rem, n_rem, acc, ld_acc, params, q.rounding, zp, lo, hi,
+                             fmin_v, fmax_v};
+        *args = init;
+
+        unsigned regs = call_checked(k->fn, a[tail], b[tail], ksteps, c, ldc, args);
+        if (regs && failures++ < 8)
+            printf("FAIL %s ksteps=%zu: callee-saved state clobbered, mask 0x%x\n", k->name,
+                   ksteps, regs);
+        for (size_t i = 0; i < m_rem; i++) {
+            int8_t want8[64];
+            if (requant) {
+                int32_t x[64];
+                for (size_t j = 0; j < n_rem; j++)
+                    x[j] = (int32_t)((uint32_t)prod[i * hp + j]
+                                     + (mode ? acc_in[i * hp + j] : 0u));
+                requant_row_scalar(x, n_rem, 0, &q, cols.col_offset, want8);
+            }
+            for (size_t j = 0; j < n_rem; j++) {
+                unsigned char *cell = c + i * ldc + j * out_bytes;
+                uint32_t got = 0, want = 0;
+                if (requant) {
+                    got = (uint32_t)(int32_t)(int8_t)cell[0];
+                    want = (uint32_t)(int32_t)want8[j];
+                } else {
+                    memcpy(&got, cell, 4);
+                    if (!is_fp) {
+                        want = (uint32_t)prod[i * hp + j] + (mode ? acc_in[i * hp + j] : 0u);
+                    } else {
+                        want = full[mode != 0][i * hp + j];
+                        if (!raw) {
+                            float v = float_of_bits(want) + cols.fbias[j];
+                            want = bits_of_float(v2_fmin(v2_fmax(v, fmin_v), fmax_v));
+                        }
+                    }
+                }
+                if (got != want && failures++ < 8)
+                    printf("FAIL %s ksteps=%zu mode=%d m_rem=%zu n_rem=%zu cfg=%d: C[%zu][%zu] "
+                           "= 0x%08x, want 0x%08x\n", k->name, ksteps, mode, m_rem, n_rem, cfg,
+                           i, j, got, want);
+            }
+            for (size_t g = n_rem * out_bytes; i + 1 < m_rem && g < ldc; g++)
+                if (c[i * ldc + g] != V2_SENTINEL && failures++ < 8)
+                    printf("FAIL %s ksteps=%zu mode=%d m_rem=%zu n_rem=%zu: wrote row %zu byte "
+                           "%zu, outside the tile\n", k->name, ksteps, mode, m_rem, n_rem, i, g);
+        }
+    }
+    for (int t = 0; t < 2; t++) {
+        guarded_free(&ra[t]);
+        guarded_free(&rb[t]);
+    }
+    (void)case_no;
+    return failures;
+}
+
+static int main_v2(int argc, char **argv)
+{
+    const kernel_info *k = NULL;
+    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
+        if (!strcmp(KERNELS[i].name, argv[1])) k = &KERNELS[i];
+    if (!k) {
+        fprintf(stderr, "no kernel %s in this harness\n", argv[1]);
+        return 2;
+    }
+    if (k->ep > 32 || k->hp > 64) {
+        fprintf(stderr, "tile too large for the v2 harness\n");
+        return 2;
+    }
+    v2_region reg[4];
+    for (int i = 0; i < 4; i++) v2_region_init(&reg[i]);
+    int failures = 0;
+    for (int i = 2; i < argc; i++) {
+        size_t ksteps = (size_t)strtoul(argv[i], NULL, 10);
+        ts_test_rng = seed_of(k->name, ksteps) ^ 0x5eed;
+        failures += run_v2(k, ksteps, reg);
+    }
+    printf("%s v2 %s: %d failure(s)\n", failures ? "FAIL" : "ok", k->name, failures);
+    return failures != 0;
+}
