@@ -329,6 +329,7 @@ def manifest_entry(plan: TilePlan, symbol: str, main: loop.MainLoop, text: str,
 def environment() -> jinja2.Environment:
     env = template_environment()
     env.filters["asm"] = asm_line
+    env.globals["tile_args_struct"] = ep_mod.c_struct
     env.filters["vregs"] = register_ranges
     env.filters["comment"] = lambda text, lead: "\n".join(
         (lead + line).rstrip() for line in text.strip("\n").split("\n"))

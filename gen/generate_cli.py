@@ -21,7 +21,6 @@ from pathlib import Path
 
 from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
-from .epilogue import c_struct
 from .emit import INST_MODES, emit_kernels, environment, inst_features
 from .isa import ARCH_LEVELS, check_arch, generated_for
 from .loop import KernelPlanError
@@ -32,6 +31,10 @@ from .tiling import TilingError
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MANIFEST = "manifest.json"
 REGISTER_BUDGET = 32
+# What a raw kernel's manifest entry lists per epilogue variant (entry "variants"); everything
+# else (tile, layouts, types in) is the raw kernel's.
+VARIANT_KEYS = ("epilogue", "symbol", "file", "out_type", "vregs_used", "gpregs_used",
+                "callee_saved_used")
 
 
 class UsageError(ValueError):
@@ -78,15 +81,12 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     entries = []
     for raw, *variants in families:
         entry = dict(raw.manifest)
-        entry["variants"] = [dict(epilogue=v.manifest["epilogue"], symbol=v.symbol, file=v.file,
-                                  out_type=v.manifest["out_type"],
-                                  gpregs_used=v.manifest["gpregs_used"]) for v in variants]
+        entry["variants"] = [{key: v.manifest[key] for key in VARIANT_KEYS} for v in variants]
         entries.append(entry)
     manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
     files = {k.file: k.text for family in families for k in family}
     files[f"{prefix}kernels.h"] = env.get_template("kernels.h.j2").render(
-        p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"],
-        tile_args_struct=c_struct(prefix))
+        p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"])
     files[MANIFEST] = json.dumps(manifest, indent=2) + "\n"
     return files
 

@@ -49,8 +49,21 @@ def kernel_table(manifest: dict) -> str:
     rows = [f'    {{"{sym}", {sym}, "{k["a_type"]}", "{k["b_type"]}", '
             f'"{k["c_type"]}", {k["ep"]}, {k["hp"]}, {k["lp"]}, "{epi}", {k["symbol"]}}},'
             for k, epi, sym, _ in all_kernels(manifest)]
-    return (f'#include "{manifest["prefix"]}kernels.h"\n'
+    p = manifest["prefix"]
+    return (f'#include "{p}kernels.h"\n'
             "static const kernel_info KERNELS[] = {\n" + "\n".join(rows) + "\n};\n")
+
+
+def prefix_header(manifest: dict) -> str:
+    """harness_prefix.h: the prefixed names the harness uses (kernels.h's argument block, the
+    generated folder's requant.c, its ts_quant and rounding constants)."""
+    p = manifest["prefix"]
+    return (f'#include "{p}kernels.h"\n'
+            f"typedef {p}tile_args h_tile_args;\n"
+            f'#define H_REQUANT_C "{p}requant.c"\n'
+            f"#define H_QUANT {p}quant\n"
+            f"#define H_ROUND_SINGLE {p.upper()}ROUND_SINGLE\n"
+            f"#define H_ROUND_DOUBLE {p.upper()}ROUND_DOUBLE\n")
 
 
 def build_harness(out: Path, manifest: dict, binary: Path) -> Path:
@@ -58,6 +71,7 @@ def build_harness(out: Path, manifest: dict, binary: Path) -> Path:
     table_dir = binary.parent / f"{binary.name}.include"
     table_dir.mkdir(exist_ok=True)
     (table_dir / "kernel_table.h").write_text(kernel_table(manifest))
+    (table_dir / "harness_prefix.h").write_text(prefix_header(manifest))
     sources = [TEST_C / "kernel_harness.c", TEST_C / "kernel_harness_regs.c",
                *(out / f for _, _, _, f in all_kernels(manifest))]
     return compile_aarch64(sources, binary, includes=[table_dir, out])

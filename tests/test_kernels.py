@@ -20,7 +20,7 @@ INST_MODES = ("auto", "always", "never")
 MANIFEST_KEYS = {"symbol", "file", "instruction", "mnemonic", "signature", "a_type", "b_type",
                  "c_type", "source_type", "feature", "arch", "ep", "hp", "lp", "strategy",
                  "regs_a", "regs_b", "regs_c", "vregs_used", "gpregs_used", "callee_saved_used",
-                 "a_layout", "b_layout", "role"}
+                 "a_layout", "b_layout", "role", "epilogue", "out_type", "variants"}
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +54,16 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
         assert k["file"] == k["symbol"] + ".S" and (out / k["file"]).is_file()
         assert (k["feature"], k["arch"], k["lp"], k["role"]) == (i.feature, i.arch, i.k, "main")
         assert k["regs_c"] == i.c_regs(k["ep"], k["hp"])
-    assert sorted(p.name for p in out.glob("*.S")) == sorted(k["file"] for k in kernels)
+    assert sorted(p.name for p in out.glob("*.S")) == sorted(
+        f for _, _, _, f in kernel_build.all_kernels(manifest))
     assert (out / "ts_kernels.h").is_file()
 
 
 @pytest.mark.parametrize("inst", INST_MODES)
 def test_inst_mode_decides_what_becomes_inst_words(outputs, inst):
     out, manifest = outputs("v86", inst)
-    for k in manifest["kernels"]:
-        for code, comment in _instruction_lines((out / k["file"]).read_text()):
+    for k, _, _, file in kernel_build.all_kernels(manifest):
+        for code, comment in _instruction_lines((out / file).read_text()):
             if code.startswith(".inst"):
                 mnemonic = comment.split()[0]
                 assert inst != "never", code
@@ -70,16 +71,21 @@ def test_inst_mode_decides_what_becomes_inst_words(outputs, inst):
             else:
                 mnemonic = code.split()[0]
                 known = is_known_mnemonic(mnemonic)
-                assert not (known and inst == "always"), f"{k['file']}: {code} left as mnemonic"
-                assert not (known and inst == "auto" and k["feature"]), f"{k['file']}: {code}"
+                assert not (known and inst == "always"), f"{file}: {code} left as mnemonic"
+                mac = INSTRUCTIONS[k["instruction"]].mnemonic
+                assert not (known and inst == "auto" and k["feature"]
+                            and mnemonic.startswith(mac)), f"{file}: {code}"
 
 
 def test_registers_match_manifest_and_abi(outputs):
     """The registers the code names are the manifest's; v8-v15 used => d8-d15 saved and
     restored; no x18 and no x19-x28 (the kernels need no callee-saved general registers)."""
     out, manifest = outputs("v86", "never")
-    for k in manifest["kernels"]:
-        text = (out / k["file"]).read_text()
+    for raw, _, symbol, file in kernel_build.all_kernels(manifest):
+        k = raw if symbol == raw["symbol"] else \
+            next(v for v in raw["variants"] if v["symbol"] == symbol)
+        k = dict(k, file=file)
+        text = (out / file).read_text()
         lines = [code for code, _ in _instruction_lines(text)]
         vregs = {int(n) for line in lines for n in re.findall(r"\b[vqdshb](\d+)\b", line)}
         assert vregs == set(k["vregs_used"]), k["file"]
@@ -94,13 +100,27 @@ def test_registers_match_manifest_and_abi(outputs):
         assert stored == loaded == set(saved), k["file"]
 
 
+def _mca_region(text):
+    return text[text.index("// LLVM-MCA-BEGIN"):text.index("// LLVM-MCA-END")]
+
+
 def test_every_kernel_has_one_mca_region(outputs):
     out, manifest = outputs("v86")
-    for k in manifest["kernels"]:
-        text = (out / k["file"]).read_text()
-        assert text.count(f"// LLVM-MCA-BEGIN {k['symbol']}\n") == 1
+    for k, _, symbol, file in kernel_build.all_kernels(manifest):
+        text = (out / file).read_text()
+        assert text.count(f"// LLVM-MCA-BEGIN {symbol}\n") == 1
         assert text.count("// LLVM-MCA-END") == 1
         assert text.index("LLVM-MCA-BEGIN") < text.index("b.hs K_LOOP") < text.index("LLVM-MCA-END")
+
+
+def test_epilogue_variants_share_the_k_loop(outputs):
+    """An epilogue variant's k-loop is its raw kernel's, instruction for instruction."""
+    out, manifest = outputs("v86")
+    for k in manifest["kernels"]:
+        raw = _mca_region((out / k["file"]).read_text()).replace(k["symbol"], "SYMBOL")
+        for v in k["variants"]:
+            text = _mca_region((out / v["file"]).read_text()).replace(v["symbol"], "SYMBOL")
+            assert text == raw, v["file"]
 
 
 def test_cpu_suffix_and_prefix(tmp_path):
@@ -255,8 +275,8 @@ def test_abi_comment_is_whole_lines_in_header_and_kernels(outputs):
 
 def test_every_kernel_documents_the_abi(outputs):
     out, manifest = outputs("v86")
-    for k in manifest["kernels"]:
-        text = (out / k["file"]).read_text()
+    for k, _, _, file in kernel_build.all_kernels(manifest):
+        text = (out / file).read_text()
         assert "// Micro-kernel ABI" in text and f"Tile {k['ep']}x{k['hp']}x{k['lp']}" in text
 
 
@@ -269,10 +289,10 @@ def test_instruction_comments_share_one_column(outputs):
     """Every instruction line's trailing comment starts at column 48 (after longer code: one
     space), the hand-written lines of the template included."""
     out, manifest = outputs("v82")
-    for k in manifest["kernels"]:
-        for number, line in enumerate((out / k["file"]).read_text().split("\n"), 1):
+    for k, _, _, file in kernel_build.all_kernels(manifest):
+        for number, line in enumerate((out / file).read_text().split("\n"), 1):
             if not re.match(r"        [a-z]", line) or " // " not in line or line.lstrip().startswith(".inst"):
                 continue
             code = line.split(" // ")[0].rstrip()
             want = max(len(code) + 1, 48)
-            assert line.index(" // ") + 1 == want, f"{k['file']}:{number}: {line!r}"
+            assert line.index(" // ") + 1 == want, f"{file}:{number}: {line!r}"

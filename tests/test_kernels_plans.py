@@ -5,6 +5,7 @@ schedules are rejected with a message."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -14,6 +15,7 @@ from gen.emit import emit_kernel
 from gen.loop import KernelPlanError, check_same_dependencies, iteration_body
 from gen.plan import TilePlan
 import kernel_build
+from drv_q_support import render_templates
 
 KSTEPS = tuple(range(0, 18)) + (64,)      # every remainder of an unroll of 2, 4 or 8
 
@@ -51,15 +53,38 @@ def hand_harness(tmp_path_factory):
     out = tmp_path_factory.mktemp("hand-plans")
     kernels = [emit_kernel(p, prefix="hand_") for p in HAND_PLANS.values()]
     assert len({k.symbol for k in kernels}) == len(kernels), "two hand plans with one symbol"
-    for k in kernels:
+    entries = []
+    for p, k in zip(HAND_PLANS.values(), kernels):
         (out / k.file).write_text(k.text)
-    manifest = {"prefix": "hand_", "kernels": [k.manifest for k in kernels]}
+        variant = emit_kernel(p, prefix="hand_", epilogue=hand_epilogue(p))
+        (out / variant.file).write_text(variant.text)
+        entries.append(dict(k.manifest, variants=[variant.manifest]))
+    manifest = {"prefix": "hand_", "kernels": entries}
+    render_templates(out, ["requant.c"], prefix="hand_")     # the requant reference
     header = gen.emit.environment().get_template("kernels.h.j2").render(
         p="hand_", P="HAND_", arch="v86", cpu="generic", inst="auto", kernels=manifest["kernels"])
     (out / "hand_kernels.h").write_text(header)
     (out / "manifest.json").write_text(json.dumps(manifest))
     binary = kernel_build.build_harness(out, manifest, out / "harness")
     return binary, {name: k for name, k in zip(HAND_PLANS, kernels)}
+
+
+def hand_epilogue(p):
+    """The fused epilogue a hand plan is also emitted with: fp32 accumulators biasclamp,
+    integer ones requant (uint32 ones read as int32 bits: only the epilogue is under test)."""
+    return "biasclamp" if p.inst.c_type == "fp32" else "requant"
+
+
+@pytest.mark.parametrize("name", list(HAND_PLANS))
+def test_hand_plan_contract_v2(hand_harness, name):
+    """Partial tiles, accumulator input and the fused epilogue on the odd shapes (odd MMLA
+    column blocks, one row, partial registers, no callee-saved registers)."""
+    binary, kernels = hand_harness
+    raw = kernels[name].symbol
+    for symbol in (raw, raw + ("_biasclamp" if hand_epilogue(HAND_PLANS[name]) == "biasclamp"
+                               else "_requant")):
+        proc = run_qemu(binary, "-v2", symbol, *KSTEPS, cpu="max")
+        assert proc.stdout.strip().endswith(f"ok v2 {symbol}: 0 failure(s)"), proc.stdout
 
 
 @pytest.mark.parametrize("name", list(HAND_PLANS))
@@ -73,8 +98,12 @@ def test_hand_plan_kernel_matches_reference(hand_harness, name):
 def test_manifest_registers_of_hand_plans(hand_harness):
     _, kernels = hand_harness
     assert kernels["fmla 4x4 no callee-saved"].manifest["callee_saved_used"] == []
-    assert "sp" not in kernels["fmla 4x4 no callee-saved"].text.split("KERNEL_SYMBOL:")[1]
-    assert kernels["fmla 1x4 one row"].manifest["gpregs_used"] == ["x0", "x1", "x2", "x3", "x4"]
+    # contract v2: every kernel has a frame (args across the k-loop, the stack tile) but saves
+    # no d register it does not use
+    body = kernels["fmla 4x4 no callee-saved"].text.split("KERNEL_SYMBOL:")[1]
+    assert not re.search(r"\b(stp|str|ldp|ldr) d\d+, .*\[sp", body)
+    used = kernels["fmla 1x4 one row"].manifest["gpregs_used"]
+    assert used[:5] == ["x0", "x1", "x2", "x3", "x4"] and int(used[-1][1:]) <= 17
     assert kernels["fmla 8x12 resident"].manifest["callee_saved_used"] == [
         f"d{n}" for n in range(8, 16)]
 

@@ -23,10 +23,10 @@
 
 #include "guarded.h"
 
-#include "ts_kernels.h"
+#include "harness_prefix.h"     /* the build's <prefix>kernels.h, h_tile_args, H_* names */
 
 typedef void (*kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps, void *c,
-                          size_t ldc_bytes, const ts_tile_args *args);
+                          size_t ldc_bytes, const h_tile_args *args);
 typedef struct {
     const char *name;
     kernel_fn fn;
@@ -39,7 +39,7 @@ typedef struct {
 /* Returns 0 when the callee-saved state survived the kernel call, else a bit mask:
  * bits 0-9 x19-x28, 10-17 d8-d15, 18 x18, 19 sp. */
 unsigned call_checked(kernel_fn fn, const void *a, const void *b, size_t ksteps, void *c,
-                      size_t ldc_bytes, const ts_tile_args *args);
+                      size_t ldc_bytes, const h_tile_args *args);
 
 #include "kernel_table.h"
 

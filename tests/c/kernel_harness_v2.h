@@ -4,7 +4,7 @@
  *
  * For every KSTEPS, every accumulator input (none; a separate tile; for raw kernels C itself)
  * and every partial tile 1 <= m_rem <= ep, 1 <= n_rem <= hp, the kernel runs once with C, the
- * accumulator tile, the epilogue parameters and the ts_tile_args block each flush against a
+ * accumulator tile, the epilogue parameters and the h_tile_args block each flush against a
  * guard page -- after the buffer when m_rem + n_rem is even, before it otherwise -- so a read
  * or write outside them faults. C's row gaps hold sentinels that must survive; registers are
  * checked around the call (call_checked). Expected values:
@@ -19,7 +19,7 @@
  *                     rotate over the cases;
  *   biasclamp         C float arithmetic on the raw kernel's tile (same accumulator input):
  *                     x + bias[c], then max/min with the clamp bounds as FMAX/FMIN do them. */
-#include "ts_requant.c"
+#include H_REQUANT_C
 
 #define V2_REGION_BYTES 65536u      /* C, acc, params, args: placed inside one mapping each */
 
@@ -90,7 +90,7 @@ static void v2_make_columns(v2_columns *c, size_t hp, int bits)
 }
 
 /* The requant column parameters (ABI: 64 bytes per group of 4 columns) of q + col_offset. */
-static void v2_pack_requant(unsigned char *dst, size_t hp, const ts_quant *q,
+static void v2_pack_requant(unsigned char *dst, size_t hp, const H_QUANT *q,
                             const int32_t *col_offset)
 {
     size_t groups = (hp + 3) / 4;
@@ -108,7 +108,7 @@ static void v2_pack_requant(unsigned char *dst, size_t hp, const ts_quant *q,
         }
         w[l] = off;
         w[4 + l] = m;
-        if (q->rounding == TS_ROUND_SINGLE) {
+        if (q->rounding == H_ROUND_SINGLE) {
             d[l] = (int64_t)s - 31;          /* columns 0-1 at +32, 2-3 at +48 */
         } else {
             w[8 + l] = s > 0 ? s : 0;
@@ -176,7 +176,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
     /* fp: the raw kernel's full tiles without / with the accumulator input, checked against
      * the double reference (the accumulator input is one more term) */
     if (is_fp) {
-        ts_tile_args full_args = {ep, hp, acc_in, hp * 4, NULL, 0, 0, 0, 0, 0, 0};
+        h_tile_args full_args = {ep, hp, acc_in, hp * 4, NULL, 0, 0, 0, 0, 0, 0};
         k->raw(a[0], b[0], ksteps, full[0], hp * 4, NULL);
         k->raw(a[0], b[0], ksteps, full[1], hp * 4, &full_args);
         for (int m = 0; m < 2; m++)
@@ -223,10 +223,10 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
             ld_acc = ldc;
         }
         /* epilogue parameters */
-        ts_quant q;
+        H_QUANT q;
         memset(&q, 0, sizeof q);
         int cfg = (int)((m_rem * 7 + n_rem + (size_t)mode) % 4);
-        q.rounding = cfg & 1 ? TS_ROUND_SINGLE : TS_ROUND_DOUBLE;
+        q.rounding = cfg & 1 ? H_ROUND_SINGLE : H_ROUND_DOUBLE;
         q.per_channel = cfg >> 1;
         q.bias = cols.has_bias ? cols.bias : NULL;
         q.multiplier = cols.multiplier;
@@ -251,8 +251,8 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                 fmax_v = x < y ? y : x;
             }
         }
-        ts_tile_args *args = v2_place(&reg[3], sizeof(ts_tile_args), tail);
-        ts_tile_args init = {m_rem, n_rem, acc, ld_acc, params, q.rounding, zp, lo, hi,
+        h_tile_args *args = v2_place(&reg[3], sizeof(h_tile_args), tail);
+        h_tile_args init = {m_rem, n_rem, acc, ld_acc, params, q.rounding, zp, lo, hi,
                              fmin_v, fmax_v};
         *args = init;
 

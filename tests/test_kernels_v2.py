@@ -1,0 +1,69 @@
+"""Kernel contract v2 under qemu-aarch64: every epilogue variant of every generated kernel
+(gen.epilogue.EPILOGUE_VARIANTS) against independent references (tests/c/kernel_harness_v2.h):
+partial tiles at every (m_rem, n_rem), accumulator input off / separate / in place, every
+k-step count of kernel_build.KSTEPS (all unroll remainders), guard pages on both sides of C, the
+accumulator tile, the epilogue parameters and the argument block, callee-saved registers.
+requant is checked against requant.c's scalar reference compiled from the generated folder.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from cross import run_qemu
+from gen.cores import GENERIC
+from gen.epilogue import EPILOGUE_VARIANTS, EPILOGUES
+import kernel_build
+
+# (ARCH, CPU) builds and the QEMU CPU each runs on: the generic builds on the weakest core that
+# has their features; the CPU builds bring the other tile shapes (14x8 / 9x12 / 12x8 on
+# Neoverse N2, 8x8 double-buffered MMLA on Cortex-A510, Cortex-A55's v82 tiles).
+BUILDS = {("v8", GENERIC): "cortex-a57", ("v82", GENERIC): "neoverse-n1",
+          ("v86", GENERIC): "max", ("v86", "neoverse-n2"): "max",
+          ("v86", "cortex-a510"): "max", ("v82", "cortex-a55"): "neoverse-n1"}
+JOBS = 2        # qemu processes at once (the test machine is shared)
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    built = {}
+
+    def get(arch, cpu):
+        if (arch, cpu) not in built:
+            out, manifest = kernel_build.cached_output(tmp_path_factory, arch, cpu=cpu)
+            binary = kernel_build.build_harness(out, manifest, out.parent / "harness")
+            built[arch, cpu] = binary, manifest
+        return built[arch, cpu]
+    return get
+
+
+def test_variants_follow_the_table(tmp_path_factory):
+    out, manifest = kernel_build.cached_output(tmp_path_factory, "v86")
+    for k in manifest["kernels"]:
+        want = EPILOGUE_VARIANTS[k["instruction"]]
+        assert (k["epilogue"],) + tuple(v["epilogue"] for v in k["variants"]) == want
+        for v in k["variants"]:
+            assert v["symbol"] == k["symbol"] + EPILOGUES[v["epilogue"]].suffix
+            assert (out / v["file"]).is_file()
+        assert k["variants"] or want == ("raw",)
+    header = (out / "ts_kernels.h").read_text()
+    assert "typedef struct ts_tile_args {" in header
+    assert "TS_KERNEL_SMMLA_REQUANT ts_gemm_s8s32_smmla_8x8x8_requant" in header
+
+
+@pytest.mark.parametrize("arch,cpu", list(BUILDS))
+def test_every_variant_matches_reference(harness, arch, cpu):
+    binary, manifest = harness(arch, cpu)
+    symbols = [sym for _, _, sym, _ in kernel_build.all_kernels(manifest)]
+    ksteps = kernel_build.KSTEPS
+
+    def run(symbol):
+        return symbol, run_qemu(binary, "-v2", symbol, *ksteps, cpu=BUILDS[arch, cpu],
+                                check=False)
+    with ThreadPoolExecutor(JOBS) as pool:
+        results = list(pool.map(run, symbols))
+    failed = [f"{symbol}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-500:]}"
+              for symbol, proc in results
+              if proc.returncode or not proc.stdout.strip().endswith(f"ok v2 {symbol}: 0 failure(s)")]
+    assert not failed, "\n".join(failed)
