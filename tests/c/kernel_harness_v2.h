@@ -18,7 +18,9 @@
  *                     the four configurations double/single rounding x per-tensor/per-channel
  *                     rotate over the cases;
  *   biasclamp         C float arithmetic on the raw kernel's tile (same accumulator input):
- *                     x + bias[c], then max/min with the clamp bounds as FMAX/FMIN do them. */
+ *                     x + bias[c], then max/min with the clamp bounds as FMAX/FMIN do them;
+ *   K split (raw)     two calls, the second accumulating onto the first's tile, equal the
+ *                     unsplit call bit for bit (fp32 included). */
 #include H_REQUANT_C
 
 #define V2_REGION_BYTES 65536u      /* C, acc, params, args: placed inside one mapping each */
@@ -188,6 +190,24 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                     printf("FAIL %s ksteps=%zu raw full tile%s: C[%zu][%zu] = %.9g, want %.9g (+-%.3g)\n",
                            k->name, ksteps, m ? " + acc" : "", i / hp, i % hp, g, want, bound);
             }
+    }
+
+    /* K split into two blocks (raw kernels): the second call accumulates onto the first one's
+     * tile and must give the unsplit tile bit for bit -- for fp32 too, since the products
+     * continue the same fused multiply-add chain from the stored value */
+    if (raw && ksteps >= 2) {
+        static uint32_t whole[32 * 64], part[32 * 64];
+        size_t s1 = ksteps / 2;
+        h_tile_args acc_args = {ep, hp, part, hp * 4, NULL, 0, 0, 0, 0, 0, 0};
+        k->fn(a[0], b[0], ksteps, whole, hp * 4, NULL);
+        k->fn(a[0], b[0], s1, part, hp * 4, NULL);
+        k->fn((const char *)a[0] + s1 * ep * lp * elem_bytes(ea),
+              (const char *)b[0] + s1 * hp * lp * elem_bytes(eb), ksteps - s1, part, hp * 4,
+              &acc_args);
+        for (size_t i = 0; i < ep * hp; i++)
+            if (part[i] != whole[i] && failures++ < 8)
+                printf("FAIL %s ksteps=%zu split %zu + %zu: C[%zu][%zu] = 0x%08x, unsplit 0x%08x\n",
+                       k->name, ksteps, s1, ksteps - s1, i / hp, i % hp, part[i], whole[i]);
     }
 
     v2_columns cols;
