@@ -1,9 +1,12 @@
-"""Kernel emitter: one TilePlan -> one `.S` micro-kernel (text) and its manifest entry.
+"""Kernel emitter: one TilePlan -> one `.S` micro-kernel per epilogue variant (text) and its
+manifest entry.
 
 The parts that are text (ABI comment, symbol/section macros for ELF / Mach-O / COFF, section
-layout) live in templates/kernel.S.j2; this module supplies the instruction lists: register
-save/restore, accumulator zeroing, the software-pipelined k-loop (gen.loop, ordered by
-gen.schedule.schedule_loop), and the C-tile store (MMLA 2x2 tiles unzipped to rows first).
+layout) live in templates/kernel.S.j2; this module supplies the instruction lists: the frame
+and register save/restore, the software-pipelined k-loop (gen.loop, ordered by
+gen.schedule.schedule_loop), and the raw C-tile store (MMLA 2x2 tiles unzipped to rows first);
+gen.epilogue supplies what contract v2 adds around the loop (accumulator input, partial tiles,
+fused epilogues).
 """
 from __future__ import annotations
 
@@ -146,39 +149,6 @@ def restore_registers(saved: list[str], frame: int) -> list[Insn]:
     return code
 
 
-def zero_accumulators(plan: TilePlan) -> list[Insn]:
-    return [Insn(f"movi v{r}.4s, #0", "alu", defs=(f"v{r}",)) for r in plan.c_regs]
-
-
-def _row_stores(pointer: str, pieces: list[tuple[int, int, int]], row: int) -> list[Insn]:
-    """Stores of one C row: pieces (vector register, bytes 8|16, byte offset), ascending;
-    two adjacent 16-byte pieces become one `stp`."""
-    code, i = [], 0
-    while i < len(pieces):
-        reg, size, offset = pieces[i]
-        name = "q" if size == 16 else "d"
-        nxt = pieces[i + 1] if i + 1 < len(pieces) else None
-        if nxt and size == nxt[1] == 16 and nxt[2] == offset + 16:
-            code.append(Insn(f"stp q{reg}, q{nxt[0]}, [{pointer}, #{offset}]", "store",
-                             comment=f"row {row}, bytes {offset}-{offset + 31}"))
-            i += 2
-        else:
-            code.append(Insn(f"str {name}{reg}, [{pointer}, #{offset}]", "store",
-                             comment=f"row {row}, bytes {offset}-{offset + size - 1}"))
-            i += 1
-    return code
-
-
-def _advance_row_pointers(last_row: int, ep: int) -> list[Insn]:
-    """After odd row `last_row`, move both row pointers two rows down (if rows remain)."""
-    if last_row + 1 >= ep:
-        return []
-    code = [Insn(f"add {C_PTR}, {C_PTR}, {LDC}, lsl #1", "alu")]
-    if last_row + 2 < ep:
-        code.append(Insn(f"add {ODD_ROW_PTR}, {ODD_ROW_PTR}, {LDC}, lsl #1", "alu"))
-    return code
-
-
 def store_rows(plan: TilePlan) -> list[Insn]:
     """Row forms: accumulator (row r, column block j) holds C[r][4j..4j+3]."""
     inst = plan.inst
@@ -187,9 +157,9 @@ def store_rows(plan: TilePlan) -> list[Insn]:
     for row in range(plan.ep):
         pointer = C_PTR if row % 2 == 0 else ODD_ROW_PTR
         pieces = [(plan.c_reg_for(row, j), 16, 16 * j) for j in range(blocks)]
-        code += _row_stores(pointer, pieces, row)
+        code += ep_mod.row_access("str", pointer, pieces, row)
         if row % 2 == 1:
-            code += _advance_row_pointers(row, plan.ep)
+            code += ep_mod.advance_rows(row, plan.ep, C_PTR, ODD_ROW_PTR, LDC)
     return code
 
 
@@ -225,9 +195,9 @@ def store_tiles(plan: TilePlan) -> list[Insn]:
                                      comment=f"row {odd}, columns {2 * cb}-{2 * cb + 1}"))
                     pieces_even.append((x, 8, offset))
                     pieces_odd.append((t1, 8, offset))
-            code += _row_stores(C_PTR, pieces_even, even)
-            code += _row_stores(ODD_ROW_PTR, pieces_odd, odd)
-        code += _advance_row_pointers(odd, plan.ep)
+            code += ep_mod.row_access("str", C_PTR, pieces_even, even)
+            code += ep_mod.row_access("str", ODD_ROW_PTR, pieces_odd, odd)
+        code += ep_mod.advance_rows(odd, plan.ep, C_PTR, ODD_ROW_PTR, LDC)
     return code
 
 

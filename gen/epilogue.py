@@ -9,8 +9,9 @@ modeled performance are those of gen.loop / gen.schedule whatever the epilogue.
                       same sums -- for fp32 the same fused multiply-add chain -- as one call;
     after the loop    the epilogue runs on the registers (MMLA 2x2 tiles unzipped into rows
                       first), then the tile is stored: in place when it is full, else into a
-                      stack tile whose first m_rem rows x n_rem columns are copied to C byte by
-                      byte-exact pieces (nothing outside them is read or written).
+                      stack tile whose first m_rem rows x n_rem columns are copied to C in
+                      piece sizes that add up to exactly their bytes (nothing outside them is
+                      read or written).
 
 `EPILOGUE_VARIANTS` says which epilogues each instruction's kernels get; `EPILOGUES` describes
 them. The argument block's layout (`ARGS_FIELDS`) is part of the ABI (README "Micro-kernel ABI",

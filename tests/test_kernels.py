@@ -12,6 +12,7 @@ import pytest
 
 from cross import CLANG, GCC, ROOT
 from encoder.encoding import is_known_mnemonic
+from gen.epilogue import ARGS_BYTES, ARGS_FIELDS
 from gen.generate_cli import main as generate_main
 from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature
 import kernel_build
@@ -209,8 +210,8 @@ def _assemble(cmd):
 def test_gnu_as_armv8a_assembles_every_kernel(outputs, tmp_path, inst):
     """INST=auto/always need no extension flag; INST=never carries its own .arch line."""
     out, manifest = outputs("v86", inst)
-    for k in manifest["kernels"]:
-        _assemble([GCC, "-march=armv8-a", "-c", out / k["file"], "-o", tmp_path / "k.o"])
+    for _, _, _, file in kernel_build.all_kernels(manifest):
+        _assemble([GCC, "-march=armv8-a", "-c", out / file, "-o", tmp_path / "k.o"])
 
 
 @pytest.mark.parametrize("target,symbol_prefix", [
@@ -218,12 +219,12 @@ def test_gnu_as_armv8a_assembles_every_kernel(outputs, tmp_path, inst):
 @pytest.mark.parametrize("inst", ["auto", "never"])
 def test_clang_assembles_for_macho_coff_elf(outputs, tmp_path, target, symbol_prefix, inst):
     out, manifest = outputs("v86", inst)
-    for k in manifest["kernels"]:
+    for _, _, symbol, file in kernel_build.all_kernels(manifest):
         obj = tmp_path / "k.o"
-        _assemble([CLANG, f"--target={target}", "-c", out / k["file"], "-o", obj])
+        _assemble([CLANG, f"--target={target}", "-c", out / file, "-o", obj])
         nm = subprocess.run(["llvm-nm-19", "--defined-only", "--extern-only", obj],
                             capture_output=True, text=True, check=True).stdout.split()
-        assert nm[-2:] == ["T", symbol_prefix + k["symbol"]], nm
+        assert nm[-2:] == ["T", symbol_prefix + symbol], nm
 
 
 @pytest.mark.parametrize("inst", ["auto", "always"])
@@ -247,8 +248,13 @@ def test_kernel_header_matches_manifest(outputs, tmp_path):
                    f"_Static_assert({s}_EP == {k['ep']} && {s}_HP == {k['hp']} && "
                    f"{s}_LP == {k['lp']}, \"{s}\");",
                    f"_Static_assert(TS_KERNEL_{i}_EP == {k['ep']} && TS_HAVE_KERNEL_{i}, \"{i}\");"]
+        checks += [f"ts_microkernel_fn f_{v['symbol']} = {v['symbol']};" for v in k["variants"]]
+    # the argument block's layout is the ABI's (gen.epilogue.ARGS_FIELDS)
+    checks += [f"_Static_assert(offsetof(ts_tile_args, {name}) == {offset}, \"{name}\");"
+               for name, offset, _, _ in ARGS_FIELDS]
+    checks.append(f"_Static_assert(sizeof(ts_tile_args) == {ARGS_BYTES}, \"size\");")
     source = tmp_path / "use_header.c"
-    source.write_text('#include "ts_kernels.h"\n' + "\n".join(checks) + "\n")
+    source.write_text('#include <stddef.h>\n#include "ts_kernels.h"\n' + "\n".join(checks) + "\n")
     _assemble([GCC, "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", out, "-c",
                source, "-o", tmp_path / "h.o"])
     cxx = tmp_path / "use_header.cc"
