@@ -79,7 +79,8 @@ ARGS_FIELDS = (
                                 "m_rem x n_rem; may be c for raw kernels)"),
     ("ld_acc_bytes", 24, "size_t", "row stride of acc in bytes"),
     ("params", 32, "const void *", "epilogue column parameters (layout per epilogue)"),
-    ("rounding", 40, "int32_t", "requant: 0 double rounding (TFLite default), 1 single"),
+    ("rounding", 40, "int32_t", "requant: 0 double rounding (TFLite default), 1 single, "
+                                "2 double with every shift < 0"),
     ("c_zero_point", 44, "int32_t", "requant: output zero point, -128..127"),
     ("act_min", 48, "int32_t", "requant: clamp, -128 <= act_min <= act_max <= 127"),
     ("act_max", 52, "int32_t", ""),
@@ -100,7 +101,9 @@ ACC_PTR, ACC_LD, ACC_ODD = "x6", "x7", "x10"
 
 # Labels (templates/kernel.S.j2 defines each as a local label per object format).
 LABELS = ("K_ACC_LOAD", "K_ACC_DONE", "K_ZERO", "K_WRITE", "K_DONE", "K_RQ_SINGLE",
-          "K_RQ_NARROW")
+          "K_RQ_RIGHT", "K_RQ_NARROW")
+# args->rounding of the requant epilogue
+ROUND_DOUBLE, ROUND_SINGLE, ROUND_DOUBLE_RIGHT = 0, 1, 2
 
 # Store/load register name per access size in bytes (Arm ARM C7.2 "STR/LDR (immediate,
 # SIMD&FP)": Bt/Ht/St/Dt/Qt).
@@ -364,12 +367,16 @@ def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
     """int32 row vectors -> int8, in place. Per group g of 4 columns, params + 64 g holds
     (int32 x 4 each): offset (zero-point correction + bias), multiplier, then
       double rounding: left = max(shift, 0), right = min(shift, 0)
-      single rounding: shift - 31 as int64 for columns 0-1, then for columns 2-3.
+      single rounding: shift - 31 as int64 for columns 0-1, then for columns 2-3
+      double, every shift < 0 (rounding 2): 2^(31 + shift), then 16 unused bytes.
     The same steps as templates/c/requant.c.j2's NEON path (multiply_double_x4 /
     multiply_single_x4), so bit-exact with ts_requantize:
       double: SQSHL by left, SQRDMULH (= gemmlowp SaturatingRoundingDoublingHighMul), then
               gemmlowp's RoundingDivideByPOT as SRSHL by right after adding (x & right) >> 31
               (-1 where x < 0 and a right shift follows: ties away from zero, not up);
+      double, every shift < 0: SQRDMULH, SSRA #31 (the same fix-up, every lane shifts right),
+              SQRDMULH by 2^(31 + shift) = the rounding right shift by -shift (requant.c's
+              multiply_double_right_x4: (2 v 2^(31-e) + 2^31) >> 32 = (v + 2^(e-1)) >> e);
       single: SMULL/SMULL2 exact 64-bit products, SRSHL by shift - 31 (a rounding right shift
               by 31 - shift at full precision), SQXTN/SQXTN2 saturating to int32.
     Then SQXTN to int16, SQADD the zero point, SQXTN to int8, SMAX/SMIN the clamp (requant.c's
@@ -384,10 +391,18 @@ def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
                    f"columns {4 * g}-{4 * g + 3}: offset", "load")] + \
                [_i(f"add v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}") for r, v in by_group[g]]
 
-    double, single = [], []
+    double, single, right = [], [], []
     for g in range(groups):
         base = group_bytes * g
         vecs = by_group[g]
+        right += offsets(g)
+        right += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
+                  _i(f"ldr q{p1}, [{PARAMS}, #{base + 32}]", "2^(31 + shift)", "load")]
+        right += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}: high mul") for r, v in vecs]
+        right += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"row {r}: -1 where negative (ties away from 0)")
+                  for r, v in vecs]
+        right += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: rounding >> -shift")
+                  for r, v in vecs]
         double += offsets(g)
         double += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                    _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]", "left, right shifts", "load")]
@@ -418,9 +433,12 @@ def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
             single += [_i(f"sqxtn2 v{v}.4s, v{t}.2d", f"row {r}") for t, (r, v) in pairs]
     code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params", "load"),
             _i(f"ldr w12, [{ARGS_REG}, #{OFF['rounding']}]", "args->rounding", "load"),
-            _i("cbnz w12, K_RQ_SINGLE", "1: single rounding")]
-    code += [_i("// double rounding (TFLite default)", kind="comment")] + double
-    code += [_i("b K_RQ_NARROW"), label("K_RQ_SINGLE")] + single + [label("K_RQ_NARROW")]
+            _i(f"cmp w12, #{ROUND_SINGLE}"),
+            _i("b.eq K_RQ_SINGLE", "1: single rounding"),
+            _i("b.hi K_RQ_RIGHT", "2: double rounding, every shift < 0")]
+    code += [_i("// double rounding (TFLite default), any shifts", kind="comment")] + double
+    code += [_i("b K_RQ_NARROW"), label("K_RQ_SINGLE")] + single
+    code += [_i("b K_RQ_NARROW"), label("K_RQ_RIGHT")] + right + [label("K_RQ_NARROW")]
     # narrowing: per row, pairs of 4-column vectors -> 8 int8 in the first one's low half
     zp, lo, hi = p0, p1, p2
     code += [_i(f"ldr w12, [{ARGS_REG}, #{OFF['c_zero_point']}]", "zero point", "load"),

@@ -15,8 +15,9 @@
  *   requant           requant.c's scalar reference (requant_row_scalar, ts_requantize's own
  *                     code, #included from the generated folder) on the exact int32 tile, with
  *                     the TFLite parameters the kernel's packed column parameters came from;
- *                     the four configurations double/single rounding x per-tensor/per-channel
- *                     rotate over the cases;
+ *                     the configurations double/single rounding x per-tensor/per-channel,
+ *                     and double rounding with every shift negative (args->rounding 2, its
+ *                     own parameter form) rotate over the cases;
  *   biasclamp         C float arithmetic on the raw kernel's tile (same accumulator input):
  *                     x + bias[c], then max/min with the clamp bounds as FMAX/FMIN do them;
  *   K split (raw)     two calls, the second accumulating onto the first's tile, equal the
@@ -76,7 +77,7 @@ static int32_t v2_shift(int bits)
     return s < -31 ? -31 : s > 30 ? 30 : s;
 }
 
-static void v2_make_columns(v2_columns *c, size_t hp, int bits)
+static void v2_make_columns(v2_columns *c, size_t hp, int bits, int negative)
 {
     c->has_bias = (rng_next() & 3) != 0;
     for (size_t j = 0; j < hp; j++) {
@@ -87,13 +88,22 @@ static void v2_make_columns(v2_columns *c, size_t hp, int bits)
         c->multiplier[j] = r == 0 ? 0 : r == 1 ? v2_rand_range(1, 1 << 20)
                          : r == 2 ? INT32_MAX : v2_rand_range(1 << 30, INT32_MAX);
         c->shift[j] = v2_shift(bits);
+        if (negative && c->shift[j] >= 0) c->shift[j] = v2_rand_range(-31, -1);
+        if (rng_next() % 4 == 0) {
+            /* a small right shift e after a multiplier that leaves about 2^(7+e): the last
+             * rounding meets exact halves often (ties away from zero vs SRSHL's upwards) */
+            int e = v2_rand_range(1, 3), p = 31 - bits + 7 + e;
+            c->shift[j] = -e;
+            c->multiplier[j] = p >= 31 ? INT32_MAX : p < 0 ? 1 : (int32_t)1 << p;
+        }
         c->fbias[j] = (rng_next() & 7) == 0 ? 0.0f : random_float(-20, 20);
     }
 }
 
-/* The requant column parameters (ABI: 64 bytes per group of 4 columns) of q + col_offset. */
+/* The requant column parameters (ABI: 64 bytes per group of 4 columns) of q + col_offset, in
+ * the form args->rounding `mode` says (2: double rounding, every shift < 0). */
 static void v2_pack_requant(unsigned char *dst, size_t hp, const H_QUANT *q,
-                            const int32_t *col_offset)
+                            const int32_t *col_offset, int mode)
 {
     size_t groups = (hp + 3) / 4;
     memset(dst, 0, groups * 64);
@@ -112,6 +122,8 @@ static void v2_pack_requant(unsigned char *dst, size_t hp, const H_QUANT *q,
         w[4 + l] = m;
         if (q->rounding == H_ROUND_SINGLE) {
             d[l] = (int64_t)s - 31;          /* columns 0-1 at +32, 2-3 at +48 */
+        } else if (mode == 2) {
+            w[8 + l] = (int32_t)((int64_t)1 << (31 + (s < 0 ? s : -1)));   /* 2^(31 + shift) */
         } else {
             w[8 + l] = s > 0 ? s : 0;
             w[12 + l] = s > 0 ? 0 : s;
@@ -210,8 +222,9 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                        k->name, ksteps, s1, ksteps - s1, i / hp, i % hp, part[i], whole[i]);
     }
 
-    v2_columns cols;
-    v2_make_columns(&cols, hp, bits);
+    v2_columns all_cols[2];          /* any shifts; every shift < 0 */
+    v2_make_columns(&all_cols[0], hp, bits, 0);
+    v2_make_columns(&all_cols[1], hp, bits, 1);
     int32_t zp = v2_rand_range(-128, 127);
     int32_t lo = v2_rand_range(-128, 127), hi = v2_rand_range(-128, 127);
     if (lo > hi) { int32_t t = lo; lo = hi; hi = t; }
@@ -245,12 +258,16 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
         /* epilogue parameters */
         H_QUANT q;
         memset(&q, 0, sizeof q);
-        int cfg = (int)((m_rem * 7 + n_rem + (size_t)mode) % 4);
-        q.rounding = cfg & 1 ? H_ROUND_SINGLE : H_ROUND_DOUBLE;
-        q.per_channel = cfg >> 1;
-        q.bias = cols.has_bias ? cols.bias : NULL;
-        q.multiplier = cols.multiplier;
-        q.shift = cols.shift;
+        /* cfg: 0-3 double/single x per-tensor/per-channel on any shifts; 4-5 double rounding
+         * per-tensor/per-channel with every shift < 0 (args->rounding 2) */
+        int cfg = (int)((m_rem * 7 + n_rem + (size_t)mode) % 6);
+        const v2_columns *cols = &all_cols[cfg >= 4];
+        q.rounding = cfg < 4 && (cfg & 1) ? H_ROUND_SINGLE : H_ROUND_DOUBLE;
+        q.per_channel = cfg < 4 ? cfg >> 1 : cfg - 4;
+        int rounding_arg = cfg >= 4 ? 2 : q.rounding == H_ROUND_SINGLE;
+        q.bias = cols->has_bias ? cols->bias : NULL;
+        q.multiplier = cols->multiplier;
+        q.shift = cols->shift;
         q.c_zero_point = zp;
         q.act_min = lo;
         q.act_max = hi;
@@ -259,11 +276,11 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
         float fmin_v = -INFINITY, fmax_v = INFINITY;
         if (requant) {
             params = v2_place(&reg[2], groups * 64, tail);
-            v2_pack_requant(params, hp, &q, cols.col_offset);
+            v2_pack_requant(params, hp, &q, cols->col_offset, rounding_arg);
         } else if (!raw) {
             params = v2_place(&reg[2], groups * 16, tail);
             memset(params, 0, groups * 16);
-            memcpy(params, cols.fbias, hp * 4);
+            memcpy(params, cols->fbias, hp * 4);
             if (cfg != 0) {       /* clamp bounds from the tile's own values */
                 float x = float_of_bits(full[mode != 0][rng_next() % (ep * hp)]);
                 float y = float_of_bits(full[mode != 0][rng_next() % (ep * hp)]);
@@ -272,7 +289,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
             }
         }
         h_tile_args *args = v2_place(&reg[3], sizeof(h_tile_args), tail);
-        h_tile_args init = {m_rem, n_rem, acc, ld_acc, params, q.rounding, zp, lo, hi,
+        h_tile_args init = {m_rem, n_rem, acc, ld_acc, params, rounding_arg, zp, lo, hi,
                              fmin_v, fmax_v};
         *args = init;
 
@@ -287,7 +304,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                 for (size_t j = 0; j < n_rem; j++)
                     x[j] = (int32_t)((uint32_t)prod[i * hp + j]
                                      + (mode ? acc_in[i * hp + j] : 0u));
-                requant_row_scalar(x, n_rem, 0, &q, cols.col_offset, want8);
+                requant_row_scalar(x, n_rem, 0, &q, cols->col_offset, want8);
             }
             for (size_t j = 0; j < n_rem; j++) {
                 unsigned char *cell = c + i * ldc + j * out_bytes;
@@ -302,7 +319,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                     } else {
                         want = full[mode != 0][i * hp + j];
                         if (!raw) {
-                            float v = float_of_bits(want) + cols.fbias[j];
+                            float v = float_of_bits(want) + cols->fbias[j];
                             want = bits_of_float(v2_fmin(v2_fmax(v, fmin_v), fmax_v));
                         }
                     }
