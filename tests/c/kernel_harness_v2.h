@@ -335,6 +335,20 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                            "%zu, outside the tile\n", k->name, ksteps, mode, m_rem, n_rem, i, g);
         }
     }
+    /* m_rem or n_rem 0 writes nothing: C, acc and params are empty buffers at a guard page */
+    for (int empty = 0; empty < 2; empty++) {
+        void *c = v2_place(&reg[0], 0, 1), *acc = v2_place(&reg[1], 0, 1);
+        void *params = requant ? v2_place(&reg[2], (hp + 3) / 4 * 64, 1)
+                       : raw ? NULL : v2_place(&reg[2], (hp + 3) / 4 * 16, 1);
+        h_tile_args *args = v2_place(&reg[3], sizeof(h_tile_args), 1);
+        h_tile_args init = {empty ? ep : 0, empty ? 0 : hp, acc, 0, params, 0, 0, -128, 127,
+                            -INFINITY, INFINITY};
+        *args = init;
+        unsigned regs = call_checked(k->fn, a[1], b[1], ksteps, c, 0, args);
+        if (regs && failures++ < 8)
+            printf("FAIL %s ksteps=%zu empty tile: callee-saved state clobbered, mask 0x%x\n",
+                   k->name, ksteps, regs);
+    }
     for (int t = 0; t < 2; t++) {
         guarded_free(&ra[t]);
         guarded_free(&rb[t]);

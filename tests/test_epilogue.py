@@ -1,0 +1,67 @@
+"""gen.epilogue without running code: the argument block's layout, the variant table, the
+register budget check, and the MMLA unzip into row vectors (the qemu tests run the code)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gen.epilogue import (ARGS_BYTES, ARGS_FIELDS, EPILOGUE_TEMPS, EPILOGUE_VARIANTS, EPILOGUES,
+                          c_struct, check_epilogue, free_vregs, tile_rows, variants_for)
+from gen.isa import GENERATED, INSTRUCTIONS
+from gen.loop import KernelPlanError
+from gen.plan import TilePlan
+
+
+def plan(instruction, ep, hp, a, b, c, strategy="resident"):
+    return TilePlan(instruction, ep, hp, INSTRUCTIONS[instruction].k, strategy, tuple(a),
+                    tuple(b), tuple(c), 0.0)
+
+
+def test_args_layout_is_packed_aligned_and_64_bytes():
+    sizes = {"size_t": 8, "const void *": 8, "int32_t": 4, "float": 4}
+    end = 0
+    for name, offset, ctype, _ in ARGS_FIELDS:
+        assert offset == end and offset % sizes[ctype] == 0, name
+        end = offset + sizes[ctype]
+    assert end == ARGS_BYTES == 64
+
+
+def test_c_struct_declares_every_field_at_its_offset():
+    text = c_struct("my_")
+    assert text.startswith("typedef struct my_tile_args {") and text.endswith("} my_tile_args;")
+    for name, offset, _, _ in ARGS_FIELDS:
+        assert re.search(rf"\b{name};\s+/\* {offset:2}\b", text), name
+
+
+def test_every_generated_instruction_has_variants_raw_first():
+    for instruction in {i for names in GENERATED.values() for i in names}:
+        variants = EPILOGUE_VARIANTS[instruction]
+        assert variants[0] == "raw" and set(variants) <= set(EPILOGUES)
+        c_type = INSTRUCTIONS[instruction].c_type
+        assert "biasclamp" not in variants or c_type == "fp32"
+        assert "requant" not in variants or c_type == "int32"
+    assert variants_for("fmla_f16") == ("raw",)       # not in the table: raw only
+
+
+def test_register_budget_and_unknown_epilogue_are_errors():
+    tight = plan("fmla_f32", 1, 4, [0], [1], range(2, 31))     # 29 accumulators, 3 free
+    with pytest.raises(KernelPlanError, match=f"needs {EPILOGUE_TEMPS} free"):
+        check_epilogue(tight, "requant")
+    check_epilogue(tight, "raw")
+    with pytest.raises(KernelPlanError, match="unknown epilogue"):
+        check_epilogue(tight, "gelu")
+
+
+@pytest.mark.parametrize("hp", [4, 6, 2])
+def test_mmla_tiles_unzip_into_distinct_row_vectors(hp):
+    """Every row gets hp columns in registers that hold nothing else, none of them free."""
+    blocks = hp // 2
+    p = plan("smmla", 4, hp, range(0, 2), range(2, 2 + blocks), range(8, 8 + 2 * blocks))
+    pool = free_vregs(p)
+    code, rows = tile_rows(p, pool)
+    assert len(rows) == 4
+    regs = [reg for row in rows for reg, _ in row]
+    assert len(set(regs)) == len(regs) and not set(regs) & set(pool)
+    assert all(sum(n for _, n in row) == hp for row in rows)
+    assert all(i.text.startswith(("uzp1", "uzp2")) for i in code)
