@@ -20,7 +20,7 @@ from encoder import FEATURES, rewrite_text
 from . import epilogue as ep_mod
 from . import loop
 from .isa import ARCH_NAMES, INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
-from .loop import A_PTR, B_PTR, C_PTR, KSTEPS, LDC, KernelPlanError
+from .loop import C_PTR, LDC, KernelPlanError
 from .naming import kernel_symbol
 from .plan import STRATEGIES, TilePlan, operand_mode
 from .templating import template_environment

@@ -133,9 +133,12 @@ def check_epilogue(plan: TilePlan, epilogue: str) -> None:
     if epilogue not in EPILOGUES:
         raise KernelPlanError(f"unknown epilogue {epilogue!r} (valid: {', '.join(EPILOGUES)})")
     free = 32 - len(set(plan.c_regs))
-    if epilogue != "raw" and free < EPILOGUE_TEMPS:
+    need = EPILOGUE_TEMPS
+    if plan.inst.acc_shape == "tile2x2" and (plan.hp // 2) % 2:
+        need += plan.ep // 2        # each odd last tile keeps one more register (tile_rows)
+    if epilogue != "raw" and free < need:
         raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: the {epilogue} epilogue "
-                              f"needs {EPILOGUE_TEMPS} free vector registers, {free} left")
+                              f"needs {need} free vector registers, {free} left")
     if EPILOGUES[epilogue].group_bytes * -(-plan.hp // 4) - 16 > PAIR_Q_MAX:
         raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: parameters beyond ldp reach")
     if min(plan.ep, plan.hp) > CCMP_IMM_MAX:

@@ -51,6 +51,12 @@ def test_register_budget_and_unknown_epilogue_are_errors():
     check_epilogue(tight, "raw")
     with pytest.raises(KernelPlanError, match="unknown epilogue"):
         check_epilogue(tight, "gelu")
+    # an odd last MMLA column block keeps a register per row pair after the unzip
+    odd = plan("smmla", 8, 6, range(0, 4), range(4, 7), range(7, 19))
+    check_epilogue(odd, "requant")
+    crowded = plan("smmla", 2, 6, [0], [1], range(4, 32))   # 4 free: enough but for the odd tile
+    with pytest.raises(KernelPlanError, match="needs 5 free"):
+        check_epilogue(crowded, "requant")
 
 
 @pytest.mark.parametrize("hp", [4, 6, 2])
