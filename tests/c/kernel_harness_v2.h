@@ -19,7 +19,8 @@
  *                     and double rounding with every shift negative (args->rounding 2, its
  *                     own parameter form) rotate over the cases;
  *   biasclamp         C float arithmetic on the raw kernel's tile (same accumulator input):
- *                     x + bias[c], then max/min with the clamp bounds as FMAX/FMIN do them;
+ *                     x + bias[c] (NaN biases included), then max/min with the clamp bounds
+ *                     as FMAX/FMIN do them;
  *   K split (raw)     two calls, the second accumulating onto the first's tile, equal the
  *                     unsplit call bit for bit (fp32 included). */
 #include H_REQUANT_C
@@ -47,14 +48,20 @@ static int32_t v2_rand_range(int32_t lo, int32_t hi)
     return lo + (int32_t)(rng_next() % (uint64_t)((int64_t)hi - lo + 1));
 }
 
-/* FMAX / FMIN on non-NaN operands (Arm ARM C7.2 FMAX/FMIN: the larger / smaller; +0 > -0). */
+/* FMAX / FMIN (Arm ARM C7.2 FMAX/FMIN, FPMax/FPMin): the larger / smaller, +0 > -0; a NaN
+ * operand gives that NaN (the first if both; FPCR.DN = 0 on Linux), a signalling one quieted.
+ * Only quiet NaNs reach these here (the fadd before them quiets). */
 static float v2_fmax(float a, float b)
 {
+    if (isnan(a)) return a;
+    if (isnan(b)) return b;
     if (a == b) return signbit(a) ? b : a;
     return a > b ? a : b;
 }
 static float v2_fmin(float a, float b)
 {
+    if (isnan(a)) return a;
+    if (isnan(b)) return b;
     if (a == b) return signbit(a) ? a : b;
     return a < b ? a : b;
 }
@@ -97,6 +104,8 @@ static void v2_make_columns(v2_columns *c, size_t hp, int bits, int negative)
             c->multiplier[j] = p >= 31 ? INT32_MAX : p < 0 ? 1 : (int32_t)1 << p;
         }
         c->fbias[j] = (rng_next() & 7) == 0 ? 0.0f : random_float(-20, 20);
+        if (rng_next() % 24 == 0)       /* a NaN bias, quiet or signalling, with a payload */
+            c->fbias[j] = float_of_bits(rng_next() & 1 ? 0x7FC12345u : 0xFF812345u);
     }
 }
 
