@@ -22,7 +22,9 @@ from pathlib import Path
 from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernels, environment, inst_features
-from .isa import ARCH_LEVELS, check_arch, generated_for
+from .isa import ARCH_LEVELS, check_arch, generated_for, sme_generated_for
+from .sme_emit import emit_sme_kernel
+from .sme_tiling import solve as solve_za
 from .loop import KernelPlanError
 from .naming import check_prefix
 from .tile_policy import solve
@@ -83,8 +85,15 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
         entry = dict(raw.manifest)
         entry["variants"] = [{key: v.manifest[key] for key in VARIANT_KEYS} for v in variants]
         entries.append(entry)
+    # SME kernels (ARCH v92): vector-length agnostic, their own manifest list (their tile
+    # sizes are multiples of S = SVL/32, known only at run time).
+    sme = [emit_sme_kernel(solve_za(i.name), prefix, inst, "generic", env)
+           for i in sme_generated_for(arch)]
     manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
+    if sme:
+        manifest["sme_kernels"] = [k.manifest for k in sme]
     files = {k.file: k.text for family in families for k in family}
+    files.update({k.file: k.text for k in sme})
     files[f"{prefix}kernels.h"] = env.get_template("kernels.h.j2").render(
         p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"])
     files[MANIFEST] = json.dumps(manifest, indent=2) + "\n"

@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-ARCH_LEVELS = ("v8", "v82", "v86")
+ARCH_LEVELS = ("v8", "v82", "v86", "v92")
 # The architecture each ARCH level names, as GNU/LLVM `-march` / `.arch` spell it.
-ARCH_NAMES = {"v8": "armv8-a", "v82": "armv8.2-a", "v86": "armv8.6-a"}
+ARCH_NAMES = {"v8": "armv8-a", "v82": "armv8.2-a", "v86": "armv8.6-a", "v92": "armv9.2-a"}
 
 # Bytes per element of each operand type.
 TYPE_BYTES = {"int8": 1, "uint8": 1, "int16": 2, "bf16": 2, "fp16": 2,
@@ -164,6 +164,9 @@ GENERATED = {
     "v8": ("fmla_f32", "smlal"),
     "v82": ("fmla_f32", "smlal", "sdot", "udot"),
     "v86": ("fmla_f32", "smlal", "sdot", "udot", "smmla", "ummla", "usmmla", "bfmmla"),
+    # v92: the v86 set (every CPU with SME has i8mm and bf16: Armv9.2 includes Armv8.6) plus the
+    # SME kernels of SME_GENERATED, called only after a run-time SME check.
+    "v92": ("fmla_f32", "smlal", "sdot", "udot", "smmla", "ummla", "usmmla", "bfmmla"),
 }
 
 # Type signature used in kernel symbols: ts_gemm_<sig>_<mnemonic>_<ep>x<hp>x<lp>.
@@ -199,3 +202,86 @@ def generated_for(arch: str) -> list[MacInstruction]:
     """The instructions that get kernels at ARCH level `arch`."""
     check_arch(arch)
     return [INSTRUCTIONS[n] for n in GENERATED[arch]]
+
+
+# ---- SME outer products (ARCH v92) ----------------------------------------------------------
+# An SME kernel is vector-length agnostic: the same code runs at every streaming vector length
+# SVL (128..2048 bits, a power of two; SME supplement DDI0616, "Streaming SVE mode"). Shapes are
+# therefore counted in units of S = SVL / 32: the 32-bit lanes of one streaming vector, which is
+# also the number of rows and of columns of one 32-bit ZA tile (ZA0.S-ZA3.S, each S x S; the
+# four tiles together are the whole ZA array of SVL/8 x SVL/8 bytes).
+ZA_TILES_32 = 4
+
+
+@dataclass(frozen=True)
+class OuterProductInstruction:
+    """One SME outer product (MOPA) into a 32-bit ZA tile, described with SVL-relative shape.
+
+    `FMOPA ZAda.S, Pn/M, Pm/M, Zn.T, Zm.T` (SME supplement DDI0616, FMOPA (non-widening),
+    FMOPA (widening), BFMOPA, SMOPA, USMOPA): Zn holds S rows of A, each `k` consecutive
+    elements deep; Zm holds S columns of B, `k` deep; every element (i, j) of the S x S tile
+    gains sum over kk < k of Zn[i*k + kk] * Zm[j*k + kk]. One instruction: S * S * k MACs.
+    So one k-step of an A (B) panel row block is exactly one streaming vector, which is the
+    packed layout the NEON kernels already use (row r's lp k-values contiguous).
+    """
+    name: str                 # key, e.g. "fmopa_f32"
+    mnemonic: str
+    a_type: str
+    b_type: str
+    c_type: str               # accumulator (ZA tile) element type
+    k: int                    # dot-product depth per output element (= lp)
+    z_suffix: str             # element suffix of Zn/Zm: "s", "h" or "b"
+    out_type: str             # element type the GEMM type finally writes (see gen.sme_tiling)
+    signature: str            # type signature in symbols
+    arch: str = "v92"
+    feature: str = "sme"      # FEAT_SME: every form here is in the base SME extension
+    za_tiles: int = ZA_TILES_32
+    source: str = ""
+
+    @property
+    def lp(self) -> int:
+        return self.k
+
+    @property
+    def operand_bytes(self) -> int:
+        return TYPE_BYTES[self.a_type]
+
+    @property
+    def load_mnemonic(self) -> str:
+        """SVE contiguous load of one panel vector: ld1b / ld1h / ld1w."""
+        return {1: "ld1b", 2: "ld1h", 4: "ld1w"}[self.operand_bytes]
+
+    def macs(self, s: int) -> int:
+        """MACs of one instruction when a streaming vector has s 32-bit lanes."""
+        return s * s * self.k
+
+    def mac_text(self, tile: int, a: int, b: int, row_pred: int = 0, col_pred: int = 0) -> str:
+        t = self.z_suffix
+        return (f"{self.mnemonic} za{tile}.s, p{row_pred}/m, p{col_pred}/m, z{a}.{t}, "
+                f"z{b}.{t}")
+
+
+SME_INSTRUCTIONS: dict[str, OuterProductInstruction] = {i.name: i for i in (
+    OuterProductInstruction("fmopa_f32", "fmopa", "fp32", "fp32", "fp32", 1, "s", "fp32", "f32",
+                            source="DDI0616 FMOPA (non-widening), single-precision"),
+    OuterProductInstruction("fmopa_f16f32", "fmopa", "fp16", "fp16", "fp32", 2, "h", "fp32",
+                            "f16f32", source="DDI0616 FMOPA (widening), half to single"),
+    OuterProductInstruction("bfmopa", "bfmopa", "bf16", "bf16", "fp32", 2, "h", "fp32",
+                            "bf16f32", source="DDI0616 BFMOPA (widening)"),
+    # int8 GEMM types end in int8 (gemm_s8 / conv2d_s8 requantise their int32 sums): out_type
+    # int8 is what makes the solver pick a 1 x 4 tile for smopa (gen.sme_tiling).
+    OuterProductInstruction("smopa", "smopa", "int8", "int8", "int32", 4, "b", "int8", "s8s32",
+                            source="DDI0616 SMOPA, 32-bit"),
+    OuterProductInstruction("usmopa", "usmopa", "uint8", "int8", "int32", 4, "b", "int32",
+                            "u8s8s32", source="DDI0616 USMOPA, 32-bit"),
+)}
+
+# Which outer products `make gen ARCH=...` turns into SME kernels.
+SME_GENERATED = {"v8": (), "v82": (), "v86": (),
+                 "v92": ("fmopa_f32", "smopa", "usmopa", "bfmopa", "fmopa_f16f32")}
+
+
+def sme_generated_for(arch: str) -> list[OuterProductInstruction]:
+    """The SME outer products that get kernels at ARCH level `arch`."""
+    check_arch(arch)
+    return [SME_INSTRUCTIONS[n] for n in SME_GENERATED[arch]]

@@ -1,0 +1,297 @@
+"""SME kernel emitter: one ZaPlan (gen.sme_tiling) -> one vector-length-agnostic `.S` kernel.
+
+The kernel follows micro-kernel contract v2 (README "Micro-kernel ABI", x5 = tile arguments)
+with SVL-relative tile sizes ep = tr*S, hp = tc*S, S = SVL/32 read at run time (CNTW in
+streaming mode), and is callable from ordinary (non-streaming, private-ZA) code:
+
+  entry     d8-d15 saved (SMSTART/SMSTOP set every Z register to zero and d8-d15 are the low
+            halves of z8-z15, AAPCS64 callee-saved); SMSTART SM enters streaming mode; a
+            pending lazy ZA save is committed (SME ABI, see `lazy_save_commit`); SMSTART ZA;
+            ZERO {ZA}; the accumulator-input tile, if any, loaded into ZA slices;
+  k-loop    per k-step tr A vectors + tc B vectors (SVE LD1B/LD1H/LD1W) and tr*tc MOPAs, two
+            k-steps per iteration (the loads of step s+1 issue before the MOPAs of step s);
+  store     ZA horizontal slices (one C row each) straight to C under column predicates
+            (WHILELT up to n_rem), rows up to m_rem: nothing outside the m_rem x n_rem tile is
+            read or written, with no stack tile;
+  exit      SMSTOP (PSTATE.SM = PSTATE.ZA = 0), d8-d15 restored.
+
+Between SMSTART and SMSTOP there are only A64 base instructions (integer, branches, MRS/MSR of
+TPIDR2_EL0) and SVE/SME instructions of the encoder's table (encoder/sve_forms.py), all legal
+in streaming mode without FEAT_SME_FA64: no Advanced SIMD or scalar FP instruction
+(tests/test_sme_kernels.py checks the text and runs the kernels with FA64 off).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import jinja2
+
+from encoder import rewrite_text
+
+from .emit import asm_line, environment, inst_features
+from .isa import SME_INSTRUCTIONS, TYPE_BYTES
+from .loop import KernelPlanError
+from .naming import cpu_suffix
+from .schedule import Insn
+from .sme_tiling import ZaPlan
+
+# Contract v2 argument block (x5), shared with the NEON kernels (gen.epilogue.ARGS_FIELDS on
+# the kv2 branch): byte offsets of the fields the raw SME kernels read.
+ARGS_M_REM, ARGS_N_REM, ARGS_ACC, ARGS_LD_ACC = 0, 8, 16, 24
+
+# General-purpose registers (all caller-saved; x18 never touched, x19-x28 never used).
+A_PTR, B_PTR, KSTEPS, C_PTR, LDC, ARGS = "x0", "x1", "x2", "x3", "x4", "x5"
+S_REG = "x6"            # S = SVL/32 = 32-bit lanes per streaming vector (CNTW); also 1*S
+M_REM, N_REM = "x7", "x8"
+ROW_PTR, ROW_END = "x9", "x10"
+TMP = "x11"
+SLICE = "w12"           # ZA slice index register (MOVA / LD1x / ST1x slices take w12-w15)
+ACC_PTR, ACC_LD = "x13", "x14"
+PAIRS = "x15"           # k-step pairs left in the main loop
+# Column (and row) offsets c*S in elements: 0 -> xzr, 1 -> x6, 2 -> x16, 3 -> x17.
+OFFSET_REGS = ("xzr", S_REG, "x16", "x17")
+
+# System registers by their generic encoding names, so any assembler takes them (Arm ARM
+# DDI0487: TPIDR2_EL0 is op0=3, op1=3, CRn=13, CRm=0, op2=5).
+TPIDR2_EL0 = "s3_3_c13_c0_5"
+# TPIDR2 block (AAPCS64, "SME support" / TPIDR2_EL0 lazy saving scheme): bytes 0-7
+# za_save_buffer, 8-9 num_za_save_slices, 10-15 reserved (must be zero).
+TPIDR2_BUFFER, TPIDR2_SLICES = 0, 8
+
+ALL_TRUE = 0            # p0: all lanes (PTRUE p0.b)
+COLUMN_PRED0 = 1        # p1..p4: columns of column tile c below n_rem
+BANK_STRIDE = 8         # k-step s+1 of an iteration uses z8.. (s uses z0..)
+FRAME_BYTES = 64        # d8-d15
+# Labels the template itself uses; the blocks' own (K_SAVE_SLICE, K_STORE_0, ...) are collected.
+FIXED_LABELS = ("K_LOOP", "K_ODD", "K_STORE", "K_BAD_TPIDR2")
+LABEL_RE = re.compile(r"\bK_[A-Z0-9_]+")
+
+
+@dataclass(frozen=True)
+class SmeKernel:
+    symbol: str
+    file: str
+    text: str
+    manifest: dict
+
+
+def I(text: str, comment: str = "") -> Insn:      # noqa: E743 - one-letter for readability
+    return Insn(text, "alu", comment=comment)
+
+
+def sme_asm_line(insn: Insn) -> str:
+    """Labels at column 0, instructions as gen.emit.asm_line (comment at column 48)."""
+    return insn.text if insn.kind == "label" else asm_line(insn)
+
+
+def kernel_symbol(prefix: str, plan: ZaPlan, cpu: str = "generic") -> str:
+    """ts_gemm_f32_fmopa_2vlx2vlx1: ep x hp x lp with ep, hp in units of VL = S = SVL/32."""
+    inst = plan.inst
+    return f"{prefix}gemm_{inst.signature}_{inst.mnemonic}_{plan.shape_label}{cpu_suffix(cpu)}"
+
+
+def check_plan(plan: ZaPlan) -> None:
+    if plan.instruction not in SME_INSTRUCTIONS:
+        raise KernelPlanError(f"unknown SME instruction {plan.instruction!r}")
+    if not (plan.tr >= 1 and plan.tc >= 1 and plan.tr * plan.tc <= plan.inst.za_tiles):
+        raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: needs 1..4 ZA tiles")
+    if plan.tc > len(OFFSET_REGS) or plan.tr > len(OFFSET_REGS):
+        raise KernelPlanError(f"{plan.instruction}: at most 4 tile rows/columns")
+    # two banks of tr + tc vectors, immediates up to 2*max(tr, tc) - 1 (LD1 imm4 <= 7)
+    if 2 * max(plan.tr, plan.tc) - 1 > 7 or plan.tr + plan.tc > BANK_STRIDE:
+        raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: too many vectors")
+
+
+# ---- blocks ----------------------------------------------------------------------------------
+def save_d8_d15() -> list[Insn]:
+    return [I(f"stp d8, d9, [sp, #-{FRAME_BYTES}]!", "d8-d15: SMSTART/SMSTOP zero z8-z15"),
+            I("stp d10, d11, [sp, #16]"), I("stp d12, d13, [sp, #32]"),
+            I("stp d14, d15, [sp, #48]")]
+
+
+def restore_d8_d15() -> list[Insn]:
+    return [I("ldp d10, d11, [sp, #16]"), I("ldp d12, d13, [sp, #32]"),
+            I("ldp d14, d15, [sp, #48]"), I(f"ldp d8, d9, [sp], #{FRAME_BYTES}")]
+
+
+def lazy_save_commit() -> list[Insn]:
+    """Commit a pending lazy save of the caller's ZA (AAPCS64 SME: a private-ZA function that
+    uses ZA and finds TPIDR2_EL0 non-null must first do what __arm_tpidr2_save does -- store
+    ZA's first num_za_save_slices horizontal slices (SVL/8 bytes each) to za_save_buffer, trap
+    on nonzero reserved bytes -- and then set TPIDR2_EL0 to zero). Done inline, in streaming
+    mode (PSTATE.ZA is 1 whenever TPIDR2_EL0 is non-null: ZA is then dormant), with ST1B of
+    the horizontal slices of ZA0.B, the byte tile that is the whole ZA array (slice i = ZA
+    array vector i)."""
+    return [
+        I(f"mrs {TMP}, {TPIDR2_EL0}", "TPIDR2_EL0: the caller's TPIDR2 block, or 0"),
+        I(f"cbz {TMP}, K_ZA_FREE", "0: no lazy save pending"),
+        I(f"ldr {ROW_END}, [{TMP}, #{TPIDR2_SLICES}]", "num_za_save_slices | reserved << 16"),
+        I(f"lsr {ROW_PTR}, {ROW_END}, #16", "bytes 10-15 of the block: reserved"),
+        I(f"cbnz {ROW_PTR}, K_BAD_TPIDR2", "nonzero: abort, as __arm_tpidr2_save does"),
+        I(f"and {ROW_END}, {ROW_END}, #0xffff", "slices to save"),
+        I(f"ldr {ROW_PTR}, [{TMP}, #{TPIDR2_BUFFER}]", "za_save_buffer"),
+        I(f"mov {SLICE}, #0"),
+        I(f"cbz {ROW_END}, K_SAVED"),
+        Insn("K_SAVE_SLICE:", "label"),
+        I(f"st1b {{za0h.b[{SLICE}, 0]}}, p{ALL_TRUE}, [{ROW_PTR}]", "ZA array vector w12"),
+        I(f"addsvl {ROW_PTR}, {ROW_PTR}, #1", "next SVL/8 bytes of the buffer"),
+        I(f"add {SLICE}, {SLICE}, #1"),
+        I(f"cmp {SLICE}, w{ROW_END[1:]}"),
+        I("b.lo K_SAVE_SLICE"),
+        Insn("K_SAVED:", "label"),
+        I(f"msr {TPIDR2_EL0}, xzr", "committed: TPIDR2_EL0 = 0 tells the caller"),
+        Insn("K_ZA_FREE:", "label"),
+    ]
+
+
+def tile_sizes(plan: ZaPlan) -> list[Insn]:
+    """S, the column offsets c*S, and m_rem / n_rem (args NULL: the full ep x hp tile)."""
+    code = [I(f"cntw {S_REG}", "S = SVL/32: rows (columns) of one ZA.S tile")]
+    for c in range(2, max(plan.tr, plan.tc)):
+        code.append(I(f"cntw {OFFSET_REGS[c]}, all, mul #{c}", f"{c}*S"))
+    code += [
+        I(f"cntw {M_REM}, all, mul #{plan.tr}", f"ep = {plan.tr}*S"),
+        I(f"cntw {N_REM}, all, mul #{plan.tc}", f"hp = {plan.tc}*S"),
+        I(f"mov {ACC_PTR}, #0", "no accumulator tile"),
+        I(f"cbz {ARGS}, K_ARGS_DONE", "args NULL: full tile, overwrite"),
+        I(f"ldr {TMP}, [{ARGS}, #{ARGS_M_REM}]", "m_rem"),
+        I(f"cmp {TMP}, {M_REM}"),
+        I(f"csel {M_REM}, {TMP}, {M_REM}, lo", "m_rem = min(m_rem, ep)"),
+        I(f"ldr {TMP}, [{ARGS}, #{ARGS_N_REM}]", "n_rem"),
+        I(f"cmp {TMP}, {N_REM}"),
+        I(f"csel {N_REM}, {TMP}, {N_REM}, lo", "n_rem = min(n_rem, hp)"),
+        I(f"ldr {ACC_PTR}, [{ARGS}, #{ARGS_ACC}]", "acc (NULL: none)"),
+        I(f"ldr {ACC_LD}, [{ARGS}, #{ARGS_LD_ACC}]", "its row stride in bytes"),
+        Insn("K_ARGS_DONE:", "label"),
+    ]
+    for c in range(plan.tc):
+        code.append(I(f"whilelt p{COLUMN_PRED0 + c}.s, {OFFSET_REGS[c]}, {N_REM}",
+                      f"columns {c}*S.. of the tile below n_rem"))
+    return code
+
+
+def slice_rows(plan: ZaPlan, name: str, pointer: str, stride: str, body) -> list[Insn]:
+    """Loop over the rows below m_rem, row block by row block: `body(r)` is the code for one
+    row (ZA slice w12 of row block r, C row at `pointer`); `pointer` advances by `stride`."""
+    code = []
+    for r in range(plan.tr):
+        done = f"K_{name}_DONE"
+        if r == 0:
+            code.append(I(f"mov {ROW_END}, {M_REM}", "rows of block 0: min(m_rem, S)"))
+        else:
+            code += [I(f"subs {ROW_END}, {M_REM}, {OFFSET_REGS[r]}",
+                       f"rows of block {r}: min(m_rem - {r}*S, S)"),
+                     I(f"b.ls {done}", "none left")]
+        code += [I(f"cmp {ROW_END}, {S_REG}"), I(f"csel {ROW_END}, {ROW_END}, {S_REG}, lo"),
+                 I(f"mov {SLICE}, #0"),
+                 I(f"cbz {ROW_END}, {done}")]
+        code.append(Insn(f"K_{name}_{r}:", "label"))
+        code += body(r)
+        code += [I(f"add {pointer}, {pointer}, {stride}"),
+                 I(f"add {SLICE}, {SLICE}, #1"),
+                 I(f"cmp {SLICE}, w{ROW_END[1:]}"),
+                 I(f"b.lo K_{name}_{r}")]
+    code.append(Insn(f"K_{name}_DONE:", "label"))
+    return code
+
+
+def load_accumulators(plan: ZaPlan) -> list[Insn]:
+    """acc (m_rem x n_rem, int32/fp32, row stride ld_acc) into the ZA slices; the rest of ZA
+    stays zero (ZERO {ZA}; LD1W zeroes the lanes its predicate leaves inactive)."""
+    def row(r):
+        return [I(f"ld1w {{za{plan.tile(r, c)}h.s[{SLICE}, 0]}}, p{COLUMN_PRED0 + c}/z, "
+                  f"[{ACC_PTR}" + (f", {OFFSET_REGS[c]}, lsl #2]" if c else "]"),
+                  f"acc row, columns {c}*S.. -> za{plan.tile(r, c)}.s") for c in range(plan.tc)]
+    return [I(f"cbz {ACC_PTR}, K_ACC_DONE", "no accumulator tile")] + slice_rows(
+        plan, "ACC", ACC_PTR, ACC_LD, row)
+
+
+def store_rows(plan: ZaPlan) -> list[Insn]:
+    def row(r):
+        return [I(f"st1w {{za{plan.tile(r, c)}h.s[{SLICE}, 0]}}, p{COLUMN_PRED0 + c}, "
+                  f"[{ROW_PTR}" + (f", {OFFSET_REGS[c]}, lsl #2]" if c else "]"),
+                  f"C row, columns {c}*S.. from za{plan.tile(r, c)}.s") for c in range(plan.tc)]
+    return [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0")] + slice_rows(plan, "STORE", ROW_PTR, LDC,
+                                                                  row)
+
+
+def _address(pointer: str, index: int) -> str:
+    return f"[{pointer}, #{index}, mul vl]" if index else f"[{pointer}]"
+
+
+def step_loads(plan: ZaPlan, bank: int, first: int) -> list[Insn]:
+    """Loads of one k-step into bank `bank`; `first` = vectors into the panels (VL units)."""
+    inst, base = plan.inst, bank * BANK_STRIDE
+    t = inst.z_suffix
+    code = [I(f"{inst.load_mnemonic} {{z{base + r}.{t}}}, p{ALL_TRUE}/z, "
+              f"{_address(A_PTR, first * plan.tr + r)}", f"A rows {r}*S.. (k-step +{bank})")
+            for r in range(plan.tr)]
+    code += [I(f"{inst.load_mnemonic} {{z{base + plan.tr + c}.{t}}}, p{ALL_TRUE}/z, "
+               f"{_address(B_PTR, first * plan.tc + c)}", f"B columns {c}*S.. (k-step +{bank})")
+             for c in range(plan.tc)]
+    return code
+
+
+def step_macs(plan: ZaPlan, bank: int) -> list[Insn]:
+    base = bank * BANK_STRIDE
+    return [I(plan.inst.mac_text(plan.tile(r, c), base + r, base + plan.tr + c, ALL_TRUE,
+                                 ALL_TRUE), f"za{plan.tile(r, c)}.s += A{r} (x) B{c}")
+            for r in range(plan.tr) for c in range(plan.tc)]
+
+
+def k_loop(plan: ZaPlan) -> dict:
+    return dict(
+        main_loads=step_loads(plan, 0, 0) + step_loads(plan, 1, 1),
+        main_advance=[I(f"addvl {A_PTR}, {A_PTR}, #{2 * plan.tr}", "two k-steps of A"),
+                      I(f"addvl {B_PTR}, {B_PTR}, #{2 * plan.tc}", "two k-steps of B")],
+        main_macs=step_macs(plan, 0) + step_macs(plan, 1),
+        single_loads=step_loads(plan, 0, 0),
+        single_macs=step_macs(plan, 0),
+    )
+
+
+# ---- manifest and rendering ------------------------------------------------------------------
+def manifest_entry(plan: ZaPlan, symbol: str) -> dict:
+    inst = plan.inst
+    return {
+        "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
+        "mnemonic": inst.mnemonic, "signature": inst.signature,
+        "a_type": inst.a_type, "b_type": inst.b_type, "c_type": inst.c_type,
+        "out_type": inst.out_type, "feature": inst.feature, "arch": inst.arch,
+        "tr": plan.tr, "tc": plan.tc, "lp": plan.lp, "vl_unit": "S = SVL/32 (CNTW)",
+        "ep": f"{plan.tr}*S", "hp": f"{plan.tc}*S",
+        "za_tiles": [f"za{t}.s" for t in range(plan.tr * plan.tc)],
+        "a_layout": (f"per k-step: {plan.tr}*S rows x {plan.lp} {inst.a_type} ({plan.tr} "
+                     f"streaming vectors), row r's {plan.lp} k-values contiguous"),
+        "b_layout": (f"per k-step: {plan.tc}*S columns x {plan.lp} {inst.b_type} ({plan.tc} "
+                     f"streaming vectors), column c's {plan.lp} k-values contiguous"),
+        "a_step_vectors": plan.tr, "b_step_vectors": plan.tc, "unroll": 2,
+        "contract": "v2", "epilogue": "raw", "notes": list(plan.notes),
+    }
+
+
+def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str = "generic",
+                    env: jinja2.Environment | None = None) -> SmeKernel:
+    check_plan(plan)
+    inst = plan.inst
+    symbol = kernel_symbol(prefix, plan, cpu)
+    context = dict(
+        symbol=symbol, plan=plan, inst=inst, elem_bytes=TYPE_BYTES[inst.a_type],
+        arch_directive="armv9-a+sme" if inst_mode == "never" else None,
+        save=save_d8_d15(), restore=restore_d8_d15(), lazy_save=lazy_save_commit(),
+        sizes=tile_sizes(plan), acc=load_accumulators(plan), store=store_rows(plan),
+        **k_loop(plan),
+    )
+    blocks = [v for v in context.values() if isinstance(v, list)]
+    context["labels"] = sorted(set(FIXED_LABELS) | {
+        name for block in blocks for insn in block for name in LABEL_RE.findall(insn.text)})
+    env = env or environment()
+    env.filters["sme_asm"] = sme_asm_line
+    text = env.get_template("kernel_sme.S.j2").render(**context)
+    features = inst_features(inst_mode)
+    if features:
+        text = rewrite_text(text, features, filename=f"{symbol}.S")
+    return SmeKernel(symbol, f"{symbol}.S", text, manifest_entry(plan, symbol))
+
+

@@ -1,0 +1,255 @@
+/* Runs generated SME kernels (contract v2) against a C reference at the streaming vector
+ * length qemu was started with.  Usage: sme_kernel_harness SVL_BYTES [symbol ...]
+ * Prints "ok <symbol>: 0 failure(s)" per kernel; exit status 1 on any failure.
+ *
+ * Per kernel, with S = SVL/32, ep = tr*S, hp = tc*S:
+ *   - k-steps 0..9, 16, 17, 64 with args = NULL (full tile, overwrite);
+ *   - partial tiles (m_rem, n_rem) over every row block / column tile boundary, with and
+ *     without an accumulator tile, acc separate or acc == c;
+ *   - packed panels and C flush against guard pages; C's row stride leaves a gap whose
+ *     sentinels (and every element outside m_rem x n_rem) must survive;
+ *   - after every call (sme_call_checked): x19-x28, d8-d15, x18, sp preserved; SVCR = 0
+ *     (PSTATE.SM = PSTATE.ZA = 0); TPIDR2_EL0 = 0;
+ *   - a lazy ZA save pending on entry (ZA filled, TPIDR2_EL0 -> a TPIDR2 block) is committed:
+ *     the buffer holds ZA's first num_za_save_slices vectors, nothing after them is written.
+ * Values are small integers, so every sum is exact in every type and results must match the
+ * reference exactly (int64 arithmetic). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guarded.h"
+
+typedef struct {
+    size_t m_rem, n_rem;
+    const void *acc;
+    size_t ld_acc_bytes;
+    const void *params;
+    int32_t rounding, c_zero_point, act_min, act_max;
+    float clamp_min, clamp_max;
+} tile_args;   /* contract v2, 64 bytes (README "Micro-kernel ABI") */
+
+typedef void (*sme_kernel_fn)(const void *, const void *, size_t, void *, size_t,
+                              const tile_args *);
+typedef struct {
+    const char *symbol;
+    sme_kernel_fn fn;
+    const char *a_type, *b_type, *c_type;
+    int tr, tc, lp;
+} sme_kernel_info;
+
+long sme_svl_bytes(void);
+uint64_t sme_svcr(void);
+uint64_t sme_tpidr2(void);
+void sme_set_tpidr2(uint64_t);
+void sme_za_fill(const uint8_t *src);
+void sme_za_off(void);
+uint64_t sme_call_checked(sme_kernel_fn fn, const void *a, const void *b, size_t ksteps, void *c,
+                          size_t ldc, const tile_args *args, uint64_t after[2]);
+
+#include "sme_kernel_table.h"
+
+static long S;              /* 32-bit lanes of a streaming vector */
+static int failures;
+
+#define FAIL(...) do { if (failures++ < 20) { printf(__VA_ARGS__); putchar('\n'); } } while (0)
+
+/* ---- element types ------------------------------------------------------------------------ */
+static int type_bytes(const char *t)
+{
+    return !strcmp(t, "fp32") || !strcmp(t, "int32") ? 4 : !strcmp(t, "fp16") || !strcmp(t, "bf16") ? 2 : 1;
+}
+
+static uint32_t float_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* A small integer value of type t: int8 -128..127, uint8 0..255, floats -8..8. */
+static long random_value(const char *t)
+{
+    uint64_t r = rng_next() >> 11;
+    if (!strcmp(t, "int8")) return (long)(r % 256) - 128;
+    if (!strcmp(t, "uint8")) return (long)(r % 256);
+    return (long)(r % 17) - 8;
+}
+
+static void put_value(void *buf, size_t i, const char *t, long v)
+{
+    if (!strcmp(t, "fp32")) ((float *)buf)[i] = (float)v;
+    else if (!strcmp(t, "fp16")) ((__fp16 *)buf)[i] = (__fp16)(float)v;
+    else if (!strcmp(t, "bf16")) ((uint16_t *)buf)[i] = (uint16_t)(float_bits((float)v) >> 16);
+    else if (!strcmp(t, "int8")) ((int8_t *)buf)[i] = (int8_t)v;
+    else ((uint8_t *)buf)[i] = (uint8_t)v;
+}
+
+/* C elements: fp32 or int32, compared as exact values. */
+static int64_t get_c(const void *row, long j, int is_float)
+{
+    if (is_float) return (int64_t)((const float *)row)[j];
+    return ((const int32_t *)row)[j];
+}
+static void put_c(void *row, long j, int is_float, int64_t v)
+{
+    if (is_float) ((float *)row)[j] = (float)v;
+    else ((int32_t *)row)[j] = (int32_t)v;
+}
+static int c_exact(const void *row, long j, int is_float, int64_t want)
+{
+    if (is_float) return ((const float *)row)[j] == (float)want;
+    return ((const int32_t *)row)[j] == (int32_t)want;
+}
+
+#define SENTINEL 0x7fc0dead  /* a NaN pattern for floats, an unlikely int32 */
+
+/* ---- one call ----------------------------------------------------------------------------- */
+typedef struct {
+    size_t ksteps;
+    long m_rem, n_rem;      /* -1: args = NULL */
+    int acc;                /* 0 none, 1 separate tile, 2 acc == c */
+} test_case;
+
+static void run_case(const sme_kernel_info *k, test_case tc)
+{
+    long ep = k->tr * S, hp = k->tc * S, lp = k->lp;
+    int ab = type_bytes(k->a_type), bb = type_bytes(k->b_type);
+    int is_float = !strcmp(k->c_type, "fp32");
+    long m = tc.m_rem < 0 ? ep : tc.m_rem, n = tc.n_rem < 0 ? hp : tc.n_rem;
+    size_t a_len = tc.ksteps * ep * lp, b_len = tc.ksteps * hp * lp;
+    guarded_region ra, rb, rc, racc = {0};
+    uint8_t *a = guarded_alloc(a_len * ab, &ra), *b = guarded_alloc(b_len * bb, &rb);
+    long *av = malloc(sizeof(long) * (a_len + 1)), *bv = malloc(sizeof(long) * (b_len + 1));
+    for (size_t i = 0; i < a_len; i++) put_value(a, i, k->a_type, av[i] = random_value(k->a_type));
+    for (size_t i = 0; i < b_len; i++) put_value(b, i, k->b_type, bv[i] = random_value(k->b_type));
+
+    /* C: ep rows, row stride hp + 3 elements; the last row ends at a guard page. */
+    size_t ldc = (size_t)(hp + 3) * 4, c_bytes = (size_t)(ep - 1) * ldc + (size_t)hp * 4;
+    uint8_t *c = guarded_alloc(c_bytes, &rc);
+    for (size_t i = 0; i < c_bytes / 4; i++) ((uint32_t *)c)[i] = SENTINEL;
+
+    int64_t *want_acc = calloc((size_t)(ep * hp), sizeof(int64_t));
+    tile_args args = {0};
+    if (tc.m_rem >= 0) { args.m_rem = (size_t)m; args.n_rem = (size_t)n; }
+    if (tc.acc == 1) {
+        size_t ld = (size_t)(n + 1) * 4, bytes = m ? (size_t)(m - 1) * ld + (size_t)n * 4 : 0;
+        uint8_t *acc = guarded_alloc(bytes, &racc);
+        for (long i = 0; i < m; i++)
+            for (long j = 0; j < n; j++) {
+                long v = random_value("fp32") * 1000;
+                put_c(acc + i * ld, j, is_float, v);
+                want_acc[i * hp + j] = v;
+            }
+        args.acc = acc; args.ld_acc_bytes = ld;
+    } else if (tc.acc == 2) {
+        for (long i = 0; i < m; i++)
+            for (long j = 0; j < n; j++) {
+                long v = random_value("fp32") * 1000;
+                put_c(c + i * ldc, j, is_float, v);
+                want_acc[i * hp + j] = v;
+            }
+        args.acc = c; args.ld_acc_bytes = ldc;
+    }
+
+    uint64_t after[2] = {~0ull, ~0ull};
+    uint64_t mask = sme_call_checked(k->fn, a, b, tc.ksteps, c, ldc,
+                                     tc.m_rem < 0 ? NULL : &args, after);
+    char what[160];
+    snprintf(what, sizeof what, "%s ksteps=%zu m_rem=%ld n_rem=%ld acc=%d (S=%ld)", k->symbol,
+             tc.ksteps, tc.m_rem, tc.n_rem, tc.acc, S);
+    if (mask) FAIL("%s: callee-saved registers changed, mask 0x%llx", what, (unsigned long long)mask);
+    if (after[0]) FAIL("%s: SVCR = 0x%llx after the call (PSTATE.SM/ZA left on)", what,
+                       (unsigned long long)after[0]);
+    if (after[1]) FAIL("%s: TPIDR2_EL0 = 0x%llx after the call", what, (unsigned long long)after[1]);
+
+    int bad = 0;
+    for (long i = 0; i < ep && !bad; i++) {
+        uint8_t *row = c + i * ldc;
+        long cols = i == ep - 1 ? hp : hp + 3;
+        for (long j = 0; j < cols && !bad; j++) {
+            if (i < m && j < n) {
+                int64_t want = want_acc[i * hp + j];
+                for (size_t s = 0; s < tc.ksteps; s++)
+                    for (long kk = 0; kk < lp; kk++)
+                        want += (int64_t)av[(s * ep + i) * lp + kk] * bv[(s * hp + j) * lp + kk];
+                if (!c_exact(row, j, is_float, want)) {
+                    FAIL("%s: C[%ld][%ld] = %lld, expected %lld", what, i, j,
+                         (long long)get_c(row, j, is_float), (long long)want);
+                    bad = 1;
+                }
+            } else if (((uint32_t *)row)[j] != SENTINEL) {
+                FAIL("%s: C[%ld][%ld] outside the %ldx%ld tile written", what, i, j, m, n);
+                bad = 1;
+            }
+        }
+    }
+    guarded_free(&ra); guarded_free(&rb); guarded_free(&rc); guarded_free(&racc);
+    free(av); free(bv); free(want_acc);
+}
+
+/* ---- lazy ZA save ------------------------------------------------------------------------- */
+typedef struct { void *za_save_buffer; uint16_t num_za_save_slices; uint8_t reserved[6]; } tpidr2_block;
+
+static void run_lazy_save(const sme_kernel_info *k, unsigned slices)
+{
+    long svl = S * 4, rows = svl;           /* ZA: SVL/8 = svl bytes-per-vector rows */
+    uint8_t *za = malloc((size_t)(rows * svl)), *buf = malloc((size_t)(rows * svl));
+    for (long i = 0; i < rows * svl; i++) { za[i] = (uint8_t)(rng_next() >> 7); buf[i] = 0xa5; }
+    tpidr2_block block = {buf, (uint16_t)slices, {0}};
+    sme_za_fill(za);
+    if (sme_svcr() != 2) FAIL("lazy save setup: SVCR = 0x%llx, expected ZA on",
+                              (unsigned long long)sme_svcr());
+    sme_set_tpidr2((uint64_t)(uintptr_t)&block);
+    test_case tc = {3, -1, -1, 0};
+    run_case(k, tc);       /* checks the results, SVCR = 0 and TPIDR2_EL0 = 0 afterwards */
+    for (long i = 0; i < rows * svl; i++) {
+        uint8_t want = i < (long)slices * svl ? za[i] : 0xa5;
+        if (buf[i] != want) {
+            FAIL("%s: lazy save of %u slices: buffer byte %ld = 0x%02x, expected 0x%02x",
+                 k->symbol, slices, i, buf[i], want);
+            break;
+        }
+    }
+    sme_set_tpidr2(0);
+    free(za); free(buf);
+}
+
+static void run_kernel(const sme_kernel_info *k)
+{
+    long ep = k->tr * S, hp = k->tc * S;
+    static const size_t ksteps[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64};
+    for (size_t i = 0; i < sizeof ksteps / sizeof ksteps[0]; i++)
+        run_case(k, (test_case){ksteps[i], -1, -1, 0});
+    /* partial tiles: rows around every row-block boundary, columns around every column tile */
+    long ms[] = {0, 1, S - 1, S, S + 1, ep - 1, ep}, ns[] = {0, 1, S - 1, S, S + 1, hp - 1, hp};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
+            if (ms[i] > ep || ns[j] > hp) continue;
+            run_case(k, (test_case){(i + j) % 3 + 1, ms[i], ns[j], (int)((i + 2 * j) % 3)});
+        }
+    run_case(k, (test_case){0, ep, hp, 1});     /* ksteps 0: C = acc */
+    run_case(k, (test_case){5, ep, hp, 2});     /* in place */
+    run_case(k, (test_case){5, ep, hp, 0});
+    run_lazy_save(k, (unsigned)(S * 4));        /* every ZA vector */
+    run_lazy_save(k, 3);                        /* the first 3 */
+    run_lazy_save(k, 0);
+}
+
+int main(int argc, char **argv)
+{
+    long want = argc > 1 ? atol(argv[1]) : 0;
+    long svl = sme_svl_bytes();
+    if (svl != want) { printf("SVL %ld bytes, expected %ld\n", svl, want); return 1; }
+    S = svl / 4;
+    int ran = 0;
+    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++) {
+        int selected = argc <= 2;
+        for (int a = 2; a < argc; a++) selected |= !strcmp(argv[a], KERNELS[i].symbol);
+        if (!selected) continue;
+        int before = failures;
+        run_kernel(&KERNELS[i]);
+        printf("%s %s: %d failure(s)\n", failures == before ? "ok" : "FAILED", KERNELS[i].symbol,
+               failures - before);
+        ran++;
+    }
+    if (!ran) { printf("no kernel selected\n"); return 1; }
+    return failures != 0;
+}

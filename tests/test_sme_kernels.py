@@ -1,0 +1,159 @@
+"""Generated SME kernels (ARCH v92): text checks, and runs under qemu-aarch64 at every streaming
+vector length 128..2048 bits against the C reference of tests/c/sme_kernel_harness.c (k-step
+counts, partial tiles, accumulator input, guard pages, ABI state after every call, lazy ZA save
+commit), built with -march=armv8-a from `.inst`-rewritten kernels and verified against objdump.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from cross import TEST_C, compile_aarch64, run_qemu
+from encoder import encode, feature_of, rewrite_text, verify_files
+from encoder.encoding import is_known_instruction
+from encoder.rewrite import SourceLine
+import kernel_build
+
+from gen.isa import SME_INSTRUCTIONS, sme_generated_for
+from gen.sme_tiling import candidates, solve
+
+SVL_BYTES = (16, 32, 64, 128, 256)      # 128, 256, 512, 1024, 2048-bit streaming vectors
+HELPERS = TEST_C / "sme_abi_helpers.S"
+HARNESS = TEST_C / "sme_kernel_harness.c"
+
+
+def sme_table(manifest: dict) -> str:
+    rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
+            f'"{k["c_type"]}", {k["tr"]}, {k["tc"]}, {k["lp"]}}},'
+            for k in manifest["sme_kernels"]]
+    protos = [f"void {k['symbol']}(const void *, const void *, size_t, void *, size_t, "
+              f"const tile_args *);" for k in manifest["sme_kernels"]]
+    return ("\n".join(protos) + "\nstatic const sme_kernel_info KERNELS[] = {\n"
+            + "\n".join(rows) + "\n};\n")
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    return kernel_build.cached_output(tmp_path_factory, "v92")
+
+
+@pytest.fixture(scope="module")
+def harness(generated, tmp_path_factory):
+    out, manifest = generated
+    tmp = tmp_path_factory.mktemp("sme-harness")
+    (tmp / "sme_kernel_table.h").write_text(sme_table(manifest))
+    helpers = tmp / "sme_abi_helpers.S"
+    helpers.write_text(rewrite_text(HELPERS.read_text(), ["sve", "sme"], filename=str(HELPERS)))
+    kernels = [out / k["file"] for k in manifest["sme_kernels"]]
+    verified, mismatches = verify_files([str(f) for f in kernels] + [str(helpers)])
+    assert mismatches == [] and verified > 100
+    return compile_aarch64([HARNESS, helpers, *kernels], tmp / "sme_harness", includes=[tmp],
+                           march="armv8-a"), manifest
+
+
+# ---- generation --------------------------------------------------------------------------
+def test_v92_emits_every_sme_kernel_with_the_solver_shapes(generated):
+    out, manifest = generated
+    kernels = manifest["sme_kernels"]
+    assert [k["instruction"] for k in kernels] == [i.name for i in sme_generated_for("v92")]
+    for k in kernels:
+        plan = solve(k["instruction"])
+        assert (k["tr"], k["tc"]) == (plan.tr, plan.tc)
+        assert k["symbol"].endswith(f"_{plan.tr}vlx{plan.tc}vlx{plan.lp}")
+        assert (out / k["file"]).is_file()
+    shapes = {k["instruction"]: (k["tr"], k["tc"]) for k in kernels}
+    assert shapes == {"fmopa_f32": (2, 2), "smopa": (1, 4), "usmopa": (2, 2), "bfmopa": (2, 2),
+                      "fmopa_f16f32": (2, 2)}
+
+
+def test_solver_ranks_whole_output_rows_then_bytes_per_mac():
+    # int8 output: only tc = 4 makes a C row one whole vector of bytes
+    assert [c.label for c in candidates("smopa")][:2] == ["1VLx4VL", "2VLx2VL"]
+    assert not candidates("smopa")[1].whole_rows
+    # 4-byte outputs: bytes per MAC decides; 2x2 loads one vector per MOPA, 1x4 and 4x1 1.25
+    for name in ("fmopa_f32", "bfmopa", "fmopa_f16f32", "usmopa"):
+        ranked = candidates(name)
+        assert ranked[0].label == "2VLx2VL"
+        assert ranked[0].bytes_per_mac_s * 5 == ranked[1].bytes_per_mac_s * 4
+        assert all(c.tr * c.tc <= 4 for c in ranked) and len(ranked) == 8
+
+
+STREAMING_BASE = {"add", "sub", "subs", "cmp", "csel", "mov", "lsr", "and", "ldr", "cbz",
+                  "cbnz", "tbz", "b.ne", "b.lo", "b.ls", "mrs", "msr", "brk"}
+FP_SIMD_OPERAND = re.compile(r"\b[vqdshb]\d+\b|\bv\d+\.")
+
+
+def streaming_region_problems(text: str) -> list[str]:
+    """Lines between SMSTART and SMSTOP that are not streaming-legal by construction: every
+    instruction must be an encoder SVE/SME table form (`.inst` with its statement) or an A64
+    base integer/branch/system instruction with no FP/SIMD register operand."""
+    problems, inside = [], False
+    for line in text.split("\n"):
+        parsed = SourceLine.parse(line)
+        statement = parsed.statement.strip()
+        if statement.startswith(".inst"):
+            statement = parsed.comment[2:].split("//")[0].strip()
+            if not is_known_instruction(statement) or feature_of(statement) not in ("sve", "sme"):
+                problems.append(line)
+            word = int(parsed.statement.split()[1], 16)
+            if encode(statement) != word:
+                problems.append(line)
+            if statement.startswith("smstart"):
+                inside = True
+            elif statement == "smstop":
+                inside = False
+            continue
+        if not statement or statement.startswith((".", "#")) or not inside:
+            continue
+        mnemonic = statement.split()[0]
+        if mnemonic not in STREAMING_BASE or FP_SIMD_OPERAND.search(statement.split(None, 1)[1]):
+            problems.append(line)
+    return problems
+
+
+def test_only_streaming_legal_instructions_between_smstart_and_smstop(generated):
+    out, manifest = generated
+    for k in manifest["sme_kernels"]:
+        text = (out / k["file"]).read_text()
+        assert text.count("smstart sm") == 1 and text.count("// smstop") == 2
+        assert streaming_region_problems(text) == [], k["symbol"]
+        # the d8-d15 frame is pushed before SMSTART and popped after SMSTOP
+        assert text.index("stp d8, d9") < text.index("smstart sm")
+        assert text.rindex("ldp d8, d9") > text.index("// smstop")
+
+
+def test_streaming_check_catches_a_neon_instruction(generated):
+    out, manifest = generated
+    text = (out / manifest["sme_kernels"][0]["file"]).read_text()
+    broken = text.replace("K_STORE:", "K_STORE:\n        fadd v0.4s, v0.4s, v0.4s", 1)
+    assert len(streaming_region_problems(broken)) == 1
+
+
+def test_every_sme_word_verifies_and_plain_armv8_assembles(generated, tmp_path):
+    out, manifest = generated
+    files = [str(out / k["file"]) for k in manifest["sme_kernels"]]
+    verified, mismatches = verify_files(files)
+    assert mismatches == [] and verified >= 5 * 40
+    for f in files:
+        subprocess.run(["aarch64-linux-gnu-gcc", "-march=armv8-a", "-c", f, "-o",
+                        str(tmp_path / "k.o")], check=True)
+
+
+def test_deterministic(generated, tmp_path):
+    out, manifest = generated
+    again = kernel_build.generate(tmp_path / "again", "v92")
+    for k in again["sme_kernels"]:
+        assert (tmp_path / "again" / k["file"]).read_text() == (out / k["file"]).read_text()
+
+
+# ---- runs --------------------------------------------------------------------------------
+@pytest.mark.parametrize("svl_bytes", SVL_BYTES)
+def test_kernels_match_reference_at_streaming_vector_length(harness, svl_bytes):
+    binary, manifest = harness
+    proc = run_qemu(binary, svl_bytes, cpu=f"max,sme-default-vector-length={svl_bytes}",
+                    timeout=600)
+    lines = proc.stdout.strip().split("\n")
+    assert lines == [f"ok {k['symbol']}: 0 failure(s)" for k in manifest["sme_kernels"]], \
+        proc.stdout[-3000:]
