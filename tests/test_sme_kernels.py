@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import warnings
 
 import pytest
 
@@ -39,18 +40,38 @@ def generated(tmp_path_factory):
     return kernel_build.cached_output(tmp_path_factory, "v92")
 
 
+def build_harness(out, manifest: dict, tmp, texts: dict | None = None):
+    """The harness over every SME kernel of `out`; `texts` replaces kernel files' text
+    (symbol -> text) for the tests that check the checks can fail."""
+    (tmp / "sme_kernel_table.h").write_text(sme_table(manifest))
+    helpers = tmp / "sme_abi_helpers.S"
+    helpers.write_text(rewrite_text(HELPERS.read_text(), ["sve", "sme"], filename=str(HELPERS)))
+    kernels = []
+    for k in manifest["sme_kernels"]:
+        path = out / k["file"]
+        if texts and k["symbol"] in texts:
+            path = tmp / k["file"]
+            path.write_text(texts[k["symbol"]])
+        kernels.append(path)
+    return compile_aarch64([HARNESS, helpers, *kernels], tmp / "sme_harness", includes=[tmp],
+                           march="armv8-a")
+
+
+def qemu_cpu(svl_bytes: int) -> str:
+    """-cpu max at a streaming vector length, FEAT_SME_FA64 off: an instruction that is not
+    legal in streaming SVE mode (Advanced SIMD, scalar FP, most SVE-only ones) traps there."""
+    return f"max,sme-default-vector-length={svl_bytes},sme_fa64=off"
+
+
 @pytest.fixture(scope="module")
 def harness(generated, tmp_path_factory):
     out, manifest = generated
     tmp = tmp_path_factory.mktemp("sme-harness")
-    (tmp / "sme_kernel_table.h").write_text(sme_table(manifest))
-    helpers = tmp / "sme_abi_helpers.S"
-    helpers.write_text(rewrite_text(HELPERS.read_text(), ["sve", "sme"], filename=str(HELPERS)))
-    kernels = [out / k["file"] for k in manifest["sme_kernels"]]
-    verified, mismatches = verify_files([str(f) for f in kernels] + [str(helpers)])
+    binary = build_harness(out, manifest, tmp)
+    verified, mismatches = verify_files([str(out / k["file"]) for k in manifest["sme_kernels"]]
+                                        + [str(tmp / "sme_abi_helpers.S")])
     assert mismatches == [] and verified > 100
-    return compile_aarch64([HARNESS, helpers, *kernels], tmp / "sme_harness", includes=[tmp],
-                           march="armv8-a"), manifest
+    return binary, manifest
 
 
 # ---- generation --------------------------------------------------------------------------
@@ -152,8 +173,57 @@ def test_deterministic(generated, tmp_path):
 @pytest.mark.parametrize("svl_bytes", SVL_BYTES)
 def test_kernels_match_reference_at_streaming_vector_length(harness, svl_bytes):
     binary, manifest = harness
-    proc = run_qemu(binary, svl_bytes, cpu=f"max,sme-default-vector-length={svl_bytes}",
-                    timeout=600)
+    proc = run_qemu(binary, svl_bytes, cpu=qemu_cpu(svl_bytes), timeout=600)
     lines = proc.stdout.strip().split("\n")
+    notes = [line for line in lines if line.startswith("note: ")]
+    for note in notes:
+        warnings.warn(note[len("note: "):])
+    lines = [line for line in lines if line not in notes]
     assert lines == [f"ok {k['symbol']}: 0 failure(s)" for k in manifest["sme_kernels"]], \
         proc.stdout[-3000:]
+
+
+def _mutated_run(generated, tmp_path, symbol_index: int, mutate, svl_bytes: int = 32):
+    out, manifest = generated
+    kernel = manifest["sme_kernels"][symbol_index]
+    text = (out / kernel["file"]).read_text()
+    mutated = mutate(text)
+    assert mutated != text
+    binary = build_harness(out, manifest, tmp_path, {kernel["symbol"]: mutated})
+    return run_qemu(binary, svl_bytes, kernel["symbol"], cpu=qemu_cpu(svl_bytes), check=False)
+
+
+def _replace_inst(text: str, statement: str, new_word: int) -> str:
+    line = next(line for line in text.split("\n") if f"// {statement}" in line)
+    return text.replace(line, f"        .inst 0x{new_word:08x} // mutated from {statement}", 1)
+
+
+def test_reference_check_can_fail(generated, tmp_path):
+    """fmopa -> fmops (bit 4: subtract) in the main loop: wrong results are reported."""
+    statement = "fmopa za0.s, p0/m, p0/m, z8.s, z10.s"
+    proc = _mutated_run(generated, tmp_path, 0,
+                        lambda t: _replace_inst(t, statement, encode(statement) | 1 << 4))
+    assert proc.returncode == 1 and "expected" in proc.stdout
+
+
+def test_abi_check_can_fail(generated, tmp_path):
+    """SMSTOP -> SMSTOP SM at the exit: ZA left on is reported (SVCR after the call)."""
+    proc = _mutated_run(generated, tmp_path, 0, lambda t: t.replace(
+        "// smstop // PSTATE.SM = PSTATE.ZA = 0", "// smstop", 1).replace(
+        f".inst 0x{encode('smstop'):08x} // smstop\n", f".inst 0x{encode('smstop sm'):08x}\n", 1))
+    assert proc.returncode == 1 and "SVCR = 0x2 after the call" in proc.stdout
+
+
+def test_lazy_save_check_can_fail(generated, tmp_path):
+    """Skipping the commit (TPIDR2_EL0 treated as 0): the caller's ZA is not saved."""
+    proc = _mutated_run(generated, tmp_path, 0, lambda t: t.replace(
+        "cbz x11, K_ZA_FREE", "b K_ZA_FREE", 1))
+    assert proc.returncode == 1 and "lazy save" in proc.stdout
+
+
+def test_a_neon_instruction_in_streaming_mode_traps_with_fa64_off(generated, tmp_path):
+    """The FA64-off runs do catch a non-streaming instruction: an Advanced SIMD `mov` after
+    SMSTART SM raises SIGILL."""
+    proc = _mutated_run(generated, tmp_path, 0, lambda t: t.replace(
+        "K_ZA_FREE:\n", "K_ZA_FREE:\n        mov v0.16b, v1.16b\n", 1))
+    assert proc.returncode != 0 and "ok " not in proc.stdout

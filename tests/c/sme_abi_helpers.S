@@ -10,6 +10,9 @@
 //   void     sme_za_fill(const uint8_t *src)   PSTATE.ZA = 1, ZA array vector i = src + i*SVL/8
 //                                              (SVL/8 vectors); returns with SM = 0, ZA = 1
 //   void     sme_za_off(void)                  SMSTOP ZA
+//   void     sme_imopa_probe(const int8_t *a, const int8_t *b, int32_t *out)
+//            one SMOPA za0.s from zeroed ZA with z0.b = a, z1.b = b (SVL/8 bytes each); out =
+//            the S x S tile row by row (tells an emulator's 32-bit integer MOPA apart)
 //   uint64_t sme_call_checked(fn, a, b, ksteps, c, ldc, args, uint64_t after[2])
 //            calls fn(a, b, ksteps, c, ldc, args) with x18, x19-x28, d8-d15 set to patterns
 //            (ts_sme_patterns) and returns a mask of the ones changed (bits 0-9 x19-x28,
@@ -74,6 +77,35 @@ sme_za_off:
         smstop za
         ret
         .size sme_za_off, .-sme_za_off
+
+        .global sme_imopa_probe
+        .type sme_imopa_probe, %function
+sme_imopa_probe:
+        stp d8, d9, [sp, #-64]!
+        stp d10, d11, [sp, #16]
+        stp d12, d13, [sp, #32]
+        stp d14, d15, [sp, #48]
+        smstart
+        ptrue p0.b
+        ld1b {z0.b}, p0/z, [x0]
+        ld1b {z1.b}, p0/z, [x1]
+        zero {za}
+        smopa za0.s, p0/m, p0/m, z0.b, z1.b
+        cntw x3
+        mov w12, #0
+        mov x4, #0
+1:      st1w {za0h.s[w12, 0]}, p0, [x2, x4, lsl #2]
+        add x4, x4, x3
+        add w12, w12, #1
+        cmp x12, x3
+        b.lo 1b
+        smstop
+        ldp d10, d11, [sp, #16]
+        ldp d12, d13, [sp, #32]
+        ldp d14, d15, [sp, #48]
+        ldp d8, d9, [sp], #64
+        ret
+        .size sme_imopa_probe, .-sme_imopa_probe
 
         .section .rodata
         .p2align 3
