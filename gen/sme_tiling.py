@@ -135,6 +135,7 @@ def solve(instruction: str) -> ZaPlan:
         f"per k-step {best.tr} A + {best.tc} B vectors, {best.tiles} {inst.mnemonic}: "
         f"{float(best.bytes_per_mac_s):.3f}/S bytes per MAC",
         f"a C row is {best.tc}*S {inst.out_type} = "
-        f"{best.tc * TYPE_BYTES[inst.out_type]}/4 streaming vectors",
+        f"{Fraction(best.tc * TYPE_BYTES[inst.out_type], VECTOR_BYTES_PER_S)} streaming "
+        f"vector(s) of {VECTOR_BYTES_PER_S}*S bytes",
     )
     return ZaPlan(inst.name, best.tr, best.tc, notes)

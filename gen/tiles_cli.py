@@ -16,7 +16,8 @@ import json
 import sys
 
 from .cores import CPU_NAMES
-from .isa import ARCH_LEVELS, INSTRUCTIONS, instructions_for
+from .isa import ARCH_LEVELS, INSTRUCTIONS, instructions_for, sme_generated_for
+from . import sme_tiling
 from .tile_policy import choose
 from .tiling import DEFAULT_REGS, TilingError, candidates, check_regs, covered_cores, plan_for
 
@@ -135,6 +136,28 @@ def _table(entries: list[dict], unavailable: dict, args) -> str:
     return "\n".join(out)
 
 
+def _sme_entries(args) -> list[dict]:
+    """The ZA-tiling solver's ranking for each SME outer product of --arch (gen/sme_tiling.py);
+    none with --instruction (a NEON instruction's question)."""
+    if args.instruction:
+        return []
+    return [{"instruction": i.name, "tile": sme_tiling.solve(i.name).shape_label,
+             "notes": list(sme_tiling.solve(i.name).notes),
+             "ranking": [{"rank": c.rank, "shape": c.label, "whole_rows": c.whole_rows,
+                          "bytes_per_mac_times_S": str(c.bytes_per_mac_s), "why": c.why}
+                         for c in sme_tiling.candidates(i.name)]}
+            for i in sme_generated_for(args.arch)]
+
+
+def _sme_table(entries: list[dict]) -> str:
+    out = ["", "SME outer products (ZA tiles; S = SVL/32, sizes in units of VL = S):"]
+    for e in entries:
+        out += ["", f"== {e['instruction']}: {e['tile']}"] + [f"  note: {n}" for n in e["notes"]]
+        out += [f"   #{r['rank']:<2} {r['shape']:<8} whole rows {str(r['whole_rows']):<5} "
+                f"{r['bytes_per_mac_times_S']:>5}/S B/MAC  {r['why']}" for r in e["ranking"]]
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -163,11 +186,13 @@ def main(argv=None) -> int:
         for message in errors:
             print(f"tiles: error: {message}", file=sys.stderr)
         return 2
+    sme = _sme_entries(args)
     if args.format == "json":
         print(json.dumps({"arch": args.arch, "regs": args.regs, "cpu": args.cpu,
-                          "tiles": entries, "unavailable": unavailable}, indent=2))
+                          "tiles": entries, "unavailable": unavailable,
+                          **({"sme_tiles": sme} if sme else {})}, indent=2))
     else:
-        print(_table(entries, unavailable, args))
+        print(_table(entries, unavailable, args) + (_sme_table(sme) if sme else ""))
     return 0
 
 

@@ -14,7 +14,7 @@ from cross import CLANG, GCC, ROOT
 from encoder.encoding import is_known_instruction
 from gen.epilogue import ARGS_BYTES, ARGS_FIELDS
 from gen.generate_cli import main as generate_main
-from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature
+from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature, sme_generated_for
 import kernel_build
 
 INST_MODES = ("auto", "always", "never")
@@ -55,8 +55,10 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
         assert k["file"] == k["symbol"] + ".S" and (out / k["file"]).is_file()
         assert (k["feature"], k["arch"], k["lp"], k["role"]) == (i.feature, i.arch, i.k, "main")
         assert k["regs_c"] == i.c_regs(k["ep"], k["hp"])
+    sme = manifest.get("sme_kernels", [])     # ARCH v92: tests/test_sme_kernels.py
+    assert [k["instruction"] for k in sme] == [i.name for i in sme_generated_for(arch)]
     assert sorted(p.name for p in out.glob("*.S")) == sorted(
-        f for _, _, _, f in kernel_build.all_kernels(manifest))
+        [f for _, _, _, f in kernel_build.all_kernels(manifest)] + [k["file"] for k in sme])
     assert (out / "ts_kernels.h").is_file()
 
 

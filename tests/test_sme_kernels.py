@@ -227,3 +227,29 @@ def test_a_neon_instruction_in_streaming_mode_traps_with_fa64_off(generated, tmp
     proc = _mutated_run(generated, tmp_path, 0, lambda t: t.replace(
         "K_ZA_FREE:\n", "K_ZA_FREE:\n        mov v0.16b, v1.16b\n", 1))
     assert proc.returncode != 0 and "ok " not in proc.stdout
+
+
+def test_inst_never_assembles_to_the_same_words(generated, tmp_path):
+    """INST=never keeps the mnemonics under `.arch armv9-a+sme`: GNU as then makes exactly the
+    words the encoder wrote for INST=auto."""
+    out, manifest = generated
+    never = kernel_build.generate(tmp_path / "never", "v92", inst="never")
+    for auto_k, never_k in zip(manifest["sme_kernels"], never["sme_kernels"]):
+        texts = []
+        for folder, k in ((out, auto_k), (tmp_path / "never", never_k)):
+            obj, binary = tmp_path / "k.o", tmp_path / "k.bin"
+            subprocess.run(["aarch64-linux-gnu-gcc", "-march=armv8-a", "-c", str(folder / k["file"]),
+                            "-o", str(obj)], check=True)
+            subprocess.run(["aarch64-linux-gnu-objcopy", "-O", "binary", "-j", ".text", str(obj),
+                            str(binary)], check=True)
+            texts.append(binary.read_bytes())
+        assert texts[0] == texts[1] and len(texts[0]) > 400, auto_k["symbol"]
+
+
+def test_tiles_cli_shows_the_za_ranking(capsys):
+    from gen.tiles_cli import main
+    assert main(["--arch", "v92"]) == 0
+    text = capsys.readouterr().out
+    assert "== smopa: 1vlx4vlx4" in text and "== fmopa_f32: 2vlx2vlx1" in text
+    assert main(["--arch", "v86"]) == 0
+    assert "SME outer products" not in capsys.readouterr().out
