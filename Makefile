@@ -1,5 +1,5 @@
 # tilesmith — AArch64 GEMM micro-kernel generator.
-#   make gen ARCH=v86      generate kernels + drivers into out/$(ARCH)/
+#   make gen ARCH=v86      generate kernels + drivers into out/$(ARCH)/ (v92: + SME kernels)
 #   make test              every test (Python units + generated code under qemu-aarch64)
 # Both install missing tools first (scripts/ensure-deps.sh; a no-op when all is there).
 
