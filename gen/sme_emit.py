@@ -151,8 +151,8 @@ def tile_sizes(plan: ZaPlan) -> list[Insn]:
     for c in range(2, max(plan.tr, plan.tc)):
         code.append(I(f"cntw {OFFSET_REGS[c]}, all, mul #{c}", f"{c}*S"))
     code += [
-        I(f"cntw {M_REM}, all, mul #{plan.tr}", f"ep = {plan.tr}*S"),
-        I(f"cntw {N_REM}, all, mul #{plan.tc}", f"hp = {plan.tc}*S"),
+        I(f"cntw {M_REM}" + (f", all, mul #{plan.tr}" if plan.tr > 1 else ""), f"ep = {plan.tr}*S"),
+        I(f"cntw {N_REM}" + (f", all, mul #{plan.tc}" if plan.tc > 1 else ""), f"hp = {plan.tc}*S"),
         I(f"mov {ACC_PTR}, #0", "no accumulator tile"),
         I(f"cbz {ARGS}, K_ARGS_DONE", "args NULL: full tile, overwrite"),
         I(f"ldr {TMP}, [{ARGS}, #{ARGS_M_REM}]", "m_rem"),
