@@ -85,10 +85,26 @@ def check_range(mnemonic: str, field: Field, value: int, text: str) -> None:
         raise EncodeError(f"{field.label} {_shown(field, value)} out of range for {mnemonic} "
                           f"({_shown(field, field.lo)} to {_shown(field, field.hi)}) "
                           f"in operand {text!r}")
+    if (value - field.bias) % field.scale:
+        raise EncodeError(f"{field.label} {_shown(field, value)} must be a multiple of "
+                          f"{field.scale} for {mnemonic} in operand {text!r}")
+
+
+def check_tied(instruction: SveInstruction, form: SveForm) -> None:
+    """A destructive form's repeated operand must be the operand it repeats."""
+    for position, slot in enumerate(form.slots):
+        if slot.tied is None or position >= len(instruction.operands):
+            continue
+        mine, theirs = instruction.operands[position], instruction.operands[slot.tied]
+        if mine.values != theirs.values:
+            raise EncodeError(f"operand {position + 1} of {instruction.mnemonic} must be "
+                              f"{theirs.text} (the destination, written again: the form is "
+                              f"destructive), got {mine.text}")
 
 
 def encode_sve(instruction: SveInstruction) -> tuple[int, SveForm]:
     form = select_form(instruction)
+    check_tied(instruction, form)
     word = form.base
     for field, value, text in field_values(form, instruction.operands):
         check_range(instruction.mnemonic, field, value, text)

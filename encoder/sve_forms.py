@@ -25,9 +25,14 @@ class Field:
     hi: int
     show: str = "{}"    # how a value is written, for messages: 'p{}', 'za{}.s', '#{}'
     bias: int = 0
+    scale: int = 1      # values are multiples of scale; the bits hold (value - bias) / scale
 
     def bits(self, value: int) -> int:
-        return ((value - self.bias) & ((1 << self.width) - 1)) << self.lsb
+        return (((value - self.bias) // self.scale) & ((1 << self.width) - 1)) << self.lsb
+
+    @property
+    def values(self) -> range:
+        return range(self.lo, self.hi + 1, self.scale)
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,8 @@ class Slot:
     fields: tuple[Field, ...] = ()
     defaults: tuple[int, ...] = ()   # trailing values a shorter shape ('[x]') leaves out
     omitted: tuple[int, ...] | None = None  # values when the whole (optional) operand is absent
+    tied: int | None = None     # a destructive form's repeated operand: must be written exactly
+                                # as operand `tied` (same values), has no bits of its own
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,19 @@ def address_ss(shift, zr_ok):
     return Slot(shape, (shape, "[x]") if zr_ok else (shape,), (BASE, index), (ZR,) if zr_ok else ())
 
 
+def tied_z(size, position):
+    """Zdn written a second time (FMAX Zdn.T, Pg/M, Zdn.T, Zm.T): GNU as requires the same
+    register; the encoder too (sve_encoding.encode_sve)."""
+    return Slot(f"z.{size}", (f"z.{size}",), (), tied=position)
+
+
+def address_scaled(scale, count=64):
+    """[Xn|SP{, #imm}] with imm = scale * uimm6 bytes (LD1RW: 0 to 252 in steps of 4)."""
+    return Slot("[x, #]", ("[x, #]", "[x]"),
+                (BASE, Field("immediate", 16, 6, 0, scale * (count - 1), "#{}", scale=scale)),
+                (0,))
+
+
 def address_imm():
     """[Xn|SP{, #imm, MUL VL}], imm4 signed."""
     return Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
@@ -215,6 +235,33 @@ def sme_slices():
             base = 0xE0000000 | msz << 22 | (0 if load else 1 << 21)
             forms.append(SveForm(mnemonic, slots, base, "sme", source))
     return forms
+
+
+def fp_epilogue():
+    """The fp32 epilogue's vector arithmetic (bias, clamp), .h/.s/.d:
+    FADD (vectors, unpredicated) 01100101 size 0 Zm 000 000 Zn Zd;
+    FMAX / FMIN (vectors, predicated) 01100101 size 00 0110 / 0111 100 Pg Zm Zdn (destructive:
+    Zdn written twice, Pg p0-p7)."""
+    forms = []
+    for bits, size in ((1, "h"), (2, "s"), (3, "d")):
+        forms.append(SveForm("fadd", (z(size, 0, "destination Z register"), z(size, 5),
+                                      z(size, 16, "second source Z register")),
+                             0x65000000 | bits << 22, "sve",
+                             "Arm ARM DDI0487 FADD (vectors, unpredicated)"))
+        for name, opc in (("fmax", 0b0110), ("fmin", 0b0111)):
+            slots = (z(size, 0, "destination Z register"), governing("m"), tied_z(size, 0),
+                     z(size, 5, "second source Z register"))
+            forms.append(SveForm(name, slots, 0x65008000 | bits << 22 | opc << 16, "sve",
+                                 f"Arm ARM DDI0487 {name.upper()} (vectors)"))
+    return forms
+
+
+def load_replicate():
+    """LD1RW {Zt.S|D}, Pg/Z, [Xn|SP{, #imm}] (load one word, replicate it to every element):
+    1000010 1 01 imm6 1 dtypel Pg Rn Zt, dtypel 10 (.s) / 11 (.d), imm = 4 * imm6."""
+    return [SveForm("ld1rw", (vector_list(size), governing("z"), address_scaled(4)),
+                    0x8540C000 | dtypel << 13, "sve", "Arm ARM DDI0487 LD1RW")
+            for size, dtypel in (("s", 0b10), ("d", 0b11))]
 
 
 def mova():
@@ -296,6 +343,7 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
                "sme", "SME supplement DDI0616 ZERO")]
     + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
+    + fp_epilogue() + load_replicate()
 )
 
 # Forms GNU as knows but the encoder does not, with what they need: (mnemonics, an operand
@@ -314,4 +362,6 @@ UNSUPPORTED = [
 
 # Mnemonics shared with instructions outside this table (MOV is also an A64 base, NEON and SVE
 # alias): only operand texts matching the regex are ours.
-SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\."}
+SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\.",
+                    # FADD / FMAX / FMIN are also Advanced SIMD and scalar FP instructions
+                    "fadd": r"\bz\d+\.", "fmax": r"\bz\d+\.", "fmin": r"\bz\d+\."}

@@ -14,7 +14,7 @@ the operand's values (register numbers, immediates, ...).
     mul #4            shape 'mul'            values (4,)
     sm  za            shapes 'sm' 'za'       values ()      SMSTART/SMSTOP operand
     [x0]  [x0, x1]  [x0, x1, lsl #2]  [x0, #-3, mul vl]
-                      shapes '[x]' '[x, x]' '[x, x, lsl #2]' '[x, #, mul vl]'  values (Rn, ...)
+                      shapes '[x]' '[x, x]' '[x, x, lsl #2]' '[x, #, mul vl]' '[x, #]'  values (Rn, ...)
 Case and spacing are free, as in GNU as.
 """
 from __future__ import annotations
@@ -166,7 +166,7 @@ def _index_register(text: str, original: str) -> int:
 
 
 def _address(inner: str, original: str) -> SveOperand:
-    """[Xn|SP], [Xn|SP, Xm], [Xn|SP, Xm, lsl #k], [Xn|SP, #imm, mul vl]."""
+    """[Xn|SP], [Xn|SP, Xm], [Xn|SP, Xm, lsl #k], [Xn|SP, #imm, mul vl], [Xn|SP, #imm]."""
     parts = inner.split(",")
     base = _base_register(parts[0], original)
     if len(parts) == 1:
@@ -174,9 +174,11 @@ def _address(inner: str, original: str) -> SveOperand:
     imm = re.match(_NUM + "$", parts[1])
     if imm and len(parts) == 3 and parts[2] == "mul vl":
         return SveOperand("[x, #, mul vl]", (base, _number(imm.group(1))), original)
+    if imm and len(parts) == 2:
+        return SveOperand("[x, #]", (base, _number(imm.group(1))), original)
     if imm:
         raise EncodeError(f"malformed address {original!r}: an immediate offset is written "
-                          "[Xn, #imm, mul vl]")
+                          "[Xn, #imm, mul vl] or [Xn, #imm]")
     index = _index_register(parts[1], original)
     if len(parts) == 2:
         return SveOperand("[x, x]", (base, index), original)

@@ -58,7 +58,8 @@ def render(slot_name: str, values: tuple[int, ...]) -> str:
              "#imm": lambda: f"#{v[0]}", "mul #imm": lambda: f"mul #{v[0]}",
              "pattern": lambda: PATTERN_NAMES.get(v[0], f"#{v[0]}"),
              "sm": lambda: "sm", "za": lambda: "za",
-             "[x, #, mul vl]": lambda: f"[{_x(v[0], 'sp')}, #{v[1]}, mul vl]"}
+             "[x, #, mul vl]": lambda: f"[{_x(v[0], 'sp')}, #{v[1]}, mul vl]",
+             "[x, #]": lambda: f"[{_x(v[0], 'sp')}, #{v[1]}]"}
     if slot_name in exact:
         return exact[slot_name]()
     if size and head in by_head:
@@ -78,13 +79,16 @@ def line(form: SveForm, values: list[int]) -> str:
     """Text of the form with one value per field (in fields_of order)."""
     operands, rest = [], list(values)
     for slot in form.slots:
+        if slot.tied is not None:           # a destructive form's Zdn, written again
+            operands.append(operands[slot.tied])
+            continue
         mine, rest = rest[:len(slot.fields)], rest[len(slot.fields):]
         operands.append(render(slot.name, tuple(mine)))
     return f"{form.mnemonic} {', '.join(operands)}".rstrip()
 
 
 def _ranges(form: SveForm) -> list[range]:
-    return [range(field.lo, field.hi + 1) for _, field in fields_of(form)]
+    return [field.values for _, field in fields_of(form)]
 
 
 def product_size(form: SveForm) -> int:
@@ -130,7 +134,7 @@ def out_of_range_lines(form: SveForm) -> list[tuple[str, str]]:
     for k, (_, field) in enumerate(fields):
         if field.label in ("tile mask", "slice direction"):
             continue
-        for value in (field.lo - 1, field.hi + 1):
+        for value in (field.lo - field.scale, field.hi + field.scale):
             if value < 0 and not field.show.startswith(("#", "{}", "mul")):
                 continue
             if field.show.startswith(("x", "w")) and value == 32:
