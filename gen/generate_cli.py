@@ -23,7 +23,7 @@ from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernels, environment, inst_features
 from .isa import ARCH_LEVELS, check_arch, generated_for, sme_generated_for
-from .sme_emit import emit_sme_kernel
+from .sme_emit import emit_sme_kernels
 from .sme_tiling import solve as solve_za
 from .loop import KernelPlanError
 from .naming import check_prefix
@@ -87,8 +87,8 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
         entries.append(entry)
     # SME kernels (ARCH v92): vector-length agnostic, their own manifest list (their tile
     # sizes are multiples of S = SVL/32, known only at run time).
-    sme = [emit_sme_kernel(solve_za(i.name), prefix, inst, "generic", env)
-           for i in sme_generated_for(arch)]
+    sme = [k for i in sme_generated_for(arch)
+           for k in emit_sme_kernels(solve_za(i.name), prefix, inst, "generic", env)]
     manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
     if sme:
         manifest["sme_kernels"] = [k.manifest for k in sme]

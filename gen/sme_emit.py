@@ -37,8 +37,23 @@ from .schedule import Insn
 from .sme_tiling import ZaPlan
 
 # Contract v2 argument block (x5), shared with the NEON kernels (gen.epilogue.ARGS_FIELDS on
-# the kv2 branch): byte offsets of the fields the raw SME kernels read.
-ARGS_M_REM, ARGS_N_REM, ARGS_ACC, ARGS_LD_ACC = 0, 8, 16, 24
+# the kv2 branch): byte offsets of the fields the SME kernels read.
+ARGS_M_REM, ARGS_N_REM, ARGS_ACC, ARGS_LD_ACC, ARGS_PARAMS = 0, 8, 16, 24, 32
+ARGS_CLAMP_MIN, ARGS_CLAMP_MAX = 56, 60
+
+# Epilogue variants per SME instruction ("raw", the unsuffixed kernel, first). biasclamp:
+# min(max(x + bias[column], clamp_min), clamp_max) on fp32 -- the fp32-accumulating types, as
+# the NEON fmla / bfmmla kernels have it. The int8 requantisation is not generated yet: its
+# column parameters (gen.epilogue on kv2: 64 bytes per group of 4 columns, interleaved) cannot
+# be read with contiguous streaming-vector loads (and gathers are illegal in streaming mode).
+SME_EPILOGUE_VARIANTS = {"fmopa_f32": ("raw", "biasclamp"), "bfmopa": ("raw", "biasclamp"),
+                         "fmopa_f16f32": ("raw", "biasclamp"), "smopa": ("raw",),
+                         "usmopa": ("raw",)}
+EPILOGUE_SUFFIX = {"raw": "", "biasclamp": "_biasclamp"}
+# biasclamp registers: bias of column tile c in z16+c, clamp bounds z20/z21, row temporaries
+# z24+c.
+BIAS_Z, CLAMP_MIN_Z, CLAMP_MAX_Z, ROW_Z = 16, 20, 21, 24
+PARAMS = "x15"          # after the k-loop (which uses x15 as its counter)
 
 # General-purpose registers (all caller-saved; x18 never touched, x19-x28 never used).
 A_PTR, B_PTR, KSTEPS, C_PTR, LDC, ARGS = "x0", "x1", "x2", "x3", "x4", "x5"
@@ -207,6 +222,37 @@ def load_accumulators(plan: ZaPlan) -> list[Insn]:
         plan, "ACC", ACC_PTR, ACC_LD, row)
 
 
+def store_biasclamp(plan: ZaPlan) -> list[Insn]:
+    """biasclamp: per C row, each column tile's ZA slice -> Z register (MOVA), + bias, FMAX
+    clamp_min, FMIN clamp_max, stored under the column predicate. The bias is read for the
+    n_rem columns only (LD1W under the same predicates), the bounds replicated by LD1RW."""
+    code = [I(f"ldr {PARAMS}, [{ARGS}, #{ARGS_PARAMS}]", "params: fp32 bias per column")]
+    for c in range(plan.tc):
+        code.append(I(f"ld1w {{z{BIAS_Z + c}.s}}, p{COLUMN_PRED0 + c}/z, [{PARAMS}"
+                      + (f", {OFFSET_REGS[c]}, lsl #2]" if c else "]"),
+                      f"bias of columns {c}*S.."))
+    code += [I(f"ld1rw {{z{CLAMP_MIN_Z}.s}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_CLAMP_MIN}]",
+               "clamp_min in every lane"),
+             I(f"ld1rw {{z{CLAMP_MAX_Z}.s}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_CLAMP_MAX}]",
+               "clamp_max in every lane")]
+
+    def row(r):
+        body = []
+        for c in range(plan.tc):
+            t, zr = plan.tile(r, c), ROW_Z + c
+            body += [
+                I(f"mova z{zr}.s, p{ALL_TRUE}/m, za{t}h.s[{SLICE}, 0]", f"row of za{t}.s"),
+                I(f"fadd z{zr}.s, z{zr}.s, z{BIAS_Z + c}.s", "+ bias"),
+                I(f"fmax z{zr}.s, p{ALL_TRUE}/m, z{zr}.s, z{CLAMP_MIN_Z}.s", "max(., clamp_min)"),
+                I(f"fmin z{zr}.s, p{ALL_TRUE}/m, z{zr}.s, z{CLAMP_MAX_Z}.s", "min(., clamp_max)"),
+                I(f"st1w {{z{zr}.s}}, p{COLUMN_PRED0 + c}, [{ROW_PTR}"
+                  + (f", {OFFSET_REGS[c]}, lsl #2]" if c else "]"), f"C row, columns {c}*S.."),
+            ]
+        return body
+    return code + [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0")] + slice_rows(
+        plan, "STORE", ROW_PTR, LDC, row)
+
+
 def store_rows(plan: ZaPlan) -> list[Insn]:
     def row(r):
         return [I(f"st1w {{za{plan.tile(r, c)}h.s[{SLICE}, 0]}}, p{COLUMN_PRED0 + c}, "
@@ -252,7 +298,7 @@ def k_loop(plan: ZaPlan) -> dict:
 
 
 # ---- manifest and rendering ------------------------------------------------------------------
-def manifest_entry(plan: ZaPlan, symbol: str) -> dict:
+def manifest_entry(plan: ZaPlan, symbol: str, epilogue: str = "raw") -> dict:
     inst = plan.inst
     return {
         "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
@@ -267,20 +313,32 @@ def manifest_entry(plan: ZaPlan, symbol: str) -> dict:
         "b_layout": (f"per k-step: {plan.tc}*S columns x {plan.lp} {inst.b_type} ({plan.tc} "
                      f"streaming vectors), column c's {plan.lp} k-values contiguous"),
         "a_step_vectors": plan.tr, "b_step_vectors": plan.tc, "unroll": 2,
-        "contract": "v2", "epilogue": "raw", "notes": list(plan.notes),
+        "contract": "v2", "epilogue": epilogue, "notes": list(plan.notes),
+        "args_required": epilogue != "raw",
     }
 
 
+def emit_sme_kernels(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str = "generic",
+                     env: jinja2.Environment | None = None) -> list[SmeKernel]:
+    """The raw kernel of `plan` and its epilogue variants (SME_EPILOGUE_VARIANTS)."""
+    return [emit_sme_kernel(plan, prefix, inst_mode, cpu, env, epilogue)
+            for epilogue in SME_EPILOGUE_VARIANTS.get(plan.instruction, ("raw",))]
+
+
 def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str = "generic",
-                    env: jinja2.Environment | None = None) -> SmeKernel:
+                    env: jinja2.Environment | None = None, epilogue: str = "raw") -> SmeKernel:
     check_plan(plan)
+    if epilogue not in SME_EPILOGUE_VARIANTS.get(plan.instruction, ("raw",)):
+        raise KernelPlanError(f"{plan.instruction}: no {epilogue} epilogue for SME kernels")
     inst = plan.inst
-    symbol = kernel_symbol(prefix, plan, cpu)
+    symbol = kernel_symbol(prefix, plan, cpu) + EPILOGUE_SUFFIX[epilogue]
+    store = store_biasclamp(plan) if epilogue == "biasclamp" else store_rows(plan)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, elem_bytes=TYPE_BYTES[inst.a_type],
+        epilogue=epilogue,
         arch_directive="armv9-a+sme" if inst_mode == "never" else None,
         save=save_d8_d15(), restore=restore_d8_d15(), lazy_save=lazy_save_commit(),
-        sizes=tile_sizes(plan), acc=load_accumulators(plan), store=store_rows(plan),
+        sizes=tile_sizes(plan), acc=load_accumulators(plan), store=store,
         **k_loop(plan),
     )
     blocks = [v for v in context.values() if isinstance(v, list)]
@@ -292,6 +350,6 @@ def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str
     features = inst_features(inst_mode)
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")
-    return SmeKernel(symbol, f"{symbol}.S", text, manifest_entry(plan, symbol))
+    return SmeKernel(symbol, f"{symbol}.S", text, manifest_entry(plan, symbol, epilogue))
 
 

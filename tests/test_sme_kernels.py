@@ -27,7 +27,8 @@ HARNESS = TEST_C / "sme_kernel_harness.c"
 
 def sme_table(manifest: dict) -> str:
     rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
-            f'"{k["c_type"]}", {k["tr"]}, {k["tc"]}, {k["lp"]}}},'
+            f'"{k["c_type"]}", {k["tr"]}, {k["tc"]}, {k["lp"]}, '
+            f'{int(k["epilogue"] == "biasclamp")}}},'
             for k in manifest["sme_kernels"]]
     protos = [f"void {k['symbol']}(const void *, const void *, size_t, void *, size_t, "
               f"const tile_args *);" for k in manifest["sme_kernels"]]
@@ -77,8 +78,11 @@ def harness(generated, tmp_path_factory):
 # ---- generation --------------------------------------------------------------------------
 def test_v92_emits_every_sme_kernel_with_the_solver_shapes(generated):
     out, manifest = generated
-    kernels = manifest["sme_kernels"]
+    kernels = [k for k in manifest["sme_kernels"] if k["epilogue"] == "raw"]
     assert [k["instruction"] for k in kernels] == [i.name for i in sme_generated_for("v92")]
+    variants = [k["symbol"] for k in manifest["sme_kernels"] if k["epilogue"] != "raw"]
+    assert variants == [k["symbol"] + "_biasclamp" for k in kernels
+                        if k["c_type"] == "fp32"]
     for k in kernels:
         plan = solve(k["instruction"])
         assert (k["tr"], k["tc"]) == (plan.tr, plan.tc)
@@ -253,3 +257,14 @@ def test_tiles_cli_shows_the_za_ranking(capsys):
     assert "== smopa: 1vlx4vlx4" in text and "== fmopa_f32: 2vlx2vlx1" in text
     assert main(["--arch", "v86"]) == 0
     assert "SME outer products" not in capsys.readouterr().out
+
+
+def test_biasclamp_check_can_fail(generated, tmp_path):
+    """biasclamp with the FMIN (clamp_max) of its first row dropped: reported."""
+    out, manifest = generated
+    index = next(i for i, k in enumerate(manifest["sme_kernels"])
+                 if k["epilogue"] == "biasclamp")
+    statement = "fmin z24.s, p0/m, z24.s, z21.s"
+    nop = 0xD503201F    # NOP (Arm ARM DDI0487 C6.2 NOP)
+    proc = _mutated_run(generated, tmp_path, index, lambda t: _replace_inst(t, statement, nop))
+    assert proc.returncode == 1 and "expected" in proc.stdout

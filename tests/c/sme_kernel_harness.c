@@ -12,8 +12,9 @@
  *     (PSTATE.SM = PSTATE.ZA = 0); TPIDR2_EL0 = 0;
  *   - a lazy ZA save pending on entry (ZA filled, TPIDR2_EL0 -> a TPIDR2 block) is committed:
  *     the buffer holds ZA's first num_za_save_slices vectors, nothing after them is written.
- * Values are small integers, so every sum is exact in every type and results must match the
- * reference exactly (int64 arithmetic). */
+ * biasclamp kernels: always called with args, the bias array (n_rem fp32) flush against a guard
+ * page, clamp bounds that cut some outputs. Values are small integers, so every sum is exact in
+ * every type and results must match the reference exactly (int64 arithmetic). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ typedef struct {
     sme_kernel_fn fn;
     const char *a_type, *b_type, *c_type;
     int tr, tc, lp;
+    int biasclamp;          /* epilogue: 0 raw, 1 biasclamp (args always given) */
 } sme_kernel_info;
 
 long sme_svl_bytes(void);
@@ -138,7 +140,19 @@ static void run_case(const sme_kernel_info *k, test_case tc)
 
     int64_t *want_acc = calloc((size_t)(ep * hp), sizeof(int64_t));
     tile_args args = {0};
-    if (tc.m_rem >= 0) { args.m_rem = (size_t)m; args.n_rem = (size_t)n; }
+    int use_args = tc.m_rem >= 0 || k->biasclamp;
+    if (use_args) { args.m_rem = (size_t)m; args.n_rem = (size_t)n; }
+    guarded_region rbias = {0};
+    long *bias = calloc((size_t)hp + 1, sizeof(long)), lo = -1000000, hi = 1000000;
+    if (k->biasclamp) {
+        float *params = guarded_alloc((size_t)n * 4, &rbias);
+        for (long j = 0; j < n; j++) params[j] = (float)(bias[j] = random_value("fp32") * 37);
+        lo = -(long)(rng_next() % 400) - 1;
+        hi = (long)(rng_next() % 400) + 1;
+        args.params = params;
+        args.clamp_min = (float)lo;
+        args.clamp_max = (float)hi;
+    }
     if (tc.acc == 1) {
         size_t ld = (size_t)(n + 1) * 4, bytes = m ? (size_t)(m - 1) * ld + (size_t)n * 4 : 0;
         uint8_t *acc = guarded_alloc(bytes, &racc);
@@ -161,7 +175,7 @@ static void run_case(const sme_kernel_info *k, test_case tc)
 
     uint64_t after[2] = {~0ull, ~0ull};
     uint64_t mask = sme_call_checked(k->fn, a, b, tc.ksteps, c, ldc,
-                                     tc.m_rem < 0 ? NULL : &args, after);
+                                     use_args ? &args : NULL, after);
     char what[160];
     snprintf(what, sizeof what, "%s ksteps=%zu m_rem=%ld n_rem=%ld acc=%d (S=%ld)", k->symbol,
              tc.ksteps, tc.m_rem, tc.n_rem, tc.acc, S);
@@ -187,6 +201,10 @@ static void run_case(const sme_kernel_info *k, test_case tc)
                         for (long kk = 0; kk < lp; kk++)
                             want += (int64_t)av[(s * ep + ai) * lp + kk] * bv[(s * hp + j) * lp + kk];
                 }
+                if (k->biasclamp) {
+                    want += bias[j];
+                    want = want < lo ? lo : want > hi ? hi : want;
+                }
                 if (!c_exact(row, j, is_float, want)) {
                     FAIL("%s: C[%ld][%ld] = %lld, expected %lld", what, i, j,
                          (long long)get_c(row, j, is_float), (long long)want);
@@ -199,7 +217,8 @@ static void run_case(const sme_kernel_info *k, test_case tc)
         }
     }
     guarded_free(&ra); guarded_free(&rb); guarded_free(&rc); guarded_free(&racc);
-    free(av); free(bv); free(want_acc);
+    guarded_free(&rbias);
+    free(av); free(bv); free(want_acc); free(bias);
 }
 
 /* ---- lazy ZA save ------------------------------------------------------------------------- */
