@@ -268,3 +268,24 @@ def test_biasclamp_check_can_fail(generated, tmp_path):
     nop = 0xD503201F    # NOP (Arm ARM DDI0487 C6.2 NOP)
     proc = _mutated_run(generated, tmp_path, index, lambda t: _replace_inst(t, statement, nop))
     assert proc.returncode == 1 and "expected" in proc.stdout
+
+
+def test_solver_and_plan_checks():
+    from gen.loop import KernelPlanError
+    from gen.sme_emit import check_plan, emit_sme_kernel, kernel_symbol
+    from gen.sme_tiling import ZaPlan
+    from gen.tiling import TilingError
+    with pytest.raises(TilingError, match="unknown SME instruction 'fmla_f32'"):
+        candidates("fmla_f32")
+    # the ranking is the same for every type's depth k: only the output type changes it
+    assert all(c.whole_rows == (c.tc == 4) for c in candidates("smopa"))
+    assert all(c.whole_rows for c in candidates("usmopa"))       # int32 output
+    for bad in (ZaPlan("fmopa_f32", 3, 2), ZaPlan("fmopa_f32", 0, 4), ZaPlan("nope", 1, 1)):
+        with pytest.raises(KernelPlanError):
+            check_plan(bad)
+    with pytest.raises(KernelPlanError, match="no biasclamp epilogue"):
+        emit_sme_kernel(solve("smopa"), "ts_", epilogue="biasclamp")
+    assert kernel_symbol("x_", solve("smopa")) == "x_gemm_s8s32_smopa_1vlx4vlx4"
+    assert kernel_symbol("ts_", ZaPlan("bfmopa", 4, 1), "cortex-a510") == \
+        "ts_gemm_bf16f32_bfmopa_4vlx1vlx2_cortexa510"
+    assert SME_INSTRUCTIONS["smopa"].macs(16) == 16 * 16 * 4     # SVL 512: 1024 int8 MACs
