@@ -30,7 +30,7 @@ import jinja2
 from encoder import rewrite_text
 
 from .emit import asm_line, environment, inst_features
-from .isa import SME_INSTRUCTIONS, TYPE_BYTES
+from .isa import ARCH_NAMES, SME_INSTRUCTIONS, TYPE_BYTES
 from .loop import KernelPlanError
 from .naming import cpu_suffix
 from .schedule import Insn
@@ -336,7 +336,7 @@ def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str
     context = dict(
         symbol=symbol, plan=plan, inst=inst, elem_bytes=TYPE_BYTES[inst.a_type],
         epilogue=epilogue,
-        arch_directive="armv9-a+sme" if inst_mode == "never" else None,
+        arch_directive=f"{ARCH_NAMES[inst.arch]}+sme" if inst_mode == "never" else None,
         save=save_d8_d15(), restore=restore_d8_d15(), lazy_save=lazy_save_commit(),
         sizes=tile_sizes(plan), acc=load_accumulators(plan), store=store,
         **k_loop(plan),

@@ -234,7 +234,7 @@ def test_a_neon_instruction_in_streaming_mode_traps_with_fa64_off(generated, tmp
 
 
 def test_inst_never_assembles_to_the_same_words(generated, tmp_path):
-    """INST=never keeps the mnemonics under `.arch armv9-a+sme`: GNU as then makes exactly the
+    """INST=never keeps the mnemonics under `.arch armv9.2-a+sme`: GNU as then makes exactly the
     words the encoder wrote for INST=auto."""
     out, manifest = generated
     never = kernel_build.generate(tmp_path / "never", "v92", inst="never")
