@@ -37,7 +37,7 @@ PACKED = {
 
 # gen.isa feature -> its TS_FEAT_* bit in drivers/include/tilesmith.h (tests/test_registry.py
 # checks the header agrees; ts_cpu.c detects each).
-FEATURE_BITS = {"dotprod": 1, "i8mm": 2, "bf16": 4}
+FEATURE_BITS = {"dotprod": 1, "i8mm": 2, "bf16": 4, "sme": 32}
 
 
 def feature_macro(feature) -> str | None:

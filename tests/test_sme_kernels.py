@@ -289,3 +289,16 @@ def test_solver_and_plan_checks():
     assert kernel_symbol("ts_", ZaPlan("bfmopa", 4, 1), "cortex-a510") == \
         "ts_gemm_bf16f32_bfmopa_4vlx1vlx2_cortexa510"
     assert SME_INSTRUCTIONS["smopa"].macs(16) == 16 * 16 * 4     # SVL 512: 1024 int8 MACs
+
+
+@pytest.mark.parametrize("qemu_cpu_name,sme", [("max", 1), ("max,sme=off", 0), ("cortex-a57", 0)])
+def test_cpu_detection_reports_sme(tmp_path, qemu_cpu_name, sme):
+    """TS_FEAT_SME (32u) is set exactly when Linux reports HWCAP2_SME and the SME_* outer
+    product bits (qemu -cpu max has them; sme=off and cortex-a57 have none)."""
+    from gen.drivers import DRIVERS
+    binary = compile_aarch64([TEST_C / "drv_cpu_features.c", DRIVERS / "src" / "ts_cpu.c"],
+                             tmp_path / "cpu", includes=[DRIVERS / "include", DRIVERS / "src"])
+    out = run_qemu(binary, cpu=qemu_cpu_name).stdout.split()
+    features = int(out[1])
+    assert out[3] == str(sme) and out[5] == out[1]
+    assert bool(features & 32) == bool(sme)

@@ -24,6 +24,7 @@ extern "C" {
 #define TS_FEAT_DOTPROD 1u
 #define TS_FEAT_I8MM    2u
 #define TS_FEAT_BF16    4u
+#define TS_FEAT_SME     32u   /* FEAT_SME: streaming mode and ZA (the ARCH=v92 SME kernels) */
 unsigned ts_cpu_features(void);               /* detected at run time, cached */
 void     ts_set_feature_mask(unsigned mask);  /* dispatch uses detected & mask; ~0u restores */
 

@@ -24,6 +24,25 @@
 #    ifndef HWCAP2_BF16
 #      define HWCAP2_BF16 (1UL << 14)
 #    endif
+/* FEAT_SME and the outer products the SME kernels use (ID_AA64SMFR0_EL1 F32F32, B16F32,
+ * F16F32, I8I32: all mandatory with FEAT_SME, required here anyway). */
+#    ifndef HWCAP2_SME
+#      define HWCAP2_SME (1UL << 23)
+#    endif
+#    ifndef HWCAP2_SME_I8I32
+#      define HWCAP2_SME_I8I32 (1UL << 26)
+#    endif
+#    ifndef HWCAP2_SME_F16F32
+#      define HWCAP2_SME_F16F32 (1UL << 27)
+#    endif
+#    ifndef HWCAP2_SME_B16F32
+#      define HWCAP2_SME_B16F32 (1UL << 28)
+#    endif
+#    ifndef HWCAP2_SME_F32F32
+#      define HWCAP2_SME_F32F32 (1UL << 29)
+#    endif
+#    define TS_HWCAP2_SME_ALL (HWCAP2_SME | HWCAP2_SME_I8I32 | HWCAP2_SME_F16F32 | \
+                               HWCAP2_SME_B16F32 | HWCAP2_SME_F32F32)
 #    define TS_DETECT_LINUX 1
 #  elif defined(__APPLE__)
 #    include <sys/types.h>
@@ -74,14 +93,17 @@ static unsigned detect_features(void)
     if (hwcap & HWCAP_ASIMDDP) f |= TS_FEAT_DOTPROD;
     if (hwcap2 & HWCAP2_I8MM)  f |= TS_FEAT_I8MM;
     if (hwcap2 & HWCAP2_BF16)  f |= TS_FEAT_BF16;
+    if ((hwcap2 & TS_HWCAP2_SME_ALL) == TS_HWCAP2_SME_ALL) f |= TS_FEAT_SME;
 #elif defined(TS_DETECT_APPLE)
     if (apple_has("hw.optional.arm.FEAT_DotProd")) f |= TS_FEAT_DOTPROD;
     if (apple_has("hw.optional.arm.FEAT_I8MM"))    f |= TS_FEAT_I8MM;
     if (apple_has("hw.optional.arm.FEAT_BF16"))    f |= TS_FEAT_BF16;
+    if (apple_has("hw.optional.arm.FEAT_SME"))     f |= TS_FEAT_SME;
 #elif defined(TS_DETECT_WINDOWS)
     /* winnt.h: PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE = 43. Windows reports i8mm / bf16 only
      * through its SVE flags (SVE i8mm/bf16 imply the Advanced SIMD forms, Arm ARM
-     * ID_AA64ZFR0_EL1); without them those paths stay off. */
+     * ID_AA64ZFR0_EL1); without them those paths stay off. SME is not detected on Windows
+     * (TS_FEAT_SME stays off). */
     if (IsProcessorFeaturePresent(43)) f |= TS_FEAT_DOTPROD;
 #  ifdef PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE
     if (IsProcessorFeaturePresent(PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE)) f |= TS_FEAT_I8MM;

@@ -1,0 +1,20 @@
+/* Prints ts_cpu_features() (drivers/src/ts_cpu.c) as detected on the CPU qemu emulates, and
+ * that the feature mask does not change detection. tests/test_sme_kernels.py runs it under
+ * -cpu max, max,sme=off and cortex-a57. No kernel is called: ts_paths_of is a stub. */
+#include <stdio.h>
+#include "ts_pack_internal.h"
+
+const ts_path *ts_paths_of(int gemm_type, size_t *count)
+{
+    (void)gemm_type;
+    *count = 0;
+    return NULL;
+}
+
+int main(void)
+{
+    unsigned f = ts_cpu_features();
+    ts_set_feature_mask(0);
+    printf("features %u sme %d again %u\n", f, (f & TS_FEAT_SME) != 0, ts_cpu_features());
+    return 0;
+}
