@@ -298,6 +298,19 @@ def k_loop(plan: ZaPlan) -> dict:
 
 
 # ---- manifest and rendering ------------------------------------------------------------------
+def main_loop_mix(plan: ZaPlan) -> dict:
+    """Instructions of one main-loop iteration (two k-steps) by kind, as emitted: MOPAs, SVE
+    loads, other (ADDVL, SUBS, B.NE). With SME (not SME2) each operand vector takes one load,
+    so a tr x tc tile issues tr + tc loads per tr * tc MOPAs."""
+    loop = k_loop(plan)
+    loads = len(loop["main_loads"])
+    mopas = len(loop["main_macs"])
+    other = len(loop["main_advance"]) + 2           # + subs, b.ne
+    return {"mopa": mopas, "load": loads, "other": other,
+            "mopa_share": round(mopas / (mopas + loads + other), 4)}
+
+
+
 def manifest_entry(plan: ZaPlan, symbol: str, epilogue: str = "raw") -> dict:
     inst = plan.inst
     return {
@@ -313,6 +326,7 @@ def manifest_entry(plan: ZaPlan, symbol: str, epilogue: str = "raw") -> dict:
         "b_layout": (f"per k-step: {plan.tc}*S columns x {plan.lp} {inst.b_type} ({plan.tc} "
                      f"streaming vectors), column c's {plan.lp} k-values contiguous"),
         "a_step_vectors": plan.tr, "b_step_vectors": plan.tc, "unroll": 2,
+        "main_loop_mix": main_loop_mix(plan),
         "contract": "v2", "epilogue": epilogue, "notes": list(plan.notes),
         "args_required": epilogue != "raw",
     }

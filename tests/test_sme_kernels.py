@@ -302,3 +302,17 @@ def test_cpu_detection_reports_sme(tmp_path, qemu_cpu_name, sme):
     features = int(out[1])
     assert out[3] == str(sme) and out[5] == out[1]
     assert bool(features & 32) == bool(sme)
+
+
+def test_main_loop_mix_in_the_manifest_counts_the_emitted_loop(generated):
+    out, manifest = generated
+    for k in manifest["sme_kernels"]:
+        text = (out / k["file"]).read_text()
+        body = text[text.index("K_LOOP:\n") + len("K_LOOP:\n"):text.index("b.ne K_LOOP")]
+        statements = [line.split("//")[1].strip() if ".inst" in line else line.strip()
+                      for line in body.strip().split("\n")] + ["b.ne K_LOOP"]
+        mnemonics = [s.split()[0] for s in statements]
+        mix = k["main_loop_mix"]
+        assert mnemonics.count(k["mnemonic"]) == mix["mopa"] == 2 * k["tr"] * k["tc"]
+        assert sum(m.startswith("ld1") for m in mnemonics) == mix["load"] == 2 * (k["tr"] + k["tc"])
+        assert len(mnemonics) == mix["mopa"] + mix["load"] + mix["other"]
