@@ -17,8 +17,9 @@ from gen.drivers import dispatch_paths, render_drivers
 FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
 ALL = 0xFFFFFFFF
 # What each qemu CPU model reports (QEMU 7.2: cortex-a57 Armv8.0, neoverse-n1 adds dotprod,
-# max has dotprod, i8mm and bf16).
-CPU_FEATURES = {"cortex-a57": 0, "neoverse-n1": FEAT["DOTPROD"], "max": 7}
+# max has dotprod, i8mm, bf16 and SME -- no GEMM path needs SME yet).
+CPU_FEATURES = {"cortex-a57": 0, "neoverse-n1": FEAT["DOTPROD"],
+                "max": FEAT["DOTPROD"] | FEAT["I8MM"] | FEAT["BF16"] | FEAT["SME"]}
 # Feature masks to run per CPU: every cap that changes some path on that CPU.
 CPU_MASKS = {"cortex-a57": [ALL], "neoverse-n1": [ALL, 0],
              "max": [ALL, FEAT["DOTPROD"], FEAT["I8MM"], FEAT["BF16"], 0]}
