@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # "sve" and "sme": the SVE / SME forms of sve_forms.py (FEAT_SVE, FEAT_SME).
-FEATURES = ("dotprod", "i8mm", "bf16", "fp16fml", "fp16", "sve", "sme")
+FEATURES = ("dotprod", "i8mm", "bf16", "fp16fml", "fp16", "sve", "sve2", "sme")
 
 Q = 1 << 30  # Q=1: 128-bit vector
 

@@ -20,7 +20,7 @@ from .encoding import encode_instruction, is_known_instruction, parse_known
 from .errors import EncodeError
 from .forms import FEATURES
 
-DEFAULT_FEATURES = ("dotprod", "i8mm", "bf16", "fp16fml", "sve", "sme")
+DEFAULT_FEATURES = ("dotprod", "i8mm", "bf16", "fp16fml", "sve", "sve2", "sme")
 ALL = "all"
 
 _LABELS_RE = re.compile(r"(?:(?:[A-Za-z_.$][\w.$]*|\d+)\s*:(?!:)\s*)*")

@@ -25,14 +25,19 @@ class Field:
     hi: int
     show: str = "{}"    # how a value is written, for messages: 'p{}', 'za{}.s', '#{}'
     bias: int = 0
-    scale: int = 1      # values are multiples of scale; the bits hold (value - bias) / scale
+    scale: int = 1      # values are multiples of |scale|; the bits hold (value - bias) / scale
+                        # (a negative scale counts down: SSRA's shift is written as 2*esize - n)
 
     def bits(self, value: int) -> int:
         return (((value - self.bias) // self.scale) & ((1 << self.width) - 1)) << self.lsb
 
     @property
+    def step(self) -> int:
+        return abs(self.scale)
+
+    @property
     def values(self) -> range:
-        return range(self.lo, self.hi + 1, self.scale)
+        return range(self.lo, self.hi + 1, self.step)
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,12 @@ def address_scaled(scale, count=64):
                 (0,))
 
 
+def vector_list4(size):
+    """{Zt.T-Zt+3.T} or {Zt.T, Zt+1.T, Zt+2.T, Zt+3.T}: four consecutive registers (mod 32)."""
+    shape = "{z." + size + "*4}"
+    return Slot(shape, (shape,), (reg_field("first Z register", 0, "z"),))
+
+
 def address_imm():
     """[Xn|SP{, #imm, MUL VL}], imm4 signed."""
     return Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
@@ -257,11 +268,65 @@ def fp_epilogue():
 
 
 def load_replicate():
-    """LD1RW {Zt.S|D}, Pg/Z, [Xn|SP{, #imm}] (load one word, replicate it to every element):
-    1000010 1 01 imm6 1 dtypel Pg Rn Zt, dtypel 10 (.s) / 11 (.d), imm = 4 * imm6."""
-    return [SveForm("ld1rw", (vector_list(size), governing("z"), address_scaled(4)),
-                    0x8540C000 | dtypel << 13, "sve", "Arm ARM DDI0487 LD1RW")
-            for size, dtypel in (("s", 0b10), ("d", 0b11))]
+    """LD1RB / LD1RH / LD1RW {Zt.T}, Pg/Z, [Xn|SP{, #imm}] (load one element, replicate it to
+    every lane): 1000010 dtypeh(2, bits 24:23) 1 imm6 1 dtypel Pg Rn Zt, imm = esize * imm6;
+    LD1RB dtypeh 00 (.b .h .s .d: dtypel 00 01 10 11), LD1RH 01 (.h .s .d), LD1RW 10 (.s .d)."""
+    rows = (("ld1rb", 1, 0x84408000, "bhsd"), ("ld1rh", 2, 0x84C08000, "hsd"),
+            ("ld1rw", 4, 0x85408000, "sd"))
+    return [SveForm(name, (vector_list(size), governing("z"), address_scaled(scale)),
+                    base | SIZES.index(size) << 13, "sve", f"Arm ARM DDI0487 {name.upper()}")
+            for name, scale, base, sizes in rows for size in sizes]
+
+
+def int_epilogue():
+    """The int8 requantisation's vector instructions (SME streaming mode executes SVE2):
+    unpredicated ADD / SQADD 00000100 size 1 Zm 000 000 / 000 100 Zn Zd; AND (.d)
+    00000100 001 Zm 001 100 Zn Zd; SQRDMULH (SVE2) 00000100 size 1 Zm 0111 01 Zn Zd;
+    predicated, destructive SMAX / SMIN 00000100 size 001 000 / 010 000 Pg Zm Zdn and (SVE2)
+    SQSHL / SRSHL 01000100 size 00 1000 / 0010 100 Pg Zm Zdn; SSRA (SVE2) .s
+    01000101 01 0 tszl imm3 1110 00 Zn Zda, tszl:imm3 = 32 - shift; SMULLB / SMULLT (SVE2)
+    01000101 size 0 Zm 011 10 0/1 Zn Zd; SQXTNB / SQXTNT (SVE2) 01000101 0 tszh 1 tszl
+    010 00 0/1 Zn Zd; UZP1 / UZP2 / TRN1 / TRN2 00000101 size 1 Zm 011 010/011/100/101 Zn Zd;
+    LD4W (scalar plus immediate) 1010010 1 0 11 0 imm4 111 Pg Rn Zt, imm = 4 * imm4."""
+    forms = []
+    three = lambda size: (z(size, 0, "destination Z register"), z(size, 5),
+                          z(size, 16, "second source Z register"))
+    destructive = lambda size: (z(size, 0, "destination Z register"), governing("m"),
+                                tied_z(size, 0), z(size, 5, "second source Z register"))
+    for bits, size in enumerate(SIZES):
+        for name, base, feature in (("add", 0x04200000, "sve"), ("sqadd", 0x04201000, "sve"),
+                                    ("sqrdmulh", 0x04207400, "sve2")):
+            forms.append(SveForm(name, three(size), base | bits << 22, feature,
+                                 f"Arm ARM DDI0487 {name.upper()} (vectors, unpredicated)"))
+        for name, base, feature in (("smax", 0x04080000, "sve"), ("smin", 0x040A0000, "sve"),
+                                    ("sqshl", 0x44088000, "sve2"),
+                                    ("srshl", 0x44028000, "sve2")):
+            forms.append(SveForm(name, destructive(size), base | bits << 22, feature,
+                                 f"Arm ARM DDI0487 {name.upper()} (vectors)"))
+        for name, base in (("uzp1", 0x05206800), ("uzp2", 0x05206C00), ("trn1", 0x05207000),
+                           ("trn2", 0x05207400)):
+            forms.append(SveForm(name, three(size), base | bits << 22, "sve",
+                                 f"Arm ARM DDI0487 {name.upper()} (vectors)"))
+    forms.append(SveForm("and", three("d"), 0x04203000, "sve",
+                         "Arm ARM DDI0487 AND (vectors, unpredicated)"))
+    shift = Slot("#imm", ("#",), (Field("shift", 16, 5, 1, 32, "#{}", bias=32, scale=-1),))
+    forms.append(SveForm("ssra", (z("s", 0, "destination Z register"), z("s", 5), shift),
+                         0x4540E000, "sve2", "Arm ARM DDI0487 SSRA"))
+    for wide, narrow, bits in (("h", "b", 1), ("s", "h", 2), ("d", "s", 3)):
+        for name, base in (("smullb", 0x45007000), ("smullt", 0x45007400)):
+            forms.append(SveForm(name, (z(wide, 0, "destination Z register"), z(narrow, 5),
+                                        z(narrow, 16, "second source Z register")),
+                                 base | bits << 22, "sve2", f"Arm ARM DDI0487 {name.upper()}"))
+    for narrow, wide, tsz in (("b", "h", 0b001), ("h", "s", 0b010), ("s", "d", 0b100)):
+        for name, base in (("sqxtnb", 0x45204000), ("sqxtnt", 0x45204400)):
+            forms.append(SveForm(name, (z(narrow, 0, "destination Z register"), z(wide, 5)),
+                                 base | (tsz >> 2) << 22 | (tsz & 3) << 19, "sve2",
+                                 f"Arm ARM DDI0487 {name.upper()}"))
+    ld4_imm = Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
+                   (BASE, Field("immediate", 16, 4, -32, 28, "#{}", scale=4)), (0,))
+    forms.append(SveForm("ld4w", (vector_list4("s"), governing("z"), ld4_imm), 0xA560E000, "sve",
+                         "Arm ARM DDI0487 LD4W (scalar plus immediate)"))
+    return forms
 
 
 def mova():
@@ -343,7 +408,7 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
                "sme", "SME supplement DDI0616 ZERO")]
     + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
-    + fp_epilogue() + load_replicate()
+    + fp_epilogue() + load_replicate() + int_epilogue()
 )
 
 # Forms GNU as knows but the encoder does not, with what they need: (mnemonics, an operand
@@ -364,4 +429,8 @@ UNSUPPORTED = [
 # alias): only operand texts matching the regex are ours.
 SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\.",
                     # FADD / FMAX / FMIN are also Advanced SIMD and scalar FP instructions
-                    "fadd": r"\bz\d+\.", "fmax": r"\bz\d+\.", "fmin": r"\bz\d+\."}
+                    "fadd": r"\bz\d+\.", "fmax": r"\bz\d+\.", "fmin": r"\bz\d+\.",
+                    # and the integer ones of the int8 epilogue (NEON, or A64 base for add/and)
+                    **{name: r"\bz\d+\." for name in (
+                        "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl",
+                        "uzp1", "uzp2", "trn1", "trn2", "ssra", "sqxtnb", "sqxtnt")}}

@@ -3,6 +3,7 @@ the operand's values (register numbers, immediates, ...).
 
     z3.s              shape 'z.s'            values (3,)
     {z3.s}            shape '{z.s}'          values (3,)
+    {z3.s-z6.s}       shape '{z.s*4}'        values (3,)    also {z30.s, z31.s, z0.s, z1.s}
     p2/m  p2/z  p2.s  shapes 'p/m' 'p/z' 'p.s' values (2,)
     za1.s             shape 'za.s'           values (1,)            a ZA tile
     za1v.s[w13, 2]    shape 'za[].s'         values (1, 1, 13, 2)   tile, h=0/v=1, Ws, offset
@@ -130,8 +131,44 @@ def _tile_mask(item: str, original: str) -> int:
     return masks[number]
 
 
+_LIST4_RANGE = re.compile(r"z(\d+)\.([bhsd]) ?- ?z(\d+)\.([bhsd])$")
+
+
+def _list4(inner: str, original: str):
+    """{Zt.T-Zu.T} or {Zt.T, ..., Zu.T}: four consecutive registers modulo 32 (LD4W); None
+    when `inner` is not a register list."""
+    match = _LIST4_RANGE.match(inner)
+    if match:
+        first, size, last, size2 = int(match.group(1)), match.group(2), int(match.group(3)), \
+            match.group(4)
+        regs = [first, last]
+    else:
+        items = [_simple(item, original) for item in inner.split(",")]
+        if len(items) < 2 or any(i is None or not i.shape.startswith("z.") for i in items):
+            return None
+        regs = [i.values[0] for i in items]
+        size = size2 = items[0].shape[2:]
+        if any(i.shape != items[0].shape for i in items):
+            size2 = ""
+        if len(regs) == 4 and all((b - a) % 32 == 1 for a, b in zip(regs, regs[1:])):
+            regs = [regs[0], regs[-1]]
+        else:
+            regs = [regs[0], -1]
+    for r in regs:
+        if r > 31:
+            raise EncodeError(f"register z{r} out of range (z0-z31) in {original!r}")
+    if size != size2 or (regs[1] - regs[0]) % 32 != 3:
+        raise EncodeError(f"malformed operand {original!r}: a register list is four "
+                          f"consecutive Z registers of one size (e.g. {{z0.s-z3.s}})")
+    return SveOperand("{z." + size + "*4}", (regs[0],), original)
+
+
 def _braced(inner: str, original: str) -> SveOperand:
-    """{z.T}, {za slice}, or a ZERO tile list (possibly empty)."""
+    """{z.T}, {za slice}, a list of four Z registers, or a ZERO tile list (possibly empty)."""
+    if "-" in inner or ("," in inner and inner.startswith("z") and not inner.startswith("za")):
+        listed = _list4(inner, original)
+        if listed is not None:
+            return listed
     single = _simple(inner, original)
     if single is not None and single.shape.startswith(("z.", "za[].")):
         return SveOperand("{" + single.shape + "}", single.values, original)

@@ -44,6 +44,11 @@ def render(slot_name: str, values: tuple[int, ...]) -> str:
     """GNU syntax of one operand of the slot with these values."""
     head, _, size = slot_name.partition(".")
     v = values
+    if slot_name.startswith("{z.") and slot_name.endswith("*4}"):
+        t = size[:-3]       # GNU as takes both spellings; wrapping lists as a comma list
+        if v[0] <= 28 or v[0] > 31:       # (> 31: an out-of-range case, written as it is)
+            return "{" + f"z{v[0]}.{t}-z{v[0] + 3}.{t}" + "}"
+        return "{" + ", ".join(f"z{(v[0] + i) % 32}.{t}" for i in range(4)) + "}"
     if slot_name.startswith("{z."):
         return "{" + f"z{v[0]}.{size[:-1]}" + "}"
     if slot_name.startswith("{za[]."):
@@ -134,7 +139,7 @@ def out_of_range_lines(form: SveForm) -> list[tuple[str, str]]:
     for k, (_, field) in enumerate(fields):
         if field.label in ("tile mask", "slice direction"):
             continue
-        for value in (field.lo - field.scale, field.hi + field.scale):
+        for value in (field.lo - field.step, field.hi + field.step):
             if value < 0 and not field.show.startswith(("#", "{}", "mul")):
                 continue
             if field.show.startswith(("x", "w")) and value == 32:

@@ -72,7 +72,10 @@ def test_requested_instructions_have_forms():
     requested = {"fmopa", "bfmopa", "smopa", "umopa", "usmopa", "sumopa", "fmops", "smstart",
                  "smstop", "zero", "ld1w", "ld1b", "ld1h", "st1w", "mova", "mov", "ptrue",
                  "whilelt", "cntw", "cntb", "cnth", "rdsvl", "addvl", "addsvl", "addspl",
-                 "fadd", "fmax", "fmin", "ld1rw"}   # the last four: the SME fp32 epilogue
+                 "fadd", "fmax", "fmin", "ld1rw",   # the SME fp32 epilogue
+                 "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl", "ssra",
+                 "smullb", "smullt", "sqxtnb", "sqxtnt", "uzp1", "trn1", "trn2", "ld1rb",
+                 "ld1rh", "ld4w"}                   # and its int8 requantisation
     assert requested <= {form.mnemonic for form in SVE_FORMS}
     assert len(SVE_FORMS) >= 100
 
@@ -95,8 +98,9 @@ def test_a_field_just_outside_its_range_is_rejected_like_gnu_as():
 
 
 # GNU as 2.40 feature dependencies (observed: -march=...+no<feature> also rejects these):
-# +sme needs +sve2 (so +sve) and +bf16; +sve needs +fp16; +fp16fml needs +fp16.
-DEPENDENTS = {"fp16": {"fp16fml", "sve", "sme"}, "bf16": {"sme"}, "sve": {"sme"}}
+# +sme needs +sve2 (so +sve) and +bf16; +sve2 needs +sve; +sve needs +fp16; +fp16fml needs +fp16.
+DEPENDENTS = {"fp16": {"fp16fml", "sve", "sve2", "sme"}, "bf16": {"sme"}, "sve": {"sve2", "sme"},
+              "sve2": {"sme"}}
 
 
 def every_sample():
@@ -118,11 +122,13 @@ def test_feature_of_matches_what_gnu_as_requires(feature):
 def test_sve_forms_assemble_with_sve_alone_sme_forms_need_sme():
     lines = [sve_lines.sample_line(form) for form in SVE_FORMS]
     sme = {number for number, form in enumerate(SVE_FORMS, start=1) if form.feature == "sme"}
-    assert sme and len(sme) < len(lines)
-    assert rejected_lines(lines, "armv8-a+sve") == sme
+    sve2 = {number for number, form in enumerate(SVE_FORMS, start=1) if form.feature == "sve2"}
+    assert sme and sve2 and len(sme | sve2) < len(lines)
+    assert rejected_lines(lines, "armv8-a+sve") == sme | sve2
+    assert rejected_lines(lines, "armv8-a+sve2") == sme
     assert rejected_lines(lines, "armv8-a+sme") == set()
     assert rejected_lines(lines, "armv8-a") == set(range(1, len(lines) + 1))
-    assert {feature_of(line) for line in lines} == {"sve", "sme"}
+    assert {feature_of(line) for line in lines} == {"sve", "sve2", "sme"}
 
 
 def test_each_form_is_the_one_its_own_lines_select():

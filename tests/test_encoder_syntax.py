@@ -30,7 +30,7 @@ def test_spelling_gives_gnu_as_word(text):
 
 
 def test_features_tuple_is_the_documented_one():
-    assert FEATURES == ("dotprod", "i8mm", "bf16", "fp16fml", "fp16", "sve", "sme")
+    assert FEATURES == ("dotprod", "i8mm", "bf16", "fp16fml", "fp16", "sve", "sve2", "sme")
 
 
 @pytest.mark.parametrize("text,feature", [

@@ -120,7 +120,8 @@ def streaming_region_problems(text: str) -> list[str]:
         statement = parsed.statement.strip()
         if statement.startswith(".inst"):
             statement = parsed.comment[2:].split("//")[0].strip()
-            if not is_known_instruction(statement) or feature_of(statement) not in ("sve", "sme"):
+            if not is_known_instruction(statement) or feature_of(statement) not in ("sve", "sve2",
+                                                                                     "sme"):
                 problems.append(line)
             word = int(parsed.statement.split()[1], 16)
             if encode(statement) != word:
