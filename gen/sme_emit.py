@@ -41,15 +41,26 @@ from .sme_tiling import ZaPlan
 ARGS_M_REM, ARGS_N_REM, ARGS_ACC, ARGS_LD_ACC, ARGS_PARAMS = 0, 8, 16, 24, 32
 ARGS_CLAMP_MIN, ARGS_CLAMP_MAX = 56, 60
 
-# Epilogue variants per SME instruction ("raw", the unsuffixed kernel, first). biasclamp:
-# min(max(x + bias[column], clamp_min), clamp_max) on fp32 -- the fp32-accumulating types, as
-# the NEON fmla / bfmmla kernels have it. The int8 requantisation is not generated yet: its
-# column parameters (gen.epilogue on kv2: 64 bytes per group of 4 columns, interleaved) cannot
-# be read with contiguous streaming-vector loads (and gathers are illegal in streaming mode).
+# Epilogue variants per SME instruction ("raw", the unsuffixed kernel, first), as the NEON
+# kernels have them (gen.epilogue on kv2): biasclamp, min(max(x + bias[column], clamp_min),
+# clamp_max) on fp32, for the fp32-accumulating types; requant, TFLite int8 requantisation,
+# for the int8 GEMM type (smopa; its 1VLx4VL tile makes every C row one int8 vector).
 SME_EPILOGUE_VARIANTS = {"fmopa_f32": ("raw", "biasclamp"), "bfmopa": ("raw", "biasclamp"),
-                         "fmopa_f16f32": ("raw", "biasclamp"), "smopa": ("raw",),
+                         "fmopa_f16f32": ("raw", "biasclamp"), "smopa": ("raw", "requant"),
                          "usmopa": ("raw",)}
-EPILOGUE_SUFFIX = {"raw": "", "biasclamp": "_biasclamp"}
+EPILOGUE_SUFFIX = {"raw": "", "biasclamp": "_biasclamp", "requant": "_requant"}
+# requant: args->rounding (40), c_zero_point (44), act_min (48), act_max (52); params: per
+# group g of 4 columns, 64 bytes at params + 64 g (kv2's layout, shared with the NEON kernels):
+#   rounding 0 (double, TFLite default): int32x4 offset, multiplier, max(shift, 0), min(shift, 0)
+#   rounding 1 (single):  offset, multiplier, int64x2 shift - 31 of columns 0-1, of columns 2-3
+#   rounding 2 (double, every shift < 0): offset, multiplier, int32x4 2^(31 + shift), unused
+ARGS_ROUNDING, ARGS_ZERO_POINT, ARGS_ACT_MIN, ARGS_ACT_MAX = 40, 44, 48, 52
+ROUND_SINGLE = 1
+# requant registers: the four parameter rows of column tile c in z8+4c..z11+4c (after the
+# de-interleave), zero point (.h) z24, act_min / act_max (.b) z25 / z26, row vectors z27+c,
+# temporaries z0-z7 (parameter staging, single-rounding products) and z31.
+RQ_PARAM_Z, RQ_ZP_Z, RQ_MIN_Z, RQ_MAX_Z, RQ_ROW_Z, RQ_TMP_Z = 8, 24, 25, 26, 27, 31
+ROW_BYTES_PRED = 5      # p5: the n_rem bytes of an int8 C row
 # biasclamp registers: bias of column tile c in z16+c, clamp bounds z20/z21, row temporaries
 # z24+c.
 BIAS_Z, CLAMP_MIN_Z, CLAMP_MAX_Z, ROW_Z = 16, 20, 21, 24
@@ -253,6 +264,105 @@ def store_biasclamp(plan: ZaPlan) -> list[Insn]:
         plan, "STORE", ROW_PTR, LDC, row)
 
 
+def requant_params(plan: ZaPlan, mode: int) -> list[Insn]:
+    """The parameter rows of every column tile, de-interleaved into one vector each.
+
+    LD4W {z0.s-z3.s} of column tile c's 64-byte groups puts word 4i+k of the block in lane i
+    of zk: 128-bit segment g of zk holds column k of group g's four rows (offset, multiplier,
+    row 2, row 3). Per segment that is a 4x4 transpose: TRN1/TRN2 .s of (z0, z1) and (z2, z3),
+    then TRN1/TRN2 .d, give row t of the group in one vector, columns in order (Arm ARM
+    DDI0487 LD4W, TRN1, TRN2). Single rounding keeps rows 2/3 as int64 shifts of columns
+    (0, 1) / (2, 3) per group; SMULLB/SMULLT work on even / odd columns, so one more TRN1/TRN2
+    .d makes them (0, 2) and (1, 3)."""
+    code = []
+    for c in range(plan.tc):
+        o, m, l, r = (RQ_PARAM_Z + 4 * c + i for i in range(4))
+        code += [I(f"ld4w {{z0.s-z3.s}}, p{ALL_TRUE}/z, [{PARAMS}"
+                   + (f", #{4 * c}, mul vl]" if c else "]"),
+                   f"params of columns {c}*S.. (16 bytes each)"),
+                 I("trn1 z4.s, z0.s, z1.s"), I("trn2 z5.s, z0.s, z1.s"),
+                 I("trn1 z6.s, z2.s, z3.s"), I("trn2 z7.s, z2.s, z3.s"),
+                 I(f"trn1 z{o}.d, z4.d, z6.d", "offsets"),
+                 I(f"trn1 z{m}.d, z5.d, z7.d", "multipliers")]
+        if mode == ROUND_SINGLE:
+            code += [I("trn2 z0.d, z4.d, z6.d", "int64 shift - 31, columns (0, 1) per group"),
+                     I("trn2 z1.d, z5.d, z7.d", "columns (2, 3)"),
+                     I(f"trn1 z{l}.d, z0.d, z1.d", "columns (0, 2): even"),
+                     I(f"trn2 z{r}.d, z0.d, z1.d", "columns (1, 3): odd")]
+        else:
+            code += [I(f"trn2 z{l}.d, z4.d, z6.d",
+                       "left shifts" if mode == 0 else "2^(31 + shift)"),
+                     I(f"trn2 z{r}.d, z5.d, z7.d", "right shifts" if mode == 0 else "unused")]
+    return code
+
+
+def requant_row(plan: ZaPlan, r: int, mode: int) -> list[Insn]:
+    """One C row: ZA slices -> int32 row vectors -> MultiplyByQuantizedMultiplier (the NEON
+    kernels' steps, bit-exact with ts_requantize) -> int16 (SQXTNB), + zero point (SQADD),
+    int8 (SQXTNB), packed in column order (UZP1), clamped (SMAX/SMIN), one ST1B."""
+    code = []
+    rows = [RQ_ROW_Z + c for c in range(plan.tc)]
+    for c, v in enumerate(rows):
+        o, m, l, rr = (RQ_PARAM_Z + 4 * c + i for i in range(4))
+        code += [I(f"mova z{v}.s, p{ALL_TRUE}/m, za{plan.tile(r, c)}h.s[{SLICE}, 0]",
+                   f"columns {c}*S..: row of za{plan.tile(r, c)}.s"),
+                 I(f"add z{v}.s, z{v}.s, z{o}.s", "+ offset")]
+        if mode == 0:
+            code += [I(f"sqshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{l}.s", "<< max(shift, 0), saturating"),
+                     I(f"sqrdmulh z{v}.s, z{v}.s, z{m}.s", "high mul"),
+                     I(f"and z{RQ_TMP_Z}.d, z{v}.d, z{rr}.d", "sign where shifting right"),
+                     I(f"ssra z{v}.s, z{RQ_TMP_Z}.s, #31", "-1 there: ties away from zero"),
+                     I(f"srshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{rr}.s", "rounding >> -min(shift, 0)")]
+        elif mode == ROUND_SINGLE:
+            code += [I(f"smullb z0.d, z{v}.s, z{m}.s", "even columns x multiplier, 64-bit"),
+                     I(f"smullt z1.d, z{v}.s, z{m}.s", "odd columns"),
+                     I(f"srshl z0.d, p{ALL_TRUE}/m, z0.d, z{l}.d", "rounding >> (31 - shift)"),
+                     I(f"srshl z1.d, p{ALL_TRUE}/m, z1.d, z{rr}.d"),
+                     I(f"sqxtnb z{v}.s, z0.d", "saturate to int32: even columns"),
+                     I(f"sqxtnt z{v}.s, z1.d", "odd columns")]
+        else:
+            code += [I(f"sqrdmulh z{v}.s, z{v}.s, z{m}.s", "high mul"),
+                     I(f"ssra z{v}.s, z{v}.s, #31", "-1 where negative: ties away from zero"),
+                     I(f"sqrdmulh z{v}.s, z{v}.s, z{l}.s", "x 2^(31 + shift): rounding >> -shift")]
+    code += [I(f"sqxtnb z{v}.h, z{v}.s", "to int16 (even halfwords)") for v in rows]
+    code += [I(f"uzp1 z{rows[0]}.h, z{rows[0]}.h, z{rows[1]}.h", "columns 0..2S-1 in order"),
+             I(f"uzp1 z{rows[2]}.h, z{rows[2]}.h, z{rows[3]}.h", "columns 2S..4S-1")]
+    for v in (rows[0], rows[2]):
+        code += [I(f"sqadd z{v}.h, z{v}.h, z{RQ_ZP_Z}.h", "+ zero point, saturating"),
+                 I(f"sqxtnb z{v}.b, z{v}.h", "to int8")]
+    v = rows[0]
+    return code + [
+        I(f"uzp1 z{v}.b, z{v}.b, z{rows[2]}.b", "the 4S columns in order"),
+        I(f"smax z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MIN_Z}.b", "clamp"),
+        I(f"smin z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MAX_Z}.b"),
+        I(f"st1b {{z{v}.b}}, p{ROW_BYTES_PRED}, [{ROW_PTR}]", "C row: n_rem int8")]
+
+
+def store_requant(plan: ZaPlan) -> list[Insn]:
+    """requant: parameters once per tile (per rounding mode), then one slice loop per mode."""
+    code = [I(f"ldr {PARAMS}, [{ARGS}, #{ARGS_PARAMS}]", "params"),
+            I(f"ld1rh {{z{RQ_ZP_Z}.h}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ZERO_POINT}]",
+              "c_zero_point (int32, -128..127: its low halfword)"),
+            I(f"ld1rb {{z{RQ_MIN_Z}.b}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ACT_MIN}]",
+              "act_min (its low byte)"),
+            I(f"ld1rb {{z{RQ_MAX_Z}.b}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ACT_MAX}]", "act_max"),
+            I(f"whilelt p{ROW_BYTES_PRED}.b, xzr, {N_REM}", "the n_rem bytes of a C row"),
+            I(f"ldr w{TMP[1:]}, [{ARGS}, #{ARGS_ROUNDING}]", "rounding"),
+            I(f"cmp w{TMP[1:]}, #{ROUND_SINGLE}"),
+            I("b.eq K_RQ_SINGLE", "1: single rounding"),
+            I("b.hi K_RQ_RIGHT", "2: double rounding, every shift < 0")]
+    names = {0: ("RQD", None), ROUND_SINGLE: ("RQS", "K_RQ_SINGLE"), 2: ("RQR", "K_RQ_RIGHT")}
+    for mode in (0, ROUND_SINGLE, 2):
+        name, label = names[mode]
+        if label:
+            code.append(Insn(f"{label}:", "label"))
+        code += requant_params(plan, mode)
+        code += [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0")]
+        code += slice_rows(plan, name, ROW_PTR, LDC, lambda r, mode=mode: requant_row(plan, r, mode))
+        code.append(I("b K_RQ_DONE"))
+    return code + [Insn("K_RQ_DONE:", "label")]
+
+
 def store_rows(plan: ZaPlan) -> list[Insn]:
     def row(r):
         return [I(f"st1w {{za{plan.tile(r, c)}h.s[{SLICE}, 0]}}, p{COLUMN_PRED0 + c}, "
@@ -346,7 +456,11 @@ def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str
         raise KernelPlanError(f"{plan.instruction}: no {epilogue} epilogue for SME kernels")
     inst = plan.inst
     symbol = kernel_symbol(prefix, plan, cpu) + EPILOGUE_SUFFIX[epilogue]
-    store = store_biasclamp(plan) if epilogue == "biasclamp" else store_rows(plan)
+    if epilogue == "requant" and plan.tc != 4:
+        raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: the requant epilogue "
+                              f"stores a C row as one int8 vector (needs 4 column tiles)")
+    store = {"biasclamp": store_biasclamp, "requant": store_requant}.get(epilogue, store_rows)(
+        plan)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, elem_bytes=TYPE_BYTES[inst.a_type],
         epilogue=epilogue,

@@ -28,7 +28,7 @@ HARNESS = TEST_C / "sme_kernel_harness.c"
 def sme_table(manifest: dict) -> str:
     rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
             f'"{k["c_type"]}", {k["tr"]}, {k["tc"]}, {k["lp"]}, '
-            f'{int(k["epilogue"] == "biasclamp")}}},'
+            f'{["raw", "biasclamp", "requant"].index(k["epilogue"])}}},'
             for k in manifest["sme_kernels"]]
     protos = [f"void {k['symbol']}(const void *, const void *, size_t, void *, size_t, "
               f"const tile_args *);" for k in manifest["sme_kernels"]]
@@ -81,8 +81,8 @@ def test_v92_emits_every_sme_kernel_with_the_solver_shapes(generated):
     kernels = [k for k in manifest["sme_kernels"] if k["epilogue"] == "raw"]
     assert [k["instruction"] for k in kernels] == [i.name for i in sme_generated_for("v92")]
     variants = [k["symbol"] for k in manifest["sme_kernels"] if k["epilogue"] != "raw"]
-    assert variants == [k["symbol"] + "_biasclamp" for k in kernels
-                        if k["c_type"] == "fp32"]
+    assert variants == [k["symbol"] + ("_biasclamp" if k["c_type"] == "fp32" else "_requant")
+                        for k in kernels if k["c_type"] == "fp32" or k["instruction"] == "smopa"]
     for k in kernels:
         plan = solve(k["instruction"])
         assert (k["tr"], k["tc"]) == (plan.tr, plan.tc)
@@ -317,3 +317,20 @@ def test_main_loop_mix_in_the_manifest_counts_the_emitted_loop(generated):
         assert mnemonics.count(k["mnemonic"]) == mix["mopa"] == 2 * k["tr"] * k["tc"]
         assert sum(m.startswith("ld1") for m in mnemonics) == mix["load"] == 2 * (k["tr"] + k["tc"])
         assert len(mnemonics) == mix["mopa"] + mix["load"] + mix["other"]
+
+
+@pytest.mark.parametrize("statement,replacement", [
+    ("ssra z27.s, z31.s, #31", "nop"),                  # double rounding: tie fix-up dropped
+    ("srshl z28.s, p0/m, z28.s, z15.s", "nop"),         # double rounding: no right shift
+    ("smullt z1.d, z27.s, z9.s", "smullb z1.d, z27.s, z9.s"),   # single rounding: wrong lanes
+    ("ssra z29.s, z29.s, #31", "nop"),                  # rounding 2: tie fix-up dropped
+    ("sqadd z27.h, z27.h, z24.h", "nop"),               # zero point dropped
+])
+def test_requant_checks_can_fail(generated, tmp_path, statement, replacement):
+    """Each rounding mode's path is exercised, ties included: one changed instruction in the
+    first row's code of the requant kernel is reported."""
+    out, manifest = generated
+    index = next(i for i, k in enumerate(manifest["sme_kernels"]) if k["epilogue"] == "requant")
+    word = 0xD503201F if replacement == "nop" else encode(replacement)  # NOP: DDI0487 C6.2
+    proc = _mutated_run(generated, tmp_path, index, lambda t: _replace_inst(t, statement, word))
+    assert proc.returncode == 1 and "expected" in proc.stdout, proc.stdout[-2000:]

@@ -13,7 +13,9 @@
  *   - a lazy ZA save pending on entry (ZA filled, TPIDR2_EL0 -> a TPIDR2 block) is committed:
  *     the buffer holds ZA's first num_za_save_slices vectors, nothing after them is written.
  * biasclamp kernels: always called with args, the bias array (n_rem fp32) flush against a guard
- * page, clamp bounds that cut some outputs. Values are small integers, so every sum is exact in
+ * page, clamp bounds that cut some outputs. requant kernels: int8 C, the three rounding modes
+ * in turn with their parameter blocks (hp columns, at a guard page), checked against the
+ * TFLite definitions written out here (requant_ref). Values are small integers, so every sum is exact in
  * every type and results must match the reference exactly (int64 arithmetic). */
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +40,7 @@ typedef struct {
     sme_kernel_fn fn;
     const char *a_type, *b_type, *c_type;
     int tr, tc, lp;
-    int biasclamp;          /* epilogue: 0 raw, 1 biasclamp (args always given) */
+    int epilogue;           /* 0 raw, 1 biasclamp, 2 requant (args always given for 1, 2) */
 } sme_kernel_info;
 
 long sme_svl_bytes(void);
@@ -112,6 +114,79 @@ static int c_exact(const void *row, long j, int is_float, int64_t want)
 }
 
 #define SENTINEL 0x7fc0dead  /* a NaN pattern for floats, an unlikely int32 */
+#define SENTINEL8 0x5a       /* int8 C */
+
+/* ---- TFLite int8 requantisation, written out from its definitions -------------------------
+ * gemmlowp (fixedpoint.h) SaturatingRoundingDoublingHighMul and RoundingDivideByPOT; TFLite
+ * (kernels/internal/common.cc) MultiplyByQuantizedMultiplier, double rounding (default) and
+ * single rounding (TFLITE_SINGLE_ROUNDING); tilesmith saturates the left shift, the int32
+ * result and the zero-point add (README, ts_requant.c). rounding 2 is double rounding. */
+static int32_t sat32(int64_t v) { return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v; }
+static int32_t srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+    int64_t ab = (int64_t)a * b, nudge = ab >= 0 ? (1 << 30) : 1 - (1 << 30);
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+static int32_t rdbp(int32_t x, int e)
+{
+    int32_t mask = (int32_t)(((int64_t)1 << e) - 1), rem = x & mask;
+    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> e) + (rem > threshold ? 1 : 0);
+}
+static int8_t requant_ref(int32_t acc, int mode, int32_t offset, int32_t mult, int shift, int zp,
+                          int lo, int hi)
+{
+    int32_t x = (int32_t)((uint32_t)acc + (uint32_t)offset), y;
+    if (mode == 1) {
+        int total = 31 - shift;
+        y = sat32(((int64_t)x * mult + ((int64_t)1 << (total - 1))) >> total);
+    } else {
+        y = rdbp(srdhm(sat32((int64_t)x * ((int64_t)1 << (shift > 0 ? shift : 0))), mult),
+                 shift > 0 ? 0 : -shift);
+    }
+    int64_t v = (int64_t)y + zp;
+    return (int8_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+/* The same with round-half-up right shifts (SRSHL alone, no tie fix-up): outputs where it
+ * differs show the test sees the fix-up. */
+static int8_t requant_ref_half_up(int32_t acc, int mode, int32_t offset, int32_t mult, int shift,
+                                  int zp, int lo, int hi)
+{
+    if (mode == 1 || shift >= 0) return requant_ref(acc, mode, offset, mult, shift, zp, lo, hi);
+    int32_t x = (int32_t)((uint32_t)acc + (uint32_t)offset), h = srdhm(x, mult);
+    int32_t y = (int32_t)(((int64_t)h + ((int64_t)1 << (-shift - 1))) >> -shift);
+    int64_t v = (int64_t)y + zp;
+    return (int8_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+static long rq_outputs, rq_unclamped, rq_tie_sensitive;   /* per kernel run */
+
+typedef struct { int32_t offset, mult; int shift; } rq_column;
+
+/* The parameter block of hp columns for `mode` (gen/sme_emit.py, kv2's layout): 64 bytes per
+ * group of 4 columns. */
+static void rq_params(int32_t *block, const rq_column *col, long hp, int mode)
+{
+    for (long j = 0; j < hp; j++) {
+        long g = j / 4, t = j % 4;
+        int32_t *w = block + 16 * g;
+        w[t] = col[j].offset;
+        w[4 + t] = col[j].mult;
+        if (mode == 0) {
+            w[8 + t] = col[j].shift > 0 ? col[j].shift : 0;
+            w[12 + t] = col[j].shift < 0 ? col[j].shift : 0;
+        } else if (mode == 1) {
+            int64_t s64 = (int64_t)col[j].shift - 31;
+            memcpy(w + 8 + 2 * t, &s64, 8);
+        } else {
+            w[8 + t] = (int32_t)((int64_t)1 << (31 + col[j].shift));
+            w[12 + t] = 0;
+        }
+    }
+}
+static int rq_counter;
 
 /* ---- one call ----------------------------------------------------------------------------- */
 typedef struct {
@@ -125,6 +200,8 @@ static void run_case(const sme_kernel_info *k, test_case tc)
     long ep = k->tr * S, hp = k->tc * S, lp = k->lp;
     int ab = type_bytes(k->a_type), bb = type_bytes(k->b_type);
     int is_float = !strcmp(k->c_type, "fp32");
+    int biasclamp = k->epilogue == 1, requant = k->epilogue == 2, cb = requant ? 1 : 4;
+    if (k->epilogue && tc.acc == 2) tc.acc = 1;     /* acc may be c for raw kernels only */
     long m = tc.m_rem < 0 ? ep : tc.m_rem, n = tc.n_rem < 0 ? hp : tc.n_rem;
     size_t a_len = tc.ksteps * ep * lp, b_len = tc.ksteps * hp * lp;
     guarded_region ra, rb, rc, racc = {0};
@@ -134,17 +211,67 @@ static void run_case(const sme_kernel_info *k, test_case tc)
     for (size_t i = 0; i < b_len; i++) put_value(b, i, k->b_type, bv[i] = random_value(k->b_type));
 
     /* C: ep rows, row stride hp + 3 elements; the last row ends at a guard page. */
-    size_t ldc = (size_t)(hp + 3) * 4, c_bytes = (size_t)(ep - 1) * ldc + (size_t)hp * 4;
+    size_t ldc = (size_t)(hp + 3) * cb, c_bytes = (size_t)(ep - 1) * ldc + (size_t)hp * cb;
     uint8_t *c = guarded_alloc(c_bytes, &rc);
-    for (size_t i = 0; i < c_bytes / 4; i++) ((uint32_t *)c)[i] = SENTINEL;
+    if (requant) memset(c, SENTINEL8, c_bytes);
+    else for (size_t i = 0; i < c_bytes / 4; i++) ((uint32_t *)c)[i] = SENTINEL;
 
-    int64_t *want_acc = calloc((size_t)(ep * hp), sizeof(int64_t));
     tile_args args = {0};
-    int use_args = tc.m_rem >= 0 || k->biasclamp;
+    int use_args = tc.m_rem >= 0 || k->epilogue;
     if (use_args) { args.m_rem = (size_t)m; args.n_rem = (size_t)n; }
     guarded_region rbias = {0};
     long *bias = calloc((size_t)hp + 1, sizeof(long)), lo = -1000000, hi = 1000000;
-    if (k->biasclamp) {
+    /* The exact int32/fp32 results before the epilogue (the requant parameters are scaled to
+     * them, so that most outputs land inside the int8 clamp). */
+    int64_t *expect = calloc((size_t)(ep * hp), sizeof(int64_t));
+    for (long i = 0; i < m; i++)
+        for (long j = 0; j < n; j++) {
+            long ai = i;
+            if (imopa_mode && !is_float) {      /* QEMU issue 2083 model, see imopa_mode */
+                long li = i % S, lj = j % S;
+                ai = li % 2 ? -1 : (lj % 2 ? i + 1 : i);
+            }
+            int64_t sum = 0;
+            for (size_t s = 0; s < tc.ksteps && ai >= 0; s++)
+                for (long kk = 0; kk < lp; kk++)
+                    sum += (int64_t)av[(s * ep + ai) * lp + kk] * bv[(s * hp + j) * lp + kk];
+            expect[i * hp + j] = sum;       /* + acc, added once acc is made below */
+        }
+    guarded_region rrq = {0};
+    rq_column *rq = calloc((size_t)hp, sizeof(rq_column));
+    int rq_mode = rq_counter++ % 3, zp = 0, act_lo = -128, act_hi = 127;
+    if (requant) {
+        int32_t *block = guarded_alloc((size_t)hp / 4 * 64, &rrq);
+        for (long j = 0; j < hp; j++) {
+            /* |x| below 2^bits over the column (acc adds at most 8000); multiplier ~2^-1 or,
+             * every 5th column, ~2^-11 (then a left shift); the shift maps x to ~2^8, so most
+             * outputs stay inside the clamp; every 7th column multiplier 0.5 and the smallest
+             * right shift that does: ties (x / 2^e exactly .5) are frequent there. */
+            int64_t most = 8000 + 2000;
+            for (long i = 0; i < m; i++)
+                most = llabs(expect[i * hp + j]) + 10000 > most ? llabs(expect[i * hp + j]) + 10000 : most;
+            int bits = 0;
+            while (((int64_t)1 << bits) <= most) bits++;
+            rq[j].offset = (int32_t)(rng_next() % 2001) - 1000;
+            int small = j % 5 == 1, half = j % 7 == 3;
+            rq[j].mult = half ? (1 << 30) : small ? (int32_t)((1u << 20) + rng_next() % (1u << 20))
+                                                  : (int32_t)((1u << 30) + rng_next() % (1u << 30));
+            int shift = (small ? 11 : 1) + 8 - bits + (int)(rng_next() % 3) - 1;
+            if (half) shift = 8 - bits;
+            if (rq_mode == 2 && shift > -1) shift = -1;
+            rq[j].shift = shift < -31 ? -31 : shift > 30 ? 30 : shift;
+        }
+        rq_params(block, rq, hp, rq_mode);
+        zp = (int)(rng_next() % 256) - 128;
+        act_lo = -128 + (int)(rng_next() % 40);
+        act_hi = 127 - (int)(rng_next() % 40);
+        args.params = block;
+        args.rounding = rq_mode;
+        args.c_zero_point = zp;
+        args.act_min = act_lo;
+        args.act_max = act_hi;
+    }
+    if (biasclamp) {
         float *params = guarded_alloc((size_t)n * 4, &rbias);
         for (long j = 0; j < n; j++) params[j] = (float)(bias[j] = random_value("fp32") * 37);
         lo = -(long)(rng_next() % 400) - 1;
@@ -160,7 +287,7 @@ static void run_case(const sme_kernel_info *k, test_case tc)
             for (long j = 0; j < n; j++) {
                 long v = random_value("fp32") * 1000;
                 put_c(acc + i * ld, j, is_float, v);
-                want_acc[i * hp + j] = v;
+                expect[i * hp + j] += v;
             }
         args.acc = acc; args.ld_acc_bytes = ld;
     } else if (tc.acc == 2) {
@@ -168,7 +295,7 @@ static void run_case(const sme_kernel_info *k, test_case tc)
             for (long j = 0; j < n; j++) {
                 long v = random_value("fp32") * 1000;
                 put_c(c + i * ldc, j, is_float, v);
-                want_acc[i * hp + j] = v;
+                expect[i * hp + j] += v;
             }
         args.acc = c; args.ld_acc_bytes = ldc;
     }
@@ -177,8 +304,8 @@ static void run_case(const sme_kernel_info *k, test_case tc)
     uint64_t mask = sme_call_checked(k->fn, a, b, tc.ksteps, c, ldc,
                                      use_args ? &args : NULL, after);
     char what[160];
-    snprintf(what, sizeof what, "%s ksteps=%zu m_rem=%ld n_rem=%ld acc=%d (S=%ld)", k->symbol,
-             tc.ksteps, tc.m_rem, tc.n_rem, tc.acc, S);
+    snprintf(what, sizeof what, "%s ksteps=%zu m_rem=%ld n_rem=%ld acc=%d rounding=%d (S=%ld)",
+             k->symbol, tc.ksteps, tc.m_rem, tc.n_rem, tc.acc, requant ? rq_mode : -1, S);
     if (mask) FAIL("%s: callee-saved registers changed, mask 0x%llx", what, (unsigned long long)mask);
     if (after[0]) FAIL("%s: SVCR = 0x%llx after the call (PSTATE.SM/ZA left on)", what,
                        (unsigned long long)after[0]);
@@ -190,35 +317,37 @@ static void run_case(const sme_kernel_info *k, test_case tc)
         long cols = i == ep - 1 ? hp : hp + 3;
         for (long j = 0; j < cols && !bad; j++) {
             if (i < m && j < n) {
-                int64_t want = want_acc[i * hp + j];
-                for (size_t s = 0; s < tc.ksteps; s++)
-                    for (long kk = 0; kk < lp; kk++)
-                        want += (int64_t)av[(s * ep + i) * lp + kk] * bv[(s * hp + j) * lp + kk];
-                if (imopa_mode && !is_float) {     /* QEMU issue 2083 model, see imopa_mode */
-                    long li = i % S, lj = j % S, ai = li % 2 ? -1 : (lj % 2 ? i + 1 : i);
-                    want = want_acc[i * hp + j];
-                    for (size_t s = 0; s < tc.ksteps && ai >= 0; s++)
-                        for (long kk = 0; kk < lp; kk++)
-                            want += (int64_t)av[(s * ep + ai) * lp + kk] * bv[(s * hp + j) * lp + kk];
-                }
-                if (k->biasclamp) {
+                int64_t want = expect[i * hp + j];
+                if (biasclamp) {
                     want += bias[j];
                     want = want < lo ? lo : want > hi ? hi : want;
                 }
-                if (!c_exact(row, j, is_float, want)) {
+                if (requant) {
+                    int8_t w8 = requant_ref((int32_t)want, rq_mode, rq[j].offset, rq[j].mult,
+                                            rq[j].shift, zp, act_lo, act_hi);
+                    rq_outputs++;
+                    rq_unclamped += w8 > act_lo && w8 < act_hi;
+                    rq_tie_sensitive += w8 != requant_ref_half_up((int32_t)want, rq_mode,
+                        rq[j].offset, rq[j].mult, rq[j].shift, zp, act_lo, act_hi);
+                    if ((int8_t)row[j] != w8) {
+                        FAIL("%s: C[%ld][%ld] = %d, expected %d (int32 %lld, shift %d)", what,
+                             i, j, (int8_t)row[j], w8, (long long)want, rq[j].shift);
+                        bad = 1;
+                    }
+                } else if (!c_exact(row, j, is_float, want)) {
                     FAIL("%s: C[%ld][%ld] = %lld, expected %lld", what, i, j,
                          (long long)get_c(row, j, is_float), (long long)want);
                     bad = 1;
                 }
-            } else if (((uint32_t *)row)[j] != SENTINEL) {
+            } else if (requant ? row[j] != SENTINEL8 : ((uint32_t *)row)[j] != SENTINEL) {
                 FAIL("%s: C[%ld][%ld] outside the %ldx%ld tile written", what, i, j, m, n);
                 bad = 1;
             }
         }
     }
     guarded_free(&ra); guarded_free(&rb); guarded_free(&rc); guarded_free(&racc);
-    guarded_free(&rbias);
-    free(av); free(bv); free(want_acc); free(bias);
+    guarded_free(&rbias); guarded_free(&rrq);
+    free(av); free(bv); free(expect); free(bias); free(rq);
 }
 
 /* ---- lazy ZA save ------------------------------------------------------------------------- */
@@ -292,6 +421,12 @@ static void run_kernel(const sme_kernel_info *k)
     run_lazy_save(k, (unsigned)(S * 4));        /* every ZA vector */
     run_lazy_save(k, 3);                        /* the first 3 */
     run_lazy_save(k, 0);
+    if (k->epilogue == 2) {     /* the requant cases must be able to fail */
+        if (rq_unclamped * 3 < rq_outputs || rq_tie_sensitive == 0)
+            FAIL("%s: weak requant cases: %ld of %ld outputs inside the clamp, %ld decided by "
+                 "the tie fix-up", k->symbol, rq_unclamped, rq_outputs, rq_tie_sensitive);
+        rq_outputs = rq_unclamped = rq_tie_sensitive = 0;
+    }
 }
 
 int main(int argc, char **argv)
