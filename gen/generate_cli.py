@@ -95,7 +95,8 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     files = {k.file: k.text for family in families for k in family}
     files.update({k.file: k.text for k in sme})
     files[f"{prefix}kernels.h"] = env.get_template("kernels.h.j2").render(
-        p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"])
+        p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"],
+        sme_kernels=manifest.get("sme_kernels", []))
     files[MANIFEST] = json.dumps(manifest, indent=2) + "\n"
     return files
 

@@ -30,16 +30,18 @@ import jinja2
 from encoder import rewrite_text
 
 from .emit import asm_line, environment, inst_features
+from .epilogue import EPILOGUES, OFF, ROUND_DOUBLE, ROUND_DOUBLE_RIGHT, ROUND_SINGLE
 from .isa import ARCH_NAMES, SME_INSTRUCTIONS, TYPE_BYTES
 from .loop import KernelPlanError
 from .naming import cpu_suffix
 from .schedule import Insn
 from .sme_tiling import ZaPlan
 
-# Contract v2 argument block (x5), shared with the NEON kernels (gen.epilogue.ARGS_FIELDS on
-# the kv2 branch): byte offsets of the fields the SME kernels read.
-ARGS_M_REM, ARGS_N_REM, ARGS_ACC, ARGS_LD_ACC, ARGS_PARAMS = 0, 8, 16, 24, 32
-ARGS_CLAMP_MIN, ARGS_CLAMP_MAX = 56, 60
+# Contract v2 argument block (x5), shared with the NEON kernels (gen.epilogue.ARGS_FIELDS):
+# byte offsets of the fields the SME kernels read.
+ARGS_M_REM, ARGS_N_REM, ARGS_ACC, ARGS_LD_ACC, ARGS_PARAMS = (
+    OFF[f] for f in ("m_rem", "n_rem", "acc", "ld_acc_bytes", "params"))
+ARGS_CLAMP_MIN, ARGS_CLAMP_MAX = OFF["clamp_min"], OFF["clamp_max"]
 
 # Epilogue variants per SME instruction ("raw", the unsuffixed kernel, first), as the NEON
 # kernels have them (gen.epilogue on kv2): biasclamp, min(max(x + bias[column], clamp_min),
@@ -49,13 +51,14 @@ SME_EPILOGUE_VARIANTS = {"fmopa_f32": ("raw", "biasclamp"), "bfmopa": ("raw", "b
                          "fmopa_f16f32": ("raw", "biasclamp"), "smopa": ("raw", "requant"),
                          "usmopa": ("raw",)}
 EPILOGUE_SUFFIX = {"raw": "", "biasclamp": "_biasclamp", "requant": "_requant"}
-# requant: args->rounding (40), c_zero_point (44), act_min (48), act_max (52); params: per
-# group g of 4 columns, 64 bytes at params + 64 g (kv2's layout, shared with the NEON kernels):
+# requant: args->rounding, c_zero_point, act_min, act_max; params: per group g of 4 columns,
+# 64 bytes at params + 64 g (gen.epilogue's layout, shared with the NEON kernels):
 #   rounding 0 (double, TFLite default): int32x4 offset, multiplier, max(shift, 0), min(shift, 0)
 #   rounding 1 (single):  offset, multiplier, int64x2 shift - 31 of columns 0-1, of columns 2-3
 #   rounding 2 (double, every shift < 0): offset, multiplier, int32x4 2^(31 + shift), unused
-ARGS_ROUNDING, ARGS_ZERO_POINT, ARGS_ACT_MIN, ARGS_ACT_MAX = 40, 44, 48, 52
-ROUND_SINGLE = 1
+ARGS_ROUNDING, ARGS_ZERO_POINT, ARGS_ACT_MIN, ARGS_ACT_MAX = (
+    OFF[f] for f in ("rounding", "c_zero_point", "act_min", "act_max"))
+RQ_GROUP_BYTES = EPILOGUES["requant"].group_bytes      # 64
 # requant registers: the four parameter rows of column tile c in z8+4c..z11+4c (after the
 # de-interleave), zero point (.h) z24, act_min / act_max (.b) z25 / z26, row vectors z27+c,
 # temporaries z0-z7 (parameter staging, single-rounding products) and z31.
@@ -291,8 +294,9 @@ def requant_params(plan: ZaPlan, mode: int) -> list[Insn]:
                      I(f"trn2 z{r}.d, z0.d, z1.d", "columns (1, 3): odd")]
         else:
             code += [I(f"trn2 z{l}.d, z4.d, z6.d",
-                       "left shifts" if mode == 0 else "2^(31 + shift)"),
-                     I(f"trn2 z{r}.d, z5.d, z7.d", "right shifts" if mode == 0 else "unused")]
+                       "left shifts" if mode == ROUND_DOUBLE else "2^(31 + shift)"),
+                     I(f"trn2 z{r}.d, z5.d, z7.d",
+                       "right shifts" if mode == ROUND_DOUBLE else "unused")]
     return code
 
 
@@ -307,7 +311,7 @@ def requant_row(plan: ZaPlan, r: int, mode: int) -> list[Insn]:
         code += [I(f"mova z{v}.s, p{ALL_TRUE}/m, za{plan.tile(r, c)}h.s[{SLICE}, 0]",
                    f"columns {c}*S..: row of za{plan.tile(r, c)}.s"),
                  I(f"add z{v}.s, z{v}.s, z{o}.s", "+ offset")]
-        if mode == 0:
+        if mode == ROUND_DOUBLE:
             code += [I(f"sqshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{l}.s", "<< max(shift, 0), saturating"),
                      I(f"sqrdmulh z{v}.s, z{v}.s, z{m}.s", "high mul"),
                      I(f"and z{RQ_TMP_Z}.d, z{v}.d, z{rr}.d", "sign where shifting right"),
@@ -351,8 +355,9 @@ def store_requant(plan: ZaPlan) -> list[Insn]:
             I(f"cmp w{TMP[1:]}, #{ROUND_SINGLE}"),
             I("b.eq K_RQ_SINGLE", "1: single rounding"),
             I("b.hi K_RQ_RIGHT", "2: double rounding, every shift < 0")]
-    names = {0: ("RQD", None), ROUND_SINGLE: ("RQS", "K_RQ_SINGLE"), 2: ("RQR", "K_RQ_RIGHT")}
-    for mode in (0, ROUND_SINGLE, 2):
+    names = {ROUND_DOUBLE: ("RQD", None), ROUND_SINGLE: ("RQS", "K_RQ_SINGLE"),
+             ROUND_DOUBLE_RIGHT: ("RQR", "K_RQ_RIGHT")}
+    for mode in (ROUND_DOUBLE, ROUND_SINGLE, ROUND_DOUBLE_RIGHT):
         name, label = names[mode]
         if label:
             code.append(Insn(f"{label}:", "label"))
@@ -456,6 +461,9 @@ def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str
         raise KernelPlanError(f"{plan.instruction}: no {epilogue} epilogue for SME kernels")
     inst = plan.inst
     symbol = kernel_symbol(prefix, plan, cpu) + EPILOGUE_SUFFIX[epilogue]
+    if epilogue == "requant" and RQ_GROUP_BYTES != 64:
+        raise KernelPlanError("requant: the LD4W de-interleave reads 16 bytes per column "
+                              f"(64 per group of 4), gen.epilogue has {RQ_GROUP_BYTES}")
     if epilogue == "requant" and plan.tc != 4:
         raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: the requant epilogue "
                               f"stores a C row as one int8 vector (needs 4 column tiles)")

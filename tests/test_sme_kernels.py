@@ -26,14 +26,18 @@ HARNESS = TEST_C / "sme_kernel_harness.c"
 
 
 def sme_table(manifest: dict) -> str:
+    """sme_kernel_table.h: every SME kernel of the manifest (declared by <prefix>kernels.h)."""
     rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
             f'"{k["c_type"]}", {k["tr"]}, {k["tc"]}, {k["lp"]}, '
             f'{["raw", "biasclamp", "requant"].index(k["epilogue"])}}},'
             for k in manifest["sme_kernels"]]
-    protos = [f"void {k['symbol']}(const void *, const void *, size_t, void *, size_t, "
-              f"const tile_args *);" for k in manifest["sme_kernels"]]
-    return ("\n".join(protos) + "\nstatic const sme_kernel_info KERNELS[] = {\n"
-            + "\n".join(rows) + "\n};\n")
+    return ("static const sme_kernel_info KERNELS[] = {\n" + "\n".join(rows) + "\n};\n")
+
+
+def sme_table_types(manifest: dict) -> str:
+    """sme_kernel_table_types.h: the generated header and its argument block as tile_args."""
+    prefix = manifest["prefix"]
+    return f'#include "{prefix}kernels.h"\ntypedef {prefix}tile_args tile_args;\n'
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +49,7 @@ def build_harness(out, manifest: dict, tmp, texts: dict | None = None):
     """The harness over every SME kernel of `out`; `texts` replaces kernel files' text
     (symbol -> text) for the tests that check the checks can fail."""
     (tmp / "sme_kernel_table.h").write_text(sme_table(manifest))
+    (tmp / "sme_kernel_table_types.h").write_text(sme_table_types(manifest))
     helpers = tmp / "sme_abi_helpers.S"
     helpers.write_text(rewrite_text(HELPERS.read_text(), ["sve", "sme"], filename=str(HELPERS)))
     kernels = []
@@ -54,8 +59,8 @@ def build_harness(out, manifest: dict, tmp, texts: dict | None = None):
             path = tmp / k["file"]
             path.write_text(texts[k["symbol"]])
         kernels.append(path)
-    return compile_aarch64([HARNESS, helpers, *kernels], tmp / "sme_harness", includes=[tmp],
-                           march="armv8-a")
+    return compile_aarch64([HARNESS, helpers, *kernels], tmp / "sme_harness",
+                           includes=[tmp, out], march="armv8-a")
 
 
 def qemu_cpu(svl_bytes: int) -> str:
@@ -106,7 +111,8 @@ def test_solver_ranks_whole_output_rows_then_bytes_per_mac():
 
 
 STREAMING_BASE = {"add", "sub", "subs", "cmp", "csel", "mov", "lsr", "and", "ldr", "cbz",
-                  "cbnz", "tbz", "b.ne", "b.lo", "b.ls", "mrs", "msr", "brk"}
+                  "cbnz", "tbz", "b", "b.ne", "b.eq", "b.hi", "b.lo", "b.ls", "mrs", "msr",
+                  "brk"}
 FP_SIMD_OPERAND = re.compile(r"\b[vqdshb]\d+\b|\bv\d+\.")
 
 

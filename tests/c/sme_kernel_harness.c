@@ -24,14 +24,9 @@
 
 #include "guarded.h"
 
-typedef struct {
-    size_t m_rem, n_rem;
-    const void *acc;
-    size_t ld_acc_bytes;
-    const void *params;
-    int32_t rounding, c_zero_point, act_min, act_max;
-    float clamp_min, clamp_max;
-} tile_args;   /* contract v2, 64 bytes (README "Micro-kernel ABI") */
+/* The generated <prefix>kernels.h (through sme_kernel_table.h): the SME kernels' declarations
+ * and the contract v2 argument block, as tile_args. */
+#include "sme_kernel_table_types.h"
 
 typedef void (*sme_kernel_fn)(const void *, const void *, size_t, void *, size_t,
                               const tile_args *);
