@@ -216,6 +216,7 @@ static void run_case(const sme_kernel_info *k, test_case tc)
     if (use_args) { args.m_rem = (size_t)m; args.n_rem = (size_t)n; }
     guarded_region rbias = {0};
     long *bias = calloc((size_t)hp + 1, sizeof(long)), lo = -1000000, hi = 1000000;
+    uint32_t *nan_bits = calloc((size_t)hp + 1, sizeof(uint32_t));
     /* The exact int32/fp32 results before the epilogue (the requant parameters are scaled to
      * them, so that most outputs land inside the int8 clamp). */
     int64_t *expect = calloc((size_t)(ep * hp), sizeof(int64_t));
@@ -269,6 +270,14 @@ static void run_case(const sme_kernel_info *k, test_case tc)
     if (biasclamp) {
         float *params = guarded_alloc((size_t)n * 4, &rbias);
         for (long j = 0; j < n; j++) params[j] = (float)(bias[j] = random_value("fp32") * 37);
+        /* NaN biases, quiet and signalling with payloads, in some columns: FADD returns the
+         * NaN operand quieted (FPCR.DN = 0), FMAX/FMIN propagate it (Arm ARM DDI0487 FPProcessNaNs):
+         * the output is the bias's bits with the quiet bit (22) set. */
+        static const uint32_t nans[] = {0x7fc00000u, 0xffc12345u, 0x7f800001u, 0xffa5a5a5u};
+        for (long j = 5; j < n; j += 11) {
+            nan_bits[j] = nans[(j / 11) % 4];
+            memcpy(&params[j], &nan_bits[j], 4);
+        }
         lo = -(long)(rng_next() % 400) - 1;
         hi = (long)(rng_next() % 400) + 1;
         args.params = params;
@@ -329,6 +338,14 @@ static void run_case(const sme_kernel_info *k, test_case tc)
                              i, j, (int8_t)row[j], w8, (long long)want, rq[j].shift);
                         bad = 1;
                     }
+                } else if (biasclamp && nan_bits[j]) {
+                    uint32_t got;
+                    memcpy(&got, row + 4 * j, 4);
+                    if (got != (nan_bits[j] | 0x00400000u)) {
+                        FAIL("%s: C[%ld][%ld] = 0x%08x, expected the NaN 0x%08x", what, i, j,
+                             got, nan_bits[j] | 0x00400000u);
+                        bad = 1;
+                    }
                 } else if (!c_exact(row, j, is_float, want)) {
                     FAIL("%s: C[%ld][%ld] = %lld, expected %lld", what, i, j,
                          (long long)get_c(row, j, is_float), (long long)want);
@@ -342,7 +359,7 @@ static void run_case(const sme_kernel_info *k, test_case tc)
     }
     guarded_free(&ra); guarded_free(&rb); guarded_free(&rc); guarded_free(&racc);
     guarded_free(&rbias); guarded_free(&rrq);
-    free(av); free(bv); free(expect); free(bias); free(rq);
+    free(av); free(bv); free(expect); free(bias); free(rq); free(nan_bits);
 }
 
 /* ---- lazy ZA save ------------------------------------------------------------------------- */
