@@ -148,6 +148,10 @@ def main(argv=None) -> int:
     except OSError as error:
         print(f"python3 -m gen generate: error: cannot write --out {out}: {error}", file=sys.stderr)
         return EXIT_FAILED
-    kernels = json.loads(files[MANIFEST])["kernels"]
+    manifest = json.loads(files[MANIFEST])
+    kernels = manifest["kernels"]
     print(f"{out}: {len(kernels)} kernels ({', '.join(k['symbol'] for k in kernels)})")
+    sme = manifest.get("sme_kernels", [])
+    if sme:
+        print(f"{out}: {len(sme)} SME kernels ({', '.join(k['symbol'] for k in sme)})")
     return EXIT_OK
