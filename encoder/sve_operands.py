@@ -15,7 +15,8 @@ the operand's values (register numbers, immediates, ...).
     mul #4            shape 'mul'            values (4,)
     sm  za            shapes 'sm' 'za'       values ()      SMSTART/SMSTOP operand
     [x0]  [x0, x1]  [x0, x1, lsl #2]  [x0, #-3, mul vl]
-                      shapes '[x]' '[x, x]' '[x, x, lsl #2]' '[x, #, mul vl]' '[x, #]'  values (Rn, ...)
+                      shapes '[x]' '[x, x]' '[x, x, lsl #2]' '[x, #, mul vl]' '[x, #]'
+                      values (Rn, ...)
 Case and spacing are free, as in GNU as.
 """
 from __future__ import annotations

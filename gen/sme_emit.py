@@ -312,11 +312,13 @@ def requant_row(plan: ZaPlan, r: int, mode: int) -> list[Insn]:
                    f"columns {c}*S..: row of za{plan.tile(r, c)}.s"),
                  I(f"add z{v}.s, z{v}.s, z{o}.s", "+ offset")]
         if mode == ROUND_DOUBLE:
-            code += [I(f"sqshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{l}.s", "<< max(shift, 0), saturating"),
+            code += [I(f"sqshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{l}.s",
+                       "<< max(shift, 0), saturating"),
                      I(f"sqrdmulh z{v}.s, z{v}.s, z{m}.s", "high mul"),
                      I(f"and z{RQ_TMP_Z}.d, z{v}.d, z{rr}.d", "sign where shifting right"),
                      I(f"ssra z{v}.s, z{RQ_TMP_Z}.s, #31", "-1 there: ties away from zero"),
-                     I(f"srshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{rr}.s", "rounding >> -min(shift, 0)")]
+                     I(f"srshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{rr}.s",
+                       "rounding >> -min(shift, 0)")]
         elif mode == ROUND_SINGLE:
             code += [I(f"smullb z0.d, z{v}.s, z{m}.s", "even columns x multiplier, 64-bit"),
                      I(f"smullt z1.d, z{v}.s, z{m}.s", "odd columns"),
@@ -363,7 +365,8 @@ def store_requant(plan: ZaPlan) -> list[Insn]:
             code.append(Insn(f"{label}:", "label"))
         code += requant_params(plan, mode)
         code += [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0")]
-        code += slice_rows(plan, name, ROW_PTR, LDC, lambda r, mode=mode: requant_row(plan, r, mode))
+        code += slice_rows(plan, name, ROW_PTR, LDC,
+                           lambda r, mode=mode: requant_row(plan, r, mode))
         code.append(I("b K_RQ_DONE"))
     return code + [Insn("K_RQ_DONE:", "label")]
 

@@ -249,8 +249,8 @@ def test_inst_never_assembles_to_the_same_words(generated, tmp_path):
         texts = []
         for folder, k in ((out, auto_k), (tmp_path / "never", never_k)):
             obj, binary = tmp_path / "k.o", tmp_path / "k.bin"
-            subprocess.run(["aarch64-linux-gnu-gcc", "-march=armv8-a", "-c", str(folder / k["file"]),
-                            "-o", str(obj)], check=True)
+            subprocess.run(["aarch64-linux-gnu-gcc", "-march=armv8-a", "-c",
+                            str(folder / k["file"]), "-o", str(obj)], check=True)
             subprocess.run(["aarch64-linux-gnu-objcopy", "-O", "binary", "-j", ".text", str(obj),
                             str(binary)], check=True)
             texts.append(binary.read_bytes())
