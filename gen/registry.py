@@ -61,7 +61,8 @@ class GemmType:
     b: str                    # of B
     c: str                    # of the raw result (the quantized forms requantize it)
     chain: tuple              # KernelPath, most preferred first; the last is Armv8.0
-    epilogue: str             # "raw" | "requant" (raw results, plus a requantized form)
+    epilogue: str             # "raw" | "requant" (raw results, plus a requantized form) |
+                              # "dequant" (fp32 through the qdyn scales, ts_qdyn.c)
     entry_points: tuple       # public functions (without the prefix)
     max_k: tuple = ()         # K-bound macros (without the prefix) of the entry points
     bench_dtype: str = ""     # dtype argument of bench/workloads.c, "" for none
@@ -116,6 +117,21 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              max_k=("GEMM_U8U32_MAX_K",),
              bench_dtype="u8u32", bench_label="uint8", bench_shapes=("gemm512",),
              test_label="u8u32"),
+    # Dynamically quantised int8 activations x int8 / int4 symmetric weights -> fp32 (LLM
+    # inference, issue 12): the int8 kernels' raw sums per scale block, then the fp32
+    # dequantisation epilogue (ts_qdyn.c; exact int32 per block, fixed fp32 order, so every path
+    # returns the same bits). int4 weights are widened to int8 when packed.
+    GemmType("qdyn", "QDYN", "int8", "int8", "int32",
+             (KernelPath("smmla", "s8", "s8", "i8mm"),
+              KernelPath("sdot", "s8", "s8", "dotprod"),
+              KernelPath("smlal", "s16", "s16", "armv8.0")),
+             "dequant", ("pack_b_qs8", "pack_b_qs4", "pack_b_qs8_ctx", "pack_b_qs4_ctx",
+                         "gemm_qdyn_f32", "pack_a_qdyn", "packed_a_free",
+                         "gemm_qdyn_f32_packed_a", "quantize_qs8", "quantize_qs4"),
+             max_k=("QDYN_S8_MAX_K", "QDYN_S4_MAX_BL"),
+             bench_dtype="qdyn", bench_label="qdyn int8 x int4/int8 -> fp32",
+             bench_shapes=("gemv", "prefill", "gemm512"),
+             test_label="qdyn"),
 )
 
 BY_KEY = {t.key: t for t in GEMM_TYPES}
@@ -161,7 +177,7 @@ def check_registry(types=GEMM_TYPES) -> None:
                                  f"differ")
         if INSTRUCTIONS[t.chain[-1].instruction].feature is not None:
             raise ValueError(f"GEMM type {t.key}: the last path must run on Armv8.0")
-        if t.epilogue not in ("raw", "requant"):
+        if t.epilogue not in ("raw", "requant", "dequant"):
             raise ValueError(f"GEMM type {t.key}: unknown epilogue {t.epilogue!r}")
         if t.c in ("int32", "uint32") and not t.max_k:
             raise ValueError(f"GEMM type {t.key}: integer results need a K bound (max_k)")

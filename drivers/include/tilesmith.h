@@ -179,12 +179,94 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
                            const ts_packed_b *filter, const ts_quant *q, int8_t *output,
                            void *workspace);
 
+/* ---- dynamically quantised int8 activations x int8 / int4 weights -> fp32 (LLM inference) --
+ * Semantics (every dispatch path and thread count returns the same bits):
+ * All fp32 arithmetic is IEEE single precision in round-to-nearest-even, evaluated unfused (no
+ * FMA contraction; the drivers are built with -ffp-contract=off and write one operation per
+ * statement), and rint() below is round half to even whatever the current rounding mode.
+ *
+ * Activation quantisation, per row m of A (M x K fp32), in this order:
+ *   lo = min(0, min_k A[m][k]),  hi = max(0, max_k A[m][k])
+ *   scale[m] = max((hi / 255) - (lo / 255), FLT_MIN)   (the span and 1/scale cannot overflow;
+ *                                                        an all-zero row gets FLT_MIN)
+ *   inv = 1 / scale[m]
+ *   zp[m] = clamp(rint(-128 - (lo * inv)), -128, 127)
+ *   qa[m][k] = clamp(rint(A[m][k] * inv) + zp[m], -128, 127)      (the + in integers)
+ * A NaN or infinity anywhere in the M x K part of A -> TS_EINVAL, nothing written.
+ *
+ * Weights: the N x K ("out x in") layout of PyTorch / GGML checkpoints, symmetric.
+ *   qs8: int8 (-128 allowed) B[n*ldb + k], one fp32 scale per output channel n.
+ *   qs4: int4 -8..7, two per byte: element k of row n in byte n*ldb_bytes + k/2, the low nibble
+ *        for even k, the high nibble for odd k (two's complement nibbles); one fp32 scale per
+ *        channel (bl = 0: one block of all K, scales[n]) or per block of bl consecutive k
+ *        (bl a multiple of 32 dividing K: scales[n*(K/bl) + b], row-major N x K/bl).
+ *   Scales may be any finite value (negative or zero included); NaN / Inf -> TS_EINVAL.
+ *   Each handle (packed B, packed A) copies what it needs: inputs may be freed after packing.
+ *
+ * Result, with the blocks b = 0 .. nb-1 of bl k each (per channel / qs8: nb = 1, bl = K):
+ *   acc_b[m][n] = sum_{k in block b} (qa[m][k] - zp[m]) * qb[n][k]        (exact int32)
+ *   t_b = scale[m] * wscale[n][b];   u_b = t_b * (float)acc_b[m][n]       ((float): RNE)
+ *   s = u_0;  s = s + u_b for b = 1 .. nb-1 in increasing b
+ *   x = s + bias[n]     (skipped when bias is NULL: x = s)
+ *   C[m][n] = min(max(x, cmin), cmax)                   (max, then min; cmin <= cmax required)
+ * The block sum must fit int32 for every input: |term| <= 255*128 (qs8) or 255*8 (qs4), so
+ * qs8 needs K <= TS_QDYN_S8_MAX_K and qs4 needs its block length (bl, or K when bl = 0) <=
+ * TS_QDYN_S4_MAX_BL; larger -> TS_EINVAL. The kernels compute sum qa*qb and subtract
+ * zp[m] * sum_k qb[n][k] (per block) modulo 2^32: exact whenever the true block sum fits.
+ * Error bound against the exact product of the dequantised values qa, qb is the fp32 rounding
+ * of the epilogue only (the integer part is exact); against a float64 GEMM of the unquantised A,
+ * the activation quantisation adds |err| <= sum_k 0.5 * scale[m] * |wscale * qb[n][k]|.
+ *
+ * ctx: the engine's context (threads, workspace); NULL = single thread, built-in defaults.
+ * Errors: TS_EINVAL (NULL handle or output, NULL A or scales, NaN/Inf input, bad bl, K bound,
+ * cmin > cmax or NaN bounds, NaN / Inf bias, C overlapping an input), TS_ENOMEM; nothing is
+ * written to C or *out on error. */
+#define TS_QDYN_S8_MAX_K  65793     /* 65793 * 255 * 128 <= 2^31 - 1 < 65794 * 255 * 128 */
+#define TS_QDYN_S4_MAX_BL 1052688   /* 1052688 * 255 * 8 <= 2^31 - 1 < 1052689 * 255 * 8 */
+typedef struct ts_context ts_context;   /* the engine's context (issue 13); NULL = defaults */
+typedef struct ts_packed_a ts_packed_a;
+/* N x K int8 weights with one scale per output channel. */
+int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *scales,
+                  ts_packed_b **out);
+/* N x K int4 weights (bytes: ldb_bytes >= ceil(K/2)), per channel (bl = 0) or per block. */
+int ts_pack_b_qs4(size_t N, size_t K, const uint8_t *B, size_t ldb_bytes, const float *scales,
+                  size_t bl, ts_packed_b **out);
+/* The same, packed for the kernel ctx's cpu / feature mask would choose (NULL: this thread's). */
+int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B, size_t ldb,
+                      const float *scales, ts_packed_b **out);
+int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *B,
+                      size_t ldb_bytes, const float *scales, size_t bl, ts_packed_b **out);
+/* C (M x N, fp32) from fp32 A (M x K, K of the handle) as described above. */
+int ts_gemm_qdyn_f32(const ts_context *ctx, size_t M, const float *A, size_t lda,
+                     const ts_packed_b *B, const float *bias, float cmin, float cmax,
+                     float *C, size_t ldc);
+/* The activation quantisation alone (qa, scale, zp, per-row sums): share it across GEMMs with
+ * the same A (Q/K/V projections). ts_gemm_qdyn_f32_packed_a is bit-identical to
+ * ts_gemm_qdyn_f32 on the same A; the handle's K must equal B's. */
+int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a **out);
+void ts_packed_a_free(ts_packed_a *a);   /* NULL is a no-op */
+int ts_gemm_qdyn_f32_packed_a(const ts_context *ctx, const ts_packed_a *A,
+                              const ts_packed_b *B, const float *bias, float cmin, float cmax,
+                              float *C, size_t ldc);
+/* Weight quantisers (fp32 N x K, row stride ldw; finite values, else TS_EINVAL):
+ *   qs8: per row n, amax = max_k |W|, scale = amax / 127 (amax = 0: 1),
+ *        q = clamp(rint(W / scale), -127, 127); q rows of K bytes, scales N.
+ *   qs4: per row (bl = 0) or per block of bl k (bl a multiple of 32 dividing K): amax, scale =
+ *        amax / 7 (amax = 0: 1), q = clamp(rint(W / scale), -8, 7), packed as ts_pack_b_qs4
+ *        reads it with rows of ceil(K/2) bytes; scales N or N x K/bl.
+ *   A zero W gives q = 0 (also where amax / 127 or amax / 7 underflows to 0, where W / scale
+ *   is +-Inf and clamps). */
+int ts_quantize_qs8(size_t N, size_t K, const float *W, size_t ldw, int8_t *q, float *scales);
+int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, uint8_t *q,
+                    float *scales);
+
 /* ---- which micro-kernel runs (logs, tests) ------------------------------------------------ */
 #define TS_GEMM_F32  0
 #define TS_GEMM_BF16 1
 #define TS_GEMM_INT8 2   /* gemm_s8s32, gemm_s8, conv2d_s8 */
 #define TS_GEMM_U8S8 3   /* gemm_u8s8s32, gemm_u8 (uint8 A, int8 B) */
 #define TS_GEMM_U8U32 4  /* gemm_u8u32 (uint8 A and B) */
+#define TS_GEMM_QDYN 5   /* gemm_qdyn_f32 (int8 A quantised per row, int8 / int4 weights) */
 /* symbol of the kernel the next call of that GEMM type uses; NULL for an unknown type */
 const char *ts_gemm_kernel(int gemm_type);
 /* symbol of the kernel a handle was packed for; NULL for NULL */

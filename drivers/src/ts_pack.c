@@ -804,6 +804,10 @@ void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
     b->col_sums = sums ? (int32_t *)memory : NULL;
     b->data = (unsigned char *)memory + sums;
     b->owned = NULL;
+    b->bl = 0;
+    b->blocks = 0;
+    b->wscales = NULL;
+    b->blk_sums = NULL;
     if (b->col_sums)
         column_sums_s8(b->col_sums, (const int8_t *)B, K, N, k_stride, n_stride);
     /* Panel j = columns j*hp .. j*hp+hp-1 of B, i.e. rows of B^T: row stride n_stride. The

@@ -91,6 +91,11 @@ struct ts_packed_b {
     void *data;                /* panels * panel_bytes bytes */
     int32_t *col_sums;         /* ts_keeps_col_sums types: sum_k B[k][n], N values */
     void *owned;               /* malloc block to free with the handle, or NULL */
+    /* TS_GEMM_QDYN handles only (ts_qdyn.c; 0 / NULL otherwise): the weights' scale blocks */
+    size_t bl;                 /* k per scale block: K for one scale per output channel */
+    size_t blocks;             /* K / bl */
+    const float *wscales;      /* N x blocks fp32 weight scales, row-major */
+    const int32_t *blk_sums;   /* N x blocks: sum of the int weights over each block */
 };
 
 /* Whether [p, p+len) shares a byte with anything a GEMM reads from handle b: the struct, its
@@ -100,7 +105,9 @@ static inline int ts_packed_b_overlaps(const ts_packed_b *b, const void *p, size
     return ts_spans_overlap(p, len, b, sizeof *b)
            || ts_spans_overlap(p, len, b->data, b->panels * b->panel_bytes)
            || ts_spans_overlap(p, len, b->col_sums,
-                                 b->col_sums != NULL ? b->N * sizeof(int32_t) : 0);
+                                 b->col_sums != NULL ? b->N * sizeof(int32_t) : 0)
+           || ts_spans_overlap(p, len, b->wscales, b->N * b->blocks * sizeof(float))
+           || ts_spans_overlap(p, len, b->blk_sums, b->N * b->blocks * sizeof(int32_t));
 }
 
 /* Bytes ts_packed_b_init needs for (path, K, N): the panels, plus column sums for INT8.

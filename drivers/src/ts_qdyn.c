@@ -1,0 +1,460 @@
+/* ts_qdyn.c — dynamically quantised int8 activations x int8 / int4 weights -> fp32
+ * (tilesmith.h "dynamically quantised ..."; the semantics are written there and followed here
+ * operation by operation).
+ *
+ * Build with -ffp-contract=off (the generated CMakeLists.txt does, for this file): every fp32
+ * operation below is its own statement, and no multiply may be fused with the add after it,
+ * or the paths would not return the same bits as the documented order.
+ *
+ * How it runs: the weights are packed once (ts_pack_b_qs8 / _qs4) into the panels of the int8
+ * kernel the dispatcher picks for TS_GEMM_QDYN (smmla -> sdot -> smlal), int4 widened to int8
+ * at packing time, with the per-block weight sums and scales beside them. Per ep-row strip of A
+ * the rows are quantised (or taken from a ts_packed_a) and packed; per hp-column panel of B
+ * and per scale block the raw kernel computes sum qa*qb over the block into an int32 tile, and
+ * the fp32 epilogue below subtracts zp[m] * sum qb (modulo 2^32: exact whenever the true block
+ * sum fits, which the K bounds guarantee), scales and accumulates the blocks in fp32, then adds
+ * the bias and clamps. The integer part is exact and the fp32 part is this one C function on
+ * every path, hence the bit-identical results.
+ * Plain C99. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_gemm_internal.h"
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+struct ts_packed_a {
+    size_t M, K;
+    int8_t *qa;       /* M x K quantised rows, row-major (stride K) */
+    float *scale;     /* M */
+    int32_t *zp;      /* M */
+    void *owned;      /* the one malloc block holding all of it */
+};
+
+/* ---- rounding and quantisation ----------------------------------------------------------------- */
+
+/* rint(x) with ties to even whatever the current rounding mode: truncf and the subtraction of
+ * the integer part are exact, so no rounded operation is involved. */
+static float round_half_even(float x)
+{
+    if (!(fabsf(x) < 8388608.0f))        /* |x| >= 2^23: already an integer */
+        return x;
+    float t = truncf(x);
+    float f = fabsf(x - t);
+    if (f > 0.5f || (f == 0.5f && fmodf(t, 2.0f) != 0.0f))
+        t = x < 0.0f ? t - 1.0f : t + 1.0f;
+    return t;
+}
+
+/* clamp(rint(v), lo, hi) as an integer; v finite or +-Inf. */
+static int32_t round_clamp(float v, float lo, float hi)
+{
+    float r = round_half_even(v);
+    if (r < lo)
+        r = lo;
+    if (r > hi)
+        r = hi;
+    return (int32_t)r;
+}
+
+static int all_finite(const float *p, size_t rows, size_t cols, size_t ld)
+{
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c)
+            if (!isfinite(p[r * ld + c]))
+                return 0;
+    return 1;
+}
+
+/* One row of A (finite) -> qa, scale, zp (tilesmith.h, in the written order). */
+static void quantize_row(const float *a, size_t K, int8_t *q, float *scale_out, int32_t *zp_out)
+{
+    float lo = 0.0f, hi = 0.0f;
+    for (size_t k = 0; k < K; ++k) {
+        if (a[k] < lo)
+            lo = a[k];
+        if (a[k] > hi)
+            hi = a[k];
+    }
+    float h = hi / 255.0f;
+    float l = lo / 255.0f;
+    float scale = h - l;
+    if (scale < FLT_MIN)
+        scale = FLT_MIN;
+    float inv = 1.0f / scale;
+    float p = lo * inv;
+    float z = -128.0f - p;
+    int32_t zp = round_clamp(z, -128.0f, 127.0f);
+    for (size_t k = 0; k < K; ++k) {
+        float v = a[k] * inv;
+        /* clamped to +-1024 first (the + zp result is clamped to -128..127 anyway) */
+        int32_t x = round_clamp(v, -1024.0f, 1024.0f) + zp;
+        q[k] = (int8_t)(x < -128 ? -128 : x > 127 ? 127 : x);
+    }
+    *scale_out = scale;
+    *zp_out = zp;
+}
+
+/* ---- argument helpers -------------------------------------------------------------------------- */
+
+static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem)
+{
+    return (p != NULL || rows == 0 || cols == 0) && ld >= cols
+           && !ts_matrix_span_overflows(rows, cols, ld, elem);
+}
+
+static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem)
+{
+    size_t len = 0;
+    ts_matrix_span_bytes(rows, cols, ld, elem, &len);
+    return len;
+}
+
+/* ---- weights ----------------------------------------------------------------------------------- */
+
+/* Packs int8 weights W (N x K, element (n, k) at W[n*ldw + k]) with scales (N x blocks) into a
+ * fresh handle for `path`. blocks * bl == K. */
+static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, size_t ldw,
+                     const float *scales, size_t bl, ts_packed_b **out)
+{
+    size_t blocks = K / bl, head = (sizeof(ts_packed_b) + 15) / 16 * 16;
+    size_t panels, nb, extra, total;
+    if (ts_packed_b_bytes(path, K, N, &panels) || ts_size_round_up(panels, 16, &panels)
+        || ts_size_mul(N, blocks, &nb) || ts_size_mul(nb, sizeof(float) + sizeof(int32_t), &extra)
+        || ts_size_add(head, panels, &total) || ts_size_add(total, extra, &total))
+        return TS_ENOMEM;
+    unsigned char *block = (unsigned char *)malloc(total);
+    if (block == NULL)
+        return TS_ENOMEM;
+    ts_packed_b *b = (ts_packed_b *)block;
+    ts_packed_b_init(b, path, K, N, W, 1, ldw, block + head);
+    float *ws = (float *)(block + head + panels);
+    int32_t *sums = (int32_t *)(ws + nb);
+    for (size_t n = 0; n < N; ++n)
+        for (size_t j = 0; j < blocks; ++j) {
+            int32_t s = 0;
+            for (size_t k = j * bl; k < (j + 1) * bl; ++k)
+                s += W[n * ldw + k];      /* |s| <= 128 * bl: fits (bl <= TS_QDYN_S4_MAX_BL) */
+            sums[n * blocks + j] = s;
+            ws[n * blocks + j] = scales[n * blocks + j];
+        }
+    b->owned = block;
+    b->bl = bl;
+    b->blocks = blocks;
+    b->wscales = ws;
+    b->blk_sums = sums;
+    *out = b;
+    return TS_OK;
+}
+
+/* The path a qdyn handle is packed for: ctx's choice once the engine's context exists; until
+ * then only ctx == NULL (the calling thread's dispatch) is accepted. */
+static const ts_path *qdyn_path(const ts_context *ctx)
+{
+    return ctx == NULL ? ts_select_path(TS_GEMM_QDYN) : NULL;
+}
+
+int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B, size_t ldb,
+                      const float *scales, ts_packed_b **out)
+{
+    const ts_path *path = qdyn_path(ctx);
+    if (path == NULL || out == NULL || K == 0 || K > TS_QDYN_S8_MAX_K
+        || !matrix_ok(B, N, K, ldb, 1) || (N > 0 && scales == NULL)
+        || !all_finite(scales, 1, N, N))
+        return TS_EINVAL;
+    return pack_qdyn(path, N, K, B, ldb, scales, K, out);
+}
+
+int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *scales,
+                  ts_packed_b **out)
+{
+    return ts_pack_b_qs8_ctx(NULL, N, K, B, ldb, scales, out);
+}
+
+int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *B,
+                      size_t ldb_bytes, const float *scales, size_t bl, ts_packed_b **out)
+{
+    const ts_path *path = qdyn_path(ctx);
+    size_t row_bytes = K / 2 + K % 2, block = bl == 0 ? K : bl, wbytes;
+    if (path == NULL || out == NULL || K == 0 || (bl != 0 && (bl % 32 != 0 || K % bl != 0))
+        || block > TS_QDYN_S4_MAX_BL || !matrix_ok(B, N, row_bytes, ldb_bytes, 1)
+        || (N > 0 && scales == NULL) || !all_finite(scales, N, K / block, K / block))
+        return TS_EINVAL;
+    /* widened to int8 (sign-extended nibbles) for the int8 kernels */
+    if (ts_size_mul(N, K, &wbytes))
+        return TS_ENOMEM;
+    int8_t *w = (int8_t *)malloc(wbytes ? wbytes : 1);
+    if (w == NULL)
+        return TS_ENOMEM;
+    for (size_t n = 0; n < N; ++n)
+        for (size_t k = 0; k < K; ++k) {
+            unsigned nib = (B[n * ldb_bytes + k / 2] >> (4 * (k % 2))) & 15u;
+            w[n * K + k] = (int8_t)((int)nib - (nib >= 8 ? 16 : 0));
+        }
+    int rc = pack_qdyn(path, N, K, w, K, scales, block, out);
+    free(w);
+    return rc;
+}
+
+int ts_pack_b_qs4(size_t N, size_t K, const uint8_t *B, size_t ldb_bytes, const float *scales,
+                  size_t bl, ts_packed_b **out)
+{
+    return ts_pack_b_qs4_ctx(NULL, N, K, B, ldb_bytes, scales, bl, out);
+}
+
+/* ---- weight quantisers ------------------------------------------------------------------------- */
+
+/* amax over n's k in [k0, k0+len) -> scale (amax / qmax, 1 for amax 0), q = clamp(rint(w/scale)) */
+static float block_scale(const float *w, size_t len, float qmax)
+{
+    float amax = 0.0f;
+    for (size_t k = 0; k < len; ++k)
+        if (fabsf(w[k]) > amax)
+            amax = fabsf(w[k]);
+    return amax == 0.0f ? 1.0f : amax / qmax;
+}
+
+static int32_t quantize_weight(float w, float scale, float lo, float hi)
+{
+    if (w == 0.0f)
+        return 0;
+    float v = w / scale;                 /* +-Inf when scale underflowed to 0: clamps */
+    return round_clamp(v, lo, hi);
+}
+
+int ts_quantize_qs8(size_t N, size_t K, const float *W, size_t ldw, int8_t *q, float *scales)
+{
+    if (!matrix_ok(W, N, K, ldw, sizeof(float)) || (N > 0 && K > 0 && (q == NULL || scales == NULL))
+        || (N > 0 && scales == NULL) || !all_finite(W, N, K, ldw))
+        return TS_EINVAL;
+    size_t w_len = matrix_len(N, K, ldw, sizeof(float)), q_len = N * K;
+    if (ts_spans_overlap(q, q_len, W, w_len) || ts_spans_overlap(scales, N * sizeof(float), W, w_len)
+        || ts_spans_overlap(scales, N * sizeof(float), q, q_len))
+        return TS_EINVAL;
+    for (size_t n = 0; n < N; ++n) {
+        const float *row = W + n * ldw;
+        float scale = block_scale(row, K, 127.0f);
+        for (size_t k = 0; k < K; ++k)
+            q[n * K + k] = (int8_t)quantize_weight(row[k], scale, -127.0f, 127.0f);
+        scales[n] = scale;
+    }
+    return TS_OK;
+}
+
+int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, uint8_t *q,
+                    float *scales)
+{
+    size_t block = bl == 0 ? K : bl, row_bytes = K / 2 + K % 2;
+    if ((bl != 0 && (bl % 32 != 0 || K % bl != 0)) || !matrix_ok(W, N, K, ldw, sizeof(float))
+        || (N > 0 && (q == NULL || scales == NULL)) || !all_finite(W, N, K, ldw))
+        return TS_EINVAL;
+    size_t blocks = block == 0 ? 1 : K / block;
+    size_t w_len = matrix_len(N, K, ldw, sizeof(float)), q_len = N * row_bytes;
+    size_t s_len = N * blocks * sizeof(float);
+    if (ts_spans_overlap(q, q_len, W, w_len) || ts_spans_overlap(scales, s_len, W, w_len)
+        || ts_spans_overlap(scales, s_len, q, q_len))
+        return TS_EINVAL;
+    for (size_t n = 0; n < N; ++n) {
+        const float *row = W + n * ldw;
+        memset(q + n * row_bytes, 0, row_bytes);
+        for (size_t j = 0; j < blocks; ++j) {
+            float scale = block_scale(row + j * block, block, 7.0f);
+            for (size_t k = j * block; k < (j + 1) * block; ++k) {
+                unsigned nib = (unsigned)quantize_weight(row[k], scale, -8.0f, 7.0f) & 15u;
+                q[n * row_bytes + k / 2] |= (uint8_t)(nib << (4 * (k % 2)));
+            }
+            scales[n * blocks + j] = scale;
+        }
+    }
+    return TS_OK;
+}
+
+/* ---- packed activations -------------------------------------------------------------------------- */
+
+/* Fresh M x K packed-A storage (not filled). */
+static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
+{
+    size_t head = (sizeof(ts_packed_a) + 15) / 16 * 16, q, per_row, total;
+    if (ts_size_mul(M, K, &q) || ts_size_round_up(q, 16, &q)
+        || ts_size_mul(M, sizeof(float) + sizeof(int32_t), &per_row)
+        || ts_size_add(head, q, &total) || ts_size_add(total, per_row, &total))
+        return TS_ENOMEM;
+    unsigned char *block = (unsigned char *)malloc(total);
+    if (block == NULL)
+        return TS_ENOMEM;
+    ts_packed_a *a = (ts_packed_a *)block;
+    a->M = M;
+    a->K = K;
+    a->qa = (int8_t *)(block + head);
+    a->scale = (float *)(block + head + q);
+    a->zp = (int32_t *)(a->scale + M);
+    a->owned = block;
+    *out = a;
+    return TS_OK;
+}
+
+int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a **out)
+{
+    if (out == NULL || !matrix_ok(A, M, K, lda, sizeof(float)) || !all_finite(A, M, K, lda))
+        return TS_EINVAL;
+    ts_packed_a *a;
+    int rc = packed_a_alloc(M, K, &a);
+    if (rc != TS_OK)
+        return rc;
+    for (size_t m = 0; m < M; ++m)
+        quantize_row(A + m * lda, K, a->qa + m * K, &a->scale[m], &a->zp[m]);
+    *out = a;
+    return TS_OK;
+}
+
+void ts_packed_a_free(ts_packed_a *a)
+{
+    if (a != NULL)
+        free(a->owned);
+}
+
+/* ---- the GEMM ------------------------------------------------------------------------------------ */
+
+/* The fp32 epilogue of one tile block (tilesmith.h order): itile holds sum qa*qb of block j
+ * (ep x hp int32, row stride hp); acc (ep x hp fp32) receives u_0 for j == 0, else += u_j. */
+static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows, size_t cols,
+                          const int32_t *itile, const float *scale, const int32_t *zp,
+                          float *acc, size_t hp)
+{
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) {
+            size_t w = (n0 + c) * b->blocks + j;
+            /* sum (qa - zp) qb = sum qa qb - zp sum qb, modulo 2^32 like the kernel's lanes */
+            uint32_t raw = (uint32_t)itile[r * hp + c] - (uint32_t)zp[r] * (uint32_t)b->blk_sums[w];
+            int32_t exact = (int32_t)raw;
+            float t = scale[r] * b->wscales[w];
+            float u = t * (float)exact;
+            if (j == 0) {
+                acc[r * hp + c] = u;
+            } else {
+                float s = acc[r * hp + c] + u;
+                acc[r * hp + c] = s;
+            }
+        }
+}
+
+/* Rows come from a packed A (pa) or are quantised from A strip by strip. */
+static void qdyn_run(const ts_packed_b *b, size_t M, const float *A, size_t lda,
+                     const ts_packed_a *pa, const float *bias, float cmin, float cmax,
+                     float *C, size_t ldc, unsigned char *scratch, size_t a_panel_bytes)
+{
+    const ts_path *path = b->path;
+    const size_t ep = path->ep, hp = path->hp, K = b->K;
+    const size_t step_a = ep * path->lp * ts_pack_elem_bytes(path->pack_a);
+    const size_t step_b = hp * path->lp * ts_pack_elem_bytes(path->pack);
+    const size_t kb = b->bl / path->lp;            /* k-steps per block (bl: multiple of 32) */
+    void *a_panel = scratch;
+    int32_t *itile = (int32_t *)(scratch + a_panel_bytes);
+    float *acc = (float *)(itile + ep * hp);
+    int8_t *qrows = (int8_t *)(acc + ep * hp);     /* ep x K when quantising here */
+    float *scale_buf = (float *)(qrows + (ep * K + 15) / 16 * 16);
+    int32_t *zp_buf = (int32_t *)(scale_buf + ep);
+
+    for (size_t m0 = 0; m0 < M; m0 += ep) {
+        size_t rows = M - m0 < ep ? M - m0 : ep;
+        const int8_t *q;
+        const float *scale;
+        const int32_t *zp;
+        if (pa != NULL) {
+            q = pa->qa + m0 * K;
+            scale = pa->scale + m0;
+            zp = pa->zp + m0;
+        } else {
+            for (size_t r = 0; r < rows; ++r)
+                quantize_row(A + (m0 + r) * lda, K, qrows + r * K, &scale_buf[r], &zp_buf[r]);
+            q = qrows;
+            scale = scale_buf;
+            zp = zp_buf;
+        }
+        ts_pack_panel_as(path->pack_a, path, a_panel, q, rows, ep, K, K, 1);
+        for (size_t p = 0; p < b->panels; ++p) {
+            size_t n0 = p * hp, cols = b->N - n0 < hp ? b->N - n0 : hp;
+            const unsigned char *b_panel = (const unsigned char *)b->data + p * b->panel_bytes;
+            for (size_t j = 0; j < b->blocks; ++j) {
+                /* per channel: one block of all ksteps (K padded to whole k-steps) */
+                size_t steps = b->blocks == 1 ? b->ksteps : kb;
+                path->kernel((const unsigned char *)a_panel + j * kb * step_a,
+                             b_panel + j * kb * step_b, steps, itile, hp * sizeof(int32_t), NULL);
+                dequant_block(b, j, n0, rows, cols, itile, scale, zp, acc, hp);
+            }
+            for (size_t r = 0; r < rows; ++r)
+                for (size_t c = 0; c < cols; ++c) {
+                    float x = acc[r * hp + c];
+                    if (bias != NULL) {
+                        float y = x + bias[n0 + c];
+                        x = y;
+                    }
+                    x = x < cmin ? cmin : x;     /* max(x, cmin); a NaN x stays NaN */
+                    x = x > cmax ? cmax : x;     /* min(x, cmax) */
+                    C[(m0 + r) * ldc + n0 + c] = x;
+                }
+        }
+    }
+}
+
+static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda,
+                     const ts_packed_a *pa, const ts_packed_b *B, const float *bias, float cmin,
+                     float cmax, float *C, size_t ldc)
+{
+    if (ctx != NULL || B == NULL || B->path->gemm_type != TS_GEMM_QDYN
+        || B->path != ts_select_path(TS_GEMM_QDYN) || isnan(cmin) || isnan(cmax) || cmin > cmax
+        || !matrix_ok(C, M, B->N, ldc, sizeof(float)))
+        return TS_EINVAL;
+    const size_t K = B->K, N = B->N;
+    size_t c_len = matrix_len(M, N, ldc, sizeof(float));
+    if (bias != NULL && (!all_finite(bias, 1, N, N) || ts_spans_overlap(C, c_len, bias, N * sizeof(float))))
+        return TS_EINVAL;
+    if (ts_packed_b_overlaps(B, C, c_len))
+        return TS_EINVAL;
+    if (pa != NULL) {
+        size_t qlen = (pa->M * pa->K + 15) / 16 * 16 + pa->M * (sizeof(float) + sizeof(int32_t));
+        if (pa->K != K || ts_spans_overlap(C, c_len, pa, sizeof *pa)
+            || ts_spans_overlap(C, c_len, pa->qa, qlen))
+            return TS_EINVAL;
+    } else {
+        if (!matrix_ok(A, M, K, lda, sizeof(float)) || !all_finite(A, M, K, lda)
+            || ts_spans_overlap(C, c_len, A, matrix_len(M, K, lda, sizeof(float))))
+            return TS_EINVAL;
+    }
+    if (M == 0 || N == 0)
+        return TS_OK;
+    const ts_path *path = B->path;
+    size_t a_panel, q, total;
+    if (ts_panel_bytes(path, path->ep, K, &a_panel) || ts_size_round_up(a_panel, 16, &a_panel)
+        || ts_size_mul(path->ep, K, &q) || ts_size_round_up(q, 16, &q)
+        || ts_size_add(a_panel, q, &total)
+        || ts_size_add(total, path->ep * path->hp * 8 + path->ep * 8 + 16, &total))
+        return TS_ENOMEM;
+    void *block = malloc(total);
+    if (block == NULL)
+        return TS_ENOMEM;
+    qdyn_run(B, pa != NULL ? pa->M : M, A, lda, pa, bias, cmin, cmax, C, ldc,
+             (unsigned char *)ts_align16(block), a_panel);
+    free(block);
+    return TS_OK;
+}
+
+int ts_gemm_qdyn_f32(const ts_context *ctx, size_t M, const float *A, size_t lda,
+                     const ts_packed_b *B, const float *bias, float cmin, float cmax,
+                     float *C, size_t ldc)
+{
+    return qdyn_gemm(ctx, M, A, lda, NULL, B, bias, cmin, cmax, C, ldc);
+}
+
+int ts_gemm_qdyn_f32_packed_a(const ts_context *ctx, const ts_packed_a *A,
+                              const ts_packed_b *B, const float *bias, float cmin, float cmax,
+                              float *C, size_t ldc)
+{
+    if (A == NULL)
+        return TS_EINVAL;
+    return qdyn_gemm(ctx, A->M, NULL, 0, A, B, bias, cmin, cmax, C, ldc);
+}
