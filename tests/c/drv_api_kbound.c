@@ -215,8 +215,9 @@ int main(int argc, char **argv)
     for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
         ts_set_feature_mask(mask);
-        printf("mask=%u int8=%s u8s8=%s u8u32=%s\n", mask, ts_gemm_kernel(TS_GEMM_INT8),
-               ts_gemm_kernel(TS_GEMM_U8S8), ts_gemm_kernel(TS_GEMM_U8U32));
+        printf("mask=%u int8=%s u8s8=%s u8u32=%s qdyn=%s\n", mask, ts_gemm_kernel(TS_GEMM_INT8),
+               ts_gemm_kernel(TS_GEMM_U8S8), ts_gemm_kernel(TS_GEMM_U8U32),
+               ts_gemm_kernel(TS_GEMM_QDYN));   /* qdyn's bounds: drv_api_qdyn.c test_k_bounds */
         for (int op = 0; op < N_OPS; ++op)
             for (int prepacked = 0; prepacked < 2; ++prepacked) {
                 check_at_bound((op_t)op, prepacked);

@@ -1,0 +1,35 @@
+"""qdyn GEMM (issue 12: int8 activations quantised per row x int8 / int4 weights -> fp32) of the
+generated drivers under qemu-aarch64 on the three CPU models and every forced feature mask
+(tests/c/drv_api_qdyn.c: bit-exact against a scalar reference of tilesmith.h's formulas, within
+the documented bound of float64, quantisation through an identity B, int4 nibble order and sign,
+weight quantisers, bad inputs -> TS_EINVAL with nothing written, guard pages). Every path and
+CPU must print the same hash of all results: the fp32 results are bit-identical across paths."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cross import run_qemu
+from test_drivers_api import (CPU_FEATURES, CPU_MASKS, check_dispatch_lines, generated,  # noqa: F401
+                              harness, manifest_paths)
+
+RUNS = [("v86", "cortex-a57"), ("v86", "neoverse-n1"), ("v86", "max"), ("v8", "max")]
+HASHES = {}
+
+
+@pytest.mark.parametrize("arch,cpu", RUNS)
+def test_qdyn_every_path_bit_identical_and_exact(arch, cpu, generated, harness):  # noqa: F811
+    paths = manifest_paths(generated(arch))
+    masks = ",".join(str(m) for m in CPU_MASKS[cpu])
+    proc = run_qemu(harness(arch, "drv_api_qdyn"), masks, cpu=cpu, check=False)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert f"features={CPU_FEATURES[cpu]}\n" in proc.stdout
+    check_dispatch_lines(proc.stdout, paths, cpu, ("qdyn",))
+    found = re.findall(r"cases (\d+) hash ([0-9a-f]{16})", proc.stdout)
+    assert len(found) == len(CPU_MASKS[cpu]) and all(int(c) >= 50 for c, _ in found)
+    hashes = {h for _, h in found}
+    assert len(hashes) == 1, f"paths differ: {found}"
+    HASHES[arch, cpu] = hashes.pop()
+    # every (arch, cpu) run so far agrees too
+    assert len(set(HASHES.values())) == 1, HASHES
