@@ -16,6 +16,7 @@
  * is given; no dilation.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +209,33 @@ HARNESS static int bench_gemm_u8u32(size_t M, size_t N, size_t K, int prepacked)
     return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
 }
 
+/* qdyn (issue 12): fp32 A quantised per row in the call, weights N x K int8 per channel ("qdyn"),
+ * int4 per channel ("qdyn4") or int4 per block of 32 ("qdyn4b32"); bias, no clamp. Prepacked:
+ * the weights are packed before the mark; otherwise packing them is part of the measurement. */
+HARNESS static int bench_gemm_qdyn(const char *type, size_t M, size_t N, size_t K, int prepacked)
+{
+    int int4 = strcmp(type, "qdyn") != 0, bl = strcmp(type, "qdyn4b32") == 0 ? 32 : 0;
+    size_t row = int4 ? K / 2 : K, nb = bl ? K / (size_t)bl : 1;
+    float *A = bench_alloc(M * K, sizeof(float)), *C = bench_alloc(M * N, sizeof(float));
+    float *scales = bench_alloc(N * nb, sizeof(float)), *bias = bench_alloc(N, sizeof(float));
+    int8_t *B = bench_alloc(N * row, 1);
+    ts_packed_b *packed = NULL;
+    bench_fill_f32(A, M * K);
+    bench_fill_s8(B, N * row);
+    for (size_t i = 0; i < N * nb; i++)
+        scales[i] = (float)(bench_rng() % 1000 + 1) / 65536.0f;
+    bench_fill_f32(bias, N);
+    if (!prepacked)
+        bench_mark();
+    int status = int4 ? ts_pack_b_qs4(N, K, (const uint8_t *)B, row, scales, (size_t)bl, &packed)
+                      : ts_pack_b_qs8(N, K, B, K, scales, &packed);
+    packed = bench_pack_weights(status, packed);
+    if (prepacked)
+        bench_mark();
+    status = ts_gemm_qdyn_f32(NULL, M, A, K, packed, bias, -INFINITY, INFINITY, C, N);
+    return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
+}
+
 HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
 {
     size_t M = bench_size(dims[0]), N = bench_size(dims[1]), K = bench_size(dims[2]);
@@ -219,7 +247,10 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
         return bench_gemm_u8s8(M, N, K, prepacked);
     if (strcmp(type, "u8u32") == 0)
         return bench_gemm_u8u32(M, N, K, prepacked);
-    fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8, u8s8, u8u32)\n", type);
+    if (strncmp(type, "qdyn", 4) == 0)
+        return bench_gemm_qdyn(type, M, N, K, prepacked);
+    fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8, u8s8, u8u32, qdyn, qdyn4, "
+                    "qdyn4b32)\n", type);
     return 2;
 }
 

@@ -32,6 +32,16 @@ def _paths(t) -> tuple:
 PATHS = {t.bench_dtype: _paths(t) for t in GEMM_TYPES if t.bench_dtype}
 DTYPE_LABEL = {t.bench_dtype: t.bench_label for t in GEMM_TYPES if t.bench_dtype}
 CONV_DTYPES = tuple(t.bench_dtype for t in GEMM_TYPES if t.bench_dtype and t.bench_conv)
+# The qdyn GEMM type's weight formats (bench/workloads.c bench_gemm_qdyn): "qdyn" is int8 per
+# channel (the registry's bench dtype); int4 per channel and per block of 32 run the same paths.
+QDYN_FORMATS = {"qdyn": "int8 per channel", "qdyn4": "int4 per channel",
+                "qdyn4b32": "int4 block 32"}
+for _fmt in QDYN_FORMATS:
+    PATHS[_fmt] = PATHS["qdyn"]
+    DTYPE_LABEL[_fmt] = f"qdyn {QDYN_FORMATS[_fmt]}"
+# issue 12's qdyn workloads beyond GEMM_SHAPES: the LLaMA-7B MLP width N = 11008
+QDYN_SHAPES = (("gemv11008", "decode GEMV M=1 N=11008 K=4096", (1, 11008, 4096)),
+               ("prefill11008", "prefill GEMM M=128 N=11008 K=4096", (128, 11008, 4096)))
 
 
 @dataclass(frozen=True)
@@ -134,7 +144,28 @@ def all_workloads() -> list[Workload]:
                          prepacked, title + note)
                 for name, title, dims in CONV_LAYERS for dtype in CONV_DTYPES
                 if not prepacked or name in PREPACKED_SHAPES]
+    out += qdyn_workloads()
     return out + large_workloads()
+
+
+def qdyn_workloads() -> list[Workload]:
+    """issue 12 deliverable 5: int4 per channel / block 32 on the registry's qdyn shapes, and
+    every format at N = 11008 (weights prepacked; GEMM 512³ also packs them in the call)."""
+    base = {name: (title, dims) for name, title, dims in GEMM_SHAPES}
+    out = []
+    for fmt in ("qdyn4", "qdyn4b32"):
+        for name in ("gemv", "prefill", "gemm512"):
+            title, dims = base[name]
+            prepacked = name in PREPACKED_SHAPES
+            tag, note = (PREPACKED, ", B prepacked") if prepacked else ("", "")
+            out.append(Workload(f"{name}-{fmt}{tag}", f"{title} {DTYPE_LABEL[fmt]}{note}", "gemm",
+                                fmt, dims, name + tag, prepacked, title + note))
+    for fmt in QDYN_FORMATS:
+        for name, title, dims in QDYN_SHAPES:
+            out.append(Workload(f"{name}-{fmt}{PREPACKED}",
+                                f"{title} {DTYPE_LABEL[fmt]}, B prepacked", "gemm", fmt, dims,
+                                name + PREPACKED, True, title + ", B prepacked"))
+    return out
 
 
 def large_workloads() -> list[Workload]:
