@@ -175,9 +175,16 @@ static void run_case(int bits, size_t bl, size_t M, size_t N, size_t K, int with
     const float *bp = with_bias ? bias : NULL;
 
     ts_packed_b *pb = NULL;
-    int rc = bits == 8 ? ts_pack_b_qs8(N, K, (const int8_t *)B, ldb, ws, &pb)
+    int rc;
+    if (M % 2 == 0)   /* the _ctx twins with ctx NULL: the calling thread's dispatch */
+        rc = bits == 8 ? ts_pack_b_qs8_ctx(NULL, N, K, (const int8_t *)B, ldb, ws, &pb)
+                       : ts_pack_b_qs4_ctx(NULL, N, K, B, ldb, ws, bl, &pb);
+    else
+        rc = bits == 8 ? ts_pack_b_qs8(N, K, (const int8_t *)B, ldb, ws, &pb)
                        : ts_pack_b_qs4(N, K, B, ldb, ws, bl, &pb);
     CHECK(rc == TS_OK, "pack qs%d bl %zu N %zu K %zu rc %d", bits, bl, N, K, rc);
+    CHECK(rc != TS_OK || strcmp(ts_packed_kernel(pb), ts_gemm_kernel(TS_GEMM_QDYN)) == 0,
+          "handle packed for %s", ts_packed_kernel(pb));
     if (rc != TS_OK) { free(R); release_all(); return; }
     CHECK(ts_gemm_qdyn_f32(NULL, M, A, lda, pb, bp, cmin, cmax, C, ldc) == TS_OK, "gemm rc");
     ts_packed_a *pa = NULL;
