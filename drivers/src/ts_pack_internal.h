@@ -94,8 +94,9 @@ struct ts_packed_b {
     /* TS_GEMM_QDYN handles only (ts_qdyn.c; 0 / NULL otherwise): the weights' scale blocks */
     size_t bl;                 /* k per scale block: K for one scale per output channel */
     size_t blocks;             /* K / bl */
-    const float *wscales;      /* N x blocks fp32 weight scales, row-major */
-    const int32_t *blk_sums;   /* N x blocks: sum of the int weights over each block */
+    const float *wscales;      /* blocks x N fp32 weight scales (block-major: a block's
+                                  columns contiguous) */
+    const int32_t *blk_sums;   /* blocks x N: sum of the int weights over each block */
 };
 
 /* Whether [p, p+len) shares a byte with anything a GEMM reads from handle b: the struct, its

@@ -23,6 +23,13 @@
 
 #include "ts_gemm_internal.h"
 
+#if (defined(__aarch64__) && defined(__ARM_NEON)) || defined(_M_ARM64)
+#  include <arm_neon.h>
+#  define TS_QDYN_NEON 1
+#else
+#  define TS_QDYN_NEON 0
+#endif
+
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #endif
@@ -139,8 +146,8 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
             int32_t s = 0;
             for (size_t k = j * bl; k < (j + 1) * bl; ++k)
                 s += W[n * ldw + k];      /* |s| <= 128 * bl: fits (bl <= TS_QDYN_S4_MAX_BL) */
-            sums[n * blocks + j] = s;
-            ws[n * blocks + j] = scales[n * blocks + j];
+            sums[j * N + n] = s;                       /* block-major: columns contiguous */
+            ws[j * N + n] = scales[n * blocks + j];
         }
     b->owned = block;
     b->bl = bl;
@@ -320,14 +327,31 @@ void ts_packed_a_free(ts_packed_a *a)
 /* ---- the GEMM ------------------------------------------------------------------------------------ */
 
 /* The fp32 epilogue of one tile block (tilesmith.h order): itile holds sum qa*qb of block j
- * (ep x hp int32, row stride hp); acc (ep x hp fp32) receives u_0 for j == 0, else += u_j. */
+ * (ep x hp int32, row stride hp); acc (ep x hp fp32) receives u_0 for j == 0, else += u_j.
+ * The NEON lanes do the same IEEE operations (SCVTF, FMUL, FADD: never FMLA) as the scalar
+ * tail, so the bits do not depend on the column. */
 static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows, size_t cols,
                           const int32_t *itile, const float *scale, const int32_t *zp,
                           float *acc, size_t hp)
 {
-    for (size_t r = 0; r < rows; ++r)
-        for (size_t c = 0; c < cols; ++c) {
-            size_t w = (n0 + c) * b->blocks + j;
+    for (size_t r = 0; r < rows; ++r) {
+        size_t c = 0;
+#if TS_QDYN_NEON
+        const uint32x4_t zpv = vdupq_n_u32((uint32_t)zp[r]);
+        const float32x4_t sv = vdupq_n_f32(scale[r]);
+        for (; c + 4 <= cols; c += 4) {
+            size_t w = j * b->N + n0 + c;
+            uint32x4_t corr = vmulq_u32(zpv, vreinterpretq_u32_s32(vld1q_s32(b->blk_sums + w)));
+            uint32x4_t raw = vsubq_u32(vreinterpretq_u32_s32(vld1q_s32(itile + r * hp + c)), corr);
+            float32x4_t t = vmulq_f32(sv, vld1q_f32(b->wscales + w));
+            float32x4_t u = vmulq_f32(t, vcvtq_f32_s32(vreinterpretq_s32_u32(raw)));
+            if (j != 0)
+                u = vaddq_f32(vld1q_f32(acc + r * hp + c), u);
+            vst1q_f32(acc + r * hp + c, u);
+        }
+#endif
+        for (; c < cols; ++c) {
+            size_t w = j * b->N + n0 + c;
             /* sum (qa - zp) qb = sum qa qb - zp sum qb, modulo 2^32 like the kernel's lanes */
             uint32_t raw = (uint32_t)itile[r * hp + c] - (uint32_t)zp[r] * (uint32_t)b->blk_sums[w];
             int32_t exact = (int32_t)raw;
@@ -340,6 +364,7 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
                 acc[r * hp + c] = s;
             }
         }
+    }
 }
 
 /* Rows come from a packed A (pa) or are quantised from A strip by strip. */
@@ -386,8 +411,21 @@ static void qdyn_run(const ts_packed_b *b, size_t M, const float *A, size_t lda,
                              b_panel + j * kb * step_b, steps, itile, hp * sizeof(int32_t), NULL);
                 dequant_block(b, j, n0, rows, cols, itile, scale, zp, acc, hp);
             }
-            for (size_t r = 0; r < rows; ++r)
-                for (size_t c = 0; c < cols; ++c) {
+            for (size_t r = 0; r < rows; ++r) {
+                size_t c = 0;
+                float *out = C + (m0 + r) * ldc + n0;
+#if TS_QDYN_NEON
+                const float32x4_t lo = vdupq_n_f32(cmin), hi = vdupq_n_f32(cmax);
+                for (; c + 4 <= cols; c += 4) {
+                    float32x4_t x = vld1q_f32(acc + r * hp + c);
+                    if (bias != NULL)
+                        x = vaddq_f32(x, vld1q_f32(bias + n0 + c));
+                    x = vbslq_f32(vcltq_f32(x, lo), lo, x);   /* as the scalar tail: NaN stays */
+                    x = vbslq_f32(vcgtq_f32(x, hi), hi, x);
+                    vst1q_f32(out + c, x);
+                }
+#endif
+                for (; c < cols; ++c) {
                     float x = acc[r * hp + c];
                     if (bias != NULL) {
                         float y = x + bias[n0 + c];
@@ -395,8 +433,9 @@ static void qdyn_run(const ts_packed_b *b, size_t M, const float *A, size_t lda,
                     }
                     x = x < cmin ? cmin : x;     /* max(x, cmin); a NaN x stays NaN */
                     x = x > cmax ? cmax : x;     /* min(x, cmax) */
-                    C[(m0 + r) * ldc + n0 + c] = x;
+                    out[c] = x;
                 }
+            }
         }
     }
 }
