@@ -52,7 +52,7 @@ static float round_half_even(float x)
         return x;
     float t = truncf(x);
     float f = fabsf(x - t);
-    if (f > 0.5f || (f == 0.5f && fmodf(t, 2.0f) != 0.0f))
+    if (f > 0.5f || (f == 0.5f && ((int32_t)t & 1) != 0))   /* |t| < 2^23: exact */
         t = x < 0.0f ? t - 1.0f : t + 1.0f;
     return t;
 }
@@ -81,7 +81,20 @@ static int all_finite(const float *p, size_t rows, size_t cols, size_t ld)
 static void quantize_row(const float *a, size_t K, int8_t *q, float *scale_out, int32_t *zp_out)
 {
     float lo = 0.0f, hi = 0.0f;
-    for (size_t k = 0; k < K; ++k) {
+    size_t k0 = 0;
+#if TS_QDYN_NEON
+    /* FMIN/FMAX (no NaN here): a -0.0 may make lo -0.0 where the scalar loop keeps +0.0; the
+     * scale, 1/scale and zp below come out the same either way. */
+    float32x4_t vlo = vdupq_n_f32(0.0f), vhi = vlo;
+    for (; k0 + 4 <= K; k0 += 4) {
+        float32x4_t v = vld1q_f32(a + k0);
+        vlo = vminq_f32(vlo, v);
+        vhi = vmaxq_f32(vhi, v);
+    }
+    lo = vminvq_f32(vlo);
+    hi = vmaxvq_f32(vhi);
+#endif
+    for (size_t k = k0; k < K; ++k) {
         if (a[k] < lo)
             lo = a[k];
         if (a[k] > hi)
@@ -96,7 +109,20 @@ static void quantize_row(const float *a, size_t K, int8_t *q, float *scale_out, 
     float p = lo * inv;
     float z = -128.0f - p;
     int32_t zp = round_clamp(z, -128.0f, 127.0f);
-    for (size_t k = 0; k < K; ++k) {
+    k0 = 0;
+#if TS_QDYN_NEON
+    /* FCVTNS rounds to nearest, ties to even, whatever FPCR says (Arm ARM, FCVTNS (vector):
+     * "Floating-point Convert to Signed integer, rounding to Nearest with ties to even"); the
+     * saturating add and narrowings clamp as the scalar tail does (|a * inv| <= ~255). */
+    const float32x4_t iv = vdupq_n_f32(inv);
+    const int32x4_t zv = vdupq_n_s32(zp);
+    for (; k0 + 8 <= K; k0 += 8) {
+        int32x4_t q0 = vqaddq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + k0), iv)), zv);
+        int32x4_t q1 = vqaddq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + k0 + 4), iv)), zv);
+        vst1_s8(q + k0, vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1))));
+    }
+#endif
+    for (size_t k = k0; k < K; ++k) {
         float v = a[k] * inv;
         /* clamped to +-1024 first (the + zp result is clamped to -128..127 anyway) */
         int32_t x = round_clamp(v, -1024.0f, 1024.0f) + zp;

@@ -122,8 +122,9 @@ static void fill_row(float *a, size_t K, size_t m)
             a[k] = (float)(k % 255) + 0.5f;
         a[0] = 255.0f;
         break;
-    case 2:   /* all zero */
-        memset(a, 0, K * sizeof *a);
+    case 2:   /* all zero, +0.0 and -0.0 */
+        for (size_t k = 0; k < K; ++k)
+            a[k] = k % 2 ? -0.0f : 0.0f;
         break;
     case 3:   /* one huge value */
         a[K / 2] = FLT_MAX;
