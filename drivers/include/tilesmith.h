@@ -213,9 +213,13 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  * qs8 needs K <= TS_QDYN_S8_MAX_K and qs4 needs its block length (bl, or K when bl = 0) <=
  * TS_QDYN_S4_MAX_BL; larger -> TS_EINVAL. The kernels compute sum qa*qb and subtract
  * zp[m] * sum_k qb[n][k] (per block) modulo 2^32: exact whenever the true block sum fits.
- * Error bound against the exact product of the dequantised values qa, qb is the fp32 rounding
- * of the epilogue only (the integer part is exact); against a float64 GEMM of the unquantised A,
- * the activation quantisation adds |err| <= sum_k 0.5 * scale[m] * |wscale * qb[n][k]|.
+ * Accuracy (tested): with w[n][k] = wscale[n][b] * qb[n][k] and C64 = clamp(sum_k A[m][k] *
+ * w[n][k] + bias[n]) in float64,
+ *   |C - C64| <= sum_k (1.5 * scale[m] + 2^-22 * |A[m][k]|) * |w[n][k]|
+ *                + (nb + 3) * 2^-23 * (sum_b |u_b| + |bias[n]|)
+ * (the quantisation step of A, one extra step where qa clamps, the rounding of A * inv; then
+ * the fp32 roundings of the epilogue). fp32 overflow of the epilogue gives +-Inf (NaN where
+ * Inf * 0), only where the float64 value is beyond FLT_MAX too.
  *
  * ctx: the engine's context (threads, workspace); NULL = single thread, built-in defaults.
  * Errors: TS_EINVAL (NULL handle or output, NULL A or scales, NaN/Inf input, bad bl, K bound,

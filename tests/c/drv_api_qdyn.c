@@ -72,7 +72,7 @@ static void ref_gemm(size_t M, size_t N, size_t K, const float *A, size_t lda, i
                     acc += (int64_t)(q[k] - zp) * w;
                     double wd = (double)ws[n * nb + b] * w;
                     exact += (double)A[m * lda + k] * wd;
-                    qerr += (1.5 * scale + fabs(A[m * lda + k]) * 2.4e-7) * fabs(wd);
+                    qerr += (1.5 * scale + fabs(A[m * lda + k]) * ldexp(1.0, -22)) * fabs(wd);
                 }
                 float t = scale * ws[n * nb + b];
                 float u = t * (float)(int32_t)acc;
@@ -88,9 +88,9 @@ static void ref_gemm(size_t M, size_t N, size_t K, const float *A, size_t lda, i
             x = x < cmin ? cmin : x;
             x = x > cmax ? cmax : x;
             C[m * N + n] = x;
-            /* documented bound: quantisation of A (1.5 steps) + fp32 rounding of the epilogue */
+            /* tilesmith.h's bound: quantisation of A (1.5 steps) + fp32 rounding of the epilogue */
             double clamped = exact < cmin ? cmin : exact > cmax ? cmax : exact;
-            double bound = qerr + (double)(nb + 3) * 1.2e-7 * u_abs + 1e-30;
+            double bound = qerr + (double)(nb + 3) * ldexp(1.0, -23) * u_abs + 1e-30;
             double r = fabs((double)x - clamped) / bound;
             if (!isfinite(x))   /* fp32 overflow: only where the exact value is beyond FLT_MAX too */
                 r = fabs(clamped) > 3.0e38 && (x > 0) == (clamped > 0) ? 0.0 : INFINITY;
