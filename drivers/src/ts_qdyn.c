@@ -15,6 +15,12 @@
  * sum fits, which the K bounds guarantee), scales and accumulates the blocks in fp32, then adds
  * the bias and clamps. The integer part is exact and the fp32 part is this one C function on
  * every path, hence the bit-identical results.
+ *
+ * Not yet (issue 12 deliverable 3): kernels that read int4 panels and unpack them in registers,
+ * and a "dequant" epilogue variant of gen/epilogue.py doing the per-block steps above in the
+ * kernel (the int32 tile starts from args->acc = -zp[m] * blocksum[n], so only SCVTF, FMUL
+ * (t), FMUL (u), FADD (s) remain per 4 outputs and block; the fp32 running sum and the row
+ * scales need two more argument fields). Until then this file is that epilogue's reference.
  * Plain C99. */
 #include <float.h>
 #include <math.h>
