@@ -36,8 +36,20 @@
 #  define TS_QDYN_NEON 0
 #endif
 
+/* No contraction whatever the build flags. clang honours the standard pragma (except under
+ * -ffp-contract=fast); GCC ignores it and contracts across statements and NEON intrinsics in
+ * its GNU modes, hence its own pragma. Each product that an addition consumes also passes
+ * through TS_FP_OPAQUE (an empty asm the compiler cannot see through, no instruction), which
+ * holds under any flag. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#if defined(__GNUC__) && (defined(__aarch64__) || defined(__arm__))
+#  define TS_FP_OPAQUE(x) __asm__("" : "+w"(x))
+#else
+#  define TS_FP_OPAQUE(x) ((void)0)
 #endif
 
 struct ts_packed_a {
@@ -113,6 +125,7 @@ static void quantize_row(const float *a, size_t K, int8_t *q, float *scale_out, 
         scale = FLT_MIN;
     float inv = 1.0f / scale;
     float p = lo * inv;
+    TS_FP_OPAQUE(p);
     float z = -128.0f - p;
     int32_t zp = round_clamp(z, -128.0f, 127.0f);
     k0 = 0;
@@ -366,29 +379,34 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
                           const int32_t *itile, const float *scale, const int32_t *zp,
                           float *acc, size_t hp)
 {
-    for (size_t r = 0; r < rows; ++r) {
-        size_t c = 0;
+    size_t c0 = 0;
 #if TS_QDYN_NEON
-        const uint32x4_t zpv = vdupq_n_u32((uint32_t)zp[r]);
-        const float32x4_t sv = vdupq_n_f32(scale[r]);
-        for (; c + 4 <= cols; c += 4) {
-            size_t w = j * b->N + n0 + c;
-            uint32x4_t corr = vmulq_u32(zpv, vreinterpretq_u32_s32(vld1q_s32(b->blk_sums + w)));
-            uint32x4_t raw = vsubq_u32(vreinterpretq_u32_s32(vld1q_s32(itile + r * hp + c)), corr);
-            float32x4_t t = vmulq_f32(sv, vld1q_f32(b->wscales + w));
+    /* column groups outer: their block sums and scales are loaded once for all rows */
+    for (; c0 + 4 <= cols; c0 += 4) {
+        size_t w = j * b->N + n0 + c0;
+        const uint32x4_t bs = vreinterpretq_u32_s32(vld1q_s32(b->blk_sums + w));
+        const float32x4_t ws = vld1q_f32(b->wscales + w);
+        for (size_t r = 0; r < rows; ++r) {
+            uint32x4_t corr = vmulq_n_u32(bs, (uint32_t)zp[r]);
+            uint32x4_t raw = vsubq_u32(vreinterpretq_u32_s32(vld1q_s32(itile + r * hp + c0)), corr);
+            float32x4_t t = vmulq_n_f32(ws, scale[r]);       /* = scale[m] * wscale: commutes */
             float32x4_t u = vmulq_f32(t, vcvtq_f32_s32(vreinterpretq_s32_u32(raw)));
+            TS_FP_OPAQUE(u);
             if (j != 0)
-                u = vaddq_f32(vld1q_f32(acc + r * hp + c), u);
-            vst1q_f32(acc + r * hp + c, u);
+                u = vaddq_f32(vld1q_f32(acc + r * hp + c0), u);
+            vst1q_f32(acc + r * hp + c0, u);
         }
+    }
 #endif
-        for (; c < cols; ++c) {
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = c0; c < cols; ++c) {
             size_t w = j * b->N + n0 + c;
             /* sum (qa - zp) qb = sum qa qb - zp sum qb, modulo 2^32 like the kernel's lanes */
             uint32_t raw = (uint32_t)itile[r * hp + c] - (uint32_t)zp[r] * (uint32_t)b->blk_sums[w];
             int32_t exact = (int32_t)raw;
             float t = scale[r] * b->wscales[w];
             float u = t * (float)exact;
+            TS_FP_OPAQUE(u);
             if (j == 0) {
                 acc[r * hp + c] = u;
             } else {
@@ -396,7 +414,6 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
                 acc[r * hp + c] = s;
             }
         }
-    }
 }
 
 /* Rows come from a packed A (pa) or are quantised from A strip by strip. */
