@@ -33,3 +33,19 @@ def test_qdyn_every_path_bit_identical_and_exact(arch, cpu, generated, harness):
     HASHES[arch, cpu] = hashes.pop()
     # every (arch, cpu) run so far agrees too
     assert len(set(HASHES.values())) == 1, HASHES
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_qdyn_fp32_never_contracted(compiler, tmp_path):
+    """The fixed fp32 order survives any build flags: ts_qdyn.c compiled in GNU mode with
+    -ffp-contract=fast -O3 holds no fused multiply-add (FMLA/FMLS/FMADD/FMSUB/FNMADD/FNMSUB)."""
+    import subprocess
+    from cross import CLANG, GCC
+    from gen.drivers import DRIVERS
+    cmd = ([GCC] if compiler == "gcc" else [CLANG, "--target=aarch64-linux-gnu"])
+    asm = tmp_path / "qdyn.s"
+    subprocess.run([*cmd, "-std=gnu99", "-O3", "-ffp-contract=fast", "-march=armv8-a",
+                    "-I", str(DRIVERS / "include"), "-I", str(DRIVERS / "src"), "-S",
+                    str(DRIVERS / "src" / "ts_qdyn.c"), "-o", str(asm)], check=True)
+    fused = re.findall(r"^\s*(fn?m(?:la|ls|add|sub))\b", asm.read_text(), re.M)
+    assert fused == [], fused
