@@ -1,0 +1,82 @@
+"""What tilesmith needs from the machine, as capability probes (issue 9).
+
+Each `Probe` checks one capability the way the project uses it (a cross build that links, a
+program that runs under QEMU, a module that imports …) and names the Debian packages that
+provide it. `scripts/ensure-deps.sh GROUP` runs the probes of a group (`python3 -m deps.probe`)
+and installs the packages of the failed ones.
+
+Groups: gen (`make gen`), bench (`make bench`), all (`make test`: everything). The commands
+and headers listed here are checked against the code by tests/test_deps.py: every command a
+harness builder runs and every system header a C source includes must be probed, so a new tool
+or header cannot be forgotten by the install step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GROUPS = ("gen", "bench", "all")
+
+# Commands (the names the code runs them by).
+CROSS_GCC = "aarch64-linux-gnu-gcc"
+CROSS_BINUTILS = ("aarch64-linux-gnu-as", "aarch64-linux-gnu-objcopy",
+                  "aarch64-linux-gnu-objdump", "aarch64-linux-gnu-nm")
+CLANG = "clang-19"
+QEMU = "qemu-aarch64"
+LLVM_MCA = "llvm-mca-19"
+HOST_CC = "gcc"
+PYTHON = "/usr/bin/python3"
+
+# System headers of the aarch64 C code (generated drivers, tests/c, bench/workloads.c); the
+# probe program includes them all. Headers only included for other systems are listed apart.
+TARGET_HEADERS = ("arm_neon.h", "inttypes.h", "math.h", "stdbool.h", "stddef.h", "stdint.h",
+                  "stdio.h", "stdlib.h", "string.h", "sys/auxv.h", "sys/mman.h", "sys/types.h",
+                  "unistd.h")
+NOT_LINUX_HEADERS = ("sys/sysctl.h", "windows.h")   # Apple / Windows branches of dispatch
+# System headers of host C code (the QEMU plugin bench/plugin/tbcount.c, built by HOST_CC).
+HOST_HEADERS = ("pthread.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h",
+                "string.h")
+
+CROSS_PACKAGES = ("gcc-aarch64-linux-gnu", "binutils-aarch64-linux-gnu", "libc6-dev-arm64-cross")
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    kind: str                  # "module" | "cross-cc" | "binutils" | "qemu" | "clang" | "mca" | "host-cc"
+    groups: tuple              # the ensure-deps groups that need it
+    packages: tuple            # Debian packages that provide it
+    commands: tuple = ()       # commands it checks
+    headers: tuple = ()        # system headers it checks
+    module: str = ""           # for kind "module"
+    needs: str = ""            # probe whose output it uses (qemu runs the cross-cc program)
+
+
+PROBES = (
+    Probe("jinja2", "module", GROUPS, ("python3-jinja2",), module="jinja2"),
+    Probe("pytest", "module", ("all",), ("python3-pytest",), module="pytest"),
+    Probe("matplotlib", "module", ("bench", "all"), ("python3-matplotlib",), module="matplotlib"),
+    Probe("cross-cc", "cross-cc", ("bench", "all"), CROSS_PACKAGES, commands=(CROSS_GCC,),
+          headers=TARGET_HEADERS),
+    Probe("cross-binutils", "binutils", ("bench", "all"), ("binutils-aarch64-linux-gnu",),
+          commands=CROSS_BINUTILS),
+    Probe("qemu", "qemu", ("bench", "all"), ("qemu-user",), commands=(QEMU,), needs="cross-cc"),
+    Probe("clang", "clang", ("all",), ("clang-19",) + CROSS_PACKAGES, commands=(CLANG,),
+          headers=TARGET_HEADERS),
+    Probe("llvm-mca", "mca", ("bench", "all"), ("llvm-19",), commands=(LLVM_MCA,)),
+    Probe("host-cc", "host-cc", ("bench", "all"), ("gcc", "libc6-dev"), commands=(HOST_CC,),
+          headers=HOST_HEADERS),
+)
+
+
+def probes_for(group: str) -> tuple:
+    if group not in GROUPS:
+        raise ValueError(f"unknown group {group!r}: valid groups are {', '.join(GROUPS)}")
+    return tuple(p for p in PROBES if group in p.groups)
+
+
+def probed_commands(group: str = "all") -> set:
+    return {c for p in probes_for(group) for c in p.commands}
+
+
+def probed_headers(kind: str) -> set:
+    return {h for p in PROBES if p.kind == kind for h in p.headers}
