@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import schedule_cache
 from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernels, environment, inst_features
@@ -140,6 +141,7 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     try:
         files = generate(args.arch, args.prefix, args.inst, args.cpu)
+        schedule_cache.CACHE.flush()
     except (TilingError, KernelPlanError) as error:
         print(f"python3 -m gen generate: error: {error}", file=sys.stderr)
         return EXIT_FAILED

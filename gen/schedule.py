@@ -21,7 +21,8 @@ How the order is chosen (all deterministic):
      per iteration improve (at most SEARCH_EVALUATIONS model runs).
 The emitter builds several main-loop variants (gen.emit.MAIN_LOOP_VARIANTS: unroll factor,
 load form); `best_body` ranks them after list scheduling, gives the best SEARCHED_VARIANTS the
-local search and keeps the fastest. Results are cached per process.
+local search and keeps the fastest. Results are cached per process, and searched ones on disk
+(gen/schedule_cache.py) across runs.
 Objective: for a named core, its modeled cycles per iteration; for "generic", the sum over the
 in-order cores that have the instruction (Cortex-A510, Cortex-A55) of cycles / MAC-bound
 cycles. Out-of-order cores tolerate an order made for in-order issue (checked by
@@ -47,6 +48,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from . import schedule_cache
 from .cores import CORES, GENERIC, MAC_KEYS, CoreModel, check_cpu
 from .isa import INSTRUCTIONS
 from .issue_model import IssueOp, IssueState, compile_ops, cycles_per_iteration
@@ -384,11 +386,22 @@ _SCHEDULES: dict[tuple, tuple[tuple[int, ...], float]] = {}
 
 def _cached_schedule(body: list[Insn], cpu: str, search: bool
                      ) -> tuple[tuple[int, ...], float]:
+    """Per process (_SCHEDULES), then searched results on disk (gen.schedule_cache)."""
     key = (_shape(body), cpu, search)
     if key not in _SCHEDULES:
-        order, score = _schedule(list(body), cpu, search)
-        _SCHEDULES[key] = (tuple(order), score)
+        _SCHEDULES[key] = _disk_cached_schedule(body, cpu, search, key)
     return _SCHEDULES[key]
+
+
+def _disk_cached_schedule(body: list[Insn], cpu: str, search: bool, key: tuple
+                          ) -> tuple[tuple[int, ...], float]:
+    disk_key = key + (SEARCH_EVALUATIONS, MOVE_SPAN)
+    cached = schedule_cache.CACHE.get(disk_key, len(body))
+    if cached is not None:
+        return cached
+    order, score = _schedule(list(body), cpu, search)
+    schedule_cache.CACHE.put(disk_key, order, score)
+    return tuple(order), score
 
 
 def modeled_cost(body: list[Insn], cpu: str) -> float:
