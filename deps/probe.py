@@ -28,8 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .registry import (CLANG, CROSS_BINUTILS, CROSS_GCC, HOST_CC, LLVM_MCA, PYTHON, QEMU,
-                       probes_for)
+from .registry import (CLANG, CROSS_BINUTILS, CROSS_GCC, HOST_CC, LLVM_MC, LLVM_MCA, LLVM_NM, PYTHON,
+                       QEMU, probes_for)
 
 DPKG_STATUS = "/var/lib/dpkg/status"
 PROBE_OUTPUT = "tilesmith deps probe ok"
@@ -131,9 +131,12 @@ def probe_clang(probe, work, results):
     return files
 
 
-def probe_mca(probe, work, results):
+def probe_llvm(probe, work, results):
     run([which(LLVM_MCA), "-mtriple=aarch64", "-mcpu=neoverse-n2"], f"{LLVM_MCA} on one instruction",
         input="add x0, x0, x1\n")
+    run([which(LLVM_MC), "--disassemble", "-triple=aarch64"], f"{LLVM_MC} disassembling one word",
+        input="0x00 0x00 0x01 0x8b\n")
+    run([which(LLVM_NM), "--version"], f"{LLVM_NM} --version")
     return []
 
 
@@ -143,7 +146,7 @@ def probe_host_cc(probe, work, results):
 
 
 RUNNERS = {"module": probe_module, "cross-cc": probe_cross_cc, "binutils": probe_binutils,
-           "qemu": probe_qemu, "clang": probe_clang, "mca": probe_mca, "host-cc": probe_host_cc}
+           "qemu": probe_qemu, "clang": probe_clang, "llvm": probe_llvm, "host-cc": probe_host_cc}
 
 
 def command_files(probe) -> list:

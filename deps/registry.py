@@ -23,8 +23,13 @@ CROSS_BINUTILS = ("aarch64-linux-gnu-as", "aarch64-linux-gnu-objcopy",
 CLANG = "clang-19"
 QEMU = "qemu-aarch64"
 LLVM_MCA = "llvm-mca-19"
+LLVM_NM = "llvm-nm-19"
+LLVM_MC = "llvm-mc-19"
 HOST_CC = "gcc"
 PYTHON = "/usr/bin/python3"
+# Commands of Debian's Essential packages (dash, coreutils, dpkg), on every Debian system and
+# never probed (Debian Policy 3.8, "Essential packages": https://www.debian.org/doc/debian-policy/ch-binary.html#essential-packages).
+ESSENTIAL_COMMANDS = ("sh", "stat", "dpkg", "dpkg-query")
 
 # System headers of the aarch64 C code (generated drivers, tests/c, bench/workloads.c); the
 # probe program includes them all. Headers only included for other systems are listed apart.
@@ -42,7 +47,7 @@ CROSS_PACKAGES = ("gcc-aarch64-linux-gnu", "binutils-aarch64-linux-gnu", "libc6-
 @dataclass(frozen=True)
 class Probe:
     name: str
-    kind: str                  # "module" | "cross-cc" | "binutils" | "qemu" | "clang" | "mca" | "host-cc"
+    kind: str                  # how it is probed: a key of deps.probe.RUNNERS
     groups: tuple              # the ensure-deps groups that need it
     packages: tuple            # Debian packages that provide it
     commands: tuple = ()       # commands it checks
@@ -62,7 +67,7 @@ PROBES = (
     Probe("qemu", "qemu", ("bench", "all"), ("qemu-user",), commands=(QEMU,), needs="cross-cc"),
     Probe("clang", "clang", ("all",), ("clang-19",) + CROSS_PACKAGES, commands=(CLANG,),
           headers=TARGET_HEADERS),
-    Probe("llvm-mca", "mca", ("bench", "all"), ("llvm-19",), commands=(LLVM_MCA,)),
+    Probe("llvm", "llvm", ("bench", "all"), ("llvm-19",), commands=(LLVM_MCA, LLVM_MC, LLVM_NM)),
     Probe("host-cc", "host-cc", ("bench", "all"), ("gcc", "libc6-dev"), commands=(HOST_CC,),
           headers=HOST_HEADERS),
 )

@@ -8,6 +8,7 @@
 #   scripts/ensure-deps.sh --check GROUP   probe only (no stamp, no install): prints the missing
 #                                   packages, exit 1 when some are missing
 # TILESMITH_DEPS_DRY_RUN=1: instead of installing, say what would be installed and exit 1.
+# TILESMITH_DEPS_STAMP_DIR: where the stamps go (default build/).
 # What is checked are capabilities, not command names (deps/registry.py, deps/probe.py): the
 # cross compiler builds and links a static program including <stdio.h>, <stdint.h>,
 # <arm_neon.h>, <sys/auxv.h>…, qemu-aarch64 runs it, clang-19 builds it for aarch64,
@@ -25,7 +26,7 @@ check_only=0
 if [ "${1:-}" = --check ]; then check_only=1; shift; fi
 group="${1:-all}"
 case "$group" in gen|bench|all) ;; *) echo "ensure-deps: unknown group '$group' (gen, bench or all)" >&2; exit 2 ;; esac
-STAMP="$ROOT/build/deps-$group.stamp"
+STAMP="${TILESMITH_DEPS_STAMP_DIR:-$ROOT/build}/deps-$group.stamp"
 KEY="tilesmith-deps 1 $group $(cat "$ROOT/scripts/ensure-deps.sh" "$ROOT"/deps/*.py | cksum) PATH=$PATH HIDE=${TILESMITH_DEPS_HIDE:-}"
 
 stamp_fresh() {

@@ -100,6 +100,12 @@ run_root() {
     mount_into --bind "$CACHE/apt-archives" "$RUN_ROOT/var/cache/apt/archives"
     mkdir -p "$RUN_ROOT/root/tilesmith"
     git -C "$REPO" archive --format=tar HEAD | tar -x -C "$RUN_ROOT/root/tilesmith"
+    # CI clones the project with shared/ beside it (tests/test_encoder_seeds.py reads it).
+    if [ -d "$REPO/../shared" ]; then
+        cp -a "$REPO/../shared" "$RUN_ROOT/root/shared"
+    else
+        say "note: no shared/ beside $REPO: the tests that read it will fail"
+    fi
     say "project: $(git -C "$REPO" log -1 --format='%h %s' HEAD | cut -c1-80)"
     [ -z "$(git -C "$REPO" status --porcelain)" ] || say "note: uncommitted changes are not part of the check"
     # A new user's shell: nothing from this machine's environment.
