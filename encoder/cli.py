@@ -1,4 +1,8 @@
-"""Command line: python -m encoder {encode,inst,verify} ... (see --help)."""
+"""Command line: python -m encoder {encode,inst,verify} ... (see --help).
+
+Exit status: 0 success; 1 `verify` found words that disagree with objdump (the mismatch code,
+used for nothing else); 2 any usage error — bad arguments, an unreadable file, an instruction
+that cannot be encoded, an unknown feature, input that cannot be assembled."""
 from __future__ import annotations
 
 import argparse
@@ -48,7 +52,9 @@ def _cmd_verify(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python3 -m encoder",
-                                     description="AArch64 SIMD instruction encoder for `.inst` lines")
+                                     description="AArch64 SIMD instruction encoder for `.inst` lines",
+                                     epilog="exit status: 0 ok, 1 verify found mismatches, "
+                                            "2 usage error (bad arguments or input)")
     commands = parser.add_subparsers(dest="command", required=True)
     encode_cmd = commands.add_parser("encode", help="print the 32-bit word of one instruction")
     encode_cmd.add_argument("instruction")
@@ -76,9 +82,9 @@ def main(argv=None) -> int:
     warnings.formatwarning = lambda message, *rest: f"warning: {message}\n"
     try:
         return args.run(args)
-    except EncodeError as error:
+    except EncodeError as error:         # bad input, not a mismatch
         print(f"error: {error}", file=sys.stderr)
-        return EXIT_MISMATCH
+        return EXIT_USAGE
     except OSError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE

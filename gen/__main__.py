@@ -11,11 +11,19 @@ SUBCOMMANDS = {
 }
 
 
+USAGE = f"usage: python3 -m gen {{{','.join(SUBCOMMANDS)}}} [options]"
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help"):
+        print(f"{USAGE}\n\n{__doc__.strip()}\n\n"
+              f"'python3 -m gen SUBCOMMAND -h' describes a subcommand's options.")
+        return 0
     if not argv or argv[0] not in SUBCOMMANDS:
-        print(f"usage: python3 -m gen {{{','.join(SUBCOMMANDS)}}} [options]  (-h for help)",
-              file=sys.stderr)
+        problem = "no subcommand" if not argv else f"unknown subcommand {argv[0]!r}"
+        print(f"{USAGE}  (-h for help)\npython3 -m gen: error: {problem}: choose "
+              f"{' or '.join(SUBCOMMANDS)}", file=sys.stderr)
         return 2
     module = __import__(SUBCOMMANDS[argv[0]], fromlist=["main"])
     return module.main(argv[1:])

@@ -3,21 +3,27 @@
     python3 -m gen generate --arch v86 [--prefix ts_] [--inst auto|always|never]
                             [--cpu generic|cortex-a55|...] [--out out/v86]
 
-Writes <out>/ afresh: one `<symbol>.S` per micro-kernel (every instruction gen.isa.generated_for
+Writes into <out>/ one `<symbol>.S` per micro-kernel (every instruction gen.isa.generated_for
 lists, tile from gen.tile_policy.solve: the solver's choice, or for CPU=generic the maximin
-when it misses a core's target), `<prefix>kernels.h`, `manifest.json` and the C
-drivers (gen.drivers.render_drivers). Everything is generated in memory first; a bad option is
-reported (exit 2) before anything is written. The output folder is replaced only if it is
-absent, empty, or a previous output (holds manifest.json). Output is deterministic.
+when it misses a core's target), `<prefix>kernels.h`, the C drivers (gen.drivers) and
+`manifest.json`, whose "files" list names every file this generation wrote. Everything is
+generated in a staging folder first; a bad option is reported (exit 2) before anything is
+written. Output is deterministic.
+
+Regenerating into a folder keeps the files tilesmith did not write there: the files the
+previous manifest lists and this generation does not write are removed, every other file
+stays. A file this generation would write that exists but is not listed by the previous
+manifest (the user's own) is not overwritten: generation refuses (exit 2), naming it.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import schedule_cache
 from .cores import CORES, CPU_NAMES, check_cpu
@@ -50,8 +56,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python3 -m gen generate",
-                     description="Generate micro-kernels, header, manifest and drivers.")
+    parser = _Parser(prog="python3 -m gen generate", description=__doc__.split("\n\n", 2)[2],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--arch", required=True, help=f"one of {', '.join(ARCH_LEVELS)}")
     parser.add_argument("--prefix", default="ts_", help="symbol prefix (default %(default)s)")
     parser.add_argument("--inst", default="auto", help=f"one of {', '.join(INST_MODES)}")
@@ -102,31 +108,98 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     return files
 
 
-def _check_replaceable(out: Path) -> None:
+def _check_out(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise UsageError(f"--out {out} is not empty and holds no {MANIFEST}: refusing to replace "
-                         f"a folder tilesmith did not generate")
+
+
+def previous_files(out: Path) -> set:
+    """The files the previous generation into `out` wrote (its manifest's "files"; a manifest
+    from before that list: its kernels, header and itself)."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(manifest, dict):
+        return set()
+    if isinstance(manifest.get("files"), list):
+        names = manifest["files"]
+    else:
+        kernels = manifest.get("kernels") if isinstance(manifest.get("kernels"), list) else []
+        names = [MANIFEST, f"{manifest.get('prefix', '')}kernels.h"] + \
+            [k.get("file") for k in kernels if isinstance(k, dict)]
+    return {n for n in names if _inside(n)}
+
+
+def _inside(name) -> bool:
+    """A relative path that stays inside the folder (a manifest never makes us touch others)."""
+    return (isinstance(name, str) and name != "" and not PurePosixPath(name).is_absolute()
+            and ".." not in PurePosixPath(name).parts and "\\" not in name)
+
+
+def staged_files(staging: Path) -> list:
+    """Every file below `staging`, as sorted POSIX paths relative to it."""
+    return sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+
+
+def foreign_collisions(out: Path, new: list, previous: set) -> list:
+    """Files this generation would write over that tilesmith did not write."""
+    return [name for name in new if (out / name).exists() and name not in previous]
+
+
+def _write_manifest(folder: Path, manifest: dict, files) -> None:
+    (folder / MANIFEST).write_text(json.dumps({**manifest, "files": sorted(files)}, indent=2) + "\n")
+
+
+def stage(files: dict, manifest: dict, staging: Path) -> list:
+    """Write the generation into `staging`; returns its file list (manifest.json included)."""
+    for name, text in files.items():
+        if name != MANIFEST:
+            (staging / name).write_text(text)
+    render_drivers(manifest, staging)
+    names = sorted(set(staged_files(staging)) | {MANIFEST})
+    _write_manifest(staging, manifest, names)
+    return names
+
+
+def install(staging: Path, names: list, out: Path, previous: set) -> None:
+    """Move the staged files into `out`, then remove what the previous generation wrote and
+    this one did not. The manifest in `out` lists every file tilesmith may have written at
+    each step (a run cut short leaves nothing unaccounted for), the final one exactly `names`."""
+    out.mkdir(parents=True, exist_ok=True)
+    final_manifest = json.loads((staging / MANIFEST).read_text())
+    if previous:
+        _write_manifest(out, final_manifest, previous | set(names))
+    for name in names:
+        if name != MANIFEST:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / name, out / name)
+    os.replace(staging / MANIFEST, out / MANIFEST)
+    for name in sorted(previous - set(names)):
+        stale = out / name
+        if stale.is_file() or stale.is_symlink():
+            stale.unlink()
+        for parent in stale.parents:           # folders the stale files leave empty
+            if parent == out or not parent.is_dir() or any(parent.iterdir()):
+                break
+            parent.rmdir()
 
 
 def write_output(files: dict, manifest: dict, out: Path) -> None:
-    """Write into a fresh sibling folder, then swap it in place of `out` (stale files go)."""
+    """Stage the generation next to `out`, check it overwrites no foreign file, install it."""
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
     try:
-        for name, text in files.items():
-            (staging / name).write_text(text)
-        render_drivers(manifest, staging)
-        staging.chmod(0o755)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            out.rename(old / out.name)
-            shutil.rmtree(old)
-        staging.rename(out)
+        names = stage(files, manifest, staging)
+        previous = previous_files(out) if out.is_dir() else set()
+        foreign = foreign_collisions(out, names, previous)
+        if foreign:
+            raise UsageError(f"--out {out} holds {', '.join(foreign)}, which tilesmith did not "
+                             f"write (not in its {MANIFEST}): refusing to overwrite; move "
+                             f"{'it' if len(foreign) == 1 else 'them'} or choose another --out")
+        install(staging, names, out, previous)
     finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def main(argv=None) -> int:
@@ -135,7 +208,7 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
         check_options(args)
         out = Path(args.out or f"out/{args.arch}")
-        _check_replaceable(out)
+        _check_out(out)
     except (UsageError, ValueError) as error:
         print(f"python3 -m gen generate: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -147,6 +220,9 @@ def main(argv=None) -> int:
         return EXIT_FAILED
     try:
         write_output(files, json.loads(files[MANIFEST]), out)
+    except UsageError as error:
+        print(f"python3 -m gen generate: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as error:
         print(f"python3 -m gen generate: error: cannot write --out {out}: {error}", file=sys.stderr)
         return EXIT_FAILED

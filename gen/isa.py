@@ -198,6 +198,11 @@ def instructions_for(arch: str) -> list[MacInstruction]:
     return [i for i in INSTRUCTIONS.values() if arch_includes(arch, i.arch)]
 
 
+def generated_by_some_arch(name: str) -> bool:
+    """Whether any ARCH level generates kernels of instruction `name` (the solver knows more)."""
+    return any(name in names for names in GENERATED.values())
+
+
 def generated_for(arch: str) -> list[MacInstruction]:
     """The instructions that get kernels at ARCH level `arch`."""
     check_arch(arch)

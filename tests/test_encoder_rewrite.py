@@ -244,7 +244,7 @@ def test_cli_encode_prints_the_word():
 
 def test_cli_encode_error_goes_to_stderr_with_nonzero_exit():
     result = run_cli("encode", "smmla v16.4s, v2.8b, v0.16b")
-    assert result.returncode in (1, 2)
+    assert result.returncode == 2          # a usage error, not verify's mismatch code 1
     assert result.stdout == ""
     assert "arrangement not allowed for smmla" in result.stderr
 
@@ -255,7 +255,7 @@ def test_cli_inst_to_stdout_and_error_location(kernel_dir: Path):
     bad = kernel_dir / "bad.S"
     bad.write_text("    .text\n\n    usmmla v0.4s, v1.16b, v32.16b\n")
     result = run_cli("inst", bad)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{bad}:3: register v32 out of range" in result.stderr
 
 
@@ -263,10 +263,10 @@ def test_cli_non_utf8_input_is_a_clear_error_not_a_traceback(tmp_path: Path):
     bad = tmp_path / "latin1.S"
     bad.write_bytes(b"    .text\n    // caf\xe9\n    sdot v0.4s, v1.16b, v2.16b\n")
     result = run_cli("inst", bad)
-    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{bad}: not UTF-8 text (byte 0xe9 at offset" in result.stderr
     garbage = tmp_path / "garbage.S"
     garbage.write_bytes(b"\xff\xfe\x8f not assembly\n")
     result = run_cli("verify", garbage)
-    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{garbage}: assembling failed" in result.stderr

@@ -1,0 +1,72 @@
+"""Regenerating into a folder (gen/generate_cli.py): files tilesmith did not write stay, the ones
+a previous generation wrote and this one does not are removed, and a file of the user's that a
+generation would overwrite makes it refuse, naming the file."""
+from __future__ import annotations
+
+import json
+
+import kernel_build
+from gen.generate_cli import main as generate_main
+
+
+def snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_the_manifest_lists_exactly_the_files_written(tmp_path):
+    out = tmp_path / "out"
+    manifest = kernel_build.generate(out, "v8")
+    assert sorted(manifest["files"]) == sorted(snapshot(out))
+    assert "manifest.json" in manifest["files"] and "tilesmith.h" in manifest["files"]
+    assert {k["file"] for k in manifest["kernels"]} <= set(manifest["files"])
+
+
+def test_regeneration_keeps_the_users_files_and_removes_its_own_stale_ones(tmp_path):
+    out = tmp_path / "out"
+    kernel_build.generate(out, "v82")
+    v82_kernels = {k["file"] for k in json.loads((out / "manifest.json").read_text())["kernels"]}
+    (out / "CMakeLists.txt").write_text("# the user's\n")
+    (out / "notes").mkdir()
+    (out / "notes" / "todo.txt").write_text("mine\n")
+    kernel_build.generate(out, "v8")
+    fresh = tmp_path / "fresh"
+    kernel_build.generate(fresh, "v8")
+    expected = {**snapshot(fresh), "CMakeLists.txt": b"# the user's\n", "notes/todo.txt": b"mine\n"}
+    assert snapshot(out) == expected
+    gone = v82_kernels - set(snapshot(fresh))
+    assert gone, "v82 should generate kernels v8 does not (sdot/udot)"
+    assert not [name for name in gone if (out / name).exists()]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "out"], "staging folders left behind"
+
+
+def test_a_file_it_did_not_write_is_never_overwritten(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "tilesmith.h").write_text("/* the user's own header */\n")
+    (out / "other.txt").write_text("x")
+    assert generate_main(["--arch", "v8", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "tilesmith.h" in error and "did not write" in error
+    assert snapshot(out) == {"tilesmith.h": b"/* the user's own header */\n", "other.txt": b"x"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "staging folders left behind"
+
+
+def test_a_folder_of_other_files_gets_the_generation_beside_them(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    manifest = kernel_build.generate(out, "v8")
+    assert (out / "mine.txt").read_text() == "keep me"
+    assert "mine.txt" not in manifest["files"]
+
+
+def test_a_manifest_never_makes_it_delete_outside_the_folder(tmp_path):
+    out = tmp_path / "out"
+    kernel_build.generate(out, "v8")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("outside")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"] += ["../victim.txt", str(victim)]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    kernel_build.generate(out, "v8")
+    assert victim.read_text() == "outside"
