@@ -82,14 +82,25 @@ def header_files(depfile: Path) -> list:
     return sorted({w for w in text.split(":", 1)[-1].split() if w.startswith("/")})
 
 
+def linked_files(trace: str) -> list:
+    """Files GNU ld's `-t` trace names (objects, archives: `(/path/libc.a)foo.o` or a path)."""
+    found = set()
+    for line in trace.splitlines():
+        path = line.strip().lstrip("(").split(")")[0]
+        if path.startswith("/") and os.path.isfile(path):
+            found.add(path)
+    return sorted(found)
+
+
 def build(cmd_head, probe, work: Path, extra=()) -> tuple:
-    """Compile and link probe.headers' program with cmd_head; returns (binary, files used)."""
+    """Compile and link probe.headers' program with cmd_head; returns (binary, the headers,
+    objects and libraries it used)."""
     source = work / f"{probe.name}.c"
     source.write_text(c_program(probe.headers))
     binary, depfile = work / f"{probe.name}.out", work / f"{probe.name}.d"
-    run([*cmd_head, "-O1", "-MD", "-MF", str(depfile), *extra, str(source), "-o", str(binary)],
-        f"{cmd_head[0]}: building a program with <{'>, <'.join(probe.headers)}>")
-    return binary, header_files(depfile)
+    proc = run([*cmd_head, "-O1", "-MD", "-MF", str(depfile), "-Wl,-t", *extra, str(source),
+                "-o", str(binary)], f"{cmd_head[0]}: building a program with <{'>, <'.join(probe.headers)}>")
+    return binary, header_files(depfile) + linked_files(proc.stdout + proc.stderr)
 
 
 def probe_module(probe, work, results):

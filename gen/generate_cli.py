@@ -114,20 +114,16 @@ def _check_out(out: Path) -> None:
 
 
 def previous_files(out: Path) -> set:
-    """The files the previous generation into `out` wrote (its manifest's "files"; a manifest
-    from before that list: its kernels, header and itself)."""
+    """The files the previous generation into `out` wrote: its manifest's "files". A manifest
+    from before that list belongs to a tilesmith that replaced the whole folder on every run,
+    so all the folder holds counts as its own (the old behaviour, once more)."""
     try:
         manifest = json.loads((out / MANIFEST).read_text())
     except (OSError, ValueError):
         return set()
     if not isinstance(manifest, dict):
         return set()
-    if isinstance(manifest.get("files"), list):
-        names = manifest["files"]
-    else:
-        kernels = manifest.get("kernels") if isinstance(manifest.get("kernels"), list) else []
-        names = [MANIFEST, f"{manifest.get('prefix', '')}kernels.h"] + \
-            [k.get("file") for k in kernels if isinstance(k, dict)]
+    names = manifest["files"] if isinstance(manifest.get("files"), list) else staged_files(out)
     return {n for n in names if _inside(n)}
 
 

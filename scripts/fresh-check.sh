@@ -86,7 +86,19 @@ cleanup() {
     exit "$status"
 }
 
+remove_stale_runs() {  # roots of runs that were killed (we hold the lock: none is running)
+    local old
+    for old in "$CACHE"/run.*; do
+        [ -d "$old" ] || continue
+        if [ -n "$(mounts_below "$old")" ]; then
+            die "$old still has mounts from a killed run: unmount them (see /proc/self/mountinfo)"
+        fi
+        rm -rf --one-file-system "$old"
+    done
+}
+
 run_root() {
+    remove_stale_runs
     RUN_ROOT=$(mktemp -d "$CACHE/run.XXXXXX")
     trap cleanup EXIT
     trap 'exit 130' INT TERM

@@ -70,3 +70,17 @@ def test_a_manifest_never_makes_it_delete_outside_the_folder(tmp_path):
     (out / "manifest.json").write_text(json.dumps(manifest))
     kernel_build.generate(out, "v8")
     assert victim.read_text() == "outside"
+
+
+def test_a_folder_from_before_the_file_list_is_replaced_as_before(tmp_path):
+    """A manifest without "files" comes from a tilesmith that replaced the whole folder on each
+    run: everything there counts as its own (e.g. a driver file since renamed)."""
+    out = tmp_path / "out"
+    kernel_build.generate(out, "v8")
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["files"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "old_driver.c").write_text("/* from an older tilesmith */\n")
+    kernel_build.generate(out, "v8")
+    assert not (out / "old_driver.c").exists()
+    assert "files" in json.loads((out / "manifest.json").read_text())
