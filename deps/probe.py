@@ -4,7 +4,9 @@
 
 Prints each failed capability with its reason on stderr and, on stdout, one line
 `missing: PACKAGE ...` (the packages that provide the failed ones; nothing when all pass).
-Exit 0 when every probe of GROUP passes, 1 when one fails, 2 on bad arguments.
+Exit 0 when every probe of GROUP passes, 3 when one fails (EXIT_MISSING: distinct from the 1
+of a Python error, so scripts/ensure-deps.sh never takes a broken probe for "all there"), 2 on
+bad arguments.
 
 With --stamp, a passing run writes FILE: KEY on the first line, then `stat` lines (mtime, size,
 path) of every file the probes relied on — the commands, every header the compilers read, the
@@ -34,6 +36,7 @@ from .registry import (CLANG, CROSS_BINUTILS, CROSS_GCC, HOST_CC, LLVM_MC, LLVM_
 DPKG_STATUS = "/var/lib/dpkg/status"
 PROBE_OUTPUT = "tilesmith deps probe ok"
 TIMEOUT = 60
+EXIT_MISSING = 3
 
 
 class ProbeFailed(Exception):
@@ -214,7 +217,7 @@ def main(argv=None) -> int:
     missing = sorted({pkg for p in probes_for(args.group) if p.name in failures for pkg in p.packages})
     if missing:
         print("missing: " + " ".join(missing))
-        return 1
+        return EXIT_MISSING
     if args.stamp:
         write_stamp(Path(args.stamp), args.key, files)
     return 0

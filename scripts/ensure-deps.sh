@@ -38,14 +38,16 @@ stamp_fresh() {
     [ "$now" = "$recorded" ]
 }
 
-probe() {  # prints the missing packages, if any
-    if [ ! -x "$PY" ]; then echo "python3"; return; fi
-    if [ "$check_only" = 1 ]; then
-        out=$(cd "$ROOT" && "$PY" -m deps.probe "$group") || true
-    else
-        out=$(cd "$ROOT" && "$PY" -m deps.probe "$group" --stamp "$STAMP" --key "$KEY") || true
-    fi
-    printf '%s\n' "$out" | sed -n 's/^missing: //p'
+probe() {  # prints the missing packages, if any; fails when the probe itself breaks
+    if [ ! -x "$PY" ]; then echo "python3"; return 0; fi
+    if [ "$check_only" = 1 ]; then set -- "$group"; else set -- "$group" --stamp "$STAMP" --key "$KEY"; fi
+    status=0
+    out=$(cd "$ROOT" && "$PY" -m deps.probe "$@") || status=$?
+    case "$status" in
+        0) ;;
+        3) printf '%s\n' "$out" | sed -n 's/^missing: //p' ;;   # deps.probe EXIT_MISSING
+        *) echo "ensure-deps: the probe itself failed (python3 -m deps.probe, exit $status)" >&2; return 1 ;;
+    esac
 }
 
 install() {
@@ -65,16 +67,16 @@ install() {
 
 if [ "$check_only" = 0 ] && stamp_fresh; then exit 0; fi
 rm -f "$STAMP"
-need=$(probe)
+need=$(probe) || exit 1
 if [ "$check_only" = 1 ]; then
     [ -z "$need" ] && exit 0
     echo "missing: $need"; exit 1
 fi
 [ -z "$need" ] && exit 0
 install "$need"
-need=$(probe)                  # python3 may just have arrived: probe everything it can
+need=$(probe) || exit 1        # python3 may just have arrived: probe everything it can
 [ -z "$need" ] || install "$need"
-need=$(probe)
+need=$(probe) || exit 1
 if [ -n "$need" ]; then
     echo "ensure-deps: still missing after installing: $need (see the probe messages above)" >&2
     exit 1

@@ -369,3 +369,19 @@ def test_the_all_stamp_covers_the_cross_headers(tmp_path):
     text = (tmp_path / "deps-all.stamp").read_text()
     assert re.search(r" /usr/aarch64-linux-gnu/include/stdio\.h$", text, re.M), \
         "the cross C library's headers are not in the stamp"
+
+
+def test_a_broken_probe_is_an_error_not_all_there(tmp_path):
+    """A probe that crashes (exit 1, a traceback) must not pass for "nothing missing"."""
+    shutil.copytree(ROOT / "deps", tmp_path / "deps")
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ENSURE, tmp_path / "scripts" / "ensure-deps.sh")
+    probe_py = tmp_path / "deps" / "probe.py"
+    probe_py.write_text(probe_py.read_text().replace("def run_probes(group: str) -> tuple:",
+                                                     "def run_probes(group: str) -> tuple:\n    1 / 0"))
+    for args in (("--check", "gen"), ("gen",)):
+        proc = subprocess.run(["sh", str(tmp_path / "scripts" / "ensure-deps.sh"), *args],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode != 0, f"{args}: a crashing probe passed\n{proc.stderr}"
+        assert "the probe itself failed" in proc.stderr
+    assert not (tmp_path / "build").exists()
