@@ -163,9 +163,7 @@ def install(staging: Path, names: list, out: Path, previous: set) -> None:
     this one did not. The manifest in `out` lists every file tilesmith may have written at
     each step (a run cut short leaves nothing unaccounted for), the final one exactly `names`."""
     out.mkdir(parents=True, exist_ok=True)
-    final_manifest = json.loads((staging / MANIFEST).read_text())
-    if previous:
-        _write_manifest(out, final_manifest, previous | set(names))
+    _write_manifest(out, json.loads((staging / MANIFEST).read_text()), previous | set(names))
     for name in names:
         if name != MANIFEST:
             (out / name).parent.mkdir(parents=True, exist_ok=True)
