@@ -99,7 +99,8 @@ class CommandFinder:
     def evaluate(self, expr):
         if self._module is None:                # imported only when needed
             self._module = module_of(self.path)
-        return eval(compile(ast.Expression(expr), str(self.path), "eval"), vars(self._module))
+        namespace = {"sys": sys, "os": os, **vars(self._module)}   # also when imported locally
+        return eval(compile(ast.Expression(expr), str(self.path), "eval"), namespace)
 
     def strings(self, expr, scope) -> set:
         """Values of an expression that is one command name."""
