@@ -64,7 +64,8 @@ def _valid(entry, length: int) -> bool:
     if not (isinstance(entry, list) and len(entry) == 2):
         return False
     order, score = entry
-    return (isinstance(order, list) and sorted(order) == list(range(length))
+    return (isinstance(order, list) and all(type(i) is int for i in order)
+            and sorted(order) == list(range(length))
             and isinstance(score, (int, float)) and not isinstance(score, bool))
 
 
@@ -117,7 +118,7 @@ class ScheduleCache:
 def _read(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

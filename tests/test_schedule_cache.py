@@ -89,18 +89,25 @@ def test_disabled_cache_writes_nothing(tmp_path, monkeypatch):
     assert cache.get(("key",), 2) is None
 
 
-@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"k": 3}'])
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"k": 3}', "[" * 100000,
+                                     b"\xff\xfe not UTF-8"])
 def test_a_corrupt_cache_file_is_ignored_and_rewritten(fresh_cache, cold_run, content):
     path = cache_file(fresh_cache)
-    path.write_text(content)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
     assert generate_files() == cold_run[0]
     assert isinstance(json.loads(path.read_text()), dict) and len(json.loads(path.read_text())) > 1
 
 
-def test_an_entry_that_is_no_permutation_is_ignored(fresh_cache, cold_run):
+@pytest.mark.parametrize("bad_order", [lambda order: [0] * len(order),
+                                       lambda order: [str(i) for i in order],
+                                       lambda order: order[:-1]])
+def test_an_entry_that_is_no_permutation_is_ignored(fresh_cache, cold_run, bad_order):
     path = cache_file(fresh_cache)
     entries = json.loads(path.read_text())
-    path.write_text(json.dumps({k: [[0] * len(order), score] for k, (order, score) in entries.items()}))
+    path.write_text(json.dumps({k: [bad_order(order), score] for k, (order, score) in entries.items()}))
     assert generate_files() == cold_run[0]
     assert schedule_cache.CACHE.hits == 0
 
