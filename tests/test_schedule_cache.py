@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 
 import pytest
 
@@ -135,3 +136,25 @@ def test_concurrent_writers_lose_no_entry(tmp_path):
         pool.map(_writer, [(tmp_path, w) for w in range(4)])
     entries = json.loads((tmp_path / "schedules-test.json").read_text())
     assert sorted(entries) == sorted(f"{w}-{n}" for w in range(4) for n in range(10))
+
+
+def test_the_command_line_writes_and_reuses_the_cache(tmp_path):
+    """`python3 -m gen generate` twice: the first run stores the schedules, the second finds
+    every one (it has nothing new to store: the file is not rewritten) and writes the same bytes."""
+    import subprocess
+    import sys
+    from cross import ROOT
+    env = {**os.environ, "TILESMITH_CACHE_DIR": str(tmp_path / "cache")}
+
+    def generate(out):
+        proc = subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", ARCH, "--out",
+                               str(out)], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return {p.name: p.read_bytes() for p in out.iterdir()}
+
+    cold = generate(tmp_path / "cold")
+    path = cache_file(tmp_path / "cache")
+    stored = path.stat().st_mtime_ns, path.read_bytes()
+    warm = generate(tmp_path / "warm")
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == stored, "the warm run stored schedules"
+    assert warm == cold
