@@ -24,13 +24,14 @@ import argparse
 import concurrent.futures
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from .registry import (CLANG, CROSS_BINUTILS, CROSS_GCC, HOST_CC, LLVM_MC, LLVM_MCA, LLVM_NM, PYTHON,
+from .registry import (CLANG, CMAKE, CMAKE_MIN_VERSION, CROSS_BINUTILS, CROSS_GCC, HOST_CC, LLVM_MC, LLVM_MCA, LLVM_NM, PYTHON,
                        QEMU, probes_for)
 
 DPKG_STATUS = "/var/lib/dpkg/status"
@@ -154,13 +155,23 @@ def probe_llvm(probe, work, results):
     return []
 
 
+def probe_cmake(probe, work, results):
+    text = run([which(CMAKE), "--version"], f"{CMAKE} --version").stdout
+    found = re.search(r"version (\d+)\.(\d+)", text)
+    if not found or tuple(map(int, found.groups())) < CMAKE_MIN_VERSION:
+        raise ProbeFailed(f"{CMAKE}: version {found.group(0) if found else '?'} is older than "
+                          f"{'.'.join(map(str, CMAKE_MIN_VERSION))}")
+    return []
+
+
 def probe_host_cc(probe, work, results):
     _, files = build([which(HOST_CC)], probe, work, ["-shared", "-fPIC", "-lpthread"])
     return files
 
 
 RUNNERS = {"module": probe_module, "cross-cc": probe_cross_cc, "binutils": probe_binutils,
-           "qemu": probe_qemu, "clang": probe_clang, "llvm": probe_llvm, "host-cc": probe_host_cc}
+           "qemu": probe_qemu, "clang": probe_clang, "llvm": probe_llvm, "host-cc": probe_host_cc,
+           "cmake": probe_cmake}
 
 
 def command_files(probe) -> list:

@@ -26,6 +26,8 @@ LLVM_MCA = "llvm-mca-19"
 LLVM_NM = "llvm-nm-19"
 LLVM_MC = "llvm-mc-19"
 HOST_CC = "gcc"
+CMAKE = "cmake"
+CMAKE_MIN_VERSION = (3, 13)      # cmake_minimum_required of tests/test_cmake.py's consumer
 PYTHON = "/usr/bin/python3"
 # Commands of Debian's Essential packages (dash, coreutils, dpkg), on every Debian system and
 # never probed (Debian Policy 3.8, "Essential packages": https://www.debian.org/doc/debian-policy/ch-binary.html#essential-packages).
@@ -68,6 +70,7 @@ PROBES = (
     Probe("clang", "clang", ("all",), ("clang-19",) + CROSS_PACKAGES, commands=(CLANG,),
           headers=TARGET_HEADERS),
     Probe("llvm", "llvm", ("bench", "all"), ("llvm-19",), commands=(LLVM_MCA, LLVM_MC, LLVM_NM)),
+    Probe("cmake", "cmake", ("all",), ("cmake",), commands=(CMAKE,)),
     Probe("host-cc", "host-cc", ("bench", "all"), ("gcc", "libc6-dev"), commands=(HOST_CC,),
           headers=HOST_HEADERS),
 )

@@ -146,8 +146,17 @@ class CommandFinder:
             return set()
 
     def assignments(self, name, scope) -> list:
-        return [node.value for node in ast.walk(scope) if isinstance(node, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+        """Values bound to `name` in scope: `name = value`, and each item of a literal
+        sequence in `for name in (...)`."""
+        values = []
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                    for t in node.targets):
+                values.append(node.value)
+            elif (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+                  and node.target.id == name and isinstance(node.iter, (ast.Tuple, ast.List))):
+                values += node.iter.elts
+        return values
 
     @staticmethod
     def is_parameter(name, scope) -> bool:

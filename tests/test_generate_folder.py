@@ -25,13 +25,13 @@ def test_regeneration_keeps_the_users_files_and_removes_its_own_stale_ones(tmp_p
     out = tmp_path / "out"
     kernel_build.generate(out, "v82")
     v82_kernels = {k["file"] for k in json.loads((out / "manifest.json").read_text())["kernels"]}
-    (out / "CMakeLists.txt").write_text("# the user's\n")
+    (out / "build.cmake").write_text("# the user's\n")
     (out / "notes").mkdir()
     (out / "notes" / "todo.txt").write_text("mine\n")
     kernel_build.generate(out, "v8")
     fresh = tmp_path / "fresh"
     kernel_build.generate(fresh, "v8")
-    expected = {**snapshot(fresh), "CMakeLists.txt": b"# the user's\n", "notes/todo.txt": b"mine\n"}
+    expected = {**snapshot(fresh), "build.cmake": b"# the user's\n", "notes/todo.txt": b"mine\n"}
     assert snapshot(out) == expected
     gone = v82_kernels - set(snapshot(fresh))
     assert gone, "v82 should generate kernels v8 does not (sdot/udot)"
