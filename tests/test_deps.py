@@ -96,11 +96,22 @@ class CommandFinder:
                 return node
         return self.tree
 
-    def evaluate(self, expr):
+    def evaluate(self, expr, scope=None):
         if self._module is None:                # imported only when needed
             self._module = module_of(self.path)
-        namespace = {"sys": sys, "os": os, **vars(self._module)}   # also when imported locally
+        namespace = {"sys": sys, "os": os, **vars(self._module), **self.local_imports(scope)}
         return eval(compile(ast.Expression(expr), str(self.path), "eval"), namespace)
+
+    @staticmethod
+    def local_imports(scope) -> dict:
+        """Names a function imports itself (`from cross import GCC` inside a test)."""
+        names = {}
+        for node in ast.walk(scope) if isinstance(scope, ast.FunctionDef) else ():
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                module = importlib.import_module(node.module)
+                names.update({a.asname or a.name: getattr(module, a.name) for a in node.names
+                              if hasattr(module, a.name)})
+        return names
 
     def strings(self, expr, scope) -> set:
         """Values of an expression that is one command name."""
@@ -109,7 +120,7 @@ class CommandFinder:
         if isinstance(expr, ast.Name) and self.assignments(expr.id, scope):
             return set().union(*(self.strings(v, scope) for v in self.assignments(expr.id, scope)))
         try:
-            value = self.evaluate(expr)
+            value = self.evaluate(expr, scope)
         except Exception:                       # noqa: BLE001 - reported below
             value = None
         if isinstance(value, str):
