@@ -42,8 +42,8 @@ class OpTiming:
 LOAD_CLASSES = ("ldr_q", "ldr_d", "ldr_x", "ldp_q", "ldp_d", "ld1_1", "ld1_2", "ld1_3",
                 "ld1_4", "ld1r")
 OTHER_CLASSES = ("ins", "alu", "branch")
-MAC_KEYS = ("fmla_f32", "fmla_f16", "smlal", "sdot", "udot", "usdot", "bfdot", "smmla",
-            "ummla", "usmmla", "bfmmla")
+MAC_KEYS = ("fmla_f32", "fmla_f16", "fmlal", "smlal", "sdot", "udot", "usdot", "sudot",
+            "bfdot", "smmla", "ummla", "usmmla", "bfmmla")
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,9 @@ class CoreModel:
                              f"{op_class!r}") from None
 
 
-def _mac_table(fmla, fmla16, smlal, dot, bfdot, mmla, bfmmla):
-    return {"fmla_f32": fmla, "fmla_f16": fmla16, "smlal": smlal, "sdot": dot, "udot": dot,
-            "usdot": dot, "bfdot": bfdot, "smmla": mmla, "ummla": mmla, "usmmla": mmla,
+def _mac_table(fmla, fmla16, smlal, dot, bfdot, mmla, bfmmla, fmlal):
+    return {"fmla_f32": fmla, "fmla_f16": fmla16, "fmlal": fmlal, "smlal": smlal, "sdot": dot,
+            "udot": dot, "usdot": dot, "sudot": dot, "bfdot": bfdot, "smmla": mmla, "ummla": mmla, "usmmla": mmla,
             "bfmmla": bfmmla}
 
 
@@ -133,8 +133,8 @@ _A510_OPS = _ops(
     macs={**_same(OpTiming(4, units=(("vmac", 1, 1),), retire_ooo=True),
                   ("fmla_f32", "fmla_f16")),
           **_same(OpTiming(4, units=(("valu", 1, 1),)),
-                  ("smlal", "sdot", "udot", "usdot", "bfdot", "smmla", "ummla", "usmmla",
-                   "bfmmla"))})
+                  ("smlal", "sdot", "udot", "usdot", "sudot", "bfdot", "fmlal", "smmla",
+                   "ummla", "usmmla", "bfmmla"))})
 
 # ---- Cortex-A55 (AArch64SchedA55.td): 2-wide in-order; 1 load pipe, 2 integer ALUs (3-cycle
 # results, forwarded 2 cycles early to ALU consumers), FP MAC pipes for fmla (RetireOOO), and
@@ -158,9 +158,9 @@ _A55_OPS = _ops(
            "alu": OpTiming(3, units=(("alu", 1, 1),)),
            "branch": OpTiming(1, units=(("br", 1, 1),))},
     macs={**_same(OpTiming(4, units=(("fpmac", 1, 1),), retire_ooo=True),
-                  ("fmla_f32", "fmla_f16", "bfdot")),
-          **_same(_A55_VQ, ("smlal", "sdot", "udot", "usdot", "smmla", "ummla", "usmmla",
-                            "bfmmla"))})
+                  ("fmla_f32", "fmla_f16", "bfdot", "fmlal")),
+          **_same(_A55_VQ, ("smlal", "sdot", "udot", "usdot", "sudot", "smmla", "ummla",
+                            "usmmla", "bfmmla"))})
 
 
 # ---- Out-of-order cores (N2 = A710 model, V1): approximated as in-order issue of the given
@@ -181,9 +181,14 @@ def _ooo_ops(mac_table: dict, mac_pipes: int, ins_latency: int) -> dict:
               for key, (lat, tput) in mac_table.items()})
 
 
-_ALL = frozenset({"fp16", "dotprod", "i8mm", "bf16"})
-_N2_TABLE = _mac_table((4, 2), (4, 2), (4, 1), (3, 2), (2, 2), (3, 2), (5, 2))
-_V1_TABLE = _mac_table((4, 4), (4, 4), (4, 2), (2, 4), (4, 4), (3, 4), (5, 4))
+# FEAT_FHM (fp16fml): Armv8.4 makes it mandatory with FP16, so A510 / A710 / N2 (Armv9.0) and
+# V1 (Armv8.4) have it; Cortex-A55 (Armv8.2) does not (TRM 100442, ID_AA64ISAR0_EL1.FHM = 0).
+# fmlal timings (last column): llvm-mca-19 chains / 16 independent MACs, 2026-11-22: N2 2 cycles
+# (accumulator forwarding), 2/cycle; V1 2, 4/cycle; A510 4, 2/cycle (SIMD ALU pipe, like sdot);
+# A55 4, 2/cycle (FP MAC pipe, like fmla).
+_ALL = frozenset({"fp16", "fp16fml", "dotprod", "i8mm", "bf16"})
+_N2_TABLE = _mac_table((4, 2), (4, 2), (4, 1), (3, 2), (2, 2), (3, 2), (5, 2), (2, 2))
+_V1_TABLE = _mac_table((4, 4), (4, 4), (4, 2), (2, 4), (4, 4), (3, 4), (5, 4), (2, 4))
 _N2_UNITS = {"alu": 4, "ld": 3, "v": 2, "br": 2}
 _V1_UNITS = {"alu": 4, "ld": 3, "v": 4, "br": 2}
 
@@ -195,10 +200,10 @@ CORES: dict[str, CoreModel] = {c.name: c for c in (
     CoreModel("neoverse-v1", "neoverse-v1", False, 8, _ALL, _V1_TABLE, 6, 3,
               units=_V1_UNITS, ops=_ooo_ops(_V1_TABLE, 4, 5)),
     CoreModel("cortex-a510", "cortex-a510", True, 3, _ALL,
-              _mac_table((4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2)), 2, 2,
+              _mac_table((4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2), (4, 2)), 2, 2,
               units=_A510_UNITS, ops=_A510_OPS),
     CoreModel("cortex-a55", "cortex-a55", True, 2, frozenset({"fp16", "dotprod"}),
-              _mac_table((4, 2), (4, 2), (4, 1), (4, 1), (4, 2), (4, 1), (4, 1)), 3, 1,
+              _mac_table((4, 2), (4, 2), (4, 1), (4, 1), (4, 2), (4, 1), (4, 1), (4, 2)), 3, 1,
               units=_A55_UNITS, ops=_A55_OPS, alu_forward=2),
 )}
 

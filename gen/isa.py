@@ -49,7 +49,8 @@ class MacInstruction:
     a_rows_per_reg: int
     b_cols_per_reg: int
     arch: str                 # first ARCH level that has it: v8 | v82 | v86
-    feature: Optional[str]    # HWCAP feature the CPU needs: None, dotprod, i8mm, bf16, fp16
+    feature: Optional[str]    # CPU feature the CPU needs, as GNU `-march` spells it: None,
+                              # dotprod, i8mm, bf16, fp16, fp16fml (FEAT_FHM)
     a_index_regs: int = 32    # by-element forms: A must live in v0..v(a_index_regs-1)
     halves: int = 1           # B register columns split across `halves` instructions
                               # (smlal uses the low 4 lanes, smlal2 the high 4)
@@ -139,6 +140,12 @@ INSTRUCTIONS: dict[str, MacInstruction] = {i.name: i for i in (
     # Armv8.2 FP16: FMLA Vd.8H, Vn.8H, Vm.H[i] (Vm in v0-v15), fp16 accumulators.
     _row("fmla_f16", "fmla", "fp16", "fp16", "fp16", 8, 1, 8, "v82", "fp16", "h", "8h",
          a_index_regs=16, c_arrangement="8h"),
+    # Armv8.2 FEAT_FHM: FMLAL/FMLAL2 Vd.4S, Vn.4H, Vm.H[i] (Vm in v0-v15): fp16 products
+    # widened to fp32 (exact), accumulated in fp32 (one rounding per term). FMLAL reads the
+    # low four halves of Vn, FMLAL2 the high four: like smlal, one B register of 8 columns
+    # feeds two MACs (Arm ARM DDI0487 C7.2 FMLAL, FMLAL2 (by element)).
+    _row("fmlal", "fmlal", "fp16", "fp16", "fp32", 4, 1, 8, "v82", "fp16fml", "h", "4h/4h",
+         b_cols=8, a_index_regs=16, halves=2),
     # Armv8.0 int8 path: operands widened to int16 when packed (exact: |a*b| <= 2^14), then
     # SMLAL/SMLAL2 Vd.4S, Vn.4H/8H, Vm.H[i] (Vm in v0-v15); one B register feeds two MACs.
     _row("smlal", "smlal", "int16", "int16", "int32", 4, 1, 8, "v8", None, "h", "4h/8h",
@@ -146,8 +153,13 @@ INSTRUCTIONS: dict[str, MacInstruction] = {i.name: i for i in (
     # Armv8.2 dotprod: SDOT/UDOT Vd.4S, Vn.16B, Vm.4B[i] -- A register = 4 rows x 4 k.
     _row("sdot", "sdot", "int8", "int8", "int32", 4, 4, 4, "v82", "dotprod", "4b", "16b"),
     _row("udot", "udot", "uint8", "uint8", "uint32", 4, 4, 4, "v82", "dotprod", "4b", "16b"),
-    # Armv8.6 i8mm: USDOT Vd.4S, Vn.16B (unsigned B), Vm.4B[i] (signed A).
+    # Armv8.6 i8mm: USDOT Vd.4S, Vn.16B (unsigned), Vm.4B[i] (signed). In the row form A is
+    # the by-element operand, so usdot computes int8 A x uint8 B: not the uint8 x int8 GEMM
+    # (that would need B by element and C transposed). SUDOT Vd.4S, Vn.16B (signed),
+    # Vm.4B[i] (unsigned) is its mirror and has exactly the u8s8 roles: B (int8) the vector,
+    # A (uint8) by element (Arm ARM DDI0487 C7.2 USDOT (by element), SUDOT (by element)).
     _row("usdot", "usdot", "int8", "uint8", "int32", 4, 4, 4, "v86", "i8mm", "4b", "16b"),
+    _row("sudot", "sudot", "uint8", "int8", "int32", 4, 4, 4, "v86", "i8mm", "4b", "16b"),
     # Armv8.6 BF16: BFDOT Vd.4S, Vn.8H, Vm.2H[i] -- A register = 4 rows x 2 k.
     _row("bfdot", "bfdot", "bf16", "bf16", "fp32", 4, 2, 4, "v86", "bf16", "2h", "8h"),
     # Armv8.6 i8mm: [2x8] x [8x2] -> 2x2 int32 (seed 001, SMMLA pseudo-code).
@@ -160,13 +172,33 @@ INSTRUCTIONS: dict[str, MacInstruction] = {i.name: i for i in (
 )}
 
 # Which instructions `make gen ARCH=...` turns into kernels (issue: kernel generator).
+# v82 gains the FEAT_FP16 / FEAT_FHM fp16 kernels (both Armv8.2 extensions; FHM is optional
+# there and mandatory from Armv8.4 with FP16), v86 the FEAT_I8MM / FEAT_BF16 dot forms.
+# Not generated: usdot (no int8 x uint8 GEMM type, see its description), bfmlalb/t (see
+# NOT_GENERATED).
 GENERATED = {
     "v8": ("fmla_f32", "smlal"),
-    "v82": ("fmla_f32", "smlal", "sdot", "udot"),
-    "v86": ("fmla_f32", "smlal", "sdot", "udot", "smmla", "ummla", "usmmla", "bfmmla"),
+    "v82": ("fmla_f32", "smlal", "sdot", "udot", "fmla_f16", "fmlal"),
+    "v86": ("fmla_f32", "smlal", "sdot", "udot", "fmla_f16", "fmlal", "smmla", "ummla",
+            "usmmla", "sudot", "bfdot", "bfmmla"),
     # v92: the v86 set (every CPU with SME has i8mm and bf16: Armv9.2 includes Armv8.6) plus the
     # SME kernels of SME_GENERATED, called only after a run-time SME check.
-    "v92": ("fmla_f32", "smlal", "sdot", "udot", "smmla", "ummla", "usmmla", "bfmmla"),
+    "v92": ("fmla_f32", "smlal", "sdot", "udot", "fmla_f16", "fmlal", "smmla", "ummla",
+            "usmmla", "sudot", "bfdot", "bfmmla"),
+}
+
+# Instructions considered and left out, with the reason `make tiles` prints. BFMLALB/BFMLALT
+# Vd.4S, Vn.8H, Vm.H[i] (FEAT_BF16) multiply the even (B) or odd (T) bf16 elements of Vn by one
+# bf16 element and add to 4 fp32 lanes: 4 MACs per instruction where BFDOT does 8 and BFMMLA
+# 16, at the same issue rate on every modeled core (LLVM 19: bfmlalb 2/cycle on N2 and A510,
+# 4/cycle on V1, latency 4), so per cycle it peaks at half of bfdot and a quarter of bfmmla.
+# What it offers is IEEE fp32 accumulation (no round-to-odd / flush-to-zero of BFDotAdd),
+# which the bf16 GEMM type does not promise.
+NOT_GENERATED = {
+    "bfmlalb": ("bf16", 4, "bfdot",
+                "4 MACs per instruction (bfdot 8, bfmmla 16) at bfdot's issue rate on every "
+                "modeled core: half of bfdot's peak; kept out (its only gain, IEEE fp32 "
+                "accumulation, is not part of the bf16 GEMM contract)"),
 }
 
 # Type signature used in kernel symbols: ts_gemm_<sig>_<mnemonic>_<ep>x<hp>x<lp>.
@@ -175,10 +207,13 @@ SIGNATURES = {
     ("int8", "int8"): "s8s32", ("uint8", "uint8"): "u8u32", ("int8", "uint8"): "s8u8s32",
     ("uint8", "int8"): "u8s8s32", ("bf16", "bf16"): "bf16f32",
 }
+# fp16 operands with fp32 accumulation (fmlal) are f16f32, fp16 accumulation (fmla .8h) f16.
+_WIDENING = {("fp16", "fp16", "fp32"): "f16f32"}
 
 
 def signature(inst: MacInstruction) -> str:
-    return SIGNATURES[(inst.a_type, inst.b_type)]
+    return _WIDENING.get((inst.a_type, inst.b_type, inst.c_type),
+                         SIGNATURES[(inst.a_type, inst.b_type)])
 
 
 def arch_includes(arch: str, level: str) -> bool:

@@ -10,12 +10,16 @@ import pytest
 
 from cross import run_qemu
 from gen.cores import CORES, CPU_NAMES, GENERIC
-from gen.isa import generated_for
+from gen.isa import INSTRUCTIONS, generated_for
 import kernel_build
 
-# The CPU each ARCH level is run on: the v8 build on a plain Armv8.0 core (an instruction beyond
-# v8.0 would raise SIGILL), v82 on a dotprod-only core, v86 on everything QEMU offers.
+# Each kernel runs on the least capable QEMU CPU that has its feature, so an instruction beyond
+# it raises SIGILL: Armv8.0 kernels on cortex-a57 (no extension), dotprod and fp16 on
+# neoverse-n1 (Armv8.2 dotprod + fp16, no FHM: checked with getauxval under QEMU 7.2), FHM,
+# i8mm and bf16 on max (all of them).
 QEMU_CPU = {"v8": "cortex-a57", "v82": "neoverse-n1", "v86": "max"}
+FEATURE_CPU = {None: "cortex-a57", "dotprod": "neoverse-n1", "fp16": "neoverse-n1",
+               "fp16fml": "max", "i8mm": "max", "bf16": "max"}
 SHORT_KSTEPS = (1, 2, 3, 5, 64)
 
 
@@ -57,7 +61,7 @@ def test_kernel_matches_reference(harness, arch, instruction):
     binary, manifest = harness(arch)
     (kernel,) = [k for k in manifest["kernels"] if k["instruction"] == instruction]
     assert covers_every_remainder(kernel_build.KSTEPS, kernel["unroll"])
-    _run(binary, kernel["symbol"], kernel_build.KSTEPS, QEMU_CPU[arch])
+    _run(binary, kernel["symbol"], kernel_build.KSTEPS, FEATURE_CPU[INSTRUCTIONS[instruction].feature])
 
 
 @pytest.mark.parametrize("cpu", [c for c in CPU_NAMES if c != GENERIC])

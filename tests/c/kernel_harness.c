@@ -9,8 +9,8 @@
  * faults. C has a row stride larger than hp; the gaps and the tile start filled with sentinels:
  * the gaps must stay untouched, the tile fully overwritten. The call goes through
  * call_checked (kernel_harness_regs.c), which checks x18, x19-x28, d8-d15 and sp survive it.
- * Integers must match exactly; fp32 and bf16 results must lie within an error bound of a
- * double-precision reference (see fp_bound). Exit status 0 = all passed.
+ * Integers must match exactly; fp32, bf16 and fp16 results must lie within an error bound of
+ * a double-precision reference (see fp_bound). Exit status 0 = all passed.
  *
  * The build defines the kernel table in "kernel_table.h" (generated from manifest.json):
  *   static const kernel_info KERNELS[] = { {"sym", sym, "a_type", "b_type", "c_type", ep, hp, lp}, ... };
@@ -44,13 +44,13 @@ unsigned call_checked(kernel_fn fn, const void *a, const void *b, size_t ksteps,
 #include "kernel_table.h"
 
 /* ---- element types ----------------------------------------------------------------------- */
-enum elem { E_FP32, E_INT8, E_UINT8, E_INT16_FROM_INT8, E_BF16, E_INT32, E_UINT32 };
+enum elem { E_FP32, E_INT8, E_UINT8, E_INT16_FROM_INT8, E_BF16, E_INT32, E_UINT32, E_FP16 };
 
 static enum elem elem_of(const char *name)
 {
     static const struct { const char *name; enum elem e; } names[] = {
         {"fp32", E_FP32}, {"int8", E_INT8}, {"uint8", E_UINT8}, {"int16", E_INT16_FROM_INT8},
-        {"bf16", E_BF16}, {"int32", E_INT32}, {"uint32", E_UINT32}};
+        {"bf16", E_BF16}, {"int32", E_INT32}, {"uint32", E_UINT32}, {"fp16", E_FP16}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(names[i].name, name)) return names[i].e;
     fprintf(stderr, "unknown element type %s\n", name);
@@ -61,13 +61,21 @@ static size_t elem_bytes(enum elem e)
 {
     switch (e) {
     case E_INT8: case E_UINT8: return 1;
-    case E_INT16_FROM_INT8: case E_BF16: return 2;
+    case E_INT16_FROM_INT8: case E_BF16: case E_FP16: return 2;
     default: return 4;
     }
 }
 
 static float float_of_bits(uint32_t bits) { float f; memcpy(&f, &bits, 4); return f; }
 static uint32_t bits_of_float(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+/* IEEE binary16 bits -> double (exact: every fp16 value is a double). */
+static double half_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1F, m = h & 0x3FF;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+    return h & 0x8000 ? -v : v;
+}
 
 /* Random value with sign, a power-of-two exponent in [lo, hi] and a random significand. */
 static float random_float(int lo, int hi)
@@ -103,6 +111,18 @@ static void fill(void *buf, size_t count, enum elem e)
             ((uint16_t *)buf)[i] = (uint16_t)(bits_of_float(f) >> 16);   /* truncation: exact bf16 */
             break;
         }
+        case E_FP16: {
+            /* fp16 values: zeros, subnormals (2^-24..2^-15, products far below the smallest
+             * subnormal: they test the rounding near zero) and 2^-6..2^3 magnitudes with a
+             * random 10-bit significand: |a*b| < 2^8, so 300 k of them stay below 65504 and
+             * the fp16 accumulators never overflow. */
+            int kind = (int)((r >> 8) % 16);
+            uint16_t sign = (uint16_t)((r >> 16) & 1) << 15, frac = (uint16_t)((r >> 17) & 0x3FF);
+            uint16_t h = kind == 0 ? sign : kind == 1 ? (uint16_t)(sign | (frac ? frac : 1))
+                       : (uint16_t)(sign | (uint16_t)(9 + (r >> 27) % 9) << 10 | frac);
+            ((uint16_t *)buf)[i] = h;
+            break;
+        }
         default: fprintf(stderr, "not an operand type\n"); exit(2);
         }
     }
@@ -116,6 +136,7 @@ static double value(const void *buf, size_t i, enum elem e)
     case E_UINT8: return ((const uint8_t *)buf)[i];
     case E_INT16_FROM_INT8: return ((const int16_t *)buf)[i];
     case E_BF16: return float_of_bits((uint32_t)((const uint16_t *)buf)[i] << 16);
+    case E_FP16: return half_value(((const uint16_t *)buf)[i]);
     default: fprintf(stderr, "not an operand type\n"); exit(2);
     }
 }
@@ -130,15 +151,27 @@ static double value(const void *buf, size_t i, enum elem e)
  *             BFDotAdd rounds the sum of two products and then the accumulation, with
  *             round-to-odd and flush-to-zero (Arm ARM DDI0487 BFMMLA / BFDotAdd, FEAT_EBF16
  *             off): <= K roundings per element, u = 2^-23 (one ulp), eta = 2^-126.
+ *  fmlal:     fp16 x fp16 products are exact in fp32 (11 + 11 significand bits), each
+ *             FMLAL/FMLAL2 adds one with a single fp32 rounding: as fp32 fmla.
+ *  fmla .8h:  one fused multiply-add per term rounded to fp16 (FPCR.FZ16 = 0, Linux's
+ *             default): u = 2^-11, eta = 2^-25 (half the fp16 subnormal spacing 2^-24); n = K.
+ *             With K = 300 that is gamma = 0.17 of sum|terms|: the derived worst case.
  * The double reference adds at most K * 2^-53 * sum|terms|. */
-static double fp_bound(int bf16, size_t K, double abs_sum)
+static double fp_bound(enum elem operand, enum elem acc, size_t K, double abs_sum)
 {
-    double u = bf16 ? ldexp(1, -23) : ldexp(1, -24), eta = bf16 ? ldexp(1, -126) : ldexp(1, -150);
+    double u = acc == E_FP16 ? ldexp(1, -11) : operand == E_BF16 ? ldexp(1, -23) : ldexp(1, -24);
+    double eta = acc == E_FP16 ? ldexp(1, -25) : operand == E_BF16 ? ldexp(1, -126) : ldexp(1, -150);
     double n = (double)K;
     return n * u / (1 - n * u) * abs_sum + n * eta + n * ldexp(1, -53) * abs_sum;
 }
 
 #define SENTINEL 0x7FBADBADu   /* an fp32 signalling NaN / int32 value no kernel here writes */
+#define SENTINEL16 0x7DBAu     /* an fp16 signalling NaN */
+
+static uint32_t c_at(const void *c, size_t i, size_t bytes)
+{
+    return bytes == 2 ? ((const uint16_t *)c)[i] : ((const uint32_t *)c)[i];
+}
 
 static int run_case(const kernel_info *k, size_t ksteps, int tail, size_t ldc)
 {
@@ -149,12 +182,17 @@ static int run_case(const kernel_info *k, size_t ksteps, int tail, size_t ldc)
     guarded_region ra, rb, rc;
     void *a = guarded_alloc_at(a_count * elem_bytes(ea), tail, &ra);
     void *b = guarded_alloc_at(b_count * elem_bytes(eb), tail, &rb);
-    uint32_t *c = guarded_alloc_at(c_count * 4, tail, &rc);
+    size_t cb = elem_bytes(ec);
+    uint32_t sentinel = cb == 2 ? SENTINEL16 : SENTINEL;
+    void *c = guarded_alloc_at(c_count * cb, tail, &rc);
     fill(a, a_count, ea);
     fill(b, b_count, eb);
-    for (size_t i = 0; i < c_count; i++) c[i] = SENTINEL;
+    for (size_t i = 0; i < c_count; i++) {
+        if (cb == 2) ((uint16_t *)c)[i] = (uint16_t)sentinel;
+        else ((uint32_t *)c)[i] = sentinel;
+    }
 
-    unsigned regs = call_checked(k->fn, a, b, ksteps, c, ldc * 4, NULL);
+    unsigned regs = call_checked(k->fn, a, b, ksteps, c, ldc * cb, NULL);
     int failures = 0;
     if (regs) {
         printf("FAIL %s ksteps=%zu: callee-saved state clobbered, mask 0x%x "
@@ -172,14 +210,15 @@ static int run_case(const kernel_info *k, size_t ksteps, int tail, size_t ldc)
                     double y = value(b, (s * hp + j) * lp + l, eb);
                     sum += x * y;
                     abs_sum += fabs(x * y);
-                    if (ec != E_FP32) isum += (int64_t)x * (int64_t)y;
+                    if (ec != E_FP32 && ec != E_FP16) isum += (int64_t)x * (int64_t)y;
                 }
             }
-            uint32_t got = c[i * ldc + j];
+            uint32_t got = c_at(c, i * ldc + j, cb);
             int ok;
             char want[64], have[64];
-            if (ec == E_FP32) {
-                double g = float_of_bits(got), bound = fp_bound(ea == E_BF16, K, abs_sum);
+            if (ec == E_FP32 || ec == E_FP16) {
+                double g = ec == E_FP16 ? half_value((uint16_t)got) : float_of_bits(got);
+                double bound = fp_bound(ea, ec, K, abs_sum);
                 ok = fabs(g - sum) <= bound;
                 snprintf(want, sizeof want, "%.9g (+-%.3g)", sum, bound);
                 snprintf(have, sizeof have, "%.9g", g);
@@ -199,7 +238,7 @@ static int run_case(const kernel_info *k, size_t ksteps, int tail, size_t ldc)
                        ksteps, tail ? "tail-guarded" : "front-guarded", ldc, i, j, have, want);
         }
         for (size_t j = hp; i + 1 < ep && j < ldc; j++) {
-            if (c[i * ldc + j] != SENTINEL && failures++ < 8)
+            if (c_at(c, i * ldc + j, cb) != sentinel && failures++ < 8)
                 printf("FAIL %s ksteps=%zu: wrote C[%zu][%zu], outside the tile (hp=%zu)\n",
                        k->name, ksteps, i, j, hp);
         }
