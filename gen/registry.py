@@ -16,6 +16,12 @@ Packed elements (the packer's conversion; C enum ts_pack_kind in drivers/src/ts_
   bf16      bf16 bits, RNE from fp32           s16   int8 sign-extended to int16
   f32_bf16  fp32 holding the bf16-rounded      u16   uint8 zero-extended to int16 (0..255)
             value (the bf16 GEMM without bfmmla: same inputs, same meaning)
+  f16       fp16 bits as given                 f32_f16  fp16 converted to fp32 (exact)
+
+A chain is an order of preference by CPU features: dispatch takes its first path whose feature
+the CPU has. So a path is worth a place only when some CPU has its feature but not those of
+the paths before it; two paths with the same feature (usmmla and sudot, bfmmla and bfdot)
+cannot both be reached, and the model decides which one stands (see the u8s8 and bf16 notes).
 """
 from __future__ import annotations
 
@@ -32,17 +38,21 @@ PACKED = {
     "u8": ("S8", "uint8", "uint8"),      # same bytes: the S8 packer copies 8-bit values
     "s16": ("S16", "int16", "int8"),
     "u16": ("U16", "int16", "uint8"),
+    "f16": ("F16", "fp16", "fp16"),
+    "f32_f16": ("F32_F16", "fp32", "fp16"),
 }
 
 
 # gen.isa feature -> its TS_FEAT_* bit in drivers/include/tilesmith.h (tests/test_registry.py
 # checks the header agrees; ts_cpu.c detects each).
-FEATURE_BITS = {"dotprod": 1, "i8mm": 2, "bf16": 4, "sme": 32}
+FEATURE_BITS = {"dotprod": 1, "i8mm": 2, "bf16": 4, "fp16": 8, "fp16fml": 16, "sme": 32}
+# gen.isa feature -> TS_FEAT_<suffix> where the Arm feature name (FEAT_FHM) is not GNU's.
+_MACRO_NAMES = {"fp16fml": "FHM"}
 
 
 def feature_macro(feature) -> str | None:
     """gen.isa feature name -> suffix of its TS_FEAT_* bit in tilesmith.h (None: Armv8.0)."""
-    return None if feature is None else feature.upper()
+    return None if feature is None else _MACRO_NAMES.get(feature, feature.upper())
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,8 @@ class GemmType:
     macro: str                # TS_GEMM_<macro> in tilesmith.h
     a: str                    # caller's element type of A (gen.isa operand type)
     b: str                    # of B
-    c: str                    # of the raw result (the quantized forms requantize it)
+    c: str                    # of the raw result (the quantized forms requantize it; fp16:
+                              # a path with fp32 results is rounded into it by the driver)
     chain: tuple              # KernelPath, most preferred first; the last is Armv8.0
     epilogue: str             # "raw" | "requant" (raw results, plus a requantized form) |
                               # "dequant" (fp32 through the qdyn scales, ts_qdyn.c)
@@ -72,6 +83,15 @@ class GemmType:
     test_label: str = ""      # label of the type in the tests/c/drv_api_* harness output
 
 
+# Where the dot forms of v86 stand (model: gen/cores.py, solver tiles of `make tiles`):
+#  - sudot (u8 x s8, i8mm) needs the same feature as usmmla, so behind usmmla it is never
+#    reached, and in front it would lose: 16 MACs per instruction against usmmla's 32 at the
+#    same issue rate on every modeled core (N2/A710 2/cycle, V1 4, A510 2): half the peak, and
+#    at M = 1 both 8-row tiles use an eighth of their MACs. It stays out of the chain until a
+#    small-M path selection (GEMV tiles, the LLM issue) gives it a shape where it wins.
+#  - bfdot (bf16, same feature as bfmmla): 8 MACs per instruction against bfmmla's 16 at the
+#    same rate (N2 2/cycle both; V1 4): likewise half the peak; out of the chain for the same
+#    reason. Both are generated, verified and kernel-tested at v86.
 GEMM_TYPES: tuple[GemmType, ...] = (
     GemmType("f32", "F32", "fp32", "fp32", "fp32",
              (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
@@ -84,6 +104,22 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              "raw", ("gemm_bf16", "pack_b_bf16", "gemm_bf16_prepacked"),
              bench_dtype="bf16", bench_label="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
              test_label="bf16"),
+    # fp16 accumulation (fmla .8h, FEAT_FP16). Fallback: fp16 converted to fp32 (exact), the
+    # fp32 fmla kernel, results rounded to fp16: differs only in accumulation precision.
+    GemmType("f16", "F16", "fp16", "fp16", "fp16",
+             (KernelPath("fmla_f16", "f16", "f16", "fmla16"),
+              KernelPath("fmla_f32", "f32_f16", "f32_f16", "fmla")),
+             "raw", ("gemm_f16", "pack_b_f16", "gemm_f16_prepacked"),
+             bench_dtype="f16", bench_label="fp16", bench_shapes=("gemm512", "prefill"),
+             test_label="f16"),
+    # fp16 inputs, fp32 accumulation (fmlal/fmlal2, FEAT_FHM). Fallback: fp32 fmla on the
+    # converted (exact) values. Not fmla .8h: its fp16 sums are not what this type promises.
+    GemmType("f16f32", "F16F32", "fp16", "fp16", "fp32",
+             (KernelPath("fmlal", "f16", "f16", "fmlal"),
+              KernelPath("fmla_f32", "f32_f16", "f32_f16", "fmla")),
+             "raw", ("gemm_f16f32", "pack_b_f16f32", "gemm_f16f32_prepacked"),
+             bench_dtype="f16f32", bench_label="fp16 -> fp32", bench_shapes=("gemm512",),
+             test_label="f16f32"),
     GemmType("s8", "INT8", "int8", "int8", "int32",
              (KernelPath("smmla", "s8", "s8", "i8mm"),
               KernelPath("sdot", "s8", "s8", "dotprod"),

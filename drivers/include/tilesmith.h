@@ -24,6 +24,8 @@ extern "C" {
 #define TS_FEAT_DOTPROD 1u
 #define TS_FEAT_I8MM    2u
 #define TS_FEAT_BF16    4u
+#define TS_FEAT_FP16    8u    /* FEAT_FP16 half-precision arithmetic (Linux asimdhp) */
+#define TS_FEAT_FHM     16u   /* FEAT_FHM fmlal/fmlal2 (Linux asimdfhm) */
 #define TS_FEAT_SME     32u   /* FEAT_SME: streaming mode and ZA (the ARCH=v92 SME kernels) */
 unsigned ts_cpu_features(void);               /* detected at run time, cached */
 void     ts_set_feature_mask(unsigned mask);  /* dispatch uses detected & mask; ~0u restores */
@@ -36,6 +38,26 @@ int ts_gemm_bf16(size_t M, size_t N, size_t K, const float  *A, size_t lda,
                  const float  *B, size_t ldb, float   *C, size_t ldc);
 int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
                   const int8_t *B, size_t ldb, int32_t *C, size_t ldc);   /* exact, K bound below */
+
+/* ---- fp16 GEMM (IEEE binary16 as uint16_t bits, so plain C99 callers can use it) -------
+ * ts_gemm_f16: fp16 in and out, fp16 accumulation (fmla .8h, FEAT_FP16): each k adds one
+ * fused multiply-add rounded to fp16, so |C - exact| <= gamma_K * sum_k |A[m][k]*B[k][n]|
+ * (gamma_K = K*u/(1-K*u), u = 2^-11) plus K * 2^-25 for underflow; a partial sum beyond
+ * 65504 becomes infinity even when the final sum is in range.
+ * Without FEAT_FP16 (Armv8.0 cores, or the feature masked): A and B converted to fp32
+ * (exact), the fp32 fmla kernel accumulates in fp32 and each result is rounded once to fp16
+ * (RNE): |C - exact| <= u * |exact| + gamma_K(2^-24) * sum|A*B| (+ 2^-25), tighter than the
+ * fp16 path, and only a final sum beyond 65504 overflows. The two paths therefore differ by
+ * the accumulation precision alone (same inputs, same order of k); results are not bitwise
+ * equal across cores with and without fp16.
+ * ts_gemm_f16f32: fp16 in, fp32 accumulation and output (fmlal/fmlal2, FEAT_FHM; products
+ * exact in fp32); without FHM the fp32 fmla kernel on the converted (exact) values: the same
+ * sums up to fp32 rounding (fmlal rounds each term once, fmla too: both gamma_K(2^-24)).
+ * NaN inputs propagate (a NaN result); inf * 0 gives NaN. */
+int ts_gemm_f16(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
+                const uint16_t *B, size_t ldb, uint16_t *C, size_t ldc);
+int ts_gemm_f16f32(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
+                   const uint16_t *B, size_t ldb, float *C, size_t ldc);
 
 /* ---- K bounds of the integer GEMMs (inclusive) -----------------------------------------
  * Integer results are exact: a call whose K lets the 32-bit accumulator of some output
@@ -148,6 +170,8 @@ typedef struct ts_packed_b ts_packed_b;
 /* Each returns TS_OK and *out, or TS_EINVAL / TS_ENOMEM and leaves *out untouched. */
 int ts_pack_b_f32 (size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b **out);
 int ts_pack_b_bf16(size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_f16 (size_t K, size_t N, const uint16_t *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_f16f32(size_t K, size_t N, const uint16_t *B, size_t ldb, ts_packed_b **out);
 /* for ts_gemm_s8s32_prepacked and ts_gemm_s8_prepacked (keeps the column sums of B) */
 int ts_pack_b_s8  (size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out);
 /* for ts_gemm_u8s8s32_prepacked and ts_gemm_u8_prepacked (int8 B, keeps its column sums) */
@@ -164,6 +188,10 @@ int ts_gemm_f32_prepacked  (size_t M, const float  *A, size_t lda, const ts_pack
                             float   *C, size_t ldc);
 int ts_gemm_bf16_prepacked (size_t M, const float  *A, size_t lda, const ts_packed_b *B,
                             float   *C, size_t ldc);
+int ts_gemm_f16_prepacked  (size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
+                            uint16_t *C, size_t ldc);
+int ts_gemm_f16f32_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
+                             float *C, size_t ldc);
 int ts_gemm_s8s32_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
                             int32_t *C, size_t ldc);
 int ts_gemm_s8_prepacked   (size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
@@ -271,6 +299,8 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
 #define TS_GEMM_U8S8 3   /* gemm_u8s8s32, gemm_u8 (uint8 A, int8 B) */
 #define TS_GEMM_U8U32 4  /* gemm_u8u32 (uint8 A and B) */
 #define TS_GEMM_QDYN 5   /* gemm_qdyn_f32 (int8 A quantised per row, int8 / int4 weights) */
+#define TS_GEMM_F16  6   /* gemm_f16 (fp16 accumulation) */
+#define TS_GEMM_F16F32 7 /* gemm_f16f32 (fp16 inputs, fp32 accumulation) */
 /* symbol of the kernel the next call of that GEMM type uses; NULL for an unknown type */
 const char *ts_gemm_kernel(int gemm_type);
 /* symbol of the kernel a handle was packed for; NULL for NULL */

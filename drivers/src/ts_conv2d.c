@@ -92,7 +92,7 @@ static void run_conv(const ts_conv2d *c, const int8_t *input, const ts_packed_b 
     ts_a_source a = { input, c->in_c, NULL, (int8_t)q->a_zero_point };
     if (!is_pointwise(c))
         a.conv = c;
-    ts_c_sink out = { output, c->out_c, q, 0 };
+    ts_c_sink out = { output, c->out_c, q, 0, 0 };
     ts_gemm_run(filter, conv_m(c), &a, &out, scratch);
 }
 

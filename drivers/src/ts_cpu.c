@@ -15,6 +15,12 @@
 #    ifndef AT_HWCAP2
 #      define AT_HWCAP2 26
 #    endif
+#    ifndef HWCAP_ASIMDHP
+#      define HWCAP_ASIMDHP (1UL << 10)
+#    endif
+#    ifndef HWCAP_ASIMDFHM
+#      define HWCAP_ASIMDFHM (1UL << 23)
+#    endif
 #    ifndef HWCAP_ASIMDDP
 #      define HWCAP_ASIMDDP (1UL << 20)
 #    endif
@@ -94,16 +100,22 @@ static unsigned detect_features(void)
     if (hwcap2 & HWCAP2_I8MM)  f |= TS_FEAT_I8MM;
     if (hwcap2 & HWCAP2_BF16)  f |= TS_FEAT_BF16;
     if ((hwcap2 & TS_HWCAP2_SME_ALL) == TS_HWCAP2_SME_ALL) f |= TS_FEAT_SME;
+    if (hwcap & HWCAP_ASIMDHP) f |= TS_FEAT_FP16;
+    if (hwcap & HWCAP_ASIMDFHM) f |= TS_FEAT_FHM;
 #elif defined(TS_DETECT_APPLE)
     if (apple_has("hw.optional.arm.FEAT_DotProd")) f |= TS_FEAT_DOTPROD;
     if (apple_has("hw.optional.arm.FEAT_I8MM"))    f |= TS_FEAT_I8MM;
     if (apple_has("hw.optional.arm.FEAT_BF16"))    f |= TS_FEAT_BF16;
     if (apple_has("hw.optional.arm.FEAT_SME"))     f |= TS_FEAT_SME;
+    if (apple_has("hw.optional.arm.FEAT_FP16"))    f |= TS_FEAT_FP16;
+    if (apple_has("hw.optional.arm.FEAT_FHM"))     f |= TS_FEAT_FHM;
 #elif defined(TS_DETECT_WINDOWS)
     /* winnt.h: PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE = 43. Windows reports i8mm / bf16 only
      * through its SVE flags (SVE i8mm/bf16 imply the Advanced SIMD forms, Arm ARM
      * ID_AA64ZFR0_EL1); without them those paths stay off. SME is not detected on Windows
-     * (TS_FEAT_SME stays off). */
+     * (TS_FEAT_SME stays off). No PF_ARM_* constant for FEAT_FP16 / FEAT_FHM is documented
+     * (learn.microsoft.com IsProcessorFeaturePresent, 2026): the fp16 GEMMs take their fp32
+     * fallbacks on Windows. */
     if (IsProcessorFeaturePresent(43)) f |= TS_FEAT_DOTPROD;
 #  ifdef PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE
     if (IsProcessorFeaturePresent(PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE)) f |= TS_FEAT_I8MM;

@@ -20,7 +20,7 @@
 typedef struct {
     size_t a_panel;      /* packed A panel: ep rows over K */
     size_t tile;         /* one ep x hp tile of results (path->c_bytes each) */
-    size_t strip;        /* requantize: ep x N int32 results */
+    size_t strip;        /* requantize / fp16 narrowing: ep x N int32 or float results */
     size_t col_offset;   /* requantize: N int32, -a_zero_point * column sums of B */
     size_t im2col;       /* conv: ep im2col rows of K bytes */
     size_t total;
@@ -34,6 +34,7 @@ static int place(size_t bytes, size_t *end, size_t *offset)
     return ts_size_round_up(bytes, 16, &rounded) || ts_size_add(*end, rounded, end);
 }
 
+/* requantize: 1 = strip and column offsets, 2 = strip only (fp16 narrowing), 0 = neither. */
 static int layout_scratch(const ts_path *path, size_t N, size_t K, int requantize, int im2col,
                           scratch_layout *l)
 {
@@ -43,7 +44,8 @@ static int layout_scratch(const ts_path *path, size_t N, size_t K, int requantiz
         || place(path->ep * path->hp * path->c_bytes, &end, &l->tile))
         return -1;
     if (requantize && (ts_size_mul(N, sizeof(int32_t), &n_bytes) || ts_size_mul(n_bytes, path->ep, &strip)
-                       || place(strip, &end, &l->strip) || place(n_bytes, &end, &l->col_offset)))
+                       || place(strip, &end, &l->strip)
+                       || (requantize == 1 && place(n_bytes, &end, &l->col_offset))))
         return -1;
     if (im2col && (ts_size_mul(K, path->ep, &rows_bytes) || place(rows_bytes, &end, &l->im2col)))
         return -1;
@@ -56,6 +58,23 @@ int ts_gemm_scratch_bytes(const ts_path *path, size_t N, size_t K, int requantiz
 {
     scratch_layout l;
     return layout_scratch(path, N, K, requantize, im2col, &l) || ts_size_add(l.total, 15, out);
+}
+
+/* Whether the sink narrows the path's fp32 results into fp16 (through the strip). */
+static int narrows(const ts_path *path, const ts_c_sink *out)
+{
+    return out->f16_output && path->c_bytes == sizeof(float);
+}
+
+static int strip_use(const ts_path *path, const ts_c_sink *out)
+{
+    return out->q != NULL ? 1 : narrows(path, out) ? 2 : 0;
+}
+
+int ts_gemm_sink_scratch_bytes(const ts_path *path, size_t N, size_t K, const ts_c_sink *out,
+                               size_t *bytes)
+{
+    return ts_gemm_scratch_bytes(path, N, K, strip_use(path, out), 0, bytes);
 }
 
 /* ---- the loop ----------------------------------------------------------------------------------- */
@@ -104,7 +123,7 @@ void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
     const ts_path *path = b->path;
     size_t N = b->N, K = b->K, src_elem = ts_source_elem_bytes(path->pack_a);
     scratch_layout l;
-    layout_scratch(path, N, K, out->q != NULL, a->conv != NULL, &l);   /* sized by the caller */
+    layout_scratch(path, N, K, strip_use(path, out), a->conv != NULL, &l);   /* sized by the caller */
     unsigned char *base = (unsigned char *)ts_align16(scratch);
     void *a_panel = base + l.a_panel;
     unsigned char *tile = base + l.tile;
@@ -132,6 +151,12 @@ void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
         size_t rows = M - m0 < path->ep ? M - m0 : path->ep, lda;
         const void *src = a_rows(a, K, m0, rows, src_elem, (int8_t *)(base + l.im2col), &lda);
         ts_pack_panel_as(path->pack_a, path, a_panel, src, rows, path->ep, K, lda, 1);
+        if (narrows(path, out)) {
+            compute_strip(b, a_panel, rows, (unsigned char *)strip, N * sizeof(float), tile);
+            ts_narrow_rows_f16((const float *)strip, N, rows, N,
+                               (uint16_t *)out->C + m0 * out->ldc, out->ldc);
+            continue;
+        }
         if (out->q == NULL) {
             unsigned char *c = (unsigned char *)out->C + m0 * out->ldc * path->c_bytes;
             compute_strip(b, a_panel, rows, c, out->ldc * path->c_bytes, tile);
@@ -172,7 +197,7 @@ static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem_bytes)
 
 /* What a public GEMM entry point computes: its GEMM type, its K bound (tilesmith.h), and its
  * output: the kernel's raw results, or int8 / uint8 through the requantization epilogue. */
-enum { OUT_RAW, OUT_S8, OUT_U8 };
+enum { OUT_RAW, OUT_S8, OUT_U8, OUT_F16 };
 typedef struct {
     int gemm_type;
     size_t max_k;             /* SIZE_MAX: no bound (float) */
@@ -186,11 +211,20 @@ static const gemm_op OP_S8 = { TS_GEMM_INT8, TS_GEMM_S8_MAX_K, OUT_S8 };
 static const gemm_op OP_U8S8S32 = { TS_GEMM_U8S8, TS_GEMM_U8S8S32_MAX_K, OUT_RAW };
 static const gemm_op OP_U8U32 = { TS_GEMM_U8U32, TS_GEMM_U8U32_MAX_K, OUT_RAW };
 static const gemm_op OP_U8 = { TS_GEMM_U8S8, TS_GEMM_U8_MAX_K, OUT_U8 };
+static const gemm_op OP_F16 = { TS_GEMM_F16, SIZE_MAX, OUT_F16 };
+static const gemm_op OP_F16F32 = { TS_GEMM_F16F32, SIZE_MAX, OUT_RAW };
+
+/* Bytes of one element of C as the caller passes it. */
+static size_t out_bytes(const gemm_op *op, const ts_path *path)
+{
+    return op->output == OUT_S8 || op->output == OUT_U8 ? 1
+           : op->output == OUT_F16 ? sizeof(uint16_t) : path->c_bytes;
+}
 
 /* q present exactly when the op requantizes, and valid for its output type and N columns. */
 static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
 {
-    if (op->output == OUT_RAW)
+    if (op->output == OUT_RAW || op->output == OUT_F16)
         return q == NULL;
     return (op->output == OUT_U8 ? ts_quant_validate_u8(q, N) : ts_quant_validate(q, N)) == TS_OK;
 }
@@ -213,7 +247,7 @@ static int unpacked_args_ok(const gemm_op *op, size_t M, size_t N, size_t K, con
     const ts_path *path = ts_select_path(op->gemm_type);
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
     const size_t b_bytes = ts_source_elem_bytes(path->pack);
-    const size_t c_bytes = q != NULL ? 1 : path->c_bytes;
+    const size_t c_bytes = out_bytes(op, path);
     if (K > op->max_k || !matrix_ok(A, M, K, lda, a_bytes) || !matrix_ok(B, K, N, ldb, b_bytes)
         || !matrix_ok(C, M, N, ldc, c_bytes) || !quant_ok(op, q, N))
         return 0;
@@ -232,7 +266,7 @@ static int prepacked_args_ok(const gemm_op *op, size_t M, const void *A, size_t 
     if (!packed_ok(B, op))
         return 0;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
-    const size_t c_bytes = q != NULL ? 1 : B->path->c_bytes;
+    const size_t c_bytes = out_bytes(op, B->path);
     if (!matrix_ok(A, M, B->K, lda, a_bytes) || !matrix_ok(C, M, B->N, ldc, c_bytes)
         || !quant_ok(op, q, B->N))
         return 0;
@@ -251,7 +285,7 @@ static int run_prepacked(const ts_packed_b *b, size_t M, const void *A, size_t l
     size_t bytes;
     if (M == 0 || b->N == 0)
         return TS_OK;
-    if (ts_gemm_scratch_bytes(b->path, b->N, b->K, out->q != NULL, 0, &bytes))
+    if (ts_gemm_sink_scratch_bytes(b->path, b->N, b->K, out, &bytes))
         return TS_ENOMEM;
     void *scratch = malloc(bytes);
     if (scratch == NULL)
@@ -271,7 +305,7 @@ static int run_unpacked(int gemm_type, size_t M, size_t N, size_t K, const void 
     if (M == 0 || N == 0)
         return TS_OK;
     if (ts_packed_b_bytes(path, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)
-        || ts_gemm_scratch_bytes(path, N, K, out->q != NULL, 0, &scratch_bytes)
+        || ts_gemm_sink_scratch_bytes(path, N, K, out, &scratch_bytes)
         || ts_size_add(b_bytes, scratch_bytes, &total))
         return TS_ENOMEM;
     unsigned char *block = (unsigned char *)malloc(total);   /* malloc: aligned for any type */
@@ -291,7 +325,7 @@ static int gemm(const gemm_op *op, size_t M, size_t N, size_t K, const void *A, 
 {
     if (!unpacked_args_ok(op, M, N, K, A, lda, B, ldb, q, C, ldc))
         return TS_EINVAL;
-    ts_c_sink out = { C, ldc, q, op->output == OUT_U8 };
+    ts_c_sink out = { C, ldc, q, op->output == OUT_U8, op->output == OUT_F16 };
     return run_unpacked(op->gemm_type, M, N, K, A, lda, B, ldb, &out);
 }
 
@@ -301,7 +335,7 @@ static int gemm_prepacked(const gemm_op *op, size_t M, const void *A, size_t lda
 {
     if (!prepacked_args_ok(op, M, A, lda, B, q, C, ldc))
         return TS_EINVAL;
-    ts_c_sink out = { C, ldc, q, op->output == OUT_U8 };
+    ts_c_sink out = { C, ldc, q, op->output == OUT_U8, op->output == OUT_F16 };
     return run_prepacked(B, M, A, lda, &out);
 }
 
@@ -357,6 +391,18 @@ int ts_gemm_u8(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
     return gemm(&OP_U8, M, N, K, A, lda, B, ldb, q, C, ldc);
 }
 
+int ts_gemm_f16(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
+                const uint16_t *B, size_t ldb, uint16_t *C, size_t ldc)
+{
+    return gemm(&OP_F16, M, N, K, A, lda, B, ldb, NULL, C, ldc);
+}
+
+int ts_gemm_f16f32(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
+                   const uint16_t *B, size_t ldb, float *C, size_t ldc)
+{
+    return gemm(&OP_F16F32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
+}
+
 /* ---- prepacked B ----------------------------------------------------------------------------------- */
 
 int ts_pack_b_f32(size_t K, size_t N, const float *B, size_t ldb, ts_packed_b **out)
@@ -382,6 +428,28 @@ int ts_pack_b_u8s8(size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b 
 int ts_pack_b_u8u32(size_t K, size_t N, const uint8_t *B, size_t ldb, ts_packed_b **out)
 {
     return pack_b(&OP_U8U32, K, N, B, ldb, out);
+}
+
+int ts_pack_b_f16(size_t K, size_t N, const uint16_t *B, size_t ldb, ts_packed_b **out)
+{
+    return pack_b(&OP_F16, K, N, B, ldb, out);
+}
+
+int ts_pack_b_f16f32(size_t K, size_t N, const uint16_t *B, size_t ldb, ts_packed_b **out)
+{
+    return pack_b(&OP_F16F32, K, N, B, ldb, out);
+}
+
+int ts_gemm_f16_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
+                          uint16_t *C, size_t ldc)
+{
+    return gemm_prepacked(&OP_F16, M, A, lda, B, NULL, C, ldc);
+}
+
+int ts_gemm_f16f32_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
+                             float *C, size_t ldc)
+{
+    return gemm_prepacked(&OP_F16F32, M, A, lda, B, NULL, C, ldc);
 }
 
 int ts_gemm_f32_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,

@@ -22,20 +22,25 @@ typedef struct {
     int8_t pad_value;
 } ts_a_source;
 
-/* Where the results go: the kernel's results (path->c_bytes each: float, int32, uint32) when
- * q is NULL, else int8 (uint8 with u8_output) through the requantization epilogue with q
- * (validated for that output) and the A zero-point correction. */
+/* Where the results go: the kernel's results (path->c_bytes each: fp16, float, int32, uint32)
+ * when q is NULL, else int8 (uint8 with u8_output) through the requantization epilogue with q
+ * (validated for that output) and the A zero-point correction. With f16_output, C holds fp16:
+ * a kernel with fp32 results (the fp16 GEMM's fallback) has them rounded (RNE) into it. */
 typedef struct {
     void *C;
     size_t ldc;               /* row stride in elements */
     const ts_quant *q;
     int u8_output;            /* q's zero points and clamp range are uint8 (ts_gemm_u8) */
+    int f16_output;           /* C is fp16 (ts_gemm_f16) */
 } ts_c_sink;
 
 /* Scratch bytes ts_gemm_run needs for B's path and shape (including 15 bytes to align an
  * arbitrary pointer to 16). Returns 0, or -1 on size_t overflow. */
 int ts_gemm_scratch_bytes(const ts_path *path, size_t N, size_t K, int requantize,
                           int im2col, size_t *out);
+/* The same for a sink (requantize when out->q, narrowing fp32 results to fp16). */
+int ts_gemm_sink_scratch_bytes(const ts_path *path, size_t N, size_t K, const ts_c_sink *out,
+                               size_t *bytes);
 
 /* C(M x b->N) = A(M x b->K) * B, one ep-row panel of A at a time against every B panel; edge
  * tiles through scratch. Arguments must be valid; scratch as sized above. Never fails. */

@@ -98,14 +98,79 @@ static inline uint16x4_t bf16_bits_x4(float32x4_t x)
     return vget_low_u16(bf16_bits_x8(x, x));
 }
 #endif
+/* ---- IEEE binary16 <-> fp32 --------------------------------------------------------------- */
+
+float ts_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
+    if (e == 0x1F)                          /* inf, or NaN made quiet (bit 22) */
+        u = sign | 0x7F800000u | (m << 13) | (m != 0 ? 0x00400000u : 0u);
+    else if (e != 0)                        /* normal: rebias 15 -> 127 */
+        u = sign | ((e + 112u) << 23) | (m << 13);
+    else if (m == 0)
+        u = sign;
+    else {                                  /* subnormal m * 2^-24: normalise */
+        e = 113u;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            --e;
+        }
+        u = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint16_t ts_f32_to_f16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u)                    /* NaN: quiet, top 9 payload bits kept */
+        return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));
+    if (a >= 0x477FF000u)                   /* >= 65520 (halfway past 65504, odd): infinity */
+        return (uint16_t)(sign | 0x7C00u);
+    if (a >= 0x38800000u) {                 /* normal half: drop 13 bits, RNE, rebias */
+        a += 0xFFFu + ((a >> 13) & 1u);
+        return (uint16_t)(sign | ((a - 0x38000000u) >> 13));
+    }
+    if (a <= 0x33000000u)                   /* <= 2^-25 (the tie rounds to even 0) */
+        return sign;
+    /* subnormal half: value / 2^-24 = mant * 2^(e - 126), rounded to nearest even */
+    const uint32_t e = a >> 23, mant = (a & 0x7FFFFFu) | 0x800000u, shift = 126u - e;
+    uint32_t q = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (q & 1u)))
+        ++q;
+    return (uint16_t)(sign | q);
+}
+
+void ts_narrow_rows_f16(const float *src, size_t ld_src, size_t rows, size_t cols,
+                        uint16_t *dst, size_t ld_dst)
+{
+    for (size_t r = 0; r < rows; ++r) {
+        const float *s = src + r * ld_src;
+        uint16_t *d = dst + r * ld_dst;
+        size_t c = 0;
+#if TS_HAVE_NEON
+        for (; c + 4 <= cols; c += 4)
+            vst1_u16(d + c, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(s + c))));
+#endif
+        for (; c < cols; ++c)
+            d[c] = ts_f32_to_f16(s[c]);
+    }
+}
+
 /* ---- element sizes and single conversions ----------------------------------------------- */
 
 /* Bytes of one packed (kernel) element and of one source element of `kind`. */
 static TS_ALWAYS_INLINE size_t packed_size(ts_pack_kind kind)
 {
     switch (kind) {
-    case TS_PACK_F32: case TS_PACK_F32_BF16: return 4;
-    case TS_PACK_BF16: case TS_PACK_S16: case TS_PACK_U16: return 2;
+    case TS_PACK_F32: case TS_PACK_F32_BF16: case TS_PACK_F32_F16: return 4;
+    case TS_PACK_BF16: case TS_PACK_S16: case TS_PACK_U16: case TS_PACK_F16: return 2;
     case TS_PACK_S8: return 1;
     }
     return 0;
@@ -113,7 +178,8 @@ static TS_ALWAYS_INLINE size_t packed_size(ts_pack_kind kind)
 
 static TS_ALWAYS_INLINE size_t source_size(ts_pack_kind kind)
 {
-    return kind == TS_PACK_S8 || kind == TS_PACK_S16 || kind == TS_PACK_U16 ? 1 : sizeof(float);
+    return kind == TS_PACK_S8 || kind == TS_PACK_S16 || kind == TS_PACK_U16 ? 1
+           : kind == TS_PACK_F16 || kind == TS_PACK_F32_F16 ? 2 : sizeof(float);
 }
 
 /* dst[di] = src[si] converted (element indices of the packed and the source type). */
@@ -127,6 +193,8 @@ static TS_ALWAYS_INLINE void convert_one(ts_pack_kind kind, void *dst, size_t di
     case TS_PACK_S8: ((int8_t *)dst)[di] = ((const int8_t *)src)[si]; return;
     case TS_PACK_S16: ((int16_t *)dst)[di] = ((const int8_t *)src)[si]; return;
     case TS_PACK_U16: ((int16_t *)dst)[di] = ((const uint8_t *)src)[si]; return;
+    case TS_PACK_F16: ((uint16_t *)dst)[di] = ((const uint16_t *)src)[si]; return;
+    case TS_PACK_F32_F16: ((float *)dst)[di] = ts_f16_to_f32(((const uint16_t *)src)[si]); return;
     }
 }
 
@@ -350,8 +418,8 @@ static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *s
 static TS_ALWAYS_INLINE void convert_run(ts_pack_kind kind, void *dst, const void *src, size_t n)
 {
     size_t i = 0;
-    if (kind == TS_PACK_S8) {
-        memcpy(dst, src, n);
+    if (kind == TS_PACK_S8 || kind == TS_PACK_F16) {
+        memcpy(dst, src, n * source_size(kind));
         return;
     }
 #if TS_HAVE_NEON
@@ -378,6 +446,11 @@ static TS_ALWAYS_INLINE void convert_run(ts_pack_kind kind, void *dst, const voi
         int16_t *d = (int16_t *)dst;
         for (; i + 8 <= n; i += 8)
             vst1q_s16(d + i, widen_x8(kind, (const unsigned char *)src + i));
+    } else if (kind == TS_PACK_F32_F16) {   /* FCVTL: exact, NaN quieted like ts_f16_to_f32 */
+        float *d = (float *)dst;
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 4 <= n; i += 4)
+            vst1q_f32(d + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(s + i))));
     }
 #endif
     for (; i < n; ++i)
@@ -679,6 +752,8 @@ static void pack_panel_from(ts_pack_kind kind, size_t lp, void *dst, const void 
     TS_PACK_CASE(TS_PACK_S8)
     TS_PACK_CASE(TS_PACK_S16)
     TS_PACK_CASE(TS_PACK_U16)
+    TS_PACK_CASE(TS_PACK_F16)
+    TS_PACK_CASE(TS_PACK_F32_F16)
 #undef TS_PACK_CASE
     }
 }

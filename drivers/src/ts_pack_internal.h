@@ -33,7 +33,9 @@ typedef enum {
     TS_PACK_BF16,       /* float -> bf16 bits (RNE) */
     TS_PACK_S8,         /* 8-bit -> 8-bit as given (int8, or uint8 for the u8 kernels) */
     TS_PACK_S16,        /* int8  -> int16 (sign-extended) */
-    TS_PACK_U16         /* uint8 -> int16 (zero-extended: 0..255) */
+    TS_PACK_U16,        /* uint8 -> int16 (zero-extended: 0..255) */
+    TS_PACK_F16,        /* fp16 bits (uint16_t) -> as given */
+    TS_PACK_F32_F16     /* fp16 bits -> float (exact; a NaN made quiet, as FCVTL does) */
 } ts_pack_kind;
 
 /* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
@@ -45,7 +47,7 @@ typedef struct {
     size_t ep, hp, lp;         /* tile rows, tile columns, k per k-step */
     ts_pack_kind pack;         /* conversion of B (ts_pack_panel, ts_packed_b_init) */
     ts_pack_kind pack_a;       /* conversion of A (differs from B's for the widened u8 x s8 path) */
-    size_t c_bytes;            /* bytes of one kernel result (float, int32 or uint32) */
+    size_t c_bytes;            /* bytes of one kernel result (fp16, float, int32 or uint32) */
 } ts_path;
 
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
@@ -65,8 +67,19 @@ const ts_path *ts_paths_of(int gemm_type, size_t *count);
 
 /* Bytes of one packed element of `kind`. */
 size_t ts_pack_elem_bytes(ts_pack_kind kind);
-/* Bytes of one source element of `kind` (float, or one byte for the 8-bit kinds). */
+/* Bytes of one source element of `kind` (float; 2 for the fp16 kinds; 1 for the 8-bit ones). */
 size_t ts_source_elem_bytes(ts_pack_kind kind);
+
+/* IEEE binary16 <-> fp32 (pack.c). ts_f16_to_f32 is exact (a NaN made quiet: fraction MSB
+ * set, payload kept, as FCVTL); ts_f32_to_f16 rounds to nearest even (overflow to infinity,
+ * gradual underflow; a NaN keeps its sign and top 9 payload bits and is made quiet, as FCVTN
+ * with FPCR.DN = 0). Plain integer code: same bits on every target. */
+float ts_f16_to_f32(uint16_t h);
+uint16_t ts_f32_to_f16(float x);
+/* rows x cols floats (row stride ld_src) -> fp16 (row stride ld_dst), ts_f32_to_f16 each
+ * (NEON FCVTN where available: the same bits under the default FPCR). */
+void ts_narrow_rows_f16(const float *src, size_t ld_src, size_t rows, size_t cols,
+                        uint16_t *dst, size_t ld_dst);
 
 /* Bytes of one packed panel of `width` rows over K (ceil(K/lp)*lp*width elements); 0 with -1
  * returned on overflow. */
