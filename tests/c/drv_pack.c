@@ -4,10 +4,15 @@
  * (k contiguous) and B-style (rows contiguous) sources with padded strides, row-major and OHWI
  * B. Sources and packed buffers sit flush against guard pages (a read or write outside them
  * faults). Float sources mix random values with the cases rounding to bf16 must get right
- * (ties, NaN payloads, infinities, the largest finite values, subnormals).
+ * (ties, NaN payloads, infinities, the largest finite values, subnormals); fp16 sources mix
+ * random halves with ±0, subnormals, ±inf, signalling and quiet NaNs. The IEEE binary16
+ * conversions (ts_f16_to_f32 every half, ts_f32_to_f16 / ts_narrow_rows_f16 a sweep of fp32
+ * values with every tie, overflow and underflow edge) are checked against a double-precision
+ * statement and against the hardware FCVT (__fp16 casts).
  *
  *   drv_pack        prints "checked <n>" and "failures <n>"; exit status 1 on any failure. */
 #define _DEFAULT_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,17 +28,67 @@ static size_t checked;
         }                                                                      \
     } while (0)
 
-static const char *kind_name[] = { "F32", "F32_BF16", "BF16", "S8", "S16", "U16" };
+static const char *kind_name[] = { "F32", "F32_BF16", "BF16", "S8", "S16", "U16", "F16",
+                                   "F32_F16" };
 
 static int is_float_kind(ts_pack_kind kind)
 {
     return kind == TS_PACK_F32 || kind == TS_PACK_F32_BF16 || kind == TS_PACK_BF16;
 }
 
-static size_t source_bytes(ts_pack_kind kind) { return is_float_kind(kind) ? 4 : 1; }
+static int is_half_kind(ts_pack_kind kind)
+{
+    return kind == TS_PACK_F16 || kind == TS_PACK_F32_F16;
+}
+
+static size_t source_bytes(ts_pack_kind kind)
+{
+    return is_float_kind(kind) ? 4 : is_half_kind(kind) ? 2 : 1;
+}
 static size_t packed_bytes(ts_pack_kind kind)
 {
-    return kind == TS_PACK_F32 || kind == TS_PACK_F32_BF16 ? 4 : kind == TS_PACK_S8 ? 1 : 2;
+    return kind == TS_PACK_F32 || kind == TS_PACK_F32_BF16 || kind == TS_PACK_F32_F16 ? 4
+           : kind == TS_PACK_S8 ? 1 : 2;
+}
+
+/* fp16 bits -> fp32 bits, stated through double: (-1)^s * significand * 2^(exponent - 25);
+ * a NaN keeps its sign and payload (shifted to the top of the fp32 fraction), made quiet. */
+static uint32_t ref_half_to_float_bits(uint16_t h)
+{
+    const int e = (h >> 10) & 31, m = h & 1023;
+    const uint32_t sign = (uint32_t)(h >> 15) << 31;
+    if (e == 31)
+        return sign | 0x7F800000u | (m ? 0x00400000u | ((uint32_t)m << 13) : 0u);
+    double v = e == 0 ? ldexp(m, -24) : ldexp(m + 1024, e - 25);
+    float f = (float)v;          /* exact: 11 significant bits, exponent in fp32 range */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return sign | u;
+}
+
+/* fp32 -> fp16 bits, round to nearest even, stated through double: below 2^-14 the result is
+ * the subnormal count nearbyint(|x| * 2^24); above, frexp's |x| = m * 2^e with 11 bits kept
+ * (nearbyint(m * 2^11), a carry moving to the next binade); exponent field e + 14 >= 31 is
+ * infinity. NaN: quiet, sign and top 9 payload bits kept. */
+static uint16_t ref_float_to_half_bits(uint32_t u)
+{
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    float f;
+    memcpy(&f, &u, 4);
+    if (isnan(f))
+        return (uint16_t)(sign | 0x7E00u | ((u >> 13) & 0x3FFu));
+    double a = fabs((double)f);
+    if (isinf(a))
+        return (uint16_t)(sign | 0x7C00u);
+    if (a < ldexp(1, -14))
+        return (uint16_t)(sign | (uint16_t)nearbyint(a * ldexp(1, 24)));
+    int e;
+    double m = frexp(a, &e);
+    double q = nearbyint(m * 2048);
+    if (q == 2048) { q = 1024; ++e; }
+    if (e + 14 >= 31)
+        return (uint16_t)(sign | 0x7C00u);
+    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)(q - 1024));
 }
 
 /* ---- reference conversions ------------------------------------------------------------------- */
@@ -86,6 +141,14 @@ static void ref_convert(ts_pack_kind kind, const void *src, unsigned char *out)
         w = *(const uint8_t *)src;
         memcpy(out, &w, 2);
         break;
+    case TS_PACK_F16:
+        memcpy(out, src, 2);
+        break;
+    case TS_PACK_F32_F16:
+        memcpy(&h, src, 2);
+        u = ref_half_to_float_bits(h);
+        memcpy(out, &u, 4);
+        break;
     }
 }
 
@@ -101,8 +164,23 @@ static const uint32_t special_floats[] = {
     0x00008000u, 0x00018000u, 0x0000FFFFu, 0x807FFFFFu,   /* subnormals */
 };
 
+static const uint16_t special_halves[] = {
+    0x0000u, 0x8000u, 0x0001u, 0x03FFu, 0x8200u, 0x0400u,   /* zeros, subnormals, smallest normal */
+    0x7BFFu, 0xFBFFu, 0x7C00u, 0xFC00u,                     /* largest finite, infinities */
+    0x7C01u, 0x7DFFu, 0xFD55u, 0x7E00u, 0xFFFFu, 0x3C00u,   /* signalling / quiet NaNs, 1.0 */
+};
+
 static void fill_source(ts_pack_kind kind, void *p, size_t n)
 {
+    if (is_half_kind(kind)) {
+        const size_t specials = sizeof special_halves / sizeof special_halves[0];
+        for (size_t i = 0; i < n; ++i) {
+            uint64_t r = rng_next();
+            ((uint16_t *)p)[i] = r % 4 == 0 ? special_halves[(r >> 8) % specials]
+                                            : (uint16_t)(r >> 40);
+        }
+        return;
+    }
     if (!is_float_kind(kind)) {
         for (size_t i = 0; i < n; ++i)
             ((int8_t *)p)[i] = (int8_t)(rng_next() >> 56);
@@ -123,7 +201,8 @@ static ts_path make_path(ts_pack_kind kind, size_t width, size_t lp)
     ts_path path;
     memset(&path, 0, sizeof path);
     path.gemm_type = kind == TS_PACK_F32 ? TS_GEMM_F32
-                   : is_float_kind(kind) ? TS_GEMM_BF16 : TS_GEMM_INT8;
+                   : is_float_kind(kind) ? TS_GEMM_BF16
+                   : is_half_kind(kind) ? TS_GEMM_F16 : TS_GEMM_INT8;
     path.symbol = "test";
     path.ep = width;
     path.hp = width;
@@ -231,10 +310,95 @@ static void check_packed_b(ts_pack_kind kind, size_t hp, size_t lp, size_t K, si
     guarded_free(&rd);
 }
 
+/* The binary16 conversions: every half through ts_f16_to_f32, fp32 values through
+ * ts_f32_to_f16 and (NEON when built with it) ts_narrow_rows_f16, against the double
+ * statements above and the hardware FCVT (__fp16; FPCR default: RNE, no flush, DN = 0). */
+#if defined(__ARM_NEON)
+#  define HW_FCVT 1    /* GCC moves __fp16 bits through SIMD registers: not with +nosimd */
+#else
+#  define HW_FCVT 0
+#endif
+static void check_half_conversions(void)
+{
+    for (uint32_t h = 0; h < 0x10000u; ++h) {
+        float f = ts_f16_to_f32((uint16_t)h);
+        uint32_t got, hw = ref_half_to_float_bits((uint16_t)h);
+        memcpy(&got, &f, 4);
+#if HW_FCVT
+        __fp16 x;
+        uint16_t hb = (uint16_t)h;
+        memcpy(&x, &hb, 2);
+        float fx = (float)x;
+        memcpy(&hw, &fx, 4);
+#endif
+        CHECK(got == ref_half_to_float_bits((uint16_t)h) && got == hw,
+              "f16_to_f32 %04x = %08x, want %08x (FCVT %08x)", h, got,
+              ref_half_to_float_bits((uint16_t)h), hw);
+        ++checked;
+    }
+    /* fp32 values: each half value, the midpoints to its neighbours and one ulp either side
+     * of them (ties, just above/below), plus strided bit patterns and the edges */
+    enum { BATCH = 64 };
+    static float in[BATCH];
+    static uint16_t out[BATCH];
+    size_t filled = 0;
+    for (uint64_t i = 0; i < 0x10000u * 6 + 0x100000u + 8; ++i) {
+        uint32_t u;
+        if (i < 0x10000u * 6) {
+            uint32_t h = (uint32_t)(i / 6) & 0x7FFFu, sign = (uint32_t)(i / 6) & 0x8000u;
+            float lo = ts_f16_to_f32((uint16_t)h), hi = ts_f16_to_f32((uint16_t)(h + 1));
+            float mid = (float)(((double)lo + (double)hi) / 2);   /* exact: 12 bits */
+            uint32_t m;
+            memcpy(&m, &mid, 4);
+            if (h >= 0x7C00u) {
+                memcpy(&m, &lo, 4);
+                m += (uint32_t)(i % 6) * 0x1000u;   /* inf, NaN payloads */
+            }
+            switch (i % 6) {
+            case 0: memcpy(&u, &lo, 4); break;
+            case 1: u = m; break;
+            case 2: u = m + 1; break;
+            case 3: u = m - 1; break;
+            case 4: u = m + 0x1000u; break;
+            default: u = m ^ 0x1FFFu; break;
+            }
+            u |= sign << 16;
+        } else if (i < 0x10000u * 6 + 0x100000u) {
+            u = (uint32_t)(i - 0x10000u * 6) * 4099u;     /* strided over all bit patterns */
+        } else {
+            static const uint32_t edges[8] = { 0x477FEFFFu, 0x477FF000u, 0x477FF001u, 0x33000000u,
+                                               0x33000001u, 0x387FFFFFu, 0x38800000u, 0x7F800001u };
+            u = edges[i - 0x10000u * 6 - 0x100000u];
+        }
+        float f;
+        memcpy(&f, &u, 4);
+        uint16_t got = ts_f32_to_f16(f), want = ref_float_to_half_bits(u), hw = want;
+#if HW_FCVT
+        __fp16 x = (__fp16)f;
+        memcpy(&hw, &x, 2);
+#endif
+        CHECK(got == want && got == hw, "f32_to_f16 %08x = %04x, want %04x (FCVT %04x)", u,
+              got, want, hw);
+        ++checked;
+        in[filled++] = f;
+        if (filled == BATCH) {
+            ts_narrow_rows_f16(in, 8, 8, 7, out, 8);   /* 8 rows of 7, strides 8 */
+            for (size_t r = 0; r < 8; ++r)
+                for (size_t c = 0; c < 7; ++c)
+                    CHECK(out[r * 8 + c] == ts_f32_to_f16(in[r * 8 + c]),
+                          "narrow_rows (%zu,%zu) %04x vs %04x", r, c, out[r * 8 + c],
+                          ts_f32_to_f16(in[r * 8 + c]));
+            filled = 0;
+        }
+    }
+}
+
 int main(void)
 {
     static const ts_pack_kind kinds[] = {
-        TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16, TS_PACK_U16 };
+        TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16, TS_PACK_U16,
+        TS_PACK_F16, TS_PACK_F32_F16 };
+    check_half_conversions();
     static const size_t lps[] = { 1, 2, 4, 8 }, widths[] = { 4, 8, 12, 16, 24 };
     for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ++ki)
         for (size_t li = 0; li < 4; ++li)
