@@ -16,13 +16,16 @@ from gen.drivers import dispatch_paths, render_drivers
 
 FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
 ALL = 0xFFFFFFFF
-# What each qemu CPU model reports (QEMU 7.2: cortex-a57 Armv8.0, neoverse-n1 adds dotprod,
-# max has dotprod, i8mm, bf16 and SME -- no GEMM path needs SME yet).
-CPU_FEATURES = {"cortex-a57": 0, "neoverse-n1": FEAT["DOTPROD"],
-                "max": FEAT["DOTPROD"] | FEAT["I8MM"] | FEAT["BF16"] | FEAT["SME"]}
-# Feature masks to run per CPU: every cap that changes some path on that CPU.
+# What each qemu CPU model reports (QEMU 7.2: cortex-a57 Armv8.0, neoverse-n1 adds dotprod and
+# fp16 (no FHM), max has dotprod, i8mm, bf16, fp16, FHM and SME -- no GEMM path needs SME yet).
+CPU_FEATURES = {"cortex-a57": 0, "neoverse-n1": FEAT["DOTPROD"] | FEAT["FP16"],
+                "max": FEAT["DOTPROD"] | FEAT["I8MM"] | FEAT["BF16"] | FEAT["FP16"]
+                | FEAT["FHM"] | FEAT["SME"]}
+# Feature masks to run per CPU: every cap that changes some path on that CPU (on max: each
+# feature alone, and FHM without FP16 — f16 falls back while f16f32 keeps fmlal).
 CPU_MASKS = {"cortex-a57": [ALL], "neoverse-n1": [ALL, 0],
-             "max": [ALL, FEAT["DOTPROD"], FEAT["I8MM"], FEAT["BF16"], 0]}
+             "max": [ALL, FEAT["DOTPROD"], FEAT["I8MM"], FEAT["BF16"], FEAT["FP16"],
+                     FEAT["FHM"], 0]}
 # (ARCH, CPU) pairs: the full v86 build everywhere, the v8 / v82 builds where they differ.
 RUNS = [("v86", "cortex-a57"), ("v86", "neoverse-n1"), ("v86", "max"),
         ("v8", "max"), ("v82", "neoverse-n1")]

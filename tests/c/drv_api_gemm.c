@@ -1,19 +1,23 @@
-/* GEMM API harness: ts_gemm_f32 / bf16 / s8s32 / s8 / u8s8s32 / u8u32 / u8 and their
- * prepacked variants against
+/* GEMM API harness: ts_gemm_f32 / bf16 / s8s32 / s8 / u8s8s32 / u8u32 / u8 / f16 / f16f32
+ * and their prepacked variants against
  * scalar references, every buffer flush against guard pages, gaps between rows (ld > cols)
  * poisoned in the inputs and checked untouched in the output.
  *
  *   drv_api_gemm MASKS M,N,K ...
  * MASKS: comma-separated feature masks (decimal); for each, the harness sets the mask, prints
- * "mask=<m> f32=<kernel> bf16=<kernel> int8=<kernel> u8s8=<kernel> u8u32=<kernel>" and runs
+ * "mask=<m> f32=<kernel> bf16=<kernel> int8=<kernel> u8s8=<kernel> u8u32=<kernel> f16=<kernel>
+ * f16f32=<kernel>" and runs
  * every shape through every
  * entry point. Last line "failures <n>"; exit status 1 on any failure. */
 #include "drv_api_common.h"
 
-enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8 };
-static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8" };
+enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8, F16, F16F32 };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8", "f16",
+                                   "f16f32" };
 static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_INT8,
-                                 TS_GEMM_U8S8, TS_GEMM_U8U32, TS_GEMM_U8S8 };
+                                 TS_GEMM_U8S8, TS_GEMM_U8U32, TS_GEMM_U8S8, TS_GEMM_F16,
+                                 TS_GEMM_F16F32 };
+static int half_in(enum kind k) { return k == F16 || k == F16F32; }
 static int a_unsigned(enum kind k) { return k == U8S8S32 || k == U8U32 || k == U8; }
 static int b_unsigned(enum kind k) { return k == U8U32; }
 static int quantized(enum kind k) { return k == S8 || k == U8; }
@@ -26,6 +30,67 @@ static void fill_float(float *p, size_t rows, size_t cols, size_t ld)
     size_t n = rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
     for (size_t i = 0; i < n; ++i)
         p[i] = i % ld < cols ? rand_f32() : NAN;
+}
+
+/* IEEE binary16 through the compiler's __fp16 (hardware FCVT): independent of the library's
+ * conversions. */
+static double half_value(uint16_t h)
+{
+    __fp16 x;
+    memcpy(&x, &h, 2);
+    return (double)(float)x;
+}
+
+static uint16_t half_bits(float f)
+{
+    __fp16 x = (__fp16)f;
+    uint16_t h;
+    memcpy(&h, &x, 2);
+    return h;
+}
+
+/* fp16 inputs in (-2, 2) (|a*b| < 4: K*4 stays far below 65504 for every K here); in a gap
+ * between rows a NaN (0x7E00). */
+static void fill_half(uint16_t *p, size_t rows, size_t cols, size_t ld)
+{
+    size_t n = rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
+    for (size_t i = 0; i < n; ++i)
+        p[i] = i % ld < cols ? half_bits(rand_f32()) : 0x7E00u;
+}
+
+/* Error bounds of the fp16 GEMMs (tilesmith.h; Higham, Accuracy and Stability, 2nd ed., 3.1),
+ * over S = sum_k |a*b| (products of fp16 values: exact in double and in fp32):
+ *  fp16 accumulation (fmla .8h): K fused multiply-adds rounded to fp16: gamma_K(u16) * S,
+ *     u16 = 2^-11, plus K * 2^-25 where a rounding underflows (half the fp16 subnormal step);
+ *  fp32 accumulation (fmlal, or fmla fp32 on the exact conversions): gamma_K(2^-24) * S plus
+ *     K * 2^-150; for fp16 output one more rounding: u16 * |ref + that| + 2^-25.
+ * gamma_n = n u / (1 - n u). */
+static double gamma_n(size_t n, double u) { return (double)n * u / (1 - (double)n * u); }
+static double half_bound(int fp16_acc, int f16_out, size_t K, double ref, double abs_sum)
+{
+    if (fp16_acc)
+        return gamma_n(K, ldexp(1, -11)) * abs_sum + (double)K * ldexp(1, -25);
+    double e32 = gamma_n(K, ldexp(1, -24)) * abs_sum + (double)K * ldexp(1, -150);
+    return f16_out ? e32 + ldexp(1, -11) * (fabs(ref) + e32) + ldexp(1, -25) : e32;
+}
+
+static double ref_half(const uint16_t *A, size_t lda, const uint16_t *B, size_t ldb, size_t m,
+                       size_t n, size_t K, double *abs_sum)
+{
+    double s = 0, a_s = 0;
+    for (size_t k = 0; k < K; ++k) {
+        double p = half_value(A[m * lda + k]) * half_value(B[k * ldb + n]);
+        s += p;
+        a_s += fabs(p);
+    }
+    *abs_sum = a_s;
+    return s;
+}
+
+/* Whether dispatch runs the fp16-accumulating kernel for ts_gemm_f16 now. */
+static int f16_accumulates_in_fp16(void)
+{
+    return strstr(ts_gemm_kernel(TS_GEMM_F16), "_f16_fmla_") != NULL;
 }
 
 static void fill_s8(int8_t *p, size_t rows, size_t cols, size_t ld)
@@ -106,12 +171,16 @@ static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, con
         case U8S8S32: return ts_gemm_u8s8s32(M, N, K, A, lda, B, ldb, C, ldc);
         case U8U32: return ts_gemm_u8u32(M, N, K, A, lda, B, ldb, C, ldc);
         case U8: return ts_gemm_u8(M, N, K, A, lda, B, ldb, q, C, ldc);
+        case F16: return ts_gemm_f16(M, N, K, A, lda, B, ldb, C, ldc);
+        case F16F32: return ts_gemm_f16f32(M, N, K, A, lda, B, ldb, C, ldc);
         }
     }
     ts_packed_b *pb = NULL;
     int rc = kind == F32 ? ts_pack_b_f32(K, N, B, ldb, &pb)
            : kind == BF16 ? ts_pack_b_bf16(K, N, B, ldb, &pb)
            : kind == U8U32 ? ts_pack_b_u8u32(K, N, B, ldb, &pb)
+           : kind == F16 ? ts_pack_b_f16(K, N, B, ldb, &pb)
+           : kind == F16F32 ? ts_pack_b_f16f32(K, N, B, ldb, &pb)
            : a_unsigned(kind) ? ts_pack_b_u8s8(K, N, B, ldb, &pb) : ts_pack_b_s8(K, N, B, ldb, &pb);
     CHECK(rc == TS_OK && pb != NULL, "pack %s rc %d", kind_name[kind], rc);
     if (rc != TS_OK)
@@ -126,6 +195,8 @@ static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, con
     case U8S8S32: rc = ts_gemm_u8s8s32_prepacked(M, A, lda, pb, C, ldc); break;
     case U8U32: rc = ts_gemm_u8u32_prepacked(M, A, lda, pb, C, ldc); break;
     case U8: rc = ts_gemm_u8_prepacked(M, A, lda, pb, q, C, ldc); break;
+    case F16: rc = ts_gemm_f16_prepacked(M, A, lda, pb, C, ldc); break;
+    case F16F32: rc = ts_gemm_f16f32_prepacked(M, A, lda, pb, C, ldc); break;
     }
     ts_packed_free(pb);
     return rc;
@@ -134,7 +205,8 @@ static int call(enum kind kind, int prepacked, size_t M, size_t N, size_t K, con
 static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K, size_t pad)
 {
     int is_float = kind == F32 || kind == BF16;
-    size_t in_elem = is_float ? 4 : 1, out_elem = quantized(kind) ? 1 : 4;
+    size_t in_elem = is_float ? 4 : half_in(kind) ? 2 : 1;
+    size_t out_elem = quantized(kind) ? 1 : kind == F16 ? 2 : 4;
     size_t lda = K + pad, ldb = N + pad, ldc = N + pad;
     void *A = guarded(matrix_bytes(M, K, lda, in_elem));
     void *B = guarded(matrix_bytes(K, N, ldb, in_elem));
@@ -142,7 +214,9 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
     unsigned char *C = guarded(c_bytes);
     static quant_store qs;
     if (is_float) { fill_float(A, M, K, lda); fill_float(B, K, N, ldb); }
+    else if (half_in(kind)) { fill_half(A, M, K, lda); fill_half(B, K, N, ldb); }
     else { fill_s8(A, M, K, lda); fill_s8(B, K, N, ldb); }
+    const int fp16_acc = kind == F16 && f16_accumulates_in_fp16();
     random_quant(&qs.q, N, qs.bias, qs.mult, qs.shift, (int)(rng_next() & 1), (int)(rng_next() & 1));
     if (kind == U8) {   /* the same draw moved to uint8 zero points and clamp range */
         qs.q.a_zero_point += 128;
@@ -162,6 +236,23 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
             if (n >= N) {                            /* gap between rows: untouched */
                 bad = !all_bytes(c, out_elem, 0xA5);
                 CHECK(!bad, "%s %zux%zux%zu wrote gap (%zu,%zu)", kind_name[kind], M, N, K, m, n);
+            } else if (half_in(kind)) {
+                double abs_sum, ref = ref_half(A, lda, B, ldb, m, n, K, &abs_sum);
+                double got;
+                if (kind == F16) {
+                    uint16_t h;
+                    memcpy(&h, c, 2);
+                    got = half_value(h);
+                } else {
+                    float f;
+                    memcpy(&f, c, 4);
+                    got = f;
+                }
+                double bound = half_bound(fp16_acc, kind == F16, K, ref, abs_sum);
+                bad = !(fabs(got - ref) <= bound);
+                CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] = %.9g, ref %.9g +- %.3g (%s)",
+                      kind_name[kind], prepacked ? " prepacked" : "", M, N, K, m, n, got, ref,
+                      bound, ts_gemm_kernel(kind_type[kind]));
             } else if (is_float) {
                 double abs_sum, ref = ref_float(kind, A, lda, B, ldb, m, n, K, &abs_sum);
                 float got;
@@ -169,7 +260,7 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
                 bad = !(fabs(got - ref) <= float_bound(K, abs_sum, kind == BF16));
                 CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] = %.9g, ref %.9g", kind_name[kind],
                       prepacked ? " prepacked" : "", M, N, K, m, n, got, ref);
-            } else if (kind >= U8S8S32) {
+            } else if (kind >= U8S8S32 && kind <= U8) {
                 int32_t a_zp = kind == U8 ? qs.q.a_zero_point : 0;
                 uint32_t acc = (uint32_t)ref_int_signs(kind, A, lda, B, ldb, m, n, K, a_zp);
                 if (kind == U8) {
@@ -262,6 +353,50 @@ static void test_bf16_nan(void)
     release_all();
 }
 
+/* Special values through both fp16 GEMMs on the current path: a NaN in A poisons its row of C
+ * (NaN), +inf times positive values gives +inf, inf * 0 gives NaN, subnormal sums are exact,
+ * products of -0 sum to +0 (the accumulators start at +0; IEEE: +0 + -0 = +0). */
+static void test_f16_special_values(void)
+{
+    enum { M = 6, N = 5, K = 2 };
+    uint16_t A[M * K] = {
+        0x0001u, 0x03FFu,     /* row 0: subnormals: with B = 1.0 the sums are exact */
+        0x7E00u, 0x3C00u,     /* row 1: quiet NaN */
+        0x7C00u, 0x0000u,     /* row 2: +inf, then 0 * B */
+        0x8000u, 0x8000u,     /* row 3: -0, -0 */
+        0x7C01u, 0x3C00u,     /* row 4: signalling NaN */
+        0xFC00u, 0x3C00u };   /* row 5: -inf */
+    uint16_t B[K * N];
+    for (size_t i = 0; i < K * N; ++i)
+        B[i] = 0x3C00u;       /* 1.0 */
+    B[1 * N + 4] = 0x7C00u;   /* column 4, k 1: +inf -> row 2 (0 * inf) NaN, row 3 -0*inf NaN */
+    for (int prepacked = 0; prepacked < 2; ++prepacked) {
+        uint16_t C16[M * N];
+        float C32[M * N];
+        CHECK(call(F16, prepacked, M, N, K, A, K, B, N, NULL, C16, N) == TS_OK, "f16 special rc");
+        CHECK(call(F16F32, prepacked, M, N, K, A, K, B, N, NULL, C32, N) == TS_OK, "f16f32 special rc");
+        for (size_t m = 0; m < M; ++m)
+            for (size_t n = 0; n < N; ++n) {
+                double h = half_value(C16[m * N + n]), f = C32[m * N + n];
+                int inf_col = n == 4;
+                double want = m == 0 ? (inf_col ? INFINITY : ldexp(1 + 0x3FF, -24))
+                            : m == 1 || m == 4 ? NAN
+                            : m == 2 ? (inf_col ? NAN : INFINITY)
+                            : m == 3 ? (inf_col ? NAN : 0.0)
+                            : (inf_col ? NAN : -INFINITY);
+                int ok16 = isnan(want) ? isnan(h) : h == want;
+                int ok32 = isnan(want) ? isnan(f) : f == want;
+                if (m == 3 && !inf_col) {   /* +0 exactly (bits) */
+                    ok16 = ok16 && C16[m * N + n] == 0x0000u;
+                    ok32 = ok32 && !signbit(f);
+                }
+                CHECK(ok16 && ok32, "special%s C[%zu][%zu]: f16 %04x (%s), f16f32 %g (%s), want %g",
+                      prepacked ? " prepacked" : "", m, n, C16[m * N + n],
+                      ts_gemm_kernel(TS_GEMM_F16), f, ts_gemm_kernel(TS_GEMM_F16F32), want);
+            }
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) { fprintf(stderr, "usage: %s MASKS M,N,K...\n", argv[0]); return 2; }
@@ -270,19 +405,22 @@ int main(int argc, char **argv)
     for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
         ts_set_feature_mask(mask);
-        printf("mask=%u f32=%s bf16=%s int8=%s u8s8=%s u8u32=%s qdyn=%s\n", mask,
+        printf("mask=%u f32=%s bf16=%s int8=%s u8s8=%s u8u32=%s qdyn=%s f16=%s f16f32=%s
+", mask,
                ts_gemm_kernel(TS_GEMM_F32), ts_gemm_kernel(TS_GEMM_BF16),
                ts_gemm_kernel(TS_GEMM_INT8), ts_gemm_kernel(TS_GEMM_U8S8),
-               ts_gemm_kernel(TS_GEMM_U8U32), ts_gemm_kernel(TS_GEMM_QDYN));   /* qdyn: drv_api_qdyn.c */
+               ts_gemm_kernel(TS_GEMM_U8U32), ts_gemm_kernel(TS_GEMM_QDYN),   /* qdyn: drv_api_qdyn.c */
+               ts_gemm_kernel(TS_GEMM_F16), ts_gemm_kernel(TS_GEMM_F16F32));
         for (int i = 2; i < argc; ++i) {
             size_t M, N, K;
             if (sscanf(argv[i], "%zu,%zu,%zu", &M, &N, &K) != 3) { fprintf(stderr, "bad shape\n"); return 2; }
-            for (int kind = F32; kind <= U8; ++kind)
+            for (int kind = F32; kind <= F16F32; ++kind)
                 for (int prepacked = 0; prepacked < 2; ++prepacked)
                     run_case((enum kind)kind, prepacked, M, N, K, (size_t)(i % 3) * 2);
         }
         test_prepacked_reuse_and_rejection(mask);
         test_bf16_nan();
+        test_f16_special_values();
     }
     ts_set_feature_mask(~0u);
     printf("failures %d\n", failures);
