@@ -1,6 +1,6 @@
 /* workloads.c — the whole operations `python3 -m bench` profiles under qemu-aarch64.
  *
- *   workloads gemm[-prepacked] f32|bf16|s8|u8s8|u8u32 FEATURES M N K
+ *   workloads gemm[-prepacked] f32|bf16|s8|u8s8|u8u32|f16|f16f32 FEATURES M N K
  *   workloads conv[-prepacked] FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE
  *                              PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT [BATCH]
  *
@@ -141,6 +141,39 @@ HARNESS static int bench_gemm_float(int bf16, size_t M, size_t N, size_t K, int 
     return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
 }
 
+/* fp16 in (IEEE binary16 bits of the fp32 fill: values k/32768, exact in fp16 when |x| >= 2^-4,
+ * else rounded by the hardware conversion); fp16 out (f16) or fp32 out (f16f32). */
+HARNESS static void bench_fill_f16(uint16_t *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        __fp16 h = (__fp16)((float)((int32_t)(bench_rng() & 0xffff) - 0x8000) / 32768.0f);
+        memcpy(&x[i], &h, sizeof x[i]);
+    }
+}
+
+HARNESS static int bench_gemm_f16(int f32_out, size_t M, size_t N, size_t K, int prepacked)
+{
+    uint16_t *A = bench_alloc(M * K, 2), *B = bench_alloc(K * N, 2);
+    size_t c_elem = f32_out ? 4 : 2;
+    void *C = bench_alloc(M * N, c_elem);
+    ts_packed_b *packed = NULL;
+    int status;
+    bench_fill_f16(A, M * K);
+    bench_fill_f16(B, K * N);
+    if (prepacked) {
+        packed = bench_pack_weights(f32_out ? ts_pack_b_f16f32(K, N, B, N, &packed)
+                                            : ts_pack_b_f16(K, N, B, N, &packed), packed);
+        bench_mark();
+        status = f32_out ? ts_gemm_f16f32_prepacked(M, A, K, packed, C, N)
+                         : ts_gemm_f16_prepacked(M, A, K, packed, C, N);
+    } else {
+        bench_mark();
+        status = f32_out ? ts_gemm_f16f32(M, N, K, A, K, B, N, C, N)
+                         : ts_gemm_f16(M, N, K, A, K, B, N, C, N);
+    }
+    return bench_report(status, "gemm", bench_checksum(C, M * N * c_elem));
+}
+
 HARNESS static int bench_gemm_s8(size_t M, size_t N, size_t K, int prepacked)
 {
     int8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1), *C = bench_alloc(M * N, 1);
@@ -249,8 +282,11 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
         return bench_gemm_u8u32(M, N, K, prepacked);
     if (strncmp(type, "qdyn", 4) == 0)
         return bench_gemm_qdyn(type, M, N, K, prepacked);
+    if (strcmp(type, "f16") == 0 || strcmp(type, "f16f32") == 0)
+        return bench_gemm_f16(type[3] == 'f', M, N, K, prepacked);
     fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8, u8s8, u8u32, qdyn, qdyn4, "
-                    "qdyn4b32)\n", type);
+                    "qdyn4b32, f16, f16f32)
+", type);
     return 2;
 }
 
@@ -301,6 +337,7 @@ HARNESS static unsigned bench_feature_mask(const char *text)
 {
     static const struct { const char *name; unsigned bit; } features[] = {
         {"dotprod", TS_FEAT_DOTPROD}, {"i8mm", TS_FEAT_I8MM}, {"bf16", TS_FEAT_BF16},
+        {"fp16", TS_FEAT_FP16}, {"fp16fml", TS_FEAT_FHM},
     };
     unsigned mask = 0;
     if (strcmp(text, "none") == 0) return 0;
@@ -309,7 +346,7 @@ HARNESS static unsigned bench_feature_mask(const char *text)
         for (i = 0; i < sizeof features / sizeof features[0]; i++)
             if (strlen(features[i].name) == len && strncmp(p, features[i].name, len) == 0) break;
         if (i == sizeof features / sizeof features[0]) {
-            fprintf(stderr, "workloads: unknown feature in %s (dotprod, i8mm, bf16 or none)\n", text);
+            fprintf(stderr, "workloads: unknown feature in %s (dotprod, i8mm, bf16, fp16, fp16fml or none)\n", text);
             exit(2);
         }
         mask |= features[i].bit;
@@ -332,7 +369,7 @@ int main(int argc, char **argv)
         ts_set_feature_mask(bench_feature_mask(argv[2]));
         return bench_conv(argv + 3, conv_prepacked, argc == 15 ? bench_size(argv[14]) : 1);
     }
-    fprintf(stderr, "usage: workloads gemm[-prepacked] f32|bf16|s8 FEATURES M N K\n"
+    fprintf(stderr, "usage: workloads gemm[-prepacked] f32|bf16|s8|u8s8|u8u32|f16|f16f32 FEATURES M N K\n"
                     "       workloads conv[-prepacked] FEATURES IN_H IN_W IN_C OUT_C K_H K_W STRIDE "
                     "PAD_TOP PAD_LEFT PAD_BOTTOM PAD_RIGHT [BATCH]\n");
     return 2;
