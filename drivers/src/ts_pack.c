@@ -288,28 +288,56 @@ static void pack_rows_lp1_f32_bf16(float *dst, const float *src, size_t rows, si
     pack_rows_lp1_float(dst, src, rows, width, K, row_stride, 1);
 }
 
-/* 8 bytes at p widened to int16: sign-extended (S16) or zero-extended (U16). */
+/* 8 source elements at p as 16-bit lanes: int8 sign-extended (S16), uint8 zero-extended
+ * (U16), fp16 bits as given (F16). */
 static TS_ALWAYS_INLINE int16x8_t widen_x8(ts_pack_kind kind, const unsigned char *p)
 {
-    return kind == TS_PACK_U16 ? vreinterpretq_s16_u16(vmovl_u8(vld1_u8(p)))
-                               : vmovl_s8(vld1_s8((const int8_t *)p));
+    return kind == TS_PACK_F16 ? vreinterpretq_s16_u16(vld1q_u16((const uint16_t *)(const void *)p))
+           : kind == TS_PACK_U16 ? vreinterpretq_s16_u16(vmovl_u8(vld1_u8(p)))
+                                 : vmovl_s8(vld1_s8((const int8_t *)p));
 }
 
-/* 8-bit rows (k contiguous) into an lp = 1 int16 panel (S16 / U16): 4 rows x 8 k, widened,
- * then transposed (16-bit, then 32-bit zips); each result holds k and k+1 of the 4 rows. */
+/* fp16 rows (k contiguous) into an lp = 1 fp32 panel (F32_F16): 4 rows x 4 k converted
+ * (FCVTL, exact) and transposed. */
+static void pack_rows_lp1_f32_f16(float *dst, const uint16_t *src, size_t rows, size_t width,
+                                  size_t K, size_t row_stride)
+{
+    size_t r0 = 0;
+    for (; r0 + 4 <= rows; r0 += 4) {
+        const uint16_t *row = src + r0 * row_stride;
+        size_t k = 0;
+        for (; k + 4 <= K; k += 4) {
+            float32x4_t r[4];
+            for (size_t i = 0; i < 4; ++i)
+                r[i] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(row + i * row_stride + k)));
+            transpose_f32_4x4(r, dst + k * width + r0, width);
+        }
+        for (; k < K; ++k)
+            for (size_t i = 0; i < 4; ++i)
+                dst[k * width + r0 + i] = ts_f16_to_f32(row[i * row_stride + k]);
+    }
+    for (; r0 < rows; ++r0)
+        for (size_t k = 0; k < K; ++k)
+            dst[k * width + r0] = ts_f16_to_f32(src[r0 * row_stride + k]);
+}
+
+/* 8-bit rows (S16 / U16, widened) or fp16 rows (F16) with k contiguous into an lp = 1 16-bit
+ * panel: 4 rows x 8 k, then transposed (16-bit, then 32-bit zips); each result holds k and
+ * k+1 of the 4 rows. */
 static TS_ALWAYS_INLINE void pack_rows_lp1_widened(ts_pack_kind kind, int16_t *dst,
                                                    const void *source, size_t rows,
                                                    size_t width, size_t K, size_t row_stride)
 {
     const unsigned char *src = (const unsigned char *)source;
+    const size_t sb = kind == TS_PACK_F16 ? 2 : 1;   /* source element bytes */
     size_t r0 = 0;
     for (; r0 + 4 <= rows; r0 += 4) {
-        const unsigned char *row = src + r0 * row_stride;
+        const unsigned char *row = src + r0 * row_stride * sb;
         size_t k = 0;
         for (; k + 8 <= K; k += 8) {
             int16x8_t r[4];
             for (size_t i = 0; i < 4; ++i)
-                r[i] = widen_x8(kind, row + i * row_stride + k);
+                r[i] = widen_x8(kind, row + (i * row_stride + k) * sb);
             const int32x4_t a0 = vreinterpretq_s32_s16(vzip1q_s16(r[0], r[1]));   /* k0-3 */
             const int32x4_t a1 = vreinterpretq_s32_s16(vzip2q_s16(r[0], r[1]));   /* k4-7 */
             const int32x4_t a2 = vreinterpretq_s32_s16(vzip1q_s16(r[2], r[3]));
@@ -529,8 +557,12 @@ static TS_ALWAYS_INLINE void pack_panel_kind(ts_pack_kind kind, void *dst, const
                 pack_rows_lp1_f32_bf16((float *)dst, (const float *)src, rows, width, K,
                                        row_stride);
                 return;
-            case TS_PACK_S16: case TS_PACK_U16:
+            case TS_PACK_S16: case TS_PACK_U16: case TS_PACK_F16:
                 pack_rows_lp1_widened(kind, (int16_t *)dst, src, rows, width, K, row_stride);
+                return;
+            case TS_PACK_F32_F16:
+                pack_rows_lp1_f32_f16((float *)dst, (const uint16_t *)src, rows, width, K,
+                                      row_stride);
                 return;
             default:
                 break;
