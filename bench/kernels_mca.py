@@ -33,7 +33,7 @@ from gen.schedule import Insn, ScheduleError, op_class
 
 LLVM_MCA = "llvm-mca-19"
 GCC = "aarch64-linux-gnu-gcc"
-MATTR = "+dotprod,+i8mm,+bf16,+fullfp16"
+MATTR = "+dotprod,+i8mm,+bf16,+fullfp16,+fp16fml"
 ITERATIONS = 1000
 BENCH_CORES = ("neoverse-n2", "neoverse-v1", "cortex-a710", "cortex-a510", "cortex-a55")
 TARGET = {True: 0.80, False: 0.97}     # in_order -> % of peak the loop should reach

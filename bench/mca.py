@@ -17,8 +17,8 @@ from pathlib import Path
 LLVM_MC = "llvm-mc-19"
 LLVM_MCA = "llvm-mca-19"
 TRIPLE = "aarch64"
-# Decode and parse everything `qemu-aarch64 -cpu max` can run (Armv9.2 with SVE2, i8mm, bf16).
-MATTR = "+v9.2a,+sve2,+i8mm,+bf16,+dotprod,+fullfp16"
+# Decode and parse everything `qemu-aarch64 -cpu max` can run (Armv9.2 with SVE2, i8mm, bf16, fp16, FHM).
+MATTR = "+v9.2a,+sve2,+i8mm,+bf16,+dotprod,+fullfp16,+fp16fml"
 ITERATIONS = 100
 # llvm-mca gives calls a 100-cycle latency unless told (its warning: "call instructions are not
 # correctly modeled"); the callee's own blocks are counted where they execute, so a call here is

@@ -24,10 +24,14 @@ SPEEDUPS = (
     ("smmla / Armv8.0", ("s8", "armv8.0"), ("s8", "i8mm")),
     ("bfmmla / fp32 fmla", ("f32", "fmla"), ("bf16", "bfmmla")),
     ("bfmmla / bf16 fallback", ("bf16", "fmla"), ("bf16", "bfmmla")),
+    ("bfmmla / fp16 fmla", ("f16", "fmla16"), ("bf16", "bfmmla")),
+    ("fp16 fmla / fp32 fmla", ("f32", "fmla"), ("f16", "fmla16")),
+    ("fp16 fmla / fp16 fallback", ("f16", "fmla"), ("f16", "fmla16")),
+    ("fmlal / fp32 fmla", ("f32", "fmla"), ("f16f32", "fmlal")),
 )
 # Measured on a Cortex-A710 by MNN (shared/seeds/001_a374f7752dd057b7.txt): smmla over sdot
 # 1.88x, bfmmla over fp16 fmla 1.92x (an fp16 baseline, not fp32).
-MNN_A710 = {"smmla / sdot": 1.88}
+MNN_A710 = {"smmla / sdot": 1.88, "bfmmla / fp16 fmla": 1.92}
 MNN_NOTE = ("MNN measured smmla 1.88× over sdot and bfmmla 1.92× over **fp16** fmla on a "
             "Cortex-A710 (whole-model figures, real hardware).")
 HEADLINE_SHAPE = "gemm512"

@@ -187,7 +187,7 @@ GENERATED = {
             "usmmla", "sudot", "bfdot", "bfmmla"),
 }
 
-# Instructions considered and left out, with the reason `make tiles` prints. BFMLALB/BFMLALT
+# Instructions considered and left out: {name: (ARCH level, the reason `make tiles` prints)}. BFMLALB/BFMLALT
 # Vd.4S, Vn.8H, Vm.H[i] (FEAT_BF16) multiply the even (B) or odd (T) bf16 elements of Vn by one
 # bf16 element and add to 4 fp32 lanes: 4 MACs per instruction where BFDOT does 8 and BFMMLA
 # 16, at the same issue rate on every modeled core (LLVM 19: bfmlalb 2/cycle on N2 and A510,
@@ -195,7 +195,7 @@ GENERATED = {
 # What it offers is IEEE fp32 accumulation (no round-to-odd / flush-to-zero of BFDotAdd),
 # which the bf16 GEMM type does not promise.
 NOT_GENERATED = {
-    "bfmlalb": ("bf16", 4, "bfdot",
+    "bfmlalb": ("v86",
                 "4 MACs per instruction (bfdot 8, bfmmla 16) at bfdot's issue rate on every "
                 "modeled core: half of bfdot's peak; kept out (its only gain, IEEE fp32 "
                 "accumulation, is not part of the bf16 GEMM contract)"),

@@ -7,7 +7,9 @@ handling, the runner-up candidates with the reason each lost, and the tile polic
 when it misses a target, the tiles the maximin weighed (the one listed first in the table is the
 one `make gen` generates). Exit status 0 when every
 requested instruction has a tile, 2 on bad arguments or when a requested tile cannot fit.
-An instruction whose feature the chosen --cpu lacks is listed as unavailable (not an error).
+An instruction whose feature the chosen --cpu lacks is listed as unavailable (not an error); the
+instructions considered and not generated (gen.isa NOT_GENERATED, e.g. bfmlalb/t) are listed
+with the reason, and the described ones `make gen` does not turn into kernels at --arch (usdot).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import json
 import sys
 
 from .cores import CPU_NAMES
-from .isa import ARCH_LEVELS, INSTRUCTIONS, generated_by_some_arch, instructions_for, sme_generated_for
+from .isa import (ARCH_LEVELS, GENERATED, INSTRUCTIONS, NOT_GENERATED, arch_includes,
+                  generated_by_some_arch, instructions_for, sme_generated_for)
 from . import sme_tiling
 from .tile_policy import choose
 from .tiling import DEFAULT_REGS, TilingError, candidates, check_regs, covered_cores, plan_for
@@ -67,6 +70,18 @@ def _unavailable_reason(name: str, cpu: str):
         return None
     except TilingError as e:
         return str(e)
+
+
+def _not_generated(arch: str) -> dict:
+    """{instruction: why `make gen ARCH=arch` has no kernel for it}: gen.isa NOT_GENERATED
+    (available at arch), and described instructions left out of GENERATED[arch]."""
+    out = {name: reason for name, (level, reason) in NOT_GENERATED.items()
+           if arch_includes(arch, level)}
+    for inst in instructions_for(arch):
+        if inst.name not in GENERATED[arch]:
+            out[inst.name] = ("no GEMM type reads its operand types "
+                              f"({inst.a_type} A by element x {inst.b_type} B)")
+    return out
 
 
 def _estimate_json(e) -> dict:
@@ -124,6 +139,8 @@ def _table(entries: list[dict], unavailable: dict, args) -> str:
         out.append(f"{_marked(name):<11} unavailable: {reason}")
     if not all(generated_by_some_arch(n) for n in [e["instruction"] for e in entries] + list(unavailable)):
         out.append(NOT_GENERATED_NOTE)
+    for name, reason in _not_generated(args.arch).items():
+        out.append(f"{name:<11} not generated: {reason}")
     for e in entries:
         out += ["", f"== {e['instruction']}: {e['ep']}x{e['hp']}x{e['lp']} {e['strategy']} "
                     f"({e['feasible_candidates']} feasible candidates)"
@@ -203,6 +220,7 @@ def main(argv=None) -> int:
                           "tiles": entries, "unavailable": unavailable,
                           "not_generated": sorted(n for n in [e["instruction"] for e in entries]
                                                   + list(unavailable) if not generated_by_some_arch(n)),
+                          "left_out": _not_generated(args.arch),
                           **({"sme_tiles": sme} if sme else {})}, indent=2))
     else:
         print(_table(entries, unavailable, args) + (_sme_table(sme) if sme else ""))
