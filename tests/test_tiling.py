@@ -373,7 +373,9 @@ def test_cli_json(capsys):
 def test_cli_marks_missing_features(capsys):
     assert tiles_cli.main(["--arch", "v86", "--cpu", "cortex-a55", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert set(data["unavailable"]) == {"usdot", "bfdot", "smmla", "ummla", "usmmla", "bfmmla"}
+    assert set(data["unavailable"]) == {"usdot", "sudot", "bfdot", "fmlal", "smmla", "ummla",
+                                        "usmmla", "bfmmla"}   # A55: no FHM, i8mm, bf16
+    assert set(data["not_generated"]) == {"bfmlalb", "usdot"}
 
 
 @pytest.mark.parametrize("argv,message", [
