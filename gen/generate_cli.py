@@ -29,7 +29,7 @@ from . import schedule_cache
 from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernels, environment, inst_features
-from .isa import ARCH_LEVELS, check_arch, generated_for, sme_generated_for
+from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
 from .sme_tiling import solve as solve_za
 from .loop import KernelPlanError
@@ -74,19 +74,29 @@ def check_options(args) -> None:
     check_cpu(args.cpu)
     if args.cpu in CORES:
         missing = sorted({i.feature for i in generated_for(args.arch)
-                          if not CORES[args.cpu].has(i.feature)})
+                          if not CORES[args.cpu].has(i.feature)
+                          and i.feature not in OPTIONAL_FEATURES[args.arch]})
         if missing:
             fits = [a for a in ARCH_LEVELS if all(CORES[args.cpu].has(i.feature)
+                                                  or i.feature in OPTIONAL_FEATURES[a]
                                                   for i in generated_for(a))]
             raise UsageError(f"CPU {args.cpu} lacks {', '.join(missing)}, which ARCH {args.arch} "
                              f"kernels need: use ARCH {' or '.join(fits)} for this CPU")
+
+
+def kernels_for(arch: str, cpu: str = "generic") -> list:
+    """The instructions a build gets kernels for: GENERATED[arch], less those of an optional
+    feature (gen.isa OPTIONAL_FEATURES) a specific CPU lacks."""
+    return [i for i in generated_for(arch)
+            if cpu not in CORES or CORES[cpu].has(i.feature)
+            or i.feature not in OPTIONAL_FEATURES[arch]]
 
 
 def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "generic") -> dict:
     """Every output file's text by name (manifest.json included), drivers excluded."""
     env = environment()
     families = [emit_kernels(solve(i.name, regs=REGISTER_BUDGET, cpu=cpu), prefix, inst, cpu, env)
-                for i in generated_for(arch)]
+                for i in kernels_for(arch, cpu)]
     entries = []
     for raw, *variants in families:
         entry = dict(raw.manifest)

@@ -187,6 +187,11 @@ GENERATED = {
             "usmmla", "sudot", "bfdot", "bfmmla"),
 }
 
+# Features a CPU of an ARCH level may lack (optional in the architecture at that level): a
+# per-CPU build (CPU=...) of a core without one leaves those kernels out instead of refusing.
+# FEAT_FHM is optional in Armv8.2 (mandatory with FP16 from Armv8.4; Cortex-A55 lacks it).
+OPTIONAL_FEATURES = {"v8": (), "v82": ("fp16fml",), "v86": ("fp16fml",), "v92": ()}
+
 # Instructions considered and left out: {name: (ARCH level, the reason `make tiles` prints)}. BFMLALB/BFMLALT
 # Vd.4S, Vn.8H, Vm.H[i] (FEAT_BF16) multiply the even (B) or odd (T) bf16 elements of Vn by one
 # bf16 element and add to 4 fp32 lanes: 4 MACs per instruction where BFDOT does 8 and BFMMLA

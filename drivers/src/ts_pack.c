@@ -446,12 +446,17 @@ static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *s
 static TS_ALWAYS_INLINE void convert_run(ts_pack_kind kind, void *dst, const void *src, size_t n)
 {
     size_t i = 0;
-    if (kind == TS_PACK_S8 || kind == TS_PACK_F16) {
-        memcpy(dst, src, n * source_size(kind));
+    if (kind == TS_PACK_S8) {
+        memcpy(dst, src, n);
         return;
     }
 #if TS_HAVE_NEON
-    if (kind == TS_PACK_F32) {
+    if (kind == TS_PACK_F16) {   /* whole vectors inline: runs are one k-step (16-32 bytes) */
+        uint16_t *d = (uint16_t *)dst;
+        const uint16_t *s = (const uint16_t *)src;
+        for (; i + 8 <= n; i += 8)
+            vst1q_u16(d + i, vld1q_u16(s + i));
+    } else if (kind == TS_PACK_F32) {
         float *d = (float *)dst;
         const float *s = (const float *)src;
         for (; i + 4 <= n; i += 4)
