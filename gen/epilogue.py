@@ -28,9 +28,15 @@ from .schedule import Insn
 # ---- the table the generator reads (the GEMM-type registry will take it over) ------------------
 # instruction -> epilogue variants generated for it; "raw" (the unsuffixed kernel) always first.
 # requant: the int8 GEMM types' int32 kernels (the s8 dispatch chain smmla/sdot/smlal);
-# biasclamp: the fp32-accumulating ones (f32 fmla, bf16 bfmmla).
+# biasclamp: the fp32-accumulating ones (f32 fmla, bf16 bfmmla and bfdot, fp16 -> fp32 fmlal).
+# fmla .8h (fp16 accumulators), sudot, usdot: raw only.
 EPILOGUE_VARIANTS = {
     "fmla_f32": ("raw", "biasclamp"),
+    "fmla_f16": ("raw",),
+    "fmlal": ("raw", "biasclamp"),
+    "sudot": ("raw",),
+    "usdot": ("raw",),
+    "bfdot": ("raw", "biasclamp"),
     "smlal": ("raw", "requant"),
     "sdot": ("raw", "requant"),
     "udot": ("raw",),

@@ -570,9 +570,74 @@ static void u8_handle_errors(void)
     ts_packed_free(u8u32);
 }
 
+/* The fp16 GEMMs (2-byte A, B and, for f16, C): bad arguments, 2-byte stride overflow,
+ * aliasing, handles of another type or of a kernel dispatch no longer picks: TS_EINVAL with
+ * nothing written; valid calls TS_OK. */
+static void f16_errors(void)
+{
+    static uint16_t A[M0 * K0], B[K0 * N0];
+    for (size_t i = 0; i < M0 * K0; ++i) A[i] = 0x3C00u;          /* 1.0 */
+    for (size_t i = 0; i < K0 * N0; ++i) B[i] = 0xBC00u;          /* -1.0 */
+    uint16_t *C16 = (uint16_t *)(void *)Cbuf;
+    float *C32 = (float *)(void *)Cbuf;
+    int n = 0;
+#define F16_REJECT(call) do { memset(Cbuf, 0xA5, sizeof Cbuf); int rc_ = (call); ++n; \
+        CHECK(rc_ == TS_EINVAL && all_bytes(Cbuf, sizeof Cbuf, 0xA5), "%s: rc %d", #call, rc_); } while (0)
+    F16_REJECT(ts_gemm_f16(M0, N0, K0, NULL, K0, B, N0, C16, N0));
+    F16_REJECT(ts_gemm_f16(M0, N0, K0, A, K0, NULL, N0, C16, N0));
+    F16_REJECT(ts_gemm_f16(M0, N0, K0, A, K0 - 1, B, N0, C16, N0));
+    F16_REJECT(ts_gemm_f16(M0, N0, K0, A, K0, B, N0 - 1, C16, N0));
+    F16_REJECT(ts_gemm_f16(M0, N0, K0, A, K0, B, N0, C16, N0 - 1));
+    F16_REJECT(ts_gemm_f16(2, N0, K0, A, K0, B, N0, C16, SIZE_MAX / 2 - 1));   /* span wraps */
+    F16_REJECT(ts_gemm_f16f32(2, N0, K0, A, SIZE_MAX / 2 - 1, B, N0, C32, N0));
+    F16_REJECT(ts_gemm_f16f32(M0, N0, K0, A, K0, B, N0, C32, N0 - 1));
+    F16_REJECT(ts_gemm_f16f32(M0, N0, K0, A, K0, B, N0, NULL, N0));
+    /* aliasing: C over A or B (by one element) */
+    CHECK(ts_gemm_f16(1, 2, 2, A, 2, A + 1, 2, A + 2, 2) == TS_EINVAL, "f16 C over B by one");
+    CHECK(ts_gemm_f16(1, 2, 2, A, 2, B, 2, A + 1, 2) == TS_EINVAL, "f16 C over A");
+    CHECK(ts_gemm_f16f32(1, 2, 2, A, 2, B, 2, (float *)(void *)(B + 2), 2) == TS_EINVAL,
+          "f16f32 C over B");
+    CHECK(ts_gemm_f16(1, 2, 2, A, 2, B, 2, A + 2, 2) == TS_OK, "f16 C touching A end to end");
+    /* handles */
+    ts_packed_b *h16 = NULL, *h1632 = NULL, *hf = NULL, *pb = (ts_packed_b *)&Cbuf;
+    CHECK(ts_pack_b_f16(K0, N0, NULL, N0, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf,
+          "pack f16 NULL B");
+    CHECK(ts_pack_b_f16f32(K0, N0, B, N0 - 1, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf,
+          "pack f16f32 ldb < N");
+    CHECK(ts_pack_b_f16(K0, N0, B, N0, &h16) == TS_OK, "pack f16");
+    CHECK(ts_pack_b_f16f32(K0, N0, B, N0, &h1632) == TS_OK, "pack f16f32");
+    CHECK(ts_pack_b_f32(K0, N0, Bf, N0, &hf) == TS_OK, "pack f32");
+    F16_REJECT(ts_gemm_f16_prepacked(M0, A, K0, h1632, C16, N0));
+    F16_REJECT(ts_gemm_f16f32_prepacked(M0, A, K0, h16, C32, N0));
+    F16_REJECT(ts_gemm_f16_prepacked(M0, A, K0, hf, C16, N0));
+    F16_REJECT(ts_gemm_f32_prepacked(M0, Af, K0, h16, C32, N0));
+    F16_REJECT(ts_gemm_f16_prepacked(M0, A, K0, NULL, C16, N0));
+    CHECK(ts_gemm_f16_prepacked(M0, A, K0, h16, C16, N0) == TS_OK, "f16 prepacked");
+    for (size_t i = 0; i < M0 * N0; ++i)
+        CHECK(C16[i] == 0xC700u, "f16 prepacked C[%zu] = %04x, want -7 (c700)", i, C16[i]);
+    CHECK(ts_gemm_f16f32_prepacked(M0, A, K0, h1632, C32, N0) == TS_OK, "f16f32 prepacked");
+    for (size_t i = 0; i < M0 * N0; ++i)
+        CHECK(C32[i] == -7.0f, "f16f32 prepacked C[%zu] = %g", i, C32[i]);
+    /* a mask that moves dispatch to the fallback: the fp16-path handles no longer fit */
+    ts_set_feature_mask(0);
+    int moved = strcmp(ts_gemm_kernel(TS_GEMM_F16), ts_packed_kernel(h16)) != 0;
+    if (moved)
+        F16_REJECT(ts_gemm_f16_prepacked(M0, A, K0, h16, C16, N0));
+    if (strcmp(ts_gemm_kernel(TS_GEMM_F16F32), ts_packed_kernel(h1632)) != 0)
+        F16_REJECT(ts_gemm_f16f32_prepacked(M0, A, K0, h1632, C32, N0));
+    ts_set_feature_mask(~0u);
+    CHECK(ts_gemm_f16_prepacked(M0, A, K0, h16, C16, N0) == TS_OK, "f16 prepacked after unmask");
+#undef F16_REJECT
+    printf("f16 rejections %d (mask moved f16: %d)\n", n, moved);
+    ts_packed_free(h16);
+    ts_packed_free(h1632);
+    ts_packed_free(hf);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
+    f16_errors();
     for (enum kind kind = F32; kind <= U8; ++kind)
         gemm_errors(kind);
     k_zero_results();

@@ -142,14 +142,33 @@ static void v2_pack_requant(unsigned char *dst, size_t hp, const H_QUANT *q,
 
 #define V2_SENTINEL 0x5A
 
+/* Element i (cb = 2 or 4 bytes) of a tile of raw results, as bits, and its value (fp16 / fp32). */
+static uint32_t v2_get(const void *tile, size_t i, size_t cb)
+{
+    uint32_t u = 0;
+    memcpy(&u, (const unsigned char *)tile + i * cb, cb);
+    return u;
+}
+
+static void v2_put(void *tile, size_t i, uint32_t bits, size_t cb)
+{
+    memcpy((unsigned char *)tile + i * cb, &bits, cb);
+}
+
+static double v2_fp_value(uint32_t bits, size_t cb)
+{
+    return cb == 2 ? half_value((uint16_t)bits) : float_of_bits(bits);
+}
+
 static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
 {
     enum elem ea = elem_of(k->a_type), eb = elem_of(k->b_type), ec = elem_of(k->c_type);
     const int raw = !strcmp(k->epilogue, "raw"), requant = !strcmp(k->epilogue, "requant");
-    const int is_fp = ec == E_FP32;
+    const int is_fp = ec == E_FP32 || ec == E_FP16;
+    const size_t cb = elem_bytes(ec);     /* bytes of one raw result: 4, or 2 for fp16 */
     size_t ep = (size_t)k->ep, hp = (size_t)k->hp, lp = (size_t)k->lp, K = ksteps * lp;
     size_t a_count = ksteps * ep * lp, b_count = ksteps * hp * lp;
-    size_t out_bytes = requant ? 1 : 4;
+    size_t out_bytes = requant ? 1 : cb;
     int failures = 0;
 
     guarded_region ra[2], rb[2];
@@ -183,7 +202,11 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
             prod[i * hp + j] = isum;
             dsum[i * hp + j] = sum;
             dabs[i * hp + j] = abs_sum;
-            if (is_fp) {
+            if (is_fp && cb == 2) {   /* an fp16 value of moderate size (no overflow) */
+                uint64_t r = rng_next();
+                acc_in[i * hp + j] = (uint32_t)((r & 1) << 15 | (10 + (r >> 1) % 8) << 10
+                                                | ((r >> 8) & 0x3FF));
+            } else if (is_fp) {
                 float f = random_float(-20, 20);
                 acc_in[i * hp + j] = bits_of_float(f);
             } else {
@@ -198,15 +221,20 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
 
     /* fp: the raw kernel's full tiles without / with the accumulator input, checked against
      * the double reference (the accumulator input is one more term) */
+    static uint32_t acc_tile[32 * 64];    /* acc_in as cb-byte elements, row stride hp */
+    for (size_t i = 0; i < ep * hp; i++)
+        v2_put(acc_tile, i, acc_in[i], cb);
     if (is_fp) {
-        h_tile_args full_args = {ep, hp, acc_in, hp * 4, NULL, 0, 0, 0, 0, 0, 0};
-        k->raw(a[0], b[0], ksteps, full[0], hp * 4, NULL);
-        k->raw(a[0], b[0], ksteps, full[1], hp * 4, &full_args);
+        static uint32_t tile[2][32 * 64];
+        h_tile_args full_args = {ep, hp, acc_tile, hp * cb, NULL, 0, 0, 0, 0, 0, 0};
+        k->raw(a[0], b[0], ksteps, tile[0], hp * cb, NULL);
+        k->raw(a[0], b[0], ksteps, tile[1], hp * cb, &full_args);
         for (int m = 0; m < 2; m++)
             for (size_t i = 0; i < ep * hp; i++) {
-                double in = m ? float_of_bits(acc_in[i]) : 0.0;
-                double want = dsum[i] + in, g = float_of_bits(full[m][i]);
-                double bound = fp_bound(ea == E_BF16, K + 1, dabs[i] + fabs(in));
+                full[m][i] = v2_get(tile[m], i, cb);
+                double in = m ? v2_fp_value(acc_in[i], cb) : 0.0;
+                double want = dsum[i] + in, g = v2_fp_value(full[m][i], cb);
+                double bound = fp_bound(ea, ec, K + 1, dabs[i] + fabs(in));
                 if (!(fabs(g - want) <= bound) && failures++ < 8)
                     printf("FAIL %s ksteps=%zu raw full tile%s: C[%zu][%zu] = %.9g, want %.9g (+-%.3g)\n",
                            k->name, ksteps, m ? " + acc" : "", i / hp, i % hp, g, want, bound);
@@ -219,16 +247,17 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
     if (raw && ksteps >= 2) {
         static uint32_t whole[32 * 64], part[32 * 64];
         size_t s1 = ksteps / 2;
-        h_tile_args acc_args = {ep, hp, part, hp * 4, NULL, 0, 0, 0, 0, 0, 0};
-        k->fn(a[0], b[0], ksteps, whole, hp * 4, NULL);
-        k->fn(a[0], b[0], s1, part, hp * 4, NULL);
+        h_tile_args acc_args = {ep, hp, part, hp * cb, NULL, 0, 0, 0, 0, 0, 0};
+        k->fn(a[0], b[0], ksteps, whole, hp * cb, NULL);
+        k->fn(a[0], b[0], s1, part, hp * cb, NULL);
         k->fn((const char *)a[0] + s1 * ep * lp * elem_bytes(ea),
-              (const char *)b[0] + s1 * hp * lp * elem_bytes(eb), ksteps - s1, part, hp * 4,
+              (const char *)b[0] + s1 * hp * lp * elem_bytes(eb), ksteps - s1, part, hp * cb,
               &acc_args);
         for (size_t i = 0; i < ep * hp; i++)
-            if (part[i] != whole[i] && failures++ < 8)
+            if (v2_get(part, i, cb) != v2_get(whole, i, cb) && failures++ < 8)
                 printf("FAIL %s ksteps=%zu split %zu + %zu: C[%zu][%zu] = 0x%08x, unsplit 0x%08x\n",
-                       k->name, ksteps, s1, ksteps - s1, i / hp, i % hp, part[i], whole[i]);
+                       k->name, ksteps, s1, ksteps - s1, i / hp, i % hp, v2_get(part, i, cb),
+                       v2_get(whole, i, cb));
     }
 
     v2_columns all_cols[2];          /* any shifts; every shift < 0 */
@@ -249,18 +278,21 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
         size_t c_len = (m_rem - 1) * ldc + n_rem * out_bytes;
         unsigned char *c = v2_place(&reg[0], c_len, tail);
         memset(c, V2_SENTINEL, c_len);
-        size_t ld_acc = (n_rem + (m_rem + 2 * n_rem) % 4) * 4;
+        const size_t acc_bytes = requant ? 4 : cb;   /* the accumulator type's */
+        size_t ld_acc = (n_rem + (m_rem + 2 * n_rem) % 4) * acc_bytes;
         const void *acc = NULL;
         if (mode == 1) {
-            size_t acc_len = (m_rem - 1) * ld_acc + n_rem * 4;
+            size_t acc_len = (m_rem - 1) * ld_acc + n_rem * acc_bytes;
             unsigned char *buf = v2_place(&reg[1], acc_len, tail);
             memset(buf, 0xEE, acc_len);
             for (size_t i = 0; i < m_rem; i++)
-                memcpy(buf + i * ld_acc, &acc_in[i * hp], n_rem * 4);
+                for (size_t j = 0; j < n_rem; j++)
+                    v2_put(buf + i * ld_acc, j, acc_in[i * hp + j], acc_bytes);
             acc = buf;
         } else if (mode == 2) {
             for (size_t i = 0; i < m_rem; i++)
-                memcpy(c + i * ldc, &acc_in[i * hp], n_rem * 4);
+                for (size_t j = 0; j < n_rem; j++)
+                    v2_put(c + i * ldc, j, acc_in[i * hp + j], cb);
             acc = c;
             ld_acc = ldc;
         }
@@ -322,7 +354,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                     got = (uint32_t)(int32_t)(int8_t)cell[0];
                     want = (uint32_t)(int32_t)want8[j];
                 } else {
-                    memcpy(&got, cell, 4);
+                    memcpy(&got, cell, cb);
                     if (!is_fp) {
                         want = (uint32_t)prod[i * hp + j] + (mode ? acc_in[i * hp + j] : 0u);
                     } else {
