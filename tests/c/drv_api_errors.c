@@ -592,12 +592,17 @@ static void f16_errors(void)
     F16_REJECT(ts_gemm_f16f32(2, N0, K0, A, SIZE_MAX / 2 - 1, B, N0, C32, N0));
     F16_REJECT(ts_gemm_f16f32(M0, N0, K0, A, K0, B, N0, C32, N0 - 1));
     F16_REJECT(ts_gemm_f16f32(M0, N0, K0, A, K0, B, N0, NULL, N0));
-    /* aliasing: C over A or B (by one element) */
-    CHECK(ts_gemm_f16(1, 2, 2, A, 2, A + 1, 2, A + 2, 2) == TS_EINVAL, "f16 C over B by one");
-    CHECK(ts_gemm_f16(1, 2, 2, A, 2, B, 2, A + 1, 2) == TS_EINVAL, "f16 C over A");
-    CHECK(ts_gemm_f16f32(1, 2, 2, A, 2, B, 2, (float *)(void *)(B + 2), 2) == TS_EINVAL,
+    /* aliasing, in a scratch array X: C over A or B (by one element), or touching A */
+    uint16_t X[16];
+    float Y[8];
+    for (size_t i = 0; i < 16; ++i) X[i] = 0x3C00u;
+    CHECK(ts_gemm_f16(1, 2, 2, X, 2, X + 4, 2, X + 5, 2) == TS_EINVAL, "f16 C over B by one");
+    CHECK(ts_gemm_f16(1, 2, 2, X, 2, X + 4, 2, X + 1, 2) == TS_EINVAL, "f16 C over A");
+    CHECK(ts_gemm_f16f32(1, 2, 2, X, 2, X + 4, 2, (float *)(void *)(X + 6), 2) == TS_EINVAL,
           "f16f32 C over B");
-    CHECK(ts_gemm_f16(1, 2, 2, A, 2, B, 2, A + 2, 2) == TS_OK, "f16 C touching A end to end");
+    CHECK(ts_gemm_f16f32(1, 2, 2, X, 2, X + 4, 2, Y, 2) == TS_OK && Y[0] == 2.0f, "f16f32 apart");
+    CHECK(ts_gemm_f16(1, 2, 2, X, 2, X + 4, 2, X + 2, 2) == TS_OK && X[2] == 0x4000u,
+          "f16 C touching A end to end");
     /* handles */
     ts_packed_b *h16 = NULL, *h1632 = NULL, *hf = NULL, *pb = (ts_packed_b *)&Cbuf;
     CHECK(ts_pack_b_f16(K0, N0, NULL, N0, &pb) == TS_EINVAL && pb == (ts_packed_b *)&Cbuf,
