@@ -285,8 +285,7 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
     if (strcmp(type, "f16") == 0 || strcmp(type, "f16f32") == 0)
         return bench_gemm_f16(type[3] == 'f', M, N, K, prepacked);
     fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8, u8s8, u8u32, qdyn, qdyn4, "
-                    "qdyn4b32, f16, f16f32)
-", type);
+                    "qdyn4b32, f16, f16f32)\n", type);
     return 2;
 }
 

@@ -405,8 +405,7 @@ int main(int argc, char **argv)
     for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
         ts_set_feature_mask(mask);
-        printf("mask=%u f32=%s bf16=%s int8=%s u8s8=%s u8u32=%s qdyn=%s f16=%s f16f32=%s
-", mask,
+        printf("mask=%u f32=%s bf16=%s int8=%s u8s8=%s u8u32=%s qdyn=%s f16=%s f16f32=%s\n", mask,
                ts_gemm_kernel(TS_GEMM_F32), ts_gemm_kernel(TS_GEMM_BF16),
                ts_gemm_kernel(TS_GEMM_INT8), ts_gemm_kernel(TS_GEMM_U8S8),
                ts_gemm_kernel(TS_GEMM_U8U32), ts_gemm_kernel(TS_GEMM_QDYN),   /* qdyn: drv_api_qdyn.c */
