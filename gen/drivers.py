@@ -86,7 +86,8 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     `<prefix>tilesmith` of every .c and the manifest's kernels). Returns the files written."""
     prefix = manifest["prefix"]
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
-    context = base_context(prefix, manifest["arch"], manifest, main, dispatch_paths(main))
+    gemv = {k["instruction"]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
+    context = base_context(prefix, manifest["arch"], manifest, main, dispatch_paths(main, gemv=gemv))
     copied = copy_drivers(prefix, out_dir)
     written = list(copied.values()) + render_templates(GENERATED, context, out_dir)
     sources = sorted(p.name for p in written if p.suffix == ".c")

@@ -28,10 +28,12 @@ from pathlib import Path, PurePosixPath
 from . import schedule_cache
 from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
-from .emit import INST_MODES, emit_kernels, environment, inst_features
+from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_features
+from . import gemv
 from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
 from .sme_tiling import solve as solve_za
+from .tiling import plan_for
 from .loop import KernelPlanError
 from .naming import check_prefix
 from .tile_policy import solve
@@ -102,6 +104,18 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
         entry = dict(raw.manifest)
         entry["variants"] = [{key: v.manifest[key] for key in VARIANT_KEYS} for v in variants]
         entries.append(entry)
+    # GEMV / small-M kernels (gen.gemv): raw only, next to each GEMM kernel they relieve.
+    small = []
+    for entry in list(entries):
+        choice = gemv.choose(entry["instruction"], entry["ep"], entry["hp"], entry["strategy"],
+                             regs=REGISTER_BUDGET, cpu=cpu)
+        if choice is None:
+            continue
+        kernel = emit_kernel(plan_for(choice.candidate, cpu), prefix, inst, cpu, env)
+        gemv_entry = dict(kernel.manifest, role="gemv", max_m=choice.max_m, variants=[],
+                          serves=entry["symbol"])
+        entries.append(gemv_entry)
+        small.append(kernel)
     # SME kernels (ARCH v92): vector-length agnostic, their own manifest list (their tile
     # sizes are multiples of S = SVL/32, known only at run time).
     sme = [k for i in sme_generated_for(arch)
@@ -110,6 +124,7 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     if sme:
         manifest["sme_kernels"] = [k.manifest for k in sme]
     files = {k.file: k.text for family in families for k in family}
+    files.update({k.file: k.text for k in small})
     files.update({k.file: k.text for k in sme})
     files[f"{prefix}kernels.h"] = env.get_template("kernels.h.j2").render(
         p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"],

@@ -224,12 +224,15 @@ def result_bytes(instruction: str) -> int:
     return TYPE_BYTES[INSTRUCTIONS[instruction].c_type]
 
 
-def dispatch_paths(main: dict, types=GEMM_TYPES) -> dict:
+def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> dict:
     """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
-    suffixes, the result bytes and the feature macro suffix (None when Armv8.0 has it).
+    suffixes, the result bytes and the feature macro suffix (None when Armv8.0 has it), and
+    `gemv`: the GEMV / small-M kernel of the same instruction ({instruction: manifest entry
+    with role "gemv"}, gen.gemv) as a dict (symbol, ep, hp, max_m), or None.
     ValueError when a type has no Armv8.0 kernel in `main`."""
+    gemv = gemv or {}
     paths = {}
     for t in types:
         paths[t.key] = []
@@ -242,7 +245,11 @@ def dispatch_paths(main: dict, types=GEMM_TYPES) -> dict:
                 pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
                 c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
                 ep=int(kernel["ep"]), hp=int(kernel["hp"]), lp=int(kernel["lp"]),
-                feature=feature_macro(INSTRUCTIONS[p.instruction].feature)))
+                feature=feature_macro(INSTRUCTIONS[p.instruction].feature),
+                gemv=(dict(symbol=gemv[p.instruction]["symbol"], ep=int(gemv[p.instruction]["ep"]),
+                           hp=int(gemv[p.instruction]["hp"]),
+                           max_m=int(gemv[p.instruction]["max_m"]))
+                      if p.instruction in gemv else None)))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]

@@ -166,3 +166,42 @@ def test_k_bounds_exact_on_every_path(arch, cpu, generated, harness):
     assert "requantize saturating 127 127 tflite 0 -128\n" in proc.stdout
     check_dispatch_lines(proc.stdout, paths, cpu,
                          tuple(t.test_label for t in registry.GEMM_TYPES if t.max_k))
+
+
+# ---- GEMV / small M (gen/gemv.py): dispatch on M ------------------------------------------------
+
+def gemv_shapes(folder):
+    """N, K pairs: odd sizes around every GEMV and GEMM tile width of the build (hp - 1, hp + 1,
+    2 hp + 1), N = 1, and K odd around the k-steps (1, lp + 1, ...), a few thousand deep once."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    hps = sorted({k["hp"] for k in manifest["kernels"]})
+    ns = sorted({1} | {v for h in hps for v in (h - 1, h + 1, 2 * h + 1)} - {0})
+    ks = [1, 3, 9, 17, 33, 67]
+    shapes = [(n, ks[i % len(ks)]) for i, n in enumerate(ns)] + [(45, 2049)]
+    return [f"{n},{k}" for n, k in shapes]
+
+
+def test_every_path_has_a_gemv_kernel(generated):
+    manifest = json.loads((generated("v86") / "manifest.json").read_text())
+    main = {k["instruction"]: k for k in manifest["kernels"] if k["role"] == "main"}
+    gemv = {k["instruction"]: k for k in manifest["kernels"] if k["role"] == "gemv"}
+    assert set(gemv) == set(main)
+    for name, k in gemv.items():
+        assert k["serves"] == main[name]["symbol"] and 1 <= k["max_m"] <= k["ep"] <= 2
+    dispatch = (generated("v86") / "ts_dispatch.c").read_text()
+    for k in gemv.values():
+        assert f'"{k["symbol"]}", {k["symbol"]}, {k["ep"]}, {k["hp"]}, {k["max_m"]} }}' in dispatch
+
+
+@pytest.mark.parametrize("arch,cpu", RUNS)
+def test_small_m_matches_gemm_path_bit_for_bit(arch, cpu, generated, harness):
+    """M = 1 .. 17 on one prepacked B (and unpacked): the GEMV kernel's rows equal the GEMM
+    path's bit for bit (integers and fp32 alike: the same instruction over the same k order),
+    the GEMM path equals an independent reference (tests/c/drv_api_gemv.c)."""
+    paths = manifest_paths(generated(arch))
+    masks = ",".join(str(m) for m in CPU_MASKS[cpu])
+    proc = run_qemu(harness(arch, "drv_api_gemv"), masks, *gemv_shapes(generated(arch)),
+                    cpu=cpu, check=False)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert int(proc.stdout.split("shapes ")[1].split()[0]) >= 10 * len(CPU_MASKS[cpu])
+    check_dispatch_lines(proc.stdout, paths, cpu, tuple(TYPES))

@@ -276,15 +276,52 @@ static int prepacked_args_ok(const gemm_op *op, size_t M, const void *A, size_t 
            && !(q != NULL && ts_quant_overlaps(q, B->N, C, c_len));
 }
 
+/* ---- dispatch on M: the GEMV / small-M kernel (gen/gemv.py) ----------------------------------- */
+
+/* For M <= path->gemv.max_m the GEMV kernel runs instead of the GEMM tile: *view becomes the
+ * handle's GEMV layout under the GEMV path *gemv (both the caller's, alive for the call) and
+ * is returned; otherwise b itself. The GEMV kernel computes every result with the same
+ * instruction over the same k order as the GEMM kernel (an fp32 result is the same chain of
+ * fused multiply-adds, k = 0 .. K-1), so both return identical bits. */
+static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gemv,
+                                    ts_packed_b *view)
+{
+    if (!ts_use_gemv(b->path, M) || b->gemv_data == NULL)
+        return b;
+    *gemv = ts_gemv_path(b->path);
+    *view = *b;
+    view->path = gemv;
+    view->panels = b->gemv_panels;
+    view->panel_bytes = b->gemv_panel_bytes;
+    view->data = b->gemv_data;
+    view->gemv_panels = 0;
+    view->gemv_panel_bytes = 0;
+    view->gemv_data = NULL;
+    return view;
+}
+
+/* The path an unpacked call with M rows packs B for and runs: the GEMV path (copied into
+ * *gemv) for small M, else `path`. */
+static const ts_path *unpacked_path(const ts_path *path, size_t M, ts_path *gemv)
+{
+    if (!ts_use_gemv(path, M))
+        return path;
+    *gemv = ts_gemv_path(path);
+    return gemv;
+}
+
 /* ---- entry points -------------------------------------------------------------------------------- */
 
 /* Runs a validated GEMM with a prepacked B; allocates only the scratch. */
-static int run_prepacked(const ts_packed_b *b, size_t M, const void *A, size_t lda,
+static int run_prepacked(const ts_packed_b *packed, size_t M, const void *A, size_t lda,
                          const ts_c_sink *out)
 {
     size_t bytes;
-    if (M == 0 || b->N == 0)
+    ts_path gemv;
+    ts_packed_b view;
+    if (M == 0 || packed->N == 0)
         return TS_OK;
+    const ts_packed_b *b = gemv_view(packed, M, &gemv, &view);
     if (ts_gemm_sink_scratch_bytes(b->path, b->N, b->K, out, &bytes))
         return TS_ENOMEM;
     void *scratch = malloc(bytes);
@@ -300,7 +337,8 @@ static int run_prepacked(const ts_packed_b *b, size_t M, const void *A, size_t l
 static int run_unpacked(int gemm_type, size_t M, size_t N, size_t K, const void *A, size_t lda,
                         const void *B, size_t ldb, const ts_c_sink *out)
 {
-    const ts_path *path = ts_select_path(gemm_type);
+    ts_path gemv;
+    const ts_path *path = unpacked_path(ts_select_path(gemm_type), M, &gemv);
     size_t b_bytes, scratch_bytes, total;
     if (M == 0 || N == 0)
         return TS_OK;

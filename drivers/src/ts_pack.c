@@ -821,13 +821,23 @@ static int col_sums_bytes(const ts_path *path, size_t N, size_t *out)
     return ts_size_mul(N, sizeof(int32_t), &bytes) || ts_size_round_up(bytes, 16, out);
 }
 
+/* Bytes of the panels of one layout (hp columns each), rounded up to 16 so what follows stays
+ * 16-aligned. */
+static int layout_bytes(const ts_path *path, size_t hp, size_t K, size_t N, size_t *out)
+{
+    size_t panel, panels, data;
+    if (ts_panel_bytes(path, hp, K, &panel))
+        return -1;
+    panels = N / hp + (N % hp != 0);
+    return ts_size_mul(panels, panel, &data) || ts_size_round_up(data, 16, out);
+}
+
 int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out)
 {
-    size_t panel, panels, sums, data;
-    if (ts_panel_bytes(path, path->hp, K, &panel) || col_sums_bytes(path, N, &sums))
-        return -1;
-    panels = N / path->hp + (N % path->hp != 0);
-    if (ts_size_mul(panels, panel, &data) || ts_size_add(data, sums, out))
+    size_t sums, data, gemv = 0;
+    if (col_sums_bytes(path, N, &sums) || layout_bytes(path, path->hp, K, N, &data)
+        || (path->gemv.kernel != NULL && layout_bytes(path, path->gemv.hp, K, N, &gemv))
+        || ts_size_add(data, sums, out) || ts_size_add(*out, gemv, out))
         return -1;
     return 0;
 }
@@ -902,17 +912,29 @@ static void column_sums_s8(int32_t *sums, const int8_t *B, size_t K, size_t N, s
     }
 }
 
+static void pack_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
+                        const void *B, size_t k_stride, size_t n_stride);
+
 void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
                       const void *B, size_t k_stride, size_t n_stride, void *memory)
 {
-    size_t sums = 0;
+    size_t sums = 0, data = 0;
     col_sums_bytes(path, N, &sums);     /* cannot fail: ts_packed_b_bytes succeeded */
-    b->path = path;
-    b->K = K;
-    b->N = N;
-    b->ksteps = K / path->lp + (K % path->lp != 0);
-    b->panels = N / path->hp + (N % path->hp != 0);
-    ts_panel_bytes(path, path->hp, K, &b->panel_bytes);
+    layout_bytes(path, path->hp, K, N, &data);
+    b->gemv_panels = 0;
+    b->gemv_panel_bytes = 0;
+    b->gemv_data = NULL;
+    if (path->gemv.kernel != NULL) {
+        /* the GEMV layout: the same packer with the GEMV tile's hp, after the main panels */
+        ts_path gemv = ts_gemv_path(path);
+        ts_packed_b view;
+        view.col_sums = NULL;
+        view.data = (unsigned char *)memory + sums + data;
+        pack_layout(&view, &gemv, K, N, B, k_stride, n_stride);
+        b->gemv_panels = view.panels;
+        b->gemv_panel_bytes = view.panel_bytes;
+        b->gemv_data = view.data;
+    }
     b->col_sums = sums ? (int32_t *)memory : NULL;
     b->data = (unsigned char *)memory + sums;
     b->owned = NULL;
@@ -922,6 +944,19 @@ void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
     b->blk_sums = NULL;
     if (b->col_sums)
         column_sums_s8(b->col_sums, (const int8_t *)B, K, N, k_stride, n_stride);
+    pack_layout(b, path, K, N, B, k_stride, n_stride);
+}
+
+/* Fills b's path, sizes and panels (b->data set by the caller) with path's hp. */
+static void pack_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
+                        const void *B, size_t k_stride, size_t n_stride)
+{
+    b->path = path;
+    b->K = K;
+    b->N = N;
+    b->ksteps = K / path->lp + (K % path->lp != 0);
+    b->panels = N / path->hp + (N % path->hp != 0);
+    ts_panel_bytes(path, path->hp, K, &b->panel_bytes);
     /* Panel j = columns j*hp .. j*hp+hp-1 of B, i.e. rows of B^T: row stride n_stride. The
      * NEON transposes may have packed the whole k-steps of the first `transposed` panels. */
     size_t src_elem = ts_source_elem_bytes(path->pack), transposed = 0;

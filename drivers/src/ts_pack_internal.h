@@ -38,6 +38,16 @@ typedef enum {
     TS_PACK_F32_F16     /* fp16 bits -> float (exact; a NaN made quiet, as FCVTL does) */
 } ts_pack_kind;
 
+/* The GEMV / small-M kernel of a path (gen/gemv.py): the same instruction, lp and packing,
+ * a tile of ep (1, or 2 for the matrix forms) x hp rows for M <= max_m, whose B panels are
+ * hp columns wide (a second layout in a ts_packed_b). kernel NULL: none in this build. */
+typedef struct {
+    const char *symbol;
+    ts_kernel_fn kernel;
+    size_t ep, hp;
+    size_t max_m;              /* the driver runs it for 1 <= M <= max_m */
+} ts_gemv_kernel;
+
 /* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
 typedef struct {
     int gemm_type;             /* TS_GEMM_* */
@@ -48,6 +58,7 @@ typedef struct {
     ts_pack_kind pack;         /* conversion of B (ts_pack_panel, ts_packed_b_init) */
     ts_pack_kind pack_a;       /* conversion of A (differs from B's for the widened u8 x s8 path) */
     size_t c_bytes;            /* bytes of one kernel result (fp16, float, int32 or uint32) */
+    ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL */
 } ts_path;
 
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
@@ -94,7 +105,10 @@ void ts_pack_panel(const ts_path *path, void *dst, const void *src, size_t rows,
 void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const void *src,
                       size_t rows, size_t width, size_t K, size_t row_stride, size_t k_stride);
 
-/* B (K x N) packed for one path: panels of hp columns. */
+/* B (K x N) packed for one path: panels of hp columns, and when the path has a GEMV kernel
+ * (path->gemv.kernel) a second copy in panels of gemv.hp columns, which the small-M calls
+ * (M <= gemv.max_m) read. Both layouts serve the same handle: prefill (GEMM kernel) and
+ * decode (GEMV kernel) run on one prepacked B, at the cost of storing it twice. */
 struct ts_packed_b {
     const ts_path *path;   /* the kernel it was packed for (also gives the GEMM type) */
     size_t K, N;
@@ -110,7 +124,32 @@ struct ts_packed_b {
     const float *wscales;      /* blocks x N fp32 weight scales (block-major: a block's
                                   columns contiguous) */
     const int32_t *blk_sums;   /* blocks x N: sum of the int weights over each block */
+    size_t gemv_panels;        /* ceil(N / gemv.hp), 0 without a GEMV layout */
+    size_t gemv_panel_bytes;
+    void *gemv_data;           /* gemv_panels * gemv_panel_bytes bytes, or NULL */
 };
+
+/* The path that runs the GEMV kernel of `path` as if it were the main one: its kernel,
+ * symbol and tile (ep, hp), everything else (lp, packing, features) the same, no GEMV kernel
+ * of its own. Requires path->gemv.kernel != NULL. */
+static inline ts_path ts_gemv_path(const ts_path *path)
+{
+    ts_path v = *path;
+    v.symbol = path->gemv.symbol;
+    v.kernel = path->gemv.kernel;
+    v.ep = path->gemv.ep;
+    v.hp = path->gemv.hp;
+    v.gemv.symbol = NULL;
+    v.gemv.kernel = NULL;
+    v.gemv.ep = v.gemv.hp = v.gemv.max_m = 0;
+    return v;
+}
+
+/* Whether a call with M rows of A runs the GEMV kernel of `path` (1 <= M <= gemv.max_m). */
+static inline int ts_use_gemv(const ts_path *path, size_t M)
+{
+    return path->gemv.kernel != NULL && M >= 1 && M <= path->gemv.max_m;
+}
 
 /* Whether [p, p+len) shares a byte with anything a GEMM reads from handle b: the struct, its
  * panels and its column sums. */
@@ -118,13 +157,15 @@ static inline int ts_packed_b_overlaps(const ts_packed_b *b, const void *p, size
 {
     return ts_spans_overlap(p, len, b, sizeof *b)
            || ts_spans_overlap(p, len, b->data, b->panels * b->panel_bytes)
+           || ts_spans_overlap(p, len, b->gemv_data, b->gemv_panels * b->gemv_panel_bytes)
            || ts_spans_overlap(p, len, b->col_sums,
                                  b->col_sums != NULL ? b->N * sizeof(int32_t) : 0)
            || ts_spans_overlap(p, len, b->wscales, b->N * b->blocks * sizeof(float))
            || ts_spans_overlap(p, len, b->blk_sums, b->N * b->blocks * sizeof(int32_t));
 }
 
-/* Bytes ts_packed_b_init needs for (path, K, N): the panels, plus column sums for INT8.
+/* Bytes ts_packed_b_init needs for (path, K, N): the panels, plus column sums for INT8, plus
+ * the GEMV layout when the path has a GEMV kernel.
  * Returns 0, or -1 on size_t overflow. */
 int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out);
 

@@ -1,0 +1,194 @@
+"""The solver's second objective: GEMV and small M (M <= SMALL_M_MAX).
+
+Why a second objective: the GEMM objective (gen.tiling) minimises bytes of A and B loaded per
+MAC, which wants ep ~ hp (8 x 12). At M = 1 a decode step runs that tile with 7 of 8 rows
+padding, and B is streamed from memory exactly once: what matters is the work per byte of B,
+not per MAC. So for M <= SMALL_M_MAX:
+
+  tile        ep = the instruction's smallest row block (inst.c_rows_per_reg: 1 for the by-element
+              forms fmla / smlal / sdot / udot, 2 for the 2x2 matrix forms smmla / ummla / usmmla /
+              bfmmla, whose second row is zero padding at M = 1); A is resident (a few
+              registers per k-step, reused by every column), B streams.
+  objective   instructions per byte of B (MACs + load instructions, gen.tiling.load_instructions),
+              then modeled cycles per byte of B on the worst covered core (cycles_per_b_byte),
+              then fewer registers. Every candidate keeps the solver's other constraints:
+              enough accumulators for every covered core's latency x MACs per cycle, refills
+              hidden on in-order cores, single-load last registers (gen.tiling.candidates).
+  dispatch    a GEMV kernel serves M up to max_m: the largest M <= min(ep, SMALL_M_MAX) whose
+              one pass over B costs no more instructions per byte of B than one pass of the
+              GEMM tile (the driver picks it, ts_gemm.c `gemv_view`). M > ep would stream B
+              ceil(M / ep) times: from memory that costs more than the GEMM tile's padding.
+
+Cycles per byte of B for one k-step of a tile (per core; loop overhead left out, it is amortised
+over the unrolled k-steps):
+  max(MACs / MACs per cycle, vector loads / loads per cycle, instructions / issue width,
+      MAC latency (each accumulator takes one MAC per k-step, a chain))  /  B bytes per k-step.
+The compute bound of a GEMV (bench) is the same expression with the latency term left out, for
+the best instruction mix: one MAC instruction per 16-byte B register (every form here consumes
+exactly one B register per MAC at ep = c_rows_per_reg, smlal two MACs per register) and the B
+loads as `ld1 {4 regs}` / `ldr q`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .cores import CoreModel
+from .isa import INSTRUCTIONS, TYPE_BYTES, MacInstruction
+from .tiling import DEFAULT_REGS, Candidate, candidates, covered_cores, load_instructions
+
+SMALL_M_MAX = 4          # the objective applies to M <= 4 (issue 12, deliverable 4)
+
+# The instructions that get a GEMV / small-M kernel: those the GEMV kernels, dispatch and
+# bit-identity were tested with. The fp16-era instructions (fmla_f16, fmlal, sudot, bfdot) get
+# none yet: their paths keep the GEMM tile for every M.
+GEMV_INSTRUCTIONS = ("fmla_f32", "smlal", "sdot", "udot", "smmla", "ummla", "usmmla", "bfmmla")
+
+
+def b_bytes_per_step(inst: MacInstruction, hp: int) -> int:
+    return hp * inst.k * TYPE_BYTES[inst.b_type]
+
+
+def macs_per_step(c: Candidate) -> int:
+    """MAC instructions of one k-step: one per accumulator (smlal: the low and high halves of a
+    B register feed two accumulators, each one MAC)."""
+    return c.regs_c
+
+
+def instructions_per_step(c: Candidate) -> int:
+    inst = INSTRUCTIONS[c.instruction]
+    return macs_per_step(c) + load_instructions(inst, c.ep, c.hp, c.strategy)
+
+
+def instructions_per_b_byte(c: Candidate) -> Fraction:
+    return Fraction(instructions_per_step(c), b_bytes_per_step(INSTRUCTIONS[c.instruction], c.hp))
+
+
+def vector_loads_per_step(c: Candidate) -> int:
+    """128-bit (or narrower) register loads of one k-step, whatever instruction loads them."""
+    inst = INSTRUCTIONS[c.instruction]
+    return inst.a_regs(c.ep) + inst.b_regs(c.hp)
+
+
+def cycles_per_b_byte(c: Candidate, core: CoreModel, latency: bool = True) -> float:
+    """Modeled cycles per byte of B of tile `c` on `core` (module comment)."""
+    inst = INSTRUCTIONS[c.instruction]
+    cycles = max(macs_per_step(c) / core.throughput(inst.name),
+                 vector_loads_per_step(c) / core.loads_per_cycle,
+                 instructions_per_step(c) / core.issue_width,
+                 core.latency(inst.name) if latency else 0)
+    return cycles / b_bytes_per_step(inst, c.hp)
+
+
+def compute_bound(instruction: str, core: CoreModel) -> float:
+    """Bytes of B per cycle no GEMV kernel of `instruction` beats on `core` (instruction mix:
+    one MAC per B register, B loaded 4 registers per `ld1`, A's loads amortised away)."""
+    inst = INSTRUCTIONS[instruction]
+    reg_bytes = inst.b_cols_per_reg * inst.k * TYPE_BYTES[inst.b_type]
+    macs_per_reg = inst.halves
+    cycles = max(macs_per_reg / core.throughput(instruction), 1 / core.loads_per_cycle,
+                 (macs_per_reg + 0.25) / core.issue_width)
+    return reg_bytes / cycles
+
+
+@dataclass(frozen=True)
+class GemvChoice:
+    candidate: Candidate
+    max_m: int                     # the GEMV kernel serves M = 1 .. max_m
+    instructions_per_b_byte: Fraction
+    cycles: tuple                  # ((core, cycles per B byte), ...)
+    runners_up: tuple              # Candidates ranked after it
+
+    @property
+    def label(self) -> str:
+        return self.candidate.label
+
+
+def gemv_candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> list:
+    """The solver's feasible tiles with ep = the instruction's smallest row block, ranked by
+    the GEMV objective (module comment)."""
+    inst = INSTRUCTIONS[instruction]
+    cores = covered_cores(inst, cpu)
+    pool = [c for c in candidates(instruction, regs, cpu) if c.ep == inst.c_rows_per_reg]
+    key = lambda c: (instructions_per_b_byte(c),
+                     max(cycles_per_b_byte(c, k) for k in cores), c.regs_total, c.hp,
+                     c.strategy)
+    return sorted(pool, key=key)
+
+
+def max_m(small: Candidate, main_ep: int, main_hp: int, main_strategy: str) -> int:
+    """Largest M <= min(ep, SMALL_M_MAX) for which the one pass of the GEMV tile over B costs no
+    more instructions per byte of B than the GEMM tile's (0: never)."""
+    inst = INSTRUCTIONS[small.instruction]
+    main = Candidate(inst.name, main_ep, main_hp, inst.lp, main_strategy, 0, 0,
+                     inst.c_regs(main_ep, main_hp), 0.0)
+    best = 0
+    for m in range(1, min(SMALL_M_MAX, main_ep, small.ep) + 1):
+        passes = -(-m // small.ep)
+        if passes * instructions_per_b_byte(small) <= instructions_per_b_byte(main):
+            best = m
+    return best
+
+
+def choose(instruction: str, main_ep: int, main_hp: int, main_strategy: str,
+           regs: int = DEFAULT_REGS, cpu: str = "generic") -> GemvChoice | None:
+    """The GEMV kernel of `instruction` next to a GEMM tile main_ep x main_hp, or None when no
+    tile fits, it would never beat the GEMM tile or the instruction is not in
+    GEMV_INSTRUCTIONS."""
+    if instruction not in GEMV_INSTRUCTIONS:
+        return None
+    ranked = gemv_candidates(instruction, regs, cpu)
+    if not ranked:
+        return None
+    best = ranked[0]
+    m = max_m(best, main_ep, main_hp, main_strategy)
+    if m == 0:
+        return None
+    cores = covered_cores(INSTRUCTIONS[instruction], cpu)
+    return GemvChoice(best, m, instructions_per_b_byte(best),
+                      tuple((k.name, cycles_per_b_byte(best, k)) for k in cores),
+                      tuple(ranked[1:4]))
+
+
+# ---- dot versus mmla at M = 1 ------------------------------------------------------------------
+# Each matrix form and the by-element dot form over the same element types. bfdot has no kernel
+# yet (gen.isa.GENERATED): its figures come from the same model.
+DOT_OF_MMLA = {"smmla": "sdot", "ummla": "udot", "usmmla": "usdot", "bfmmla": "bfdot"}
+
+
+def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> str:
+    """One paragraph for `make tiles`: which of the mmla instruction and its dot form wins at
+    M = 1, and why, from the GEMV objective of each."""
+    dot = DOT_OF_MMLA[mmla]
+    lines = []
+    best = {}
+    for name in (mmla, dot):
+        inst = INSTRUCTIONS[name]
+        try:
+            ranked = gemv_candidates(name, regs, cpu)
+        except Exception:               # noqa: BLE001  (no core of cpu has it)
+            ranked = []
+        if not ranked:
+            lines.append(f"{name}: no GEMV tile fits")
+            continue
+        c = best[name] = ranked[0]
+        cores = covered_cores(inst, cpu)
+        useful = inst.cols * inst.k if inst.acc_shape == "row" else 2 * inst.k
+        cyc = ", ".join(f"{k.name} {1 / cycles_per_b_byte(c, k):.1f}" for k in cores)
+        lines.append(f"{name} {c.label}: {useful} useful MACs and "
+                     f"{inst.b_cols_per_reg * inst.k * TYPE_BYTES[inst.b_type]} B bytes per "
+                     f"instruction, {float(instructions_per_b_byte(c)):.4f} instructions per B "
+                     f"byte, modeled B bytes/cycle {cyc}")
+    if len(best) == 2:
+        a, b = (instructions_per_b_byte(best[mmla]), instructions_per_b_byte(best[dot]))
+        winner = mmla if a < b else dot if b < a else None
+        verdict = (f"{winner} wins on instructions per B byte" if winner else
+                   "tie on instructions per B byte")
+        lines.append(
+            f"verdict at M = 1: {verdict}. Both read one 16-byte B register per MAC "
+            f"instruction and issue at the same MAC rate, so the difference is load "
+            f"instructions and accumulators: {mmla} wastes its second row (zero) but needs "
+            f"hp/2 accumulators where {dot} needs hp/4 and reads A by element. tilesmith keeps "
+            f"each dispatch path on its own instruction (the GEMV B layout is packed for that "
+            f"path): the {mmla} path runs the {mmla} GEMV kernel.")
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+/* GEMV / small-M dispatch harness (gen/gemv.py, ts_gemm.c gemv_view): for every raw GEMM type,
+ * one prepacked B serves M = 1 .. 17 (the GEMV kernel for M <= its max_m, the GEMM tile above);
+ * every call's C must equal, bit for bit, the first M rows of the M = 17 call (GEMM path) and
+ * of the unpacked call, and the M = 17 call must match an independent scalar reference:
+ * integers exactly; fp32 exactly against a fused multiply-add chain over k = 0 .. K-1 from +0
+ * (the order both fmla kernels use); bf16 on the bfmmla path within the bound of
+ * drv_api_gemm.c, on the fmla path exactly like fp32 on the bf16-rounded inputs.
+ * C sits against a guard page; the gap between rows (ldc > N) must stay untouched.
+ *
+ *   drv_api_gemv MASKS N,K ...
+ * Last line "failures <n>"; exit status 1 on any failure. */
+#include "drv_api_common.h"
+
+enum kind { F32, BF16, S8S32, U8S8S32, U8U32 };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "u8s8s32", "u8u32" };
+static const char *kind_label[] = { "f32", "bf16", "int8", "u8s8", "u8u32" };   /* registry test_label */
+static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_U8S8,
+                                 TS_GEMM_U8U32 };
+#define MAX_M 17
+
+static int pack(enum kind kind, size_t K, size_t N, const void *B, size_t ldb, ts_packed_b **pb)
+{
+    switch (kind) {
+    case F32: return ts_pack_b_f32(K, N, B, ldb, pb);
+    case BF16: return ts_pack_b_bf16(K, N, B, ldb, pb);
+    case S8S32: return ts_pack_b_s8(K, N, B, ldb, pb);
+    case U8S8S32: return ts_pack_b_u8s8(K, N, B, ldb, pb);
+    case U8U32: return ts_pack_b_u8u32(K, N, B, ldb, pb);
+    }
+    return -1;
+}
+
+static int run(enum kind kind, const ts_packed_b *pb, size_t M, size_t N, size_t K,
+               const void *A, size_t lda, const void *B, size_t ldb, void *C, size_t ldc)
+{
+    if (pb != NULL) {
+        switch (kind) {
+        case F32: return ts_gemm_f32_prepacked(M, A, lda, pb, C, ldc);
+        case BF16: return ts_gemm_bf16_prepacked(M, A, lda, pb, C, ldc);
+        case S8S32: return ts_gemm_s8s32_prepacked(M, A, lda, pb, C, ldc);
+        case U8S8S32: return ts_gemm_u8s8s32_prepacked(M, A, lda, pb, C, ldc);
+        case U8U32: return ts_gemm_u8u32_prepacked(M, A, lda, pb, C, ldc);
+        }
+    }
+    switch (kind) {
+    case F32: return ts_gemm_f32(M, N, K, A, lda, B, ldb, C, ldc);
+    case BF16: return ts_gemm_bf16(M, N, K, A, lda, B, ldb, C, ldc);
+    case S8S32: return ts_gemm_s8s32(M, N, K, A, lda, B, ldb, C, ldc);
+    case U8S8S32: return ts_gemm_u8s8s32(M, N, K, A, lda, B, ldb, C, ldc);
+    case U8U32: return ts_gemm_u8u32(M, N, K, A, lda, B, ldb, C, ldc);
+    }
+    return -1;
+}
+
+/* Reference of C[m][n]: 32-bit pattern. *exact: whether the result must equal it bit for bit
+ * (else *bound holds the allowed |difference|). */
+static uint32_t reference(enum kind kind, int bfmmla, const void *A, size_t lda, const void *B,
+                          size_t ldb, size_t m, size_t n, size_t K, int *exact, double *bound,
+                          double *value)
+{
+    uint32_t bits;
+    *exact = 1;
+    if (kind == F32 || kind == BF16) {
+        const float *a = A, *b = B;
+        float acc = 0.0f;
+        double s = 0, abs_sum = 0;
+        for (size_t k = 0; k < K; ++k) {
+            float x = a[m * lda + k], y = b[k * ldb + n];
+            if (kind == BF16) { x = ref_bf16(x); y = ref_bf16(y); }
+            acc = fmaf(x, y, acc);
+            s += (double)x * y;
+            abs_sum += fabs((double)x * y);
+        }
+        if (kind == BF16 && bfmmla) {
+            /* bfmmla rounds its internal sums (round to odd before FEAT_EBF16): bound only */
+            *exact = 0;
+            *bound = 1.01 * (double)(K + 1) * ldexp(1.0, -23) * abs_sum + 1e-30;
+            *value = s;
+        }
+        memcpy(&bits, &acc, 4);
+        return bits;
+    }
+    int64_t s = 0;
+    for (size_t k = 0; k < K; ++k) {
+        int32_t x = kind == S8S32 ? ((const int8_t *)A)[m * lda + k] : ((const uint8_t *)A)[m * lda + k];
+        int32_t y = kind == U8U32 ? ((const uint8_t *)B)[k * ldb + n] : ((const int8_t *)B)[k * ldb + n];
+        s += (int64_t)x * y;
+    }
+    return (uint32_t)s;
+}
+
+static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
+{
+    const int is_float = kind <= BF16;
+    const size_t elem = is_float ? 4 : 1, lda = K + pad, ldb = N + pad, ldc = N + pad;
+    void *A = guarded(matrix_bytes(MAX_M, K, lda, elem));
+    void *B = guarded(matrix_bytes(K, N, ldb, elem));
+    const size_t all_bytes_c = matrix_bytes(MAX_M, N, ldc, 4);
+    uint32_t *full = guarded(all_bytes_c);
+    for (size_t i = 0; i < matrix_bytes(MAX_M, K, lda, elem) / elem; ++i) {
+        if (is_float) ((float *)A)[i] = rand_f32(); else ((int8_t *)A)[i] = rand_s8();
+    }
+    for (size_t i = 0; i < matrix_bytes(K, N, ldb, elem) / elem; ++i) {
+        if (is_float) ((float *)B)[i] = rand_f32(); else ((int8_t *)B)[i] = rand_s8();
+    }
+    ts_packed_b *pb = NULL;
+    int rc = pack(kind, K, N, B, ldb, &pb);
+    CHECK(rc == TS_OK, "%s pack %zux%zu rc %d", kind_name[kind], N, K, rc);
+    if (rc != TS_OK) { release_all(); return; }
+    const int bfmmla = strstr(ts_packed_kernel(pb), "bfmmla") != NULL;
+
+    /* M = 17: the GEMM path, against the reference */
+    rc = run(kind, pb, MAX_M, N, K, A, lda, B, ldb, full, ldc);
+    CHECK(rc == TS_OK, "%s M=17 rc %d", kind_name[kind], rc);
+    for (size_t m = 0; m < MAX_M; ++m)
+        for (size_t n = 0; n < N; ++n) {
+            int exact; double bound = 0, value = 0;
+            uint32_t want = reference(kind, bfmmla, A, lda, B, ldb, m, n, K, &exact, &bound, &value);
+            uint32_t got = full[m * ldc + n];
+            if (exact) {
+                CHECK(got == want, "%s %zux%zux%zu C[%zu][%zu] = %08x, ref %08x", kind_name[kind],
+                      (size_t)MAX_M, N, K, m, n, got, want);
+            } else {
+                float g;
+                memcpy(&g, &got, 4);
+                CHECK(fabs(g - value) <= bound, "%s C[%zu][%zu] = %.9g, ref %.9g", kind_name[kind],
+                      m, n, g, value);
+            }
+        }
+    /* M = 1 .. 16, prepacked and unpacked: the first M rows of the M = 17 result, bit for bit */
+    for (size_t M = 1; M < MAX_M; ++M)
+        for (int prepacked = 1; prepacked >= 0; --prepacked) {
+            const size_t c_bytes = matrix_bytes(M, N, ldc, 4);
+            guarded_region region;
+            uint32_t *C = guarded_alloc(c_bytes, &region);
+            memset(C, 0xA5, c_bytes);
+            rc = run(kind, prepacked ? pb : NULL, M, N, K, A, lda, B, ldb, C, ldc);
+            CHECK(rc == TS_OK, "%s M=%zu rc %d", kind_name[kind], M, rc);
+            int bad = 0;
+            for (size_t m = 0; m < M && !bad; ++m)
+                for (size_t n = 0; n < ldc && (m + 1 < M || n < N) && !bad; ++n) {
+                    if (n >= N) {
+                        bad = !all_bytes(C + m * ldc + n, 4, 0xA5);
+                        CHECK(!bad, "%s M=%zu wrote the gap at (%zu,%zu)", kind_name[kind], M, m, n);
+                    } else {
+                        bad = C[m * ldc + n] != full[m * ldc + n];
+                        CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] = %08x, GEMM path %08x",
+                              kind_name[kind], prepacked ? " prepacked" : "", M, N, K, m, n,
+                              C[m * ldc + n], full[m * ldc + n]);
+                    }
+                }
+            guarded_free(&region);
+        }
+    ts_packed_free(pb);
+    release_all();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { fprintf(stderr, "usage: %s MASKS N,K...\n", argv[0]); return 2; }
+    setvbuf(stdout, NULL, _IONBF, 0);
+    printf("features=%u\n", ts_cpu_features());
+    int shapes = 0;
+    for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
+        unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
+        ts_set_feature_mask(mask);
+        printf("mask=%u", mask);
+        for (int kind = F32; kind <= U8U32; ++kind)
+            printf(" %s=%s", kind_label[kind], ts_gemm_kernel(kind_type[kind]));
+        printf("\n");
+        for (int i = 2; i < argc; ++i) {
+            size_t N, K;
+            if (sscanf(argv[i], "%zu,%zu", &N, &K) != 2) { fprintf(stderr, "bad shape\n"); return 2; }
+            for (int kind = F32; kind <= U8U32; ++kind)
+                run_shape((enum kind)kind, N, K, (size_t)(i % 3));
+            ++shapes;
+        }
+    }
+    ts_set_feature_mask(~0u);
+    printf("shapes %d\nfailures %d\n", shapes, failures);
+    return failures != 0;
+}
