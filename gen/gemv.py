@@ -18,6 +18,9 @@ not per MAC. So for M <= SMALL_M_MAX:
               one pass over B costs no more instructions per byte of B than one pass of the
               GEMM tile (the driver picks it, ts_gemm.c `gemv_view`). M > ep would stream B
               ceil(M / ep) times: from memory that costs more than the GEMM tile's padding.
+              Very narrow B: the driver keeps the GEMM tile when ceil(N / hp_gemv) GEMV panels
+              take more instructions per k-step than ceil(N / hp_gemm) GEMM panels (both
+              counts, step_instructions, are in the dispatch table: ts_use_gemv).
 
 Cycles per byte of B for one k-step of a tile (per core; loop overhead left out, it is amortised
 over the unrolled k-steps):
@@ -95,6 +98,8 @@ def compute_bound(instruction: str, core: CoreModel) -> float:
 class GemvChoice:
     candidate: Candidate
     max_m: int                     # the GEMV kernel serves M = 1 .. max_m
+    step_instructions: int         # instructions of one k-step of the GEMV tile
+    main_step_instructions: int    # of the GEMM tile (the driver's narrow-N rule)
     instructions_per_b_byte: Fraction
     cycles: tuple                  # ((core, cycles per B byte), ...)
     runners_up: tuple              # Candidates ranked after it
@@ -116,12 +121,16 @@ def gemv_candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "gene
     return sorted(pool, key=key)
 
 
+def main_candidate(instruction: str, ep: int, hp: int, strategy: str) -> Candidate:
+    """The GEMM tile as a Candidate (for its instruction counts)."""
+    inst = INSTRUCTIONS[instruction]
+    return Candidate(inst.name, ep, hp, inst.lp, strategy, 0, 0, inst.c_regs(ep, hp), 0.0)
+
+
 def max_m(small: Candidate, main_ep: int, main_hp: int, main_strategy: str) -> int:
     """Largest M <= min(ep, SMALL_M_MAX) for which the one pass of the GEMV tile over B costs no
     more instructions per byte of B than the GEMM tile's (0: never)."""
-    inst = INSTRUCTIONS[small.instruction]
-    main = Candidate(inst.name, main_ep, main_hp, inst.lp, main_strategy, 0, 0,
-                     inst.c_regs(main_ep, main_hp), 0.0)
+    main = main_candidate(small.instruction, main_ep, main_hp, main_strategy)
     best = 0
     for m in range(1, min(SMALL_M_MAX, main_ep, small.ep) + 1):
         passes = -(-m // small.ep)
@@ -145,7 +154,9 @@ def choose(instruction: str, main_ep: int, main_hp: int, main_strategy: str,
     if m == 0:
         return None
     cores = covered_cores(INSTRUCTIONS[instruction], cpu)
-    return GemvChoice(best, m, instructions_per_b_byte(best),
+    main = main_candidate(instruction, main_ep, main_hp, main_strategy)
+    return GemvChoice(best, m, instructions_per_step(best), instructions_per_step(main),
+                      instructions_per_b_byte(best),
                       tuple((k.name, cycles_per_b_byte(best, k)) for k in cores),
                       tuple(ranked[1:4]))
 

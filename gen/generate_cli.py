@@ -113,7 +113,8 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
             continue
         kernel = emit_kernel(plan_for(choice.candidate, cpu), prefix, inst, cpu, env)
         gemv_entry = dict(kernel.manifest, role="gemv", max_m=choice.max_m, variants=[],
-                          serves=entry["symbol"])
+                          serves=entry["symbol"], step_instructions=choice.step_instructions,
+                          main_step_instructions=choice.main_step_instructions)
         entries.append(gemv_entry)
         small.append(kernel)
     # SME kernels (ARCH v92): vector-length agnostic, their own manifest list (their tile

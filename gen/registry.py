@@ -230,7 +230,8 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> di
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
     suffixes, the result bytes and the feature macro suffix (None when Armv8.0 has it), and
     `gemv`: the GEMV / small-M kernel of the same instruction ({instruction: manifest entry
-    with role "gemv"}, gen.gemv) as a dict (symbol, ep, hp, max_m), or None.
+    with role "gemv"}, gen.gemv) as a dict (symbol, ep, hp, max_m, step and main_step: the
+    instructions of one k-step of the GEMV and of the GEMM tile), or None.
     ValueError when a type has no Armv8.0 kernel in `main`."""
     gemv = gemv or {}
     paths = {}
@@ -248,7 +249,9 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> di
                 feature=feature_macro(INSTRUCTIONS[p.instruction].feature),
                 gemv=(dict(symbol=gemv[p.instruction]["symbol"], ep=int(gemv[p.instruction]["ep"]),
                            hp=int(gemv[p.instruction]["hp"]),
-                           max_m=int(gemv[p.instruction]["max_m"]))
+                           max_m=int(gemv[p.instruction]["max_m"]),
+                           step=int(gemv[p.instruction]["step_instructions"]),
+                           main_step=int(gemv[p.instruction]["main_step_instructions"]))
                       if p.instruction in gemv else None)))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain

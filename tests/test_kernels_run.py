@@ -37,8 +37,9 @@ def harness(tmp_path_factory):
     return get
 
 
-def _symbol(manifest, instruction):
-    (kernel,) = [k for k in manifest["kernels"] if k["instruction"] == instruction]
+def _symbol(manifest, instruction, role="main"):
+    (kernel,) = [k for k in manifest["kernels"]
+                 if k["instruction"] == instruction and k["role"] == role]
     return kernel["symbol"]
 
 
@@ -55,11 +56,13 @@ def covers_every_remainder(ksteps, unroll: int) -> bool:
     return after_main == set(range(unroll)) and no_main == set(range(1, unroll + 1))
 
 
+@pytest.mark.parametrize("role", ["main", "gemv"])
 @pytest.mark.parametrize("arch,instruction", [(arch, inst.name) for arch in QEMU_CPU
                                               for inst in generated_for(arch)])
-def test_kernel_matches_reference(harness, arch, instruction):
+def test_kernel_matches_reference(harness, arch, instruction, role):
     binary, manifest = harness(arch)
-    (kernel,) = [k for k in manifest["kernels"] if k["instruction"] == instruction]
+    (kernel,) = [k for k in manifest["kernels"]
+                 if k["instruction"] == instruction and k["role"] == role]
     assert covers_every_remainder(kernel_build.KSTEPS, kernel["unroll"])
     _run(binary, kernel["symbol"], kernel_build.KSTEPS, FEATURE_CPU[INSTRUCTIONS[instruction].feature])
 

@@ -278,7 +278,7 @@ static int prepacked_args_ok(const gemm_op *op, size_t M, const void *A, size_t 
 
 /* ---- dispatch on M: the GEMV / small-M kernel (gen/gemv.py) ----------------------------------- */
 
-/* For M <= path->gemv.max_m the GEMV kernel runs instead of the GEMM tile: *view becomes the
+/* For M <= path->gemv.max_m (and B not too narrow, ts_use_gemv) the GEMV kernel runs instead of the GEMM tile: *view becomes the
  * handle's GEMV layout under the GEMV path *gemv (both the caller's, alive for the call) and
  * is returned; otherwise b itself. The GEMV kernel computes every result with the same
  * instruction over the same k order as the GEMM kernel (an fp32 result is the same chain of
@@ -286,7 +286,7 @@ static int prepacked_args_ok(const gemm_op *op, size_t M, const void *A, size_t 
 static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gemv,
                                     ts_packed_b *view)
 {
-    if (!ts_use_gemv(b->path, M) || b->gemv_data == NULL)
+    if (!ts_use_gemv(b->path, M, b->N) || b->gemv_data == NULL)
         return b;
     *gemv = ts_gemv_path(b->path);
     *view = *b;
@@ -302,9 +302,9 @@ static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gem
 
 /* The path an unpacked call with M rows packs B for and runs: the GEMV path (copied into
  * *gemv) for small M, else `path`. */
-static const ts_path *unpacked_path(const ts_path *path, size_t M, ts_path *gemv)
+static const ts_path *unpacked_path(const ts_path *path, size_t M, size_t N, ts_path *gemv)
 {
-    if (!ts_use_gemv(path, M))
+    if (!ts_use_gemv(path, M, N))
         return path;
     *gemv = ts_gemv_path(path);
     return gemv;
@@ -338,7 +338,7 @@ static int run_unpacked(int gemm_type, size_t M, size_t N, size_t K, const void 
                         const void *B, size_t ldb, const ts_c_sink *out)
 {
     ts_path gemv;
-    const ts_path *path = unpacked_path(ts_select_path(gemm_type), M, &gemv);
+    const ts_path *path = unpacked_path(ts_select_path(gemm_type), M, N, &gemv);
     size_t b_bytes, scratch_bytes, total;
     if (M == 0 || N == 0)
         return TS_OK;

@@ -45,7 +45,10 @@ typedef struct {
     const char *symbol;
     ts_kernel_fn kernel;
     size_t ep, hp;
-    size_t max_m;              /* the driver runs it for 1 <= M <= max_m */
+    size_t max_m;              /* the driver runs it for 1 <= M <= max_m ... */
+    size_t step, main_step;    /* ... unless ceil(N / hp) * step (instructions per k-step of
+                                  this tile) exceeds ceil(N / path hp) * main_step (of the
+                                  path's GEMM tile): very narrow B */
 } ts_gemv_kernel;
 
 /* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
@@ -141,14 +144,20 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.hp = path->gemv.hp;
     v.gemv.symbol = NULL;
     v.gemv.kernel = NULL;
-    v.gemv.ep = v.gemv.hp = v.gemv.max_m = 0;
+    v.gemv.ep = v.gemv.hp = v.gemv.max_m = v.gemv.step = v.gemv.main_step = 0;
     return v;
 }
 
-/* Whether a call with M rows of A runs the GEMV kernel of `path` (1 <= M <= gemv.max_m). */
-static inline int ts_use_gemv(const ts_path *path, size_t M)
+/* Whether a call with M rows of A and N columns of B runs the GEMV kernel of `path`:
+ * 1 <= M <= gemv.max_m, and its panels over N take no more instructions per k-step than the
+ * GEMM tile's (gen/gemv.py: very narrow B keeps the GEMM tile). */
+static inline int ts_use_gemv(const ts_path *path, size_t M, size_t N)
 {
-    return path->gemv.kernel != NULL && M >= 1 && M <= path->gemv.max_m;
+    if (path->gemv.kernel == NULL || M < 1 || M > path->gemv.max_m)
+        return 0;
+    size_t gemv_panels = N / path->gemv.hp + (N % path->gemv.hp != 0);
+    size_t main_panels = N / path->hp + (N % path->hp != 0);
+    return gemv_panels * path->gemv.step <= main_panels * path->gemv.main_step;
 }
 
 /* Whether [p, p+len) shares a byte with anything a GEMM reads from handle b: the struct, its
