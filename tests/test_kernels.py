@@ -233,6 +233,7 @@ def test_kernel_header_matches_manifest(outputs, tmp_path):
     checks = []
     for k in manifest["kernels"]:
         s, i = k["symbol"].upper(), k["instruction"].upper()
+        i += "_GEMV" if k["role"] == "gemv" else ""
         checks += [f"ts_microkernel_fn f_{k['symbol']} = {k['symbol']};",
                    f"_Static_assert({s}_EP == {k['ep']} && {s}_HP == {k['hp']} && "
                    f"{s}_LP == {k['lp']}, \"{s}\");",

@@ -68,9 +68,9 @@ static float v2_fmin(float a, float b)
 
 /* TFLite parameters of one ksteps run: hp columns each. */
 typedef struct {
-    int32_t col_offset[64], bias[64], multiplier[64], shift[64];
+    int32_t col_offset[128], bias[128], multiplier[128], shift[128];
     int has_bias;
-    float fbias[64];
+    float fbias[128];
 } v2_columns;
 
 /* A shift that maps magnitudes around 2^bits into int8 range, or an extreme one. */
@@ -183,9 +183,9 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
     memcpy(b[1], b[0], b_count * elem_bytes(eb));
 
     /* reference products, the accumulator-input tile */
-    static int64_t prod[32 * 64];
-    static double dsum[32 * 64], dabs[32 * 64];
-    static uint32_t acc_in[32 * 64], full[2][32 * 64];
+    static int64_t prod[32 * 128];
+    static double dsum[32 * 128], dabs[32 * 128];
+    static uint32_t acc_in[32 * 128], full[2][32 * 128];
     int64_t most = 1;
     for (size_t i = 0; i < ep; i++)
         for (size_t j = 0; j < hp; j++) {
@@ -245,7 +245,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
      * tile and must give the unsplit tile bit for bit -- for fp32 too, since the products
      * continue the same fused multiply-add chain from the stored value */
     if (raw && ksteps >= 2) {
-        static uint32_t whole[32 * 64], part[32 * 64];
+        static uint32_t whole[32 * 128], part[32 * 128];
         size_t s1 = ksteps / 2;
         h_tile_args acc_args = {ep, hp, part, hp * cb, NULL, 0, 0, 0, 0, 0, 0};
         k->fn(a[0], b[0], ksteps, whole, hp * cb, NULL);
@@ -339,9 +339,9 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
             printf("FAIL %s ksteps=%zu: callee-saved state clobbered, mask 0x%x\n", k->name,
                    ksteps, regs);
         for (size_t i = 0; i < m_rem; i++) {
-            int8_t want8[64];
+            int8_t want8[128];
             if (requant) {
-                int32_t x[64];
+                int32_t x[128];
                 for (size_t j = 0; j < n_rem; j++)
                     x[j] = (int32_t)((uint32_t)prod[i * hp + j]
                                      + (mode ? acc_in[i * hp + j] : 0u));
@@ -407,7 +407,7 @@ static int main_v2(int argc, char **argv)
         fprintf(stderr, "no kernel %s in this harness\n", argv[1]);
         return 2;
     }
-    if (k->ep > 32 || k->hp > 64) {
+    if (k->ep > 32 || k->hp > 128) {
         fprintf(stderr, "tile too large for the v2 harness\n");
         return 2;
     }
