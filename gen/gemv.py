@@ -191,15 +191,25 @@ def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> st
                      f"instruction, {float(instructions_per_b_byte(c)):.4f} instructions per B "
                      f"byte, modeled B bytes/cycle {cyc}")
     if len(best) == 2:
-        a, b = (instructions_per_b_byte(best[mmla]), instructions_per_b_byte(best[dot]))
-        winner = mmla if a < b else dot if b < a else None
-        verdict = (f"{winner} wins on instructions per B byte" if winner else
-                   "tie on instructions per B byte")
+        ipb = {n: instructions_per_b_byte(best[n]) for n in best}
+        cores = [k for k in covered_cores(INSTRUCTIONS[mmla], cpu)
+                 if k.has(INSTRUCTIONS[dot].feature)]
+        rate = {n: {k.name: 1 / cycles_per_b_byte(best[n], k) for k in cores} for n in best}
+        faster = sorted({k.name for k in cores if rate[mmla][k.name] > rate[dot][k.name] + 1e-9})
+        slower = sorted({k.name for k in cores if rate[dot][k.name] > rate[mmla][k.name] + 1e-9})
+        fewer = mmla if ipb[mmla] < ipb[dot] else dot if ipb[dot] < ipb[mmla] else None
         lines.append(
-            f"verdict at M = 1: {verdict}. Both read one 16-byte B register per MAC "
-            f"instruction and issue at the same MAC rate, so the difference is load "
-            f"instructions and accumulators: {mmla} wastes its second row (zero) but needs "
-            f"hp/2 accumulators where {dot} needs hp/4 and reads A by element. tilesmith keeps "
+            f"verdict at M = 1: {'tie' if fewer is None else fewer + ' wins'} on instructions "
+            f"per B byte ({float(ipb[dot]):.4f} vs {float(ipb[mmla]):.4f} for {mmla}); modeled "
+            f"B bytes/cycle: {mmla} faster on {', '.join(faster) or 'no core'}, {dot} faster on "
+            f"{', '.join(slower) or 'no core'}. Why: at M = 1 both read one 16-byte B register "
+            f"per MAC instruction (the {mmla} tile's second row is zero padding, so its useful "
+            f"MACs per instruction equal {dot}'s) and both issue at the same MAC rate on every "
+            f"modeled core, so neither has more work per byte of B; what differs is the loads "
+            f"and registers: {dot} holds 4 columns per accumulator, so its hp/4 accumulators "
+            f"leave room for double-buffered B loaded by 4-register ld1, while {mmla} holds 2 "
+            f"useful columns per accumulator and must stream B one ldr q per register). tilesmith keeps "
             f"each dispatch path on its own instruction (the GEMV B layout is packed for that "
-            f"path): the {mmla} path runs the {mmla} GEMV kernel.")
+            f"path's lp): the {mmla} path runs its {mmla} GEMV kernel, the {dot} path its {dot} "
+            f"one.")
     return "\n".join(lines)

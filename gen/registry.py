@@ -96,13 +96,13 @@ GEMM_TYPES: tuple[GemmType, ...] = (
     GemmType("f32", "F32", "fp32", "fp32", "fp32",
              (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
              "raw", ("gemm_f32", "pack_b_f32", "gemm_f32_prepacked"),
-             bench_dtype="f32", bench_label="fp32", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             bench_dtype="f32", bench_label="fp32", bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"),
              test_label="f32"),
     GemmType("bf16", "BF16", "fp32", "fp32", "fp32",
              (KernelPath("bfmmla", "bf16", "bf16", "bfmmla"),
               KernelPath("fmla_f32", "f32_bf16", "f32_bf16", "fmla")),
              "raw", ("gemm_bf16", "pack_b_bf16", "gemm_bf16_prepacked"),
-             bench_dtype="bf16", bench_label="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "prefill"),
+             bench_dtype="bf16", bench_label="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"),
              test_label="bf16"),
     # fp16 accumulation (fmla .8h, FEAT_FP16). Fallback: fp16 converted to fp32 (exact), the
     # fp32 fmla kernel, results rounded to fp16: differs only in accumulation precision.
@@ -129,7 +129,7 @@ GEMM_TYPES: tuple[GemmType, ...] = (
                          "conv2d_s8_prepacked"),
              max_k=("GEMM_S8S32_MAX_K", "GEMM_S8_MAX_K"),
              bench_dtype="s8", bench_label="int8",
-             bench_shapes=("gemm256", "gemm512", "gemv", "prefill"), bench_conv=True,
+             bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"), bench_conv=True,
              test_label="int8"),
     # uint8 activations. Armv8.0 fallback: A zero-extended and B sign-extended to int16 (0..255
     # and -128..127 are int16 values), then the smlal kernel, whose int16 x int16 products

@@ -20,6 +20,7 @@ import sys
 from .cores import CPU_NAMES
 from .isa import (ARCH_LEVELS, GENERATED, INSTRUCTIONS, NOT_GENERATED, arch_includes,
                   generated_by_some_arch, instructions_for, sme_generated_for)
+from . import gemv
 from . import sme_tiling
 from .tile_policy import choose
 from .tiling import DEFAULT_REGS, TilingError, candidates, check_regs, covered_cores, plan_for
@@ -104,6 +105,15 @@ def _solve_one(name: str, args) -> dict:
                  policy=choice.policy,
                  solver_choice=(_estimate_json(choice.first) if choice.first else None),
                  maximin=[_estimate_json(e) for e in choice.weighed])
+    small = gemv.choose(name, plan.ep, plan.hp, plan.strategy, args.regs, args.cpu)
+    entry["gemv"] = None if small is None else {
+        "tile": small.label, "ep": small.candidate.ep, "hp": small.candidate.hp,
+        "max_m": small.max_m, "accumulators": small.candidate.regs_c,
+        "instructions_per_b_byte": round(float(small.instructions_per_b_byte), 4),
+        "b_bytes_per_cycle": {core: round(1 / v, 1) for core, v in small.cycles},
+        "runners_up": [c.label for c in small.runners_up]}
+    entry["dot_vs_mmla"] = (gemv.dot_vs_mmla(name, args.regs, args.cpu)
+                            if name in gemv.DOT_OF_MMLA else None)
     return entry
 
 
@@ -141,6 +151,23 @@ def _table(entries: list[dict], unavailable: dict, args) -> str:
         out.append(NOT_GENERATED_NOTE)
     for name, reason in _not_generated(args.arch).items():
         out.append(f"{name:<11} not generated: {reason}")
+    out += ["", f"GEMV / small M (M <= {gemv.SMALL_M_MAX}, gen/gemv.py: A resident, B streamed "
+                f"once; ranked by instructions, then modeled cycles, per byte of B)"]
+    for e in entries:
+        g = e["gemv"]
+        if g is None:
+            why = ("no GEMV tile beats the GEMM tile" if e["instruction"] in gemv.GEMV_INSTRUCTIONS
+                   else "not in gen/gemv.py GEMV_INSTRUCTIONS yet")
+            out.append(f"  {e['instruction']:<11} none ({why})")
+            continue
+        rates = ", ".join(f"{c} {v}" for c, v in g["b_bytes_per_cycle"].items())
+        out.append(f"  {e['instruction']:<11} {g['tile']:<26} M <= {g['max_m']}  "
+                   f"{g['accumulators']:>2} acc  {g['instructions_per_b_byte']:.4f} instr/B  "
+                   f"B bytes/cycle: {rates}")
+    for e in entries:
+        if e["dot_vs_mmla"]:
+            out += ["", f"dot vs mmla at M = 1 ({e['instruction']}):"]
+            out += [f"  {line}" for line in e["dot_vs_mmla"].splitlines()]
     for e in entries:
         out += ["", f"== {e['instruction']}: {e['ep']}x{e['hp']}x{e['lp']} {e['strategy']} "
                     f"({e['feasible_candidates']} feasible candidates)"
