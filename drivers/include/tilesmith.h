@@ -165,7 +165,14 @@ int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, si
  * was packed, and remembers that kernel and the GEMM type. A *_prepacked call returns
  * TS_EINVAL (nothing written) when the handle was packed for another GEMM type or when the
  * dispatcher would now choose another kernel (e.g. after ts_set_feature_mask): pack again.
- * Handles are read-only while in use: any number of threads may share one. */
+ * Handles are read-only while in use: any number of threads may share one.
+ * GEMV and small M: when the chosen kernel has a GEMV / small-M kernel (every kernel of this
+ * build, see ts_kernels.h *_GEMV), the handle also holds B in that kernel's wider panels, so one
+ * handle serves M = 1 decode and M = 128 prefill alike: packed B takes twice the memory.
+ * A call with M <= the GEMV kernel's max_m (1; 2 for the mmla kernels) runs it unless B is so
+ * narrow (small N) that the GEMM tile needs fewer instructions; unpacked calls choose the same
+ * way and pack only the layout they run. Both kernels use the same instruction over the same
+ * k order: every result, fp32 included, is bit-identical whichever of them runs. */
 typedef struct ts_packed_b ts_packed_b;
 /* Each returns TS_OK and *out, or TS_EINVAL / TS_ENOMEM and leaves *out untouched. */
 int ts_pack_b_f32 (size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b **out);
@@ -301,7 +308,8 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
 #define TS_GEMM_QDYN 5   /* gemm_qdyn_f32 (int8 A quantised per row, int8 / int4 weights) */
 #define TS_GEMM_F16  6   /* gemm_f16 (fp16 accumulation) */
 #define TS_GEMM_F16F32 7 /* gemm_f16f32 (fp16 inputs, fp32 accumulation) */
-/* symbol of the kernel the next call of that GEMM type uses; NULL for an unknown type */
+/* symbol of the (GEMM tile) kernel the next call of that GEMM type uses, M <= max_m
+ * excepted (its GEMV kernel, above); NULL for an unknown type */
 const char *ts_gemm_kernel(int gemm_type);
 /* symbol of the kernel a handle was packed for; NULL for NULL */
 const char *ts_packed_kernel(const ts_packed_b *b);
