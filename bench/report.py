@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 
 from gen.cores import CORES, MEMORY
-from gen.isa import INSTRUCTIONS
+from gen.gemv import compute_bound
+from gen.isa import INSTRUCTIONS, TYPE_BYTES
 
 from .symbols import GROUPS
 
@@ -105,6 +106,59 @@ def _with_roofline(out: dict, profile: dict, cpu: str) -> dict:
                                    if out["peak"] and roof["macs_per_cycle"] else None)
         out["roofline"] = roof
     return out
+
+
+def decode_metrics(profile: dict, cpu: str) -> dict | None:
+    """Weight bytes per cycle of a prepacked M = 1 GEMV (shape "gemv…") on one core, against
+    its bounds: `modeled` = packed weight bytes (K x N x the bytes of the B element the kernel
+    reads) / modeled cycles (every load an L1 hit); `compute_bound` from the instruction mix
+    (gen.gemv.compute_bound: one MAC per B register, the core's MAC, load and issue rates);
+    with the cache model `memory_bound` = weight bytes / the L2 and DRAM cycles of the simulated
+    traffic (gen.cores.MEMORY), `achieved` = weight bytes / the roofline bound's cycles and
+    `bound` = min(compute_bound, memory_bound). None when not applicable."""
+    if (profile["error"] or not profile["shape"].startswith("gemv") or not profile["prepacked"]
+            or profile["dims"][0] != 1):
+        return None
+    key = profile.get("kernel_instruction")
+    core = CORES.get(cpu)
+    cycles = profile["cycles"][cpu]["total"]
+    if key is None or core is None or not core.has(INSTRUCTIONS[key].feature) or not cycles:
+        return None
+    _, n, k = profile["dims"]
+    weight = n * k * TYPE_BYTES[INSTRUCTIONS[key].b_type]
+    out = dict(weight_bytes=weight, modeled=weight / cycles, compute_bound=compute_bound(key, core))
+    out["of_compute_bound"] = out["modeled"] / out["compute_bound"]
+    roof = roofline(profile, cpu)
+    if roof is not None:
+        memory_cycles = max(roof["l2_cycles"], roof["dram_cycles"])
+        out["memory_bound"] = weight / memory_cycles if memory_cycles else None
+        out["achieved"] = weight / roof["bound_cycles"]
+        out["bound"] = min(b for b in (out["compute_bound"], out["memory_bound"]) if b)
+        out["of_bound"] = out["achieved"] / out["bound"]
+        out["limiter"] = roof["limiter"]
+    return out
+
+
+def decode_table(report) -> str:
+    """Prepacked M = 1 GEMV: weight bytes per modeled cycle, % of the instruction-mix bound,
+    and with the cache model the achieved rate against min(compute, memory) bound."""
+    cpus = report["meta"]["cores"]
+    rows = []
+    for p in report["profiles"]:
+        cells = []
+        for cpu in cpus:
+            d = decode_metrics(p, cpu)
+            if d is None:
+                cells.append("n/a")
+                continue
+            cell = f"{d['modeled']:.1f} ({100 * d['of_compute_bound']:.0f} % of {d['compute_bound']:.1f})"
+            if "achieved" in d:
+                cell += (f"; mem {d['achieved']:.2f} ({100 * d['of_bound']:.0f} % of "
+                         f"{d['bound']:.2f}, {d['limiter']})")
+            cells.append(cell)
+        if any(c != "n/a" for c in cells):
+            rows.append([p["title"], _path_label(p), *cells])
+    return _table(["workload", "path (kernel)", *cpus], rows) if rows else "(no decode GEMV ran)"
 
 
 def find_profile(profiles, shape: str, dtype: str, path: str) -> dict | None:
@@ -464,6 +518,15 @@ def render_markdown(report, charts: dict) -> str:
     parts += ["## Every workload on every core: modeled MACs/cycle (% of peak)", "", cores_table(report), ""]
     if "peak" in charts:
         parts += [f"![% of peak]({charts['peak']})", ""]
+    parts += ["## Decode GEMV (M = 1, B prepacked): weight bytes per modeled cycle", "",
+              "Packed weight bytes (K × N × the B element the kernel reads: fp32 4, bf16 2, "
+              "int8 1, the Armv8.0 int8 path's int16 2) ÷ modeled cycles, and in brackets % of "
+              "the compute bound from the instruction mix (`gen/gemv.py` compute_bound: one MAC "
+              "per 16-byte B register at the core's MAC rate, B loaded by 4-register ld1, the "
+              "core's load and issue rates). With the cache model, `mem`: weight bytes ÷ the "
+              "roofline bound's cycles, as % of min(compute bound, memory bound = weight bytes ÷ "
+              "the simulated L2/DRAM traffic's cycles), and the limiter.", "",
+              decode_table(report), ""]
     parts += cache_sections(report)
     parts += ["## Per-kernel llvm-mca table (bench/kernels_mca.py)", "", kernel_table_md(report), ""]
     parts += ["## Notes", ""]
