@@ -1,0 +1,89 @@
+"""The solver's GEMV / small-M objective (gen/gemv.py) and the decode figures of the bench report."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from bench.report import decode_metrics
+from gen import gemv
+from gen.cores import CORES
+from gen.isa import GENERATED, INSTRUCTIONS
+from gen.tile_policy import choose as choose_main
+
+
+@pytest.mark.parametrize("name", GENERATED["v86"])
+def test_gemv_tile_beats_the_gemm_tile_per_byte_of_b(name):
+    inst = INSTRUCTIONS[name]
+    main = choose_main(name).candidate
+    c = gemv.choose(name, main.ep, main.hp, main.strategy)
+    assert c is not None and c.candidate.ep == inst.c_rows_per_reg
+    # B is streamed once: the GEMV kernel serves exactly the M its rows cover
+    assert c.max_m == c.candidate.ep
+    main_cost = gemv.instructions_per_b_byte(
+        gemv.main_candidate(name, main.ep, main.hp, main.strategy))
+    assert c.instructions_per_b_byte < main_cost
+    # counted by hand: one MAC per accumulator per k-step, plus the loads
+    step = c.candidate.regs_c + gemv.load_instructions(inst, c.candidate.ep, c.candidate.hp,
+                                                       c.candidate.strategy)
+    assert c.step_instructions == step
+    assert c.instructions_per_b_byte == Fraction(step, gemv.b_bytes_per_step(inst, c.candidate.hp))
+    # the latency rule of the GEMM solver holds for the GEMV tile too
+    for core in CORES.values():
+        if core.has(inst.feature):
+            assert c.candidate.regs_c >= core.min_accumulators(name)
+
+
+def test_gemv_ranking_is_by_instructions_per_b_byte():
+    ranked = gemv.gemv_candidates("sdot")
+    costs = [gemv.instructions_per_b_byte(c) for c in ranked]
+    assert costs == sorted(costs) and len(ranked) > 3
+
+
+@pytest.mark.parametrize("name,core,want", [
+    # Neoverse N2: SDOT 2/cycle, each reads a 16-byte B register -> 32 B/cycle
+    ("sdot", "neoverse-n2", 32.0),
+    # smlal: one 16-byte int16 B register feeds smlal + smlal2 at 1/cycle -> 8 B/cycle
+    ("smlal", "neoverse-n2", 8.0),
+    # Neoverse V1: FMLA 4/cycle but 3 loads/cycle: 16 B x 3 = 48 B/cycle
+    ("fmla_f32", "neoverse-v1", 48.0),
+    # Cortex-A55: 1 load of 128 bits per cycle, fmla 2/cycle, 2-wide issue:
+    # max(0.5, 1, 1.25/2) = 1 cycle per register -> 16 B/cycle
+    ("fmla_f32", "cortex-a55", 16.0),
+])
+def test_compute_bound_from_the_instruction_mix(name, core, want):
+    assert gemv.compute_bound(name, CORES[core]) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("mmla", sorted(gemv.DOT_OF_MMLA))
+def test_dot_vs_mmla_says_who_wins_and_why(mmla):
+    text = gemv.dot_vs_mmla(mmla)
+    dot = gemv.DOT_OF_MMLA[mmla]
+    assert "verdict at M = 1" in text and mmla in text and dot in text
+    assert "useful MACs" in text and "why" in text.lower()
+
+
+def _profile(dims=(1, 4096, 4096), prepacked=True, shape="gemv", cycles=1000.0, memory=None):
+    return dict(error=None, shape=shape, prepacked=prepacked, dims=list(dims), macs=dims[0] * dims[1] * dims[2],
+                kernel_instruction="sdot", cycles={"neoverse-n2": {"total": cycles}},
+                memory=memory)
+
+
+def test_decode_metrics_weight_bytes_per_cycle():
+    d = decode_metrics(_profile(cycles=4096 * 4096 / 16.0), "neoverse-n2")
+    assert d["weight_bytes"] == 4096 * 4096 and d["modeled"] == pytest.approx(16.0)
+    assert d["compute_bound"] == pytest.approx(32.0) and d["of_compute_bound"] == pytest.approx(0.5)
+    assert decode_metrics(_profile(prepacked=False), "neoverse-n2") is None
+    assert decode_metrics(_profile(shape="prefill", dims=(128, 4096, 4096)), "neoverse-n2") is None
+
+
+def test_decode_metrics_memory_bound():
+    # 2^24 weight bytes; L2 misses only: DRAM-bound at the modeled share of Neoverse N2
+    lines = 4096 * 4096 // 64
+    memory = {"neoverse-n2": {"total": dict(l1_misses=lines, l1_writebacks=0, l2_misses=lines,
+                                            l2_writebacks=0)}}
+    d = decode_metrics(_profile(cycles=4096 * 4096 / 30.0, memory=memory), "neoverse-n2")
+    from gen.cores import MEMORY
+    dram = MEMORY["neoverse-n2"].dram_bytes_per_cycle
+    assert d["limiter"] == "DRAM" and d["memory_bound"] == pytest.approx(dram)
+    assert d["bound"] == pytest.approx(dram) and d["of_bound"] == pytest.approx(1.0)
