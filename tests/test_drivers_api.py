@@ -190,7 +190,8 @@ def test_every_path_has_a_gemv_kernel(generated):
         assert k["serves"] == main[name]["symbol"] and 1 <= k["max_m"] <= k["ep"] <= 2
     dispatch = (generated("v86") / "ts_dispatch.c").read_text()
     for k in gemv.values():
-        assert f'"{k["symbol"]}", {k["symbol"]}, {k["ep"]}, {k["hp"]}, {k["max_m"]} }}' in dispatch
+        assert (f'"{k["symbol"]}", {k["symbol"]}, {k["ep"]}, {k["hp"]}, {k["max_m"]}, '
+                f'{k["step_instructions"]}, {k["main_step_instructions"]} }}') in dispatch
 
 
 @pytest.mark.parametrize("arch,cpu", RUNS)
