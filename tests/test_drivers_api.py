@@ -206,3 +206,23 @@ def test_small_m_matches_gemm_path_bit_for_bit(arch, cpu, generated, harness):
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     assert int(proc.stdout.split("shapes ")[1].split()[0]) >= 10 * len(CPU_MASKS[cpu])
     check_dispatch_lines(proc.stdout, paths, cpu, tuple(TYPES))
+    # dispatch on M and N, restated from the manifest: the GEMV kernel for M <= max_m unless its
+    # panels over N take more instructions per k-step than the GEMM tile's
+    manifest = json.loads((generated(arch) / "manifest.json").read_text())
+    gemv = {k["serves"]: k for k in manifest["kernels"] if k["role"] == "gemv"}
+    main = {k["symbol"]: k for k in manifest["kernels"] if k["role"] == "main"}
+    picks = [line.split() for line in proc.stdout.splitlines() if line.startswith("pick ")]
+    seen_gemv = seen_main = 0
+    for line in proc.stdout.splitlines():
+        if line.startswith("mask="):
+            fields = dict(item.split("=") for item in line.split())
+        elif line.startswith("pick "):
+            _, label, m, n, symbol = line.split()
+            m, n, chosen = int(m), int(n), main[fields[label]]
+            g = gemv[chosen["symbol"]]
+            use = (m <= g["max_m"] and -(-n // g["hp"]) * g["step_instructions"]
+                   <= -(-n // chosen["hp"]) * g["main_step_instructions"])
+            assert symbol == (g["symbol"] if use else chosen["symbol"]), line
+            seen_gemv += use
+            seen_main += not use
+    assert picks and seen_gemv and seen_main

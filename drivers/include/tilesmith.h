@@ -311,8 +311,14 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
 /* symbol of the (GEMM tile) kernel the next call of that GEMM type uses, M <= max_m
  * excepted (its GEMV kernel, above); NULL for an unknown type */
 const char *ts_gemm_kernel(int gemm_type);
+/* symbol of the kernel a call of that type with M rows of A and N columns of B runs now:
+ * the GEMV / small-M kernel or the GEMM tile's (see "GEMV and small M" above) */
+const char *ts_gemm_kernel_mn(int gemm_type, size_t M, size_t N);
 /* symbol of the kernel a handle was packed for; NULL for NULL */
 const char *ts_packed_kernel(const ts_packed_b *b);
+/* symbol of the GEMV / small-M kernel whose layout the handle also holds; NULL for NULL or
+ * when it holds none */
+const char *ts_packed_gemv_kernel(const ts_packed_b *b);
 
 #ifdef __cplusplus
 }

@@ -158,3 +158,11 @@ const char *ts_gemm_kernel(int gemm_type)
     const ts_path *path = ts_select_path(gemm_type);
     return path != NULL ? path->symbol : NULL;
 }
+
+const char *ts_gemm_kernel_mn(int gemm_type, size_t M, size_t N)
+{
+    const ts_path *path = ts_select_path(gemm_type);
+    if (path == NULL)
+        return NULL;
+    return ts_use_gemv(path, M, N) ? path->gemv.symbol : path->symbol;
+}

@@ -1002,3 +1002,8 @@ const char *ts_packed_kernel(const ts_packed_b *b)
 {
     return b != NULL ? b->path->symbol : NULL;
 }
+
+const char *ts_packed_gemv_kernel(const ts_packed_b *b)
+{
+    return b != NULL && b->gemv_data != NULL ? b->path->gemv.symbol : NULL;
+}

@@ -7,6 +7,10 @@
  * drv_api_gemm.c, on the fmla path exactly like fp32 on the bf16-rounded inputs.
  * C sits against a guard page; the gap between rows (ldc > N) must stay untouched.
  *
+ * It also prints, per mask, "pick <type> M N <symbol>" (ts_gemm_kernel_mn) for M = 1 .. 5 and
+ * the shapes' N, which the test checks against its own restatement of the rule, and checks
+ * that every handle names the GEMV kernel whose layout it holds (ts_packed_gemv_kernel).
+ *
  *   drv_api_gemv MASKS N,K ...
  * Last line "failures <n>"; exit status 1 on any failure. */
 #include "drv_api_common.h"
@@ -108,6 +112,11 @@ static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
     CHECK(rc == TS_OK, "%s pack %zux%zu rc %d", kind_name[kind], N, K, rc);
     if (rc != TS_OK) { release_all(); return; }
     const int bfmmla = strstr(ts_packed_kernel(pb), "bfmmla") != NULL;
+    const char *small = ts_gemm_kernel_mn(kind_type[kind], 1, 1u << 20);   /* wide B, M = 1 */
+    CHECK(ts_packed_gemv_kernel(pb) != NULL && small != NULL
+          && strcmp(ts_packed_gemv_kernel(pb), small) == 0,
+          "%s handle's GEMV kernel %s, M = 1 runs %s", kind_name[kind],
+          ts_packed_gemv_kernel(pb) ? ts_packed_gemv_kernel(pb) : "(none)", small ? small : "(none)");
 
     /* M = 17: the GEMM path, against the reference */
     rc = run(kind, pb, MAX_M, N, K, A, lda, B, ldb, full, ldc);
@@ -168,6 +177,14 @@ int main(int argc, char **argv)
         for (int kind = F32; kind <= U8U32; ++kind)
             printf(" %s=%s", kind_label[kind], ts_gemm_kernel(kind_type[kind]));
         printf("\n");
+        for (int i = 2; i < argc; ++i) {
+            size_t N, K;
+            if (sscanf(argv[i], "%zu,%zu", &N, &K) != 2) { fprintf(stderr, "bad shape\n"); return 2; }
+            for (int kind = F32; kind <= U8U32; ++kind)
+                for (size_t M = 1; M <= 5; ++M)
+                    printf("pick %s %zu %zu %s\n", kind_label[kind], M, N,
+                           ts_gemm_kernel_mn(kind_type[kind], M, N));
+        }
         for (int i = 2; i < argc; ++i) {
             size_t N, K;
             if (sscanf(argv[i], "%zu,%zu", &N, &K) != 2) { fprintf(stderr, "bad shape\n"); return 2; }
