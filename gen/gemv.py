@@ -198,18 +198,28 @@ def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> st
         faster = sorted({k.name for k in cores if rate[mmla][k.name] > rate[dot][k.name] + 1e-9})
         slower = sorted({k.name for k in cores if rate[dot][k.name] > rate[mmla][k.name] + 1e-9})
         fewer = mmla if ipb[mmla] < ipb[dot] else dot if ipb[dot] < ipb[mmla] else None
+        same_rate = all(k.throughput(mmla) == k.throughput(dot) for k in cores)
+        shape = {n: (f"{best[n].label}: {best[n].regs_c} accumulators, "
+                     f"{load_instructions(INSTRUCTIONS[n], best[n].ep, best[n].hp, best[n].strategy)}"
+                     f" load instructions per k-step of {b_bytes_per_step(INSTRUCTIONS[n], best[n].hp)}"
+                     f" B bytes") for n in best}
+        from .registry import GEMM_TYPES      # late: gen.registry imports gen.isa only
+        paths = {p.instruction for t in GEMM_TYPES for p in t.chain}
+        dispatch = (f"tilesmith keeps each dispatch path on its own instruction (the GEMV B "
+                    f"layout is packed for that path's lp): the {mmla} path runs its {mmla} GEMV "
+                    f"kernel" + (f", the {dot} path its {dot} one." if dot in paths else
+                                 f"; {dot} has no dispatch path (no kernel generated)."))
         lines.append(
             f"verdict at M = 1: {'tie' if fewer is None else fewer + ' wins'} on instructions "
-            f"per B byte ({float(ipb[dot]):.4f} vs {float(ipb[mmla]):.4f} for {mmla}); modeled "
+            f"per B byte ({float(ipb[dot]):.4f} for {dot} vs {float(ipb[mmla]):.4f}); modeled "
             f"B bytes/cycle: {mmla} faster on {', '.join(faster) or 'no core'}, {dot} faster on "
             f"{', '.join(slower) or 'no core'}. Why: at M = 1 both read one 16-byte B register "
             f"per MAC instruction (the {mmla} tile's second row is zero padding, so its useful "
-            f"MACs per instruction equal {dot}'s) and both issue at the same MAC rate on every "
-            f"modeled core, so neither has more work per byte of B; what differs is the loads "
-            f"and registers: {dot} holds 4 columns per accumulator, so its hp/4 accumulators "
-            f"leave room for double-buffered B loaded by 4-register ld1, while {mmla} holds 2 "
-            f"useful columns per accumulator and must stream B one ldr q per register). tilesmith keeps "
-            f"each dispatch path on its own instruction (the GEMV B layout is packed for that "
-            f"path's lp): the {mmla} path runs its {mmla} GEMV kernel, the {dot} path its {dot} "
-            f"one.")
+            f"MACs per instruction equal {dot}'s)"
+            + (", and both issue at the same MAC rate on every modeled core, so neither does "
+               "more work per byte of B; " if same_rate else
+               "; their MAC rates differ on some core; ")
+            + f"what differs is the loads and registers: {dot} holds 4 columns per accumulator, "
+            f"{mmla} 2 useful ones, so the tiles differ ({shape[dot]}; {shape[mmla]}). "
+            + dispatch)
     return "\n".join(lines)
