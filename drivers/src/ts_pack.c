@@ -821,15 +821,16 @@ static int col_sums_bytes(const ts_path *path, size_t N, size_t *out)
     return ts_size_mul(N, sizeof(int32_t), &bytes) || ts_size_round_up(bytes, 16, out);
 }
 
-/* Bytes of the panels of one layout (hp columns each), rounded up to 16 so what follows stays
- * 16-aligned. */
+/* Bytes of the panels of one layout (hp columns each); with a GEMV layout after them, rounded
+ * up to 16 so it starts 16-aligned. */
 static int layout_bytes(const ts_path *path, size_t hp, size_t K, size_t N, size_t *out)
 {
-    size_t panel, panels, data;
+    size_t panel, panels;
     if (ts_panel_bytes(path, hp, K, &panel))
         return -1;
     panels = N / hp + (N % hp != 0);
-    return ts_size_mul(panels, panel, &data) || ts_size_round_up(data, 16, out);
+    return ts_size_mul(panels, panel, out)
+           || (path->gemv.kernel != NULL && ts_size_round_up(*out, 16, out));
 }
 
 int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out)
