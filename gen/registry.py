@@ -224,6 +224,12 @@ def result_bytes(instruction: str) -> int:
     return TYPE_BYTES[INSTRUCTIONS[instruction].c_type]
 
 
+# GEMM types whose driver (ts_gemm.c ts_gemm_run) dispatches on M to the GEMV / small-M kernels;
+# the qdyn type runs its own loop (ts_qdyn.c) and gets none yet (its handles would only carry
+# an unused second layout).
+GEMV_EPILOGUES = ("raw", "requant")
+
+
 def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> dict:
     """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
@@ -252,7 +258,7 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> di
                            max_m=int(gemv[p.instruction]["max_m"]),
                            step=int(gemv[p.instruction]["step_instructions"]),
                            main_step=int(gemv[p.instruction]["main_step_instructions"]))
-                      if p.instruction in gemv else None)))
+                      if p.instruction in gemv and t.epilogue in GEMV_EPILOGUES else None)))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]
