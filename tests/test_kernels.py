@@ -13,6 +13,7 @@ import pytest
 from cross import CLANG, GCC, ROOT
 from encoder.encoding import is_known_instruction
 from gen.epilogue import ARGS_BYTES, ARGS_FIELDS
+from gen.gemv import GEMV_INSTRUCTIONS
 from gen.generate_cli import main as generate_main
 from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature, sme_generated_for
 import kernel_build
@@ -48,9 +49,11 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
         (arch, "ts_", inst, "generic")
     kernels = manifest["kernels"]
     names = [i.name for i in generated_for(arch)]
-    # the GEMM kernels, then one GEMV / small-M kernel per instruction (gen/gemv.py)
-    assert [k["instruction"] for k in kernels] == names + names
-    assert [k["role"] for k in kernels] == ["main"] * len(names) + ["gemv"] * len(names)
+    # the GEMM kernels, then one GEMV / small-M kernel per instruction of gen/gemv.py
+    # GEMV_INSTRUCTIONS (the fp16-era ones have none yet)
+    small = [n for n in names if n in GEMV_INSTRUCTIONS]
+    assert [k["instruction"] for k in kernels] == names + small
+    assert [k["role"] for k in kernels] == ["main"] * len(names) + ["gemv"] * len(small)
     for k in kernels:
         assert MANIFEST_KEYS <= set(k)
         i = INSTRUCTIONS[k["instruction"]]
