@@ -19,10 +19,9 @@ from encoder.sve_forms import SVE_FORMS
 from encoder.toolchain import MARCH_ALL, assemble_words, rejected_lines
 
 import sve_lines
-from test_encoder_exhaustive import sample_line as neon_sample_line
+from test_encoder_exhaustive import mismatches_with_gas, sample_line as neon_sample_line
 
 MARCH_SME = "armv9-a+sme"
-MAX_REPORTED = 5
 
 
 @pytest.fixture(scope="module")
@@ -33,15 +32,7 @@ def gas_results():
     results, start = {}, 0
     for index, lines in enumerate(per_form):
         mine, start = words[start:start + len(lines)], start + len(lines)
-        mismatches = []
-        for line, gas_word in zip(lines, mine):
-            try:
-                ours = f"0x{encode(line):08x}"
-            except EncodeError as error:
-                ours = f"error ({error})"
-            if ours != f"0x{gas_word:08x}" and len(mismatches) < MAX_REPORTED:
-                mismatches.append(f"{line}: encoder {ours}, GNU as 0x{gas_word:08x}")
-        results[index] = (len(mine), mismatches)
+        results[index] = (len(mine), mismatches_with_gas(lines, mine))
     assert start == len(words), f"GNU as produced {len(words)} words for {start} lines"
     return results
 
