@@ -3,6 +3,7 @@
   tiles      the register-tiling solver's choice per instruction (gen/tiles_cli.py)
   generate   kernels, headers, drivers and manifest into an output folder (gen/generate_cli.py)
 """
+import os
 import sys
 
 SUBCOMMANDS = {
@@ -26,7 +27,14 @@ def main(argv=None) -> int:
               f"{' or '.join(SUBCOMMANDS)}", file=sys.stderr)
         return 2
     module = __import__(SUBCOMMANDS[argv[0]], fromlist=["main"])
-    return module.main(argv[1:])
+    try:
+        return module.main(argv[1:])
+    except BrokenPipeError:
+        # The reader went away (`python3 -m gen tiles | head`): stop quietly, like other
+        # Unix tools. Point stdout at /dev/null so the interpreter's final flush cannot
+        # raise again (https://docs.python.org/3/library/signal.html#note-on-sigpipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

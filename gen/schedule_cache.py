@@ -13,7 +13,9 @@ Safety: entries are checked on load (the order must be a permutation of the body
 instructions; a wrong or unreadable file counts as empty, and is rewritten). Writers take an
 exclusive lock on a side file, merge their new entries with what is on disk and replace the
 file atomically, so concurrent generations (pytest runs many) lose nothing and readers never
-see half a file. Any I/O error leaves the cache out of the way: generation output never
+see half a file. Only the KEEP_VERSIONS most recently written version files are kept
+(several checkouts of different versions may share the folder); older ones are deleted
+after each write. Any I/O error leaves the cache out of the way: generation output never
 depends on it (a cached entry is exactly what the search returned).
 """
 from __future__ import annotations
@@ -31,6 +33,7 @@ VERSION_SOURCES = ("schedule.py", "issue_model.py", "cores.py", "isa.py", "sched
 
 
 _VERSION = []
+KEEP_VERSIONS = 16   # version files kept in the folder (newest by modification time)
 
 
 def version() -> str:
@@ -137,6 +140,19 @@ def _merge_into(path: Path, new: dict) -> None:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+        _prune(path.parent, keep=path)
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """Delete all but the KEEP_VERSIONS newest schedules-*.json (never `keep`) with their locks."""
+    files = sorted(folder.glob("schedules-*.json"), key=lambda f: f.stat().st_mtime,
+                   reverse=True)
+    for old in [f for f in files if f != keep][KEEP_VERSIONS - 1:]:
+        for stale in (old, old.with_name(old.name + ".lock")):
+            try:
+                stale.unlink()
+            except FileNotFoundError:
+                pass
 
 
 CACHE = ScheduleCache()

@@ -124,3 +124,12 @@ def test_readme_kernel_prototypes_are_the_generated_ones(tmp_path_factory):
     header = " ".join((folder / "ts_kernels.h").read_text().split())
     for prototype in prototypes:
         assert " ".join(prototype.split()) in header, f"not in ts_kernels.h: {prototype}"
+
+
+def test_tiles_into_a_closed_pipe_stops_quietly():
+    """`python3 -m gen tiles … | head`: no BrokenPipeError traceback on stderr. The JSON
+    report is larger than a pipe's buffer (64 KiB on Linux), so the write surely fails."""
+    proc = subprocess.run(f"'{sys.executable}' -m gen tiles --arch v86 --format json | head -c 1",
+                          shell=True, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.stdout == "{" or proc.stdout == "["
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr

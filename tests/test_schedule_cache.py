@@ -158,3 +158,22 @@ def test_the_command_line_writes_and_reuses_the_cache(tmp_path):
     warm = generate(tmp_path / "warm")
     assert (path.stat().st_mtime_ns, path.read_bytes()) == stored, "the warm run stored schedules"
     assert warm == cold
+
+
+def test_old_version_files_are_pruned_to_the_newest_few(tmp_path):
+    """Checkouts of other versions leave their files; a write keeps only the newest
+    KEEP_VERSIONS (the one written always survives) and removes their lock files too."""
+    import os
+    for n in range(schedule_cache.KEEP_VERSIONS + 5):
+        old = tmp_path / f"schedules-old{n:02}.json"
+        old.write_text("{}")
+        (tmp_path / f"{old.name}.lock").write_text("")
+        os.utime(old, (1000 + n, 1000 + n))          # old00 is the oldest
+    current = tmp_path / "schedules-current.json"
+    schedule_cache._merge_into(current, {"k": [[0], 1.0]})
+    left = sorted(f.name for f in tmp_path.glob("schedules-*.json"))
+    newest_old = [f"schedules-old{n:02}.json" for n in range(6, schedule_cache.KEEP_VERSIONS + 5)]
+    assert left == sorted(newest_old + ["schedules-current.json"])
+    assert len(left) == schedule_cache.KEEP_VERSIONS
+    assert not (tmp_path / "schedules-old00.json.lock").exists()
+    assert (tmp_path / "schedules-old20.json.lock").exists()
