@@ -87,12 +87,15 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     prefix = manifest["prefix"]
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
     gemv = {k["instruction"]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
-    context = base_context(prefix, manifest["arch"], manifest, main, dispatch_paths(main, gemv=gemv))
+    sme = {k["instruction"]: k for k in manifest.get("sme_kernels", []) if k["epilogue"] == "raw"}
+    context = base_context(prefix, manifest["arch"], manifest, main,
+                           dispatch_paths(main, gemv=gemv, sme=sme))
     copied = copy_drivers(prefix, out_dir)
     written = list(copied.values()) + render_templates(GENERATED, context, out_dir)
     sources = sorted(p.name for p in written if p.suffix == ".c")
     sources += sorted(f["file"] for k in manifest["kernels"]
                       for f in [k] + k.get("variants", []))      # epilogue variants too
+    sources += sorted(k["file"] for k in manifest.get("sme_kernels", []))
     cmake = Path(out_dir) / "CMakeLists.txt"
     cmake.write_text(template_environment().get_template("c/CMakeLists.txt.j2").render(
         sources=sources, **context))

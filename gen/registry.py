@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .isa import INSTRUCTIONS, TYPE_BYTES
+from .isa import INSTRUCTIONS, SME_INSTRUCTIONS, TYPE_BYTES
 
 # packed element -> (C enum suffix of ts_pack_kind, operand type the kernel must read, source)
 PACKED = {
@@ -81,6 +81,10 @@ class GemmType:
     bench_shapes: tuple = ()  # bench GEMM shape names (bench/workloads.py GEMM_SHAPES)
     bench_conv: bool = False  # the conv layers of bench/workloads.py run on this type
     test_label: str = ""      # label of the type in the tests/c/drv_api_* harness output
+    sme: KernelPath | None = None  # the SME outer product (gen.isa SME_INSTRUCTIONS) dispatch
+                              # prefers to the whole chain where the build has it (ARCH v92),
+                              # the CPU has FEAT_SME and its streaming vector length is one of
+                              # SME_SVL_BYTES; None: no SME kernel serves this type
 
 
 # Where the dot forms of v86 stand (model: gen/cores.py, solver tiles of `make tiles`):
@@ -97,13 +101,13 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
              "raw", ("gemm_f32", "pack_b_f32", "gemm_f32_prepacked"),
              bench_dtype="f32", bench_label="fp32", bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"),
-             test_label="f32"),
+             test_label="f32", sme=KernelPath("fmopa_f32", "f32", "f32", "fmopa")),
     GemmType("bf16", "BF16", "fp32", "fp32", "fp32",
              (KernelPath("bfmmla", "bf16", "bf16", "bfmmla"),
               KernelPath("fmla_f32", "f32_bf16", "f32_bf16", "fmla")),
              "raw", ("gemm_bf16", "pack_b_bf16", "gemm_bf16_prepacked"),
              bench_dtype="bf16", bench_label="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"),
-             test_label="bf16"),
+             test_label="bf16", sme=KernelPath("bfmopa", "bf16", "bf16", "bfmopa")),
     # fp16 accumulation (fmla .8h, FEAT_FP16). Fallback: fp16 converted to fp32 (exact), the
     # fp32 fmla kernel, results rounded to fp16: differs only in accumulation precision.
     GemmType("f16", "F16", "fp16", "fp16", "fp16",
@@ -119,7 +123,7 @@ GEMM_TYPES: tuple[GemmType, ...] = (
               KernelPath("fmla_f32", "f32_f16", "f32_f16", "fmla")),
              "raw", ("gemm_f16f32", "pack_b_f16f32", "gemm_f16f32_prepacked"),
              bench_dtype="f16f32", bench_label="fp16 -> fp32", bench_shapes=("gemm512",),
-             test_label="f16f32"),
+             test_label="f16f32", sme=KernelPath("fmopa_f16f32", "f16", "f16", "fmopa16")),
     GemmType("s8", "INT8", "int8", "int8", "int32",
              (KernelPath("smmla", "s8", "s8", "i8mm"),
               KernelPath("sdot", "s8", "s8", "dotprod"),
@@ -130,7 +134,7 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              max_k=("GEMM_S8S32_MAX_K", "GEMM_S8_MAX_K"),
              bench_dtype="s8", bench_label="int8",
              bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"), bench_conv=True,
-             test_label="int8"),
+             test_label="int8", sme=KernelPath("smopa", "s8", "s8", "smopa")),
     # uint8 activations. Armv8.0 fallback: A zero-extended and B sign-extended to int16 (0..255
     # and -128..127 are int16 values), then the smlal kernel, whose int16 x int16 products
     # (|a*b| <= 255*128) and int32 sums are exact within TS_GEMM_U8S8S32_MAX_K.
@@ -141,7 +145,7 @@ GEMM_TYPES: tuple[GemmType, ...] = (
                          "gemm_u8_prepacked"),
              max_k=("GEMM_U8S8S32_MAX_K", "GEMM_U8_MAX_K"),
              bench_dtype="u8s8", bench_label="uint8 x int8", bench_shapes=("gemm512",),
-             test_label="u8s8"),
+             test_label="u8s8", sme=KernelPath("usmopa", "u8", "s8", "usmopa")),
     # uint8 x uint8 -> uint32. Armv8.0 fallback: both zero-extended to int16; the smlal kernel's
     # int32 lanes wrap modulo 2^32, so its bits are the uint32 sum (exact up to 2^32 - 1, i.e.
     # within TS_GEMM_U8U32_MAX_K).
@@ -176,6 +180,7 @@ BY_KEY = {t.key: t for t in GEMM_TYPES}
 def features(types=GEMM_TYPES) -> tuple:
     """Every CPU feature some path needs, in the order of their TS_FEAT_* bits."""
     used = {INSTRUCTIONS[p.instruction].feature for t in types for p in t.chain}
+    used |= {SME_INSTRUCTIONS[t.sme.instruction].feature for t in types if t.sme is not None}
     return tuple(f for f in FEATURE_BITS if f in used)
 
 
@@ -196,10 +201,13 @@ def check_registry(types=GEMM_TYPES) -> None:
     for t in types:
         if not t.chain:
             raise ValueError(f"GEMM type {t.key}: no kernel path")
-        for p in t.chain:
-            if p.instruction not in INSTRUCTIONS:
+        if t.sme is not None and t.sme.instruction not in SME_INSTRUCTIONS:
+            raise ValueError(f"GEMM type {t.key}: unknown SME instruction {t.sme.instruction!r}")
+        for p in t.chain + ((t.sme,) if t.sme is not None else ()):
+            table = SME_INSTRUCTIONS if p is t.sme else INSTRUCTIONS
+            if p.instruction not in table:
                 raise ValueError(f"GEMM type {t.key}: unknown instruction {p.instruction!r}")
-            inst = INSTRUCTIONS[p.instruction]
+            inst = table[p.instruction]
             for operand, packed, want, source in (("A", p.pack_a, inst.a_type, t.a),
                                                   ("B", p.pack_b, inst.b_type, t.b)):
                 if packed not in PACKED:
@@ -220,8 +228,32 @@ def check_registry(types=GEMM_TYPES) -> None:
 
 
 def result_bytes(instruction: str) -> int:
-    """Bytes of one kernel result (C element) of an instruction."""
-    return TYPE_BYTES[INSTRUCTIONS[instruction].c_type]
+    """Bytes of one kernel result (C element) of an instruction (NEON or SME)."""
+    return TYPE_BYTES[(INSTRUCTIONS.get(instruction) or SME_INSTRUCTIONS[instruction]).c_type]
+
+
+# Streaming vector lengths (bytes) the dispatch tables hold an SME path for: every SVL the
+# architecture allows, 128 to 2048 bits, powers of two (DDI0616, SMCR_ELx.LEN / "SVL"). One
+# ts_path per SVL keeps ep and hp constants of the table, so the driver's scratch sizing over
+# ts_paths_of stays static (at most 2048 bits: a 128 x 128 fp32 tile, 64 KiB).
+SME_SVL_BYTES = (16, 32, 64, 128, 256)
+
+
+def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
+    """The SME paths of GEMM type `t` for the raw SME kernels in `sme` ({instruction: manifest
+    sme_kernels entry}), one per streaming vector length of SME_SVL_BYTES (dispatch takes the
+    one whose svl_bytes is the CPU's RDSVL); [] when the type or the build has none. The tile
+    is tr x tc ZA.S tiles of S = svl_bytes / 4 lanes: ep = tr * S rows, hp = tc * S columns."""
+    if t.sme is None or t.sme.instruction not in sme:
+        return []
+    kernel, p = sme[t.sme.instruction], t.sme
+    return [dict(instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
+                 pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
+                 c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
+                 ep=int(kernel["tr"]) * svl // 4, hp=int(kernel["tc"]) * svl // 4,
+                 lp=int(kernel["lp"]), feature=feature_macro(SME_INSTRUCTIONS[p.instruction].feature),
+                 gemv=None, svl_bytes=svl)
+            for svl in SME_SVL_BYTES]
 
 
 # GEMM types whose driver (ts_gemm.c ts_gemm_run) dispatches on M to the GEMV / small-M kernels;
@@ -239,7 +271,8 @@ def has_gemv(t: GemmType) -> bool:
     return t.epilogue in GEMV_EPILOGUES and t.key not in NO_GEMV_TYPES
 
 
-def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> dict:
+def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
+                   sme: dict | None = None) -> dict:
     """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
@@ -251,7 +284,7 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> di
     gemv = gemv or {}
     paths = {}
     for t in types:
-        paths[t.key] = []
+        paths[t.key] = sme_dispatch_paths(t, sme or {})
         for p in t.chain:
             if p.instruction not in main:
                 continue
@@ -267,7 +300,7 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None) -> di
                            max_m=int(gemv[p.instruction]["max_m"]),
                            step=int(gemv[p.instruction]["step_instructions"]),
                            main_step=int(gemv[p.instruction]["main_step_instructions"]))
-                      if p.instruction in gemv and has_gemv(t) else None)))
+                      if p.instruction in gemv and has_gemv(t) else None), svl_bytes=0))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]

@@ -148,7 +148,7 @@ const ts_path *ts_select_path(int gemm_type)
     size_t count;
     const ts_path *paths = ts_paths_of(gemm_type, &count);
     for (size_t i = 0; i < count; ++i)
-        if ((paths[i].features & ~usable) == 0)
+        if ((paths[i].features & ~usable) == 0 && ts_sme_path_fits(&paths[i]))
             return &paths[i];
     return NULL;   /* unknown type (every type ends with an Armv8.0 path) */
 }

@@ -62,6 +62,8 @@ typedef struct {
     ts_pack_kind pack_a;       /* conversion of A (differs from B's for the widened u8 x s8 path) */
     size_t c_bytes;            /* bytes of one kernel result (fp16, float, int32 or uint32) */
     ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL */
+    size_t svl_bytes;          /* 0, or an SME path (TS_FEAT_SME): the streaming vector length
+                                  its ep x hp tile is sized for; chosen only at that SVL */
 } ts_path;
 
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
@@ -72,10 +74,22 @@ static inline int ts_keeps_col_sums(int gemm_type)
 }
 
 /* The path the next call of `gemm_type` uses: the most preferred one whose features are in
- * ts_cpu_features() & the feature mask. NULL for an unknown gemm_type. */
+ * ts_cpu_features() & the feature mask (and, for an SME path, ts_sme_path_fits). NULL for an
+ * unknown gemm_type. */
 const ts_path *ts_select_path(int gemm_type);
 /* Every path of `gemm_type` compiled into this build (*count of them), for worst-case sizing. */
 const ts_path *ts_paths_of(int gemm_type, size_t *count);
+
+/* ---- SME (sme.c) ---------------------------------------------------------------------------- */
+
+/* The streaming vector length in bytes (RDSVL #1: legal outside streaming mode, no SVE
+ * instruction). Call only when the CPU has FEAT_SME (TS_FEAT_SME); 0 on a compiler or
+ * target without the query. Read at every call: a PR_SME_SET_VL changes it. */
+size_t ts_sme_svl_bytes(void);
+/* Whether `path` can run at this moment as far as the streaming vector length goes: not an
+ * SME path (svl_bytes 0), or one sized for the current SVL. Call only with TS_FEAT_SME usable
+ * for SME paths (it executes RDSVL for them). */
+int ts_sme_path_fits(const ts_path *path);
 
 /* ---- packing (pack.c) ----------------------------------------------------------------------- */
 

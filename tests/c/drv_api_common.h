@@ -132,4 +132,69 @@ static inline int all_bytes(const void *p, size_t n, unsigned char byte)
             return 0;
     return 1;
 }
+
+/* ---- SME int8 outer products under QEMU issue 2083 ------------------------------------------
+ * QEMU before 8.2.2 / 9.0 mis-emulates the 32-bit SMOPA / USMOPA (QEMU issue 2083, "target/arm:
+ * Fix 32-bit SMOPA", 2024; tests/c/sme_kernel_harness.c imopa_mode): in every S x S ZA tile
+ * (S = SVL/32) even rows get, at even columns, their own sum, at odd columns the sum of the
+ * next row of A with that column, and odd rows are left as they were (zero: the kernels start
+ * from a zeroed ZA). The driver's tiles start at multiples of ep and hp, both multiples of S,
+ * so the model applies to C's rows and columns modulo S. imopa_probe() finds out which
+ * behaviour this emulator has through the public API (the int8 GEMM on its SME path); the
+ * harnesses then check the SME int8 paths against it (with a note), every other path and every
+ * float SME path against the architectural results. On hardware or a fixed QEMU: mode 0. */
+#include <sys/prctl.h>
+
+static long imopa_s;        /* S when this emulator's 32-bit integer MOPAs are issue 2083's, else 0 */
+
+/* The streaming vector length in bytes (Linux PR_SME_GET_VL = 64, low 16 bits), 0 without SME. */
+static inline long sme_vl_bytes(void)
+{
+    long r = prctl(64, 0, 0, 0, 0);
+    return r < 0 ? 0 : (r & 0xffff);
+}
+
+/* Whether dispatch runs an SME outer-product kernel for gemm_type now. */
+static inline int sme_path(int gemm_type)
+{
+    const char *k = ts_gemm_kernel(gemm_type);
+    return k != NULL && strstr(k, "mopa_") != NULL;
+}
+
+/* Sets imopa_s (and says so) from one 2 x 2 x 4 int8 GEMM on the SME path: A rows of 1s and 2s,
+ * B of 1s: architecturally C = 4 4 / 8 8; issue 2083: 8 8 -> C[0][1] = 8, row 1 = 0. Leaves
+ * imopa_s 0 when the int8 GEMM has no SME path (the mask or the CPU). */
+static inline void imopa_probe(void)
+{
+    int8_t A[8] = { 1, 1, 1, 1, 2, 2, 2, 2 }, B[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    int32_t C[4];
+    imopa_s = 0;
+    if (!sme_path(TS_GEMM_INT8) || ts_gemm_s8s32(2, 2, 4, A, 4, B, 2, C, 2) != TS_OK)
+        return;
+    if (C[0] == 4 && C[1] == 4 && C[2] == 8 && C[3] == 8)
+        return;
+    if (C[0] == 4 && C[1] == 8 && C[2] == 0 && C[3] == 0) {
+        imopa_s = sme_vl_bytes() / 4;
+        printf("note: this emulator's 32-bit integer MOPA is QEMU issue 2083's: SME int8 paths "
+               "checked against that behaviour (S = %ld)\n", imopa_s);
+        return;
+    }
+    printf("FAIL imopa probe: neither the architectural result nor QEMU issue 2083's "
+           "(%d %d %d %d)\n", C[0], C[1], C[2], C[3]);
+    failures++;
+}
+
+/* The row of A whose products land in C[m][n] (M rows) of an integer GEMM of gemm_type on the
+ * current path: m, or with the issue-2083 model on an SME path the row above; -1: none (the
+ * result is the zero row's). `bugged`: sme_path(gemm_type) && imopa_s, hoisted by the caller. */
+static inline long imopa_row(int bugged, size_t m, size_t n, size_t M)
+{
+    if (!bugged)
+        return (long)m;
+    if ((m % (size_t)imopa_s) % 2)
+        return -1;
+    if ((n % (size_t)imopa_s) % 2)
+        return m + 1 < M ? (long)m + 1 : -1;
+    return (long)m;
+}
 #endif
