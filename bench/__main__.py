@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import datetime
 import importlib
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from gen.emit import inst_features
 from gen.isa import check_arch
 
 from . import report as rep
+from . import sme
 from .mca import CycleModel, McaError, llvm_mca_version
 from .profile import QEMU_CPU, profile_all
 from .tbcount import QEMU, ProfileError, build_plugin
@@ -47,6 +49,12 @@ def parse_args(argv):
     ap.add_argument("--report", default=str(BENCH / "report.md"),
                     help="Markdown report path; the JSON goes beside it (default bench/report.md)")
     ap.add_argument("--no-charts", action="store_true", help="skip the PNG charts (no matplotlib)")
+    ap.add_argument("--sme", action="store_true",
+                    help="only the SME section (bench/sme.py): GEMM 512^3 of every type with an SME "
+                         "path, ARCH v92, at each --svl; written into --report between <!-- sme --> "
+                         "markers, figures in <report>_sme.json")
+    ap.add_argument("--svl", default="128,256,512,1024,2048",
+                    help="--sme: streaming vector lengths in bits (default %(default)s)")
     ap.add_argument("--no-cache", action="store_true",
                     help="skip the cache model (L1D/L2 simulation, roofline, per-thread figures): "
                          "QEMU runs 1.06-1.4x faster on the long workloads")
@@ -128,12 +136,42 @@ def print_summary(report, seconds: float, md_path: Path) -> None:
     print(f"\nbench: wrote {md_path} and {md_path.with_suffix('.json')} in {seconds:.0f} s")
 
 
+def main_sme(args) -> int:
+    """`--sme`: profile the SME paths (bench/sme.py) and write the report's SME section."""
+    started = time.monotonic()
+    out_dir, md_path = Path(args.out_dir), Path(args.report)
+    try:
+        svls = tuple(int(v) for v in args.svl.split(","))
+        if any(v not in sme.SVL_BITS for v in svls):
+            raise ValueError(f"--svl {args.svl}: each of {', '.join(map(str, sme.SVL_BITS))}")
+        if not sme.sme_types(args.only):
+            raise ValueError(f"--only {args.only!r} matches no SME type: "
+                             f"{', '.join(t.bench_dtype for t in sme.sme_types())}")
+        check_qemu_plugins()
+        gen_dir = Path(args.gen_dir) if args.gen_dir else generate(
+            "v92", args.cpu, args.inst, out_dir / "v92" / "gen")
+        manifest = json.loads((gen_dir / "manifest.json").read_text())
+        plugin = build_plugin(out_dir / "plugin")
+        program = build_program(gen_dir, out_dir / "v92" / "workloads")
+        results = sme.profile(program, plugin, out_dir / "v92" / "profiles", manifest, svls,
+                              args.only, args.jobs)
+    except (ValueError, FileNotFoundError, RuntimeError, ProfileError) as e:
+        return fail(str(e))
+    meta = dict(arch="v92", gen_dir=str(gen_dir), date=datetime.date.today().isoformat(),
+                qemu=qemu_version())
+    sme.write(results, meta, md_path)
+    print(f"bench: wrote the SME section of {md_path} in {time.monotonic() - started:.0f} s")
+    return 0 if all(not r.get("error") for r in results) else 1
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         check_build_options(args)
     except ValueError as e:
         return fail(str(e))
+    if args.sme:
+        return main_sme(args)
     started = time.monotonic()
     cpus = [c.strip() for c in args.cores.split(",") if c.strip()]
     out_dir, md_path = Path(args.out_dir), Path(args.report)

@@ -336,7 +336,7 @@ HARNESS static unsigned bench_feature_mask(const char *text)
 {
     static const struct { const char *name; unsigned bit; } features[] = {
         {"dotprod", TS_FEAT_DOTPROD}, {"i8mm", TS_FEAT_I8MM}, {"bf16", TS_FEAT_BF16},
-        {"fp16", TS_FEAT_FP16}, {"fp16fml", TS_FEAT_FHM},
+        {"fp16", TS_FEAT_FP16}, {"fp16fml", TS_FEAT_FHM}, {"sme", TS_FEAT_SME},
     };
     unsigned mask = 0;
     if (strcmp(text, "none") == 0) return 0;
@@ -345,7 +345,7 @@ HARNESS static unsigned bench_feature_mask(const char *text)
         for (i = 0; i < sizeof features / sizeof features[0]; i++)
             if (strlen(features[i].name) == len && strncmp(p, features[i].name, len) == 0) break;
         if (i == sizeof features / sizeof features[0]) {
-            fprintf(stderr, "workloads: unknown feature in %s (dotprod, i8mm, bf16, fp16, fp16fml or none)\n", text);
+            fprintf(stderr, "workloads: unknown feature in %s (dotprod, i8mm, bf16, fp16, fp16fml, sme or none)\n", text);
             exit(2);
         }
         mask |= features[i].bit;

@@ -1,0 +1,215 @@
+"""SME section of the bench report (`python3 -m bench --sme`, issue 14 deliverable 6).
+
+llvm-mca has no SME model, so the SME paths are reported from what QEMU executes: GEMM 512³
+of every GEMM type with an SME path (gen/registry.py GemmType.sme) runs through the public API
+under `qemu-aarch64 -cpu max,sme-default-vector-length=N` with the tbcount plugin at each
+streaming vector length, counted from bench_mark on. Per run: the dynamic instruction mix
+(bench/sme_model.py classes) of the SME kernels (streaming mode) and the instructions of the
+rest of the operation (packing, driver loop: non-streaming), the MOPA share of all dynamic
+instructions, the useful MACs per MOPA (M*N*K over MOPAs x S*S*k) and the throughput estimate
+of the documented SME-unit model. Writes the section into the Markdown report (between
+<!-- sme --> markers, replacing an earlier one) and the figures into report_sme.json.
+"""
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from gen.isa import SME_INSTRUCTIONS
+from gen.registry import GEMM_TYPES
+
+from . import symbols as sym
+from .sme_model import APPLE_M4, CLASSES, MOPA, block_mix, estimate
+from .tbcount import ProfileError, run_profiled
+
+SHAPE = ("gemm512", "GEMM 512³", (512, 512, 512))
+SVL_BITS = (128, 256, 512, 1024, 2048)
+TARGET_SVL_BITS = 512
+# issue 14 performance targets (GEMM 512³ at SVL 512)
+TARGET_USEFUL = 90.0          # % useful MACs per MOPA, every type
+TARGET_SHARE = 50.0           # % MOPA of dynamic instructions, int8 and bf16
+TARGET_PEAK = 85.0            # % of the model's peak, fp32, bf16 and int8
+SHARE_TYPES = ("bf16", "s8")
+PEAK_TYPES = ("f32", "bf16", "s8")
+BEGIN, END = "<!-- sme -->", "<!-- /sme -->"
+
+
+def sme_types(only: str = ""):
+    """The registry's GEMM types with an SME path and a bench dtype (all, or those whose dtype
+    contains one of the comma-separated substrings of `only`)."""
+    wanted = [w for w in (s.strip() for s in only.split(",")) if w]
+    return [t for t in GEMM_TYPES if t.sme is not None and t.bench_dtype
+            and (not wanted or any(w in t.bench_dtype for w in wanted))]
+
+
+def qemu_cpu(svl_bits: int) -> str:
+    return f"max,sme-default-vector-length={svl_bits // 8},sme_fa64=off"
+
+
+def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_bits: int) -> dict:
+    """The figures of one profiled run: mixes, shares, useful MACs per MOPA, model estimate."""
+    streaming = dict.fromkeys(CLASSES, 0)
+    core = {g: 0 for g in sym.GROUPS}
+    kernels = set()
+    for block in blocks:
+        name = table.lookup(block.vaddr)
+        if name in sme_symbols:
+            kernels.add(name)
+            for cls, n in block_mix(block.code).items():
+                streaming[cls] += n * block.count
+            continue
+        group = sym.group_of(name)
+        if group != sym.SETUP:
+            core[group if group in core else "other"] += block.dynamic_insns
+    inst = SME_INSTRUCTIONS[gemm_type.sme.instruction]
+    s = svl_bits // 32
+    macs_per_mopa = inst.macs(s)
+    m, n, k = SHAPE[2]
+    useful = m * n * k
+    kernel_total = sum(streaming.values())
+    core_total = sum(core.values())
+    total = kernel_total + core_total
+    mopas = streaming[MOPA]
+    est = estimate(APPLE_M4, inst.name, streaming, core_total, useful, macs_per_mopa)
+    return dict(dtype=gemm_type.bench_dtype, label=gemm_type.bench_label, svl_bits=svl_bits,
+                s=s, instruction=inst.name, kernels=sorted(kernels),
+                streaming=streaming, core=core, kernel_instructions=kernel_total,
+                core_instructions=core_total, total_instructions=total, mopas=mopas,
+                macs_per_mopa=macs_per_mopa, useful_macs=useful,
+                useful_per_mopa=100.0 * useful / (mopas * macs_per_mopa) if mopas else 0.0,
+                mopa_share=100.0 * mopas / total if total else 0.0,
+                kernel_mopa_share=100.0 * mopas / kernel_total if kernel_total else 0.0,
+                estimate=asdict(est))
+
+
+def profile(program, plugin, work_dir: Path, manifest: dict, svls=SVL_BITS, only="", jobs=2,
+            progress=print) -> list[dict]:
+    """Profile GEMM 512³ of every SME type at every SVL of `svls` (bits); returns the
+    summaries (an entry with "error" for a run that failed)."""
+    table = sym.SymbolTable.from_elf(program)
+    mark = table.address_of(sym.MARK)
+    sme_symbols = {k["symbol"] for k in manifest.get("sme_kernels", [])}
+    if not sme_symbols:
+        raise ValueError("the generated folder has no SME kernels (generate ARCH=v92)")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    runs = [(t, svl) for t in sme_types(only) for svl in svls]
+
+    def one(run):
+        t, svl = run
+        args = ["gemm", t.bench_dtype, "sme", *map(str, SHAPE[2])]
+        try:
+            blocks, _ = run_profiled(program, args, plugin, work_dir / f"sme-{t.bench_dtype}-{svl}.tb",
+                                     cpu=qemu_cpu(svl), mark=mark)
+        except ProfileError as e:
+            return dict(dtype=t.bench_dtype, svl_bits=svl, error=str(e).splitlines()[0][:300])
+        result = summarise(blocks, table, sme_symbols, t, svl)
+        if not result["kernels"]:
+            result["error"] = "no SME kernel ran (dispatch took another path)"
+        return result
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(one, runs))
+    for r in results:
+        progress(f"  sme {r['dtype']:<7} SVL {r['svl_bits']:<5} "
+                 + (f"error: {r['error']}" if r.get("error") else
+                    f"MOPA {r['mopa_share']:.1f} % of instructions, "
+                    f"{r['estimate']['percent_of_peak']:.1f} % of model peak"))
+    return results
+
+
+# ---- the Markdown section ----------------------------------------------------------------------
+def _ok(value: float, target: float, applies: bool) -> str:
+    if not applies:
+        return ""
+    return " ✓" if value >= target else " ✗"
+
+
+def render(results: list[dict], meta: dict) -> str:
+    unit = APPLE_M4
+    good = [r for r in results if not r.get("error")]
+    lines = [BEGIN, "## SME outer-product kernels (ARCH v92)", "",
+             f"GEMM {'x'.join(map(str, SHAPE[2]))} through the public API on each GEMM type's SME "
+             f"path, under `qemu-aarch64 -cpu max,sme-default-vector-length=N,sme_fa64=off` "
+             f"({meta.get('qemu', 'qemu')}), counted from `bench_mark` on. llvm-mca has no SME "
+             "model: the figures are the dynamic instruction mix (tbcount plugin) and the "
+             f"estimate of a small SME-unit model (`bench/sme_model.py`, {unit.name}).", "",
+             "Model: streaming cycles = max(MOPAs / MOPA rate, vector loads / load rate, ZA<->Z "
+             "moves / move rate, stores / store rate, other / other rate); core cycles = "
+             "non-streaming instructions / core IPC; % of peak = useful MACs / ((streaming + "
+             "core) x MOPA rate x S·S·k). Rates (per cycle): MOPA "
+             + ", ".join(f"{k} {v:g}" for k, v in unit.mopa_per_cycle.items())
+             + f"; loads {unit.load_per_cycle:g}, stores {unit.store_per_cycle:g}, ZA moves "
+             f"{unit.move_per_cycle:g}, other streaming {unit.other_per_cycle:g}, core IPC "
+             f"{unit.core_ipc:g}. Sources: " + "; ".join(unit.sources) + ".", ""]
+    at = [r for r in good if r["svl_bits"] == TARGET_SVL_BITS]
+    if at:
+        lines += [f"### SVL {TARGET_SVL_BITS} (issue 14 targets: useful MACs per MOPA ≥ "
+                  f"{TARGET_USEFUL:g} %, MOPA ≥ {TARGET_SHARE:g} % of instructions for int8 and "
+                  f"bf16, ≥ {TARGET_PEAK:g} % of model peak for fp32, bf16, int8)", "",
+                  "| type | kernel | instructions | MOPA | loads | ZA moves | other streaming | "
+                  "non-streaming (packing / other) | MOPA share (kernel) | useful MACs/MOPA | "
+                  "model bound | MACs/cycle | % of model peak |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+        for r in at:
+            st, e = r["streaming"], r["estimate"]
+            other = sum(st[c] for c in ("other", "za_zero", "smstart", "store"))
+            lines.append(
+                f"| {r['label']} | `{', '.join(r['kernels'])}` | {r['total_instructions']:,} | "
+                f"{r['mopas']:,} | {st['load']:,} | {st['za_move']:,} | {other:,} | "
+                f"{r['core_instructions']:,} ({r['core']['packing']:,} / "
+                f"{r['core_instructions'] - r['core']['packing']:,}) | "
+                f"{r['mopa_share']:.1f} %{_ok(r['mopa_share'], TARGET_SHARE, r['dtype'] in SHARE_TYPES)}"
+                f" ({r['kernel_mopa_share']:.1f} %) | "
+                f"{r['useful_per_mopa']:.1f} %{_ok(r['useful_per_mopa'], TARGET_USEFUL, True)} | "
+                f"{e['bound']} | {e['macs_per_cycle']:.0f} of {e['peak_macs_per_cycle']:.0f} | "
+                f"{e['percent_of_peak']:.1f} %"
+                f"{_ok(e['percent_of_peak'], TARGET_PEAK, r['dtype'] in PEAK_TYPES)} |")
+        lines.append("")
+    svls = sorted({r["svl_bits"] for r in good})
+    if svls:
+        lines += ["### Every streaming vector length", "",
+                  "MOPA share of dynamic instructions / useful MACs per MOPA / % of model peak "
+                  "(S = SVL/32; one MOPA = S·S·k MACs).", "",
+                  "| type | " + " | ".join(f"SVL {v}" for v in svls) + " |",
+                  "| --- |" + " ---: |" * len(svls)]
+        for dtype in dict.fromkeys(r["dtype"] for r in good):
+            row = {r["svl_bits"]: r for r in good if r["dtype"] == dtype}
+            cells = [f"{row[v]['mopa_share']:.1f} / {row[v]['useful_per_mopa']:.1f} / "
+                     f"{row[v]['estimate']['percent_of_peak']:.1f} %" if v in row else "–"
+                     for v in svls]
+            lines.append(f"| {row[next(iter(row))]['label']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    errors = [r for r in results if r.get("error")]
+    for r in errors:
+        lines.append(f"- {r['dtype']} SVL {r['svl_bits']}: {r['error']}")
+    lines += [_bounds_note(at), "", END]
+    return "\n".join(lines) + "\n"
+
+
+def _bounds_note(at: list[dict]) -> str:
+    """What bounds the rest, from the measured mix (stated per run in the table)."""
+    if not at:
+        return ""
+    return ("What bounds the rest: with SME (not SME2) every operand vector is one LD1 "
+            "instruction, so a 2VLx2VL k-step is 4 loads per 4 MOPAs and a 1VLx4VL k-step 5 "
+            "loads per 4 MOPAs: the kernels' loops cannot exceed 50 % (44 %) MOPAs before loop "
+            "overhead; the packers and the driver loop run outside streaming mode and add their "
+            "instructions (and, in the model, their core cycles) to every call.")
+
+
+def write(results: list[dict], meta: dict, md_path: Path) -> None:
+    """Put the section into md_path (replacing an earlier one) and the figures beside it."""
+    section = render(results, meta)
+    text = md_path.read_text() if md_path.exists() else "# tilesmith performance report\n\n"
+    if BEGIN in text and END in text:
+        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", lambda _: section,
+                      text, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.write_text(text)
+    md_path.with_name(md_path.stem + "_sme.json").write_text(
+        json.dumps(dict(meta=meta, unit=asdict(APPLE_M4), results=results), indent=1) + "\n")

@@ -1,0 +1,140 @@
+"""A small throughput model of an SME unit, and the instruction classes it needs (issue 14
+deliverable 6). llvm-mca has no SME model, so the SME workloads are estimated from their
+dynamic instruction mix (QEMU plugin counts, bench/sme.py) with a few per-cycle rates:
+
+  streaming cycles  = max(MOPAs / MOPA rate, vector loads / load rate,
+                          ZA<->Z moves and ZA slice loads/stores / move rate,
+                          vector stores / store rate, other streaming instructions / other rate)
+  core cycles       = instructions outside streaming mode (packing, driver loop, requant) / core IPC
+  total             = streaming + core (the core waits for the SME unit between kernel calls and
+                      the unit idles while the core packs: no overlap assumed)
+  % of model peak   = useful MACs / (total x peak MACs per cycle), peak = MOPA rate x S*S*k.
+
+The rates are those of one Apple M4 P-cluster SME unit at SVL 512 (the only SME implementation
+with published measurements); the model keeps them per instruction at every SVL (a wider unit
+is assumed to scale with its vector length), which is what "% of model peak" compares against.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# ---- instruction classes of an A64 word (Arm ARM DDI0487 A64 encoding index / DDI0616) -----
+MOPA, LOAD, STORE, ZA_MOVE, ZA_ZERO, SMSTART, OTHER = (
+    "mopa", "load", "store", "za_move", "za_zero", "smstart", "other")
+CLASSES = (MOPA, LOAD, STORE, ZA_MOVE, ZA_ZERO, SMSTART, OTHER)
+
+
+def classify_word(word: int) -> str:
+    """The class of one A64 instruction word, for the SME kernels' mix:
+    MOPA   SME outer products, 32-bit tiles: op0 bits[31:29] = 100 / 101, bits[28:25] = 0000,
+           bit 23 set (FMOPA 0x808..., widening FMOPA 0x81a..., BFMOPA 0x818..., SMOPA 0xa08...,
+           USMOPA 0xa18..., their MOPS forms);
+    LOAD   SVE contiguous / structure / replicating loads into Z: bits[28:25] = 0010 with
+           bits[31:29] = 100 (LD1R*) or 101 (LD1B/H/W, LD4W);
+    STORE  SVE stores from Z: bits[31:29] = 111, bits[28:25] = 0010;
+    ZA_MOVE ZA tile slice loads / stores (0xe0/0xe1: LD1W/ST1W {ZAnH.S[...]}) and MOVA
+           between ZA and Z (0xc0, not ZERO): what moves data into or out of the tiles;
+    ZA_ZERO ZERO {za...} (0xc008....);
+    SMSTART SMSTART / SMSTOP (MSR SVCR*, 0xd50340 7f pattern);
+    OTHER  everything else (scalar, branches, predicates, CNTW, ADDVL, the epilogue's vector ALU).
+    """
+    top, op0, op1 = word >> 24, word >> 29, (word >> 25) & 0xF
+    if top in (0x80, 0x81, 0xA0, 0xA1) and word & (1 << 23):
+        return MOPA
+    if op1 == 0b0010 and op0 in (0b100, 0b101):
+        return LOAD
+    if op1 == 0b0010 and op0 == 0b111:
+        return STORE
+    if top in (0xE0, 0xE1):
+        return ZA_MOVE
+    if top == 0xC0:
+        return ZA_ZERO if (word & 0xFFFFFF00) == 0xC0080000 else ZA_MOVE
+    if (word & 0xFFFFF0FF) == 0xD503407F:
+        return SMSTART
+    return OTHER
+
+
+def block_mix(code: bytes) -> dict:
+    """{class: instructions} of one block's little-endian A64 words."""
+    mix = dict.fromkeys(CLASSES, 0)
+    for i in range(0, len(code), 4):
+        mix[classify_word(int.from_bytes(code[i:i + 4], "little"))] += 1
+    return mix
+
+
+# ---- the unit ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SmeUnit:
+    name: str
+    mopa_per_cycle: dict      # SME instruction (gen.isa SME_INSTRUCTIONS key) -> MOPAs per cycle
+    load_per_cycle: float     # streaming vector loads (one Z register each) per cycle
+    store_per_cycle: float    # streaming vector stores per cycle
+    move_per_cycle: float     # ZA <-> Z moves and ZA slice loads / stores per cycle
+    other_per_cycle: float    # other streaming-mode instructions (scalar, predicates) per cycle
+    core_ipc: float           # instructions per cycle of the non-streaming driver code
+    sources: tuple            # where each figure comes from
+
+    def peak_macs(self, instruction: str, macs_per_mopa: int) -> float:
+        """Peak MACs per cycle of one outer product at a given S*S*k."""
+        return self.mopa_per_cycle[instruction] * macs_per_mopa
+
+
+# Apple M4 (P cluster). Figures:
+#  - FMOPA fp32: about 2.3 TFLOPS (Remke & Breuer, "Hello SME! Generating Fast Matrix
+#    Multiplication Kernels Using the Scalable Matrix Extension", arXiv:2409.18779, 2024; also
+#    ~2 TFLOPS in tzakharko/m4-sme-exploration, reports/02-sme-outer-product.md): 512 FLOP per
+#    FMOPA at SVL 512 and ~4.4 GHz is one FMOPA per cycle, reached only with 4 independent ZA
+#    tiles in flight (the 2VLx2VL kernels use all four).
+#  - BFMOPA / widening FMOPA (fp16): the same FLOP rate as fp32 ("FP32-centric", both sources):
+#    twice the MACs per instruction, so half an instruction per cycle.
+#  - SMOPA / USMOPA (int8 -> int32): about twice the fp32 operation rate (both sources), four
+#    times the MACs per instruction: half an instruction per cycle.
+#  - loads: assumed one streaming vector (SVL/8 bytes) per cycle from L1. Neither source gives
+#    a per-instruction rate for single-vector LD1W into Z; Remke & Breuer measure the transfers
+#    into ZA and find loading through Z (then MOVA) faster than direct ZA slice loads.
+#  - stores, ZA<->Z moves, ZA slice loads/stores: assumed one per cycle (the kernels' epilogues
+#    only; not a bound at K = 512).
+#  - other streaming instructions: assumed 4 per cycle (scalar and predicate work issues on the
+#    core's integer pipes beside the unit).
+#  - core IPC: assumed 4 for the NEON / scalar packing and driver code (a wide out-of-order
+#    core; llvm-mca models the same code at 2.5-3.5 on Neoverse V1, see the main report).
+APPLE_M4 = SmeUnit(
+    name="Apple M4 SME unit (model)",
+    mopa_per_cycle={"fmopa_f32": 1.0, "bfmopa": 0.5, "fmopa_f16f32": 0.5,
+                    "smopa": 0.5, "usmopa": 0.5},
+    load_per_cycle=1.0, store_per_cycle=1.0, move_per_cycle=1.0, other_per_cycle=4.0,
+    core_ipc=4.0,
+    sources=("MOPA rates: Remke & Breuer, arXiv:2409.18779 (2024); "
+             "tzakharko/m4-sme-exploration reports/02-sme-outer-product.md",
+             "load / store / move / other rates and core IPC: assumptions (see bench/sme_model.py)"))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    streaming_cycles: float
+    core_cycles: float
+    bound: str                # which rate bounds the streaming part: "mopa", "load", ...
+    cycles: float
+    macs_per_cycle: float
+    peak_macs_per_cycle: float
+    percent_of_peak: float
+
+
+def estimate(unit: SmeUnit, instruction: str, streaming: dict, core_instructions: int,
+             useful_macs: int, macs_per_mopa: int) -> Estimate:
+    """The model's cycles for one operation: `streaming` {class: dynamic instructions executed
+    in streaming mode (the SME kernels)}, `core_instructions` executed outside it."""
+    limits = {
+        MOPA: streaming.get(MOPA, 0) / unit.mopa_per_cycle[instruction],
+        LOAD: streaming.get(LOAD, 0) / unit.load_per_cycle,
+        STORE: streaming.get(STORE, 0) / unit.store_per_cycle,
+        ZA_MOVE: streaming.get(ZA_MOVE, 0) / unit.move_per_cycle,
+        OTHER: sum(streaming.get(c, 0) for c in (OTHER, ZA_ZERO, SMSTART)) / unit.other_per_cycle,
+    }
+    bound = max(limits, key=limits.get)
+    core = core_instructions / unit.core_ipc
+    cycles = limits[bound] + core
+    peak = unit.peak_macs(instruction, macs_per_mopa)
+    rate = useful_macs / cycles if cycles else 0.0
+    return Estimate(limits[bound], core, bound, cycles, rate, peak,
+                    100.0 * rate / peak if peak else 0.0)
