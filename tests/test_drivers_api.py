@@ -18,7 +18,8 @@ from gen.gemv import GEMV_INSTRUCTIONS
 FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
 ALL = 0xFFFFFFFF
 # What each qemu CPU model reports (QEMU 7.2: cortex-a57 Armv8.0, neoverse-n1 adds dotprod and
-# fp16 (no FHM), max has dotprod, i8mm, bf16, fp16, FHM and SME -- no GEMM path needs SME yet).
+# fp16 (no FHM), max has dotprod, i8mm, bf16, fp16, FHM and SME -- the v86 builds here have no
+# SME path; tests/test_drivers_sme.py runs the v92 build at every streaming vector length).
 CPU_FEATURES = {"cortex-a57": 0, "neoverse-n1": FEAT["DOTPROD"] | FEAT["FP16"],
                 "max": FEAT["DOTPROD"] | FEAT["I8MM"] | FEAT["BF16"] | FEAT["FP16"]
                 | FEAT["FHM"] | FEAT["SME"]}

@@ -26,7 +26,12 @@ extern "C" {
 #define TS_FEAT_BF16    4u
 #define TS_FEAT_FP16    8u    /* FEAT_FP16 half-precision arithmetic (Linux asimdhp) */
 #define TS_FEAT_FHM     16u   /* FEAT_FHM fmlal/fmlal2 (Linux asimdfhm) */
-#define TS_FEAT_SME     32u   /* FEAT_SME: streaming mode and ZA (the ARCH=v92 SME kernels) */
+/* FEAT_SME: streaming mode and ZA (the ARCH=v92 SME kernels, preferred to every other path of
+ * f32, bf16, f16f32, int8 and uint8 x int8 where the build has them). Linux: HWCAP2_SME and the
+ * outer products they use, HWCAP2_SME_F32F32, _B16F32, _F16F32, _I8I32 (all mandatory with
+ * FEAT_SME, required anyway); Apple: hw.optional.arm.FEAT_SME; Windows: never. The tiles are
+ * sized by the streaming vector length, read (RDSVL) at every selection. */
+#define TS_FEAT_SME     32u
 unsigned ts_cpu_features(void);               /* detected at run time, cached */
 void     ts_set_feature_mask(unsigned mask);  /* dispatch uses detected & mask; ~0u restores */
 
@@ -165,6 +170,8 @@ int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, si
  * was packed, and remembers that kernel and the GEMM type. A *_prepacked call returns
  * TS_EINVAL (nothing written) when the handle was packed for another GEMM type or when the
  * dispatcher would now choose another kernel (e.g. after ts_set_feature_mask): pack again.
+ * An SME handle's layout is that of the streaming vector length it was packed at: after the
+ * SVL changed (Linux prctl PR_SME_SET_VL) it is another kernel's layout, TS_EINVAL likewise.
  * Handles are read-only while in use: any number of threads may share one.
  * GEMV and small M: when the chosen kernel has a GEMV / small-M kernel (every kernel of this
  * build, see ts_kernels.h *_GEMV), the handle also holds B in that kernel's wider panels, so one
