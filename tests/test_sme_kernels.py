@@ -303,7 +303,8 @@ def test_cpu_detection_reports_sme(tmp_path, qemu_cpu_name, sme):
     """TS_FEAT_SME (32u) is set exactly when Linux reports HWCAP2_SME and the SME_* outer
     product bits (qemu -cpu max has them; sme=off and cortex-a57 have none)."""
     from gen.drivers import DRIVERS
-    binary = compile_aarch64([TEST_C / "drv_cpu_features.c", DRIVERS / "src" / "ts_cpu.c"],
+    binary = compile_aarch64([TEST_C / "drv_cpu_features.c", DRIVERS / "src" / "ts_cpu.c",
+                              DRIVERS / "src" / "ts_sme.c"],
                              tmp_path / "cpu", includes=[DRIVERS / "include", DRIVERS / "src"])
     out = run_qemu(binary, cpu=qemu_cpu_name).stdout.split()
     features = int(out[1])
