@@ -73,18 +73,91 @@ def instruction_profile(blocks, groups) -> tuple[dict, int]:
     return counts, setup
 
 
+# ---- fall-through runs --------------------------------------------------------------------------
+# QEMU ends a translation block at a branch, but also where the program does not branch: at a
+# 4 KiB page boundary and when the block's TCG ops fill their buffer (an unrolled k-loop of
+# ~230 NEON instructions becomes 2-4 blocks). Modeled alone, each piece of such a loop body is
+# a "loop" of its own, in which an accumulator updated once per piece forms a latency chain
+# the real loop does not have (a 12-instruction piece of fmla modeled at 4 cycles on V1 instead
+# of 2); and where the page boundary falls depends on the link layout. So the model runs on
+# *runs*: a block whose last instruction does not transfer control always continues with the
+# block at its end address, and the two execute as one sequence. Each block's executions that
+# were not entered by such a fall-through (its count minus its fall-through predecessors'
+# counts) start a run, which follows the fall-throughs to the first block that ends in a
+# branch; llvm-mca models the run's code as one loop, and the run's cycles are shared among
+# its blocks by their instruction counts.
+
+def _ends_in_branch(code: bytes) -> bool:
+    """Whether the last A64 instruction of a block transfers control (B, BL, B.cond, BC.cond,
+    CBZ/CBNZ, TBZ/TBNZ, BR/BLR/RET/ERET and their authenticated forms, SVC/HVC/SMC/BRK/HLT):
+    the A64 "branches, exception generating and system instructions" encodings less the system
+    instructions (Arm ARM DDI0487, C4.1.65)."""
+    w = int.from_bytes(code[-4:], "little")
+    return ((w & 0x7C000000) == 0x14000000 or (w & 0xFF000000) == 0x54000000
+            or (w & 0x7E000000) in (0x34000000, 0x36000000)
+            or (w & 0xFE000000) == 0xD6000000 or (w & 0xFF000000) == 0xD4000000)
+
+
+def fallthrough_runs(blocks) -> list[tuple[list[int], int]]:
+    """[(block indices of one run in execution order, executions of the run)] covering every
+    execution of every block exactly once (module comment above)."""
+    at = {}
+    for i, b in enumerate(blocks):
+        at.setdefault(b.vaddr, []).append(i)
+    successor, entered = {}, [b.count for b in blocks]
+    for i, b in enumerate(blocks):
+        if b.code and not _ends_in_branch(b.code):
+            nxt = at.get(b.vaddr + len(b.code), [])
+            if len(nxt) == 1 and blocks[nxt[0]].count >= b.count:
+                successor[i] = nxt[0]
+                entered[nxt[0]] -= b.count
+    if any(e < 0 for e in entered):     # inconsistent counts: model every block alone
+        return [([i], b.count) for i, b in enumerate(blocks)]
+    runs = []
+    for i, b in enumerate(blocks):
+        if entered[i] > 0:
+            run, j = [i], i
+            while j in successor and successor[j] not in run:
+                j = successor[j]
+                run.append(j)
+            runs.append((run, entered[i]))
+    return runs
+
+
+def run_cycles(blocks, model: CycleModel, cpu: str) -> list[float | None]:
+    """Modeled cycles per execution of each block, from the runs it executes in (None when
+    llvm-mca could not model one of them)."""
+    total = [0.0] * len(blocks)
+    for run, executions in fallthrough_runs(blocks):
+        code = b"".join(blocks[i].code for i in run)
+        c = model.cycles(cpu, code)
+        insns = sum(blocks[i].n_insns for i in run)
+        for i in run:
+            if c is None or total[i] is None:
+                total[i] = None
+            else:
+                total[i] += c * executions * blocks[i].n_insns / insns
+    return [t if t is None or b.count == 0 else t / b.count for t, b in zip(total, blocks)]
+
+
+def run_codes(blocks) -> set:
+    """The code of every run (what the cycle model must prepare)."""
+    return {b"".join(blocks[i].code for i in run) for run, _ in fallthrough_runs(blocks)}
+
+
 def cycle_profile(blocks, groups, model: CycleModel, cpu: str) -> dict:
     """Modeled cycles per group on one core; blocks llvm-mca could not model are counted
     (instructions, and the reasons) instead of being guessed."""
     cycles = {g: 0.0 for g in sym.GROUPS}
     unmodeled, reasons = 0, Counter()
-    for block, group in zip(blocks, groups):
+    per_block = run_cycles(blocks, model, cpu)
+    for block, group, c in zip(blocks, groups, per_block):
         if group == sym.SETUP:
             continue
-        c = model.cycles(cpu, block.code)
         if c is None:
             unmodeled += block.dynamic_insns
-            reasons[model.reason(cpu, block.code)] += block.dynamic_insns
+            reasons[model.reason(cpu, block.code) or "in a run llvm-mca could not model"] += \
+                block.dynamic_insns
         else:
             cycles[group] += c * block.count
     cycles["total"] = sum(cycles[g] for g in sym.GROUPS)
@@ -131,10 +204,10 @@ def thread_profile(blocks, groups, model: CycleModel, cpu: str) -> dict:
     """Modeled cycles and cache misses of the operation per vCPU (guest thread) on one core;
     only threads that ran some of the operation count."""
     cycles, l1, l2 = Counter(), Counter(), Counter()
-    for block, group in zip(blocks, groups):
+    for block, group, c in zip(blocks, groups, run_cycles(blocks, model, cpu)):
         if group == sym.SETUP:
             continue
-        c = model.cycles(cpu, block.code) or 0.0
+        c = c or 0.0
         for vcpu, (executions, _) in block.vcpus.items():
             cycles[vcpu] += c * executions
         for (vcpu, core), misses in block.misses.items():
@@ -202,8 +275,9 @@ def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix
     for profile, blocks in results:
         groups, kernels = classify(blocks, table, prefix)
         classified.append((profile, blocks, groups, kernels))
-    codes = {b.code for _, blocks, groups, _ in classified
-             for b, g in zip(blocks, groups) if g != sym.SETUP}
+    codes = set()
+    for _, blocks, groups, _ in classified:
+        codes |= run_codes(blocks) | {b.code for b in blocks}
     progress(f"  llvm-mca: {len(codes)} distinct blocks x {len(cpus)} cores")
     model.prepare(cpus, codes)
     profiles = []

@@ -481,7 +481,10 @@ def render_markdown(report, charts: dict) -> str:
         "`ts_pack_*` before the measurement and measure the `*_prepacked` call (inference with "
         "packed weights); the others measure the plain call, which packs B every time.",
         "- **Modeled cycles**: every executed block is analysed by llvm-mca-19 as a steady-state "
-        "loop on each core's LLVM scheduling model and weighted by its execution count. "
+        "loop on each core's LLVM scheduling model and weighted by its execution count; blocks "
+        "QEMU split where the program does not branch (page boundaries, long unrolled loop "
+        "bodies) are modeled as the one sequence they execute as (`bench/profile.py` "
+        "fallthrough_runs). "
         "Every load hits L1 here, branches are predicted perfectly, calls cost one cycle; the "
         "cache model below bounds what that leaves out.",
         memory_model_text(report),

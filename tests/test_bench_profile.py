@@ -7,9 +7,10 @@ import pytest
 
 from bench import symbols as sym
 from bench.mca import CycleModel
-from bench.profile import classify, instruction_profile, profile_all
+from bench.profile import (classify, fallthrough_runs, instruction_profile, profile_all,
+                           run_codes, run_cycles)
 from bench.report import build_report, render_markdown
-from bench.tbcount import ProfileError, build_plugin, parse_profile, run_profiled
+from bench.tbcount import Block, ProfileError, build_plugin, parse_profile, run_profiled
 from bench.workloads import DispatchPath, Workload
 from cross import GCC
 
@@ -164,3 +165,61 @@ def test_parse_profile_rejects_malformed_output():
     [block] = parse_profile("# tbcount 1: x\n400000 1 5 1f2003d5\n")
     assert (block.vaddr, block.count, block.dynamic_insns, block.code) == (0x400000, 5, 5,
                                                                           bytes.fromhex("1f2003d5"))
+
+
+def _block(vaddr, words, count):
+    """A synthetic Block of `words` (A64 instruction words)."""
+    code = b"".join(w.to_bytes(4, "little") for w in words)
+    return Block(vaddr, len(words), count, code)
+
+
+NOP, BNE = 0xD503201F, 0x54FFFFE1        # nop; b.ne .-4
+
+
+def test_fallthrough_runs_cover_every_execution_once():
+    # an entry block and a loop head, both ending without a branch at 0x100c (QEMU's split of
+    # one loop body), the loop tail ending in b.ne, and an unrelated block
+    blocks = [_block(0x1000, [NOP] * 3, 5), _block(0x1004, [NOP] * 2, 100),
+              _block(0x100C, [NOP, BNE], 105), _block(0x2000, [NOP, BNE], 7)]
+    runs = fallthrough_runs(blocks)
+    assert sorted(runs) == sorted([([0, 2], 5), ([1, 2], 100), ([3], 7)])
+    covered = [0] * len(blocks)
+    for run, executions in runs:
+        for i in run:
+            covered[i] += executions
+    assert covered == [b.count for b in blocks]
+    # a block also entered by a jump starts runs of its own for those executions
+    blocks[2] = _block(0x100C, [NOP, BNE], 125)
+    assert ([2], 20) in fallthrough_runs(blocks)
+    # counts that cannot come from one execution: every block is modeled alone
+    blocks[:3] = [_block(0x1000, [NOP] * 3, 30), _block(0x1004, [NOP] * 2, 40),
+                  _block(0x100C, [NOP, BNE], 50)]
+    assert sorted(fallthrough_runs(blocks)) == [([0], 30), ([1], 40), ([2], 50), ([3], 7)]
+
+
+def test_a_loop_split_at_a_page_boundary_is_modeled_as_one_loop(built, tmp_path):
+    """QEMU cuts a loop body that crosses a 4 KiB page into two blocks; the model sees the
+    whole body (as llvm-mca sees it in the kernel table), not two loops of their own."""
+    _, _, plugin = built
+    body = [f"    fmla v{i % 12}.4s, v30.4s, v31.4s" for i in range(36)]
+    src = tmp_path / "split.S"
+    src.write_text("\n".join([
+        "    .text", "    .global _start", "_start:", "    mov x9, #500", "    b 1f",
+        "    .balign 4096", "    .skip 4096 - 16 * 4",     # the body straddles the next page
+        "1:", *body, "    subs x9, x9, #1", "    b.ne 1b",
+        "    mov x0, #0", "    mov x8, #93", "    svc #0"]) + "\n")
+    program = tmp_path / "split"
+    subprocess.run([GCC, "-nostdlib", "-static", "-no-pie", str(src), "-o", str(program)],
+                   check=True)
+    blocks, _ = run_profiled(program, [], plugin, tmp_path / "split.tb")
+    pieces = sorted((b for b in blocks if b.count >= 499), key=lambda b: b.vaddr)
+    assert len(pieces) == 2 and pieces[0].vaddr + len(pieces[0].code) == pieces[1].vaddr
+    model = CycleModel()
+    whole = pieces[0].code + pieces[1].code
+    model.prepare(["neoverse-v1"], run_codes(blocks) | {b.code for b in blocks})
+    per_block = run_cycles(blocks, model, "neoverse-v1")
+    got = sum(per_block[blocks.index(p)] for p in pieces)
+    assert got == pytest.approx(model.cycles("neoverse-v1", whole))
+    # modeled alone, the pieces' accumulator chains cost more than the whole loop
+    alone = sum(model.cycles("neoverse-v1", p.code) for p in pieces)
+    assert alone > got * 1.2
