@@ -245,7 +245,18 @@ static TS_ALWAYS_INLINE void transpose_f32_4x4(const float32x4_t r[4], float *ds
     vst1q_f32(dst + 3 * width, zip_halves(t1, t3, 1));
 }
 
-/* fp32 rows (k contiguous) into an lp = 1 panel of `width` rows, optionally bf16-rounded. */
+/* 4 rows x 4 k of fp32 from row (row stride ld) at k, each vector one row (loaded one by
+ * one: no array walked in a loop, so the compiler keeps them in registers). */
+static TS_ALWAYS_INLINE void load_f32_4x4(float32x4_t r[4], const float *row, size_t ld)
+{
+    r[0] = vld1q_f32(row);
+    r[1] = vld1q_f32(row + ld);
+    r[2] = vld1q_f32(row + 2 * ld);
+    r[3] = vld1q_f32(row + 3 * ld);
+}
+
+/* fp32 rows (k contiguous) into an lp = 1 panel of `width` rows, optionally bf16-rounded.
+ * 4 rows x 4 k per transpose: each store is one k of 4 rows (16 bytes). */
 static TS_ALWAYS_INLINE void pack_rows_lp1_float(float *dst, const float *src, size_t rows,
                                                      size_t width, size_t K, size_t row_stride,
                                                      int round_bf16)
@@ -256,8 +267,7 @@ static TS_ALWAYS_INLINE void pack_rows_lp1_float(float *dst, const float *src, s
         size_t k = 0;
         for (; k + 4 <= K; k += 4) {
             float32x4_t r[4];
-            for (size_t i = 0; i < 4; ++i)
-                r[i] = vld1q_f32(row + i * row_stride + k);
+            load_f32_4x4(r, row + k, row_stride);
             if (round_bf16) {
                 bf16_rounded_x8(&r[0], &r[1]);
                 bf16_rounded_x8(&r[2], &r[3]);
@@ -297,8 +307,14 @@ static TS_ALWAYS_INLINE int16x8_t widen_x8(ts_pack_kind kind, const unsigned cha
                                  : vmovl_s8(vld1_s8((const int8_t *)p));
 }
 
+/* 4 fp16 at p converted to fp32 (FCVTL: exact, a NaN made quiet like ts_f16_to_f32). */
+static TS_ALWAYS_INLINE float32x4_t f16_to_f32_x4(const uint16_t *p)
+{
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
 /* fp16 rows (k contiguous) into an lp = 1 fp32 panel (F32_F16): 4 rows x 4 k converted
- * (FCVTL, exact) and transposed. */
+ * and transposed. */
 static void pack_rows_lp1_f32_f16(float *dst, const uint16_t *src, size_t rows, size_t width,
                                   size_t K, size_t row_stride)
 {
@@ -307,9 +323,9 @@ static void pack_rows_lp1_f32_f16(float *dst, const uint16_t *src, size_t rows, 
         const uint16_t *row = src + r0 * row_stride;
         size_t k = 0;
         for (; k + 4 <= K; k += 4) {
-            float32x4_t r[4];
-            for (size_t i = 0; i < 4; ++i)
-                r[i] = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(row + i * row_stride + k)));
+            const float32x4_t r[4] = {
+                f16_to_f32_x4(row + k), f16_to_f32_x4(row + row_stride + k),
+                f16_to_f32_x4(row + 2 * row_stride + k), f16_to_f32_x4(row + 3 * row_stride + k)};
             transpose_f32_4x4(r, dst + k * width + r0, width);
         }
         for (; k < K; ++k)
@@ -321,40 +337,93 @@ static void pack_rows_lp1_f32_f16(float *dst, const uint16_t *src, size_t rows, 
             dst[k * width + r0] = ts_f16_to_f32(src[r0 * row_stride + k]);
 }
 
+/* 16-bit units: the 32-bit (ZIP .4S) and 64-bit (ZIP .2D) interleaves of a and b. */
+static TS_ALWAYS_INLINE int16x8_t zip32_s16(int16x8_t a, int16x8_t b, int high)
+{
+    const int32x4_t a32 = vreinterpretq_s32_s16(a), b32 = vreinterpretq_s32_s16(b);
+    return vreinterpretq_s16_s32(high ? vzip2q_s32(a32, b32) : vzip1q_s32(a32, b32));
+}
+
+static TS_ALWAYS_INLINE int16x8_t zip64_s16(int16x8_t a, int16x8_t b, int high)
+{
+    const int64x2_t a64 = vreinterpretq_s64_s16(a), b64 = vreinterpretq_s64_s16(b);
+    return vreinterpretq_s16_s64(high ? vzip2q_s64(a64, b64) : vzip1q_s64(a64, b64));
+}
+
+/* 4 rows x 8 k of 16-bit values (r0..r3, k contiguous) -> q[j]: k 2j and 2j+1 of the 4 rows
+ * (rows 0-3 of k 2j in the low half). */
+static TS_ALWAYS_INLINE void transpose_s16_4x8(int16x8_t r0, int16x8_t r1, int16x8_t r2,
+                                               int16x8_t r3, int16x8_t q[4])
+{
+    const int16x8_t a0 = vzip1q_s16(r0, r1), a1 = vzip2q_s16(r0, r1);   /* rows 0|1: k0-3, k4-7 */
+    const int16x8_t a2 = vzip1q_s16(r2, r3), a3 = vzip2q_s16(r2, r3);   /* rows 2|3 */
+    q[0] = zip32_s16(a0, a2, 0);
+    q[1] = zip32_s16(a0, a2, 1);
+    q[2] = zip32_s16(a1, a3, 0);
+    q[3] = zip32_s16(a1, a3, 1);
+}
+
+/* Two consecutive k of 8 rows (lo: rows 0-3, hi: rows 4-7, each k k+1 as low | high half)
+ * -> k at d, k+1 at d + width: one 16-byte store each. */
+static TS_ALWAYS_INLINE void store_k_pair_8(int16_t *d, size_t width, int16x8_t lo, int16x8_t hi)
+{
+    vst1q_s16(d, zip64_s16(lo, hi, 0));
+    vst1q_s16(d + width, zip64_s16(lo, hi, 1));
+}
+
+/* Two consecutive k of 4 rows (k | k+1 halves) -> k at d, k+1 at d + width. */
+static TS_ALWAYS_INLINE void store_k_pair_4(int16_t *d, size_t width, int16x8_t q)
+{
+    vst1_s16(d, vget_low_s16(q));
+    vst1_s16(d + width, vget_high_s16(q));
+}
+
 /* 8-bit rows (S16 / U16, widened) or fp16 rows (F16) with k contiguous into an lp = 1 16-bit
- * panel: 4 rows x 8 k, then transposed (16-bit, then 32-bit zips); each result holds k and
- * k+1 of the 4 rows. */
+ * panel, 8 k at a time: 8 rows transposed (16-, 32-, then 64-bit zips) into one 16-byte store
+ * per k, then 4 rows into one 8-byte store per k; the rest element by element. */
 static TS_ALWAYS_INLINE void pack_rows_lp1_widened(ts_pack_kind kind, int16_t *dst,
                                                    const void *source, size_t rows,
                                                    size_t width, size_t K, size_t row_stride)
 {
     const unsigned char *src = (const unsigned char *)source;
     const size_t sb = kind == TS_PACK_F16 ? 2 : 1;   /* source element bytes */
+    const size_t ld = row_stride * sb;               /* row stride in bytes */
+    const size_t k_end = K / 8 * 8;
     size_t r0 = 0;
-    for (; r0 + 4 <= rows; r0 += 4) {
-        const unsigned char *row = src + r0 * row_stride * sb;
-        size_t k = 0;
-        for (; k + 8 <= K; k += 8) {
-            int16x8_t r[4];
-            for (size_t i = 0; i < 4; ++i)
-                r[i] = widen_x8(kind, row + (i * row_stride + k) * sb);
-            const int32x4_t a0 = vreinterpretq_s32_s16(vzip1q_s16(r[0], r[1]));   /* k0-3 */
-            const int32x4_t a1 = vreinterpretq_s32_s16(vzip2q_s16(r[0], r[1]));   /* k4-7 */
-            const int32x4_t a2 = vreinterpretq_s32_s16(vzip1q_s16(r[2], r[3]));
-            const int32x4_t a3 = vreinterpretq_s32_s16(vzip2q_s16(r[2], r[3]));
-            const int16x8_t pairs[4] = {   /* k 0|1, 2|3, 4|5, 6|7 */
-                vreinterpretq_s16_s32(vzip1q_s32(a0, a2)), vreinterpretq_s16_s32(vzip2q_s32(a0, a2)),
-                vreinterpretq_s16_s32(vzip1q_s32(a1, a3)), vreinterpretq_s16_s32(vzip2q_s32(a1, a3))};
+    for (; r0 + 8 <= rows; r0 += 8) {
+        const unsigned char *row = src + r0 * ld;
+        for (size_t k = 0; k < k_end; k += 8) {
+            const unsigned char *p = row + k * sb;
+            int16x8_t lo[4], hi[4];   /* rows 0-3 / 4-7, k pairs 0|1, 2|3, 4|5, 6|7 */
+            transpose_s16_4x8(widen_x8(kind, p), widen_x8(kind, p + ld),
+                              widen_x8(kind, p + 2 * ld), widen_x8(kind, p + 3 * ld), lo);
+            transpose_s16_4x8(widen_x8(kind, p + 4 * ld), widen_x8(kind, p + 5 * ld),
+                              widen_x8(kind, p + 6 * ld), widen_x8(kind, p + 7 * ld), hi);
             int16_t *d = dst + k * width + r0;
-            for (size_t i = 0; i < 4; ++i, d += 2 * width) {
-                vst1_s16(d, vget_low_s16(pairs[i]));
-                vst1_s16(d + width, vget_high_s16(pairs[i]));
-            }
+            store_k_pair_8(d, width, lo[0], hi[0]);
+            store_k_pair_8(d + 2 * width, width, lo[1], hi[1]);
+            store_k_pair_8(d + 4 * width, width, lo[2], hi[2]);
+            store_k_pair_8(d + 6 * width, width, lo[3], hi[3]);
         }
-        for (; k < K; ++k)
-            for (size_t i = 0; i < 4; ++i)
-                convert_one(kind, dst, k * width + r0 + i, row, i * row_stride + k);
     }
+    for (; r0 + 4 <= rows; r0 += 4) {
+        const unsigned char *row = src + r0 * ld;
+        for (size_t k = 0; k < k_end; k += 8) {
+            const unsigned char *p = row + k * sb;
+            int16x8_t q[4];
+            transpose_s16_4x8(widen_x8(kind, p), widen_x8(kind, p + ld),
+                              widen_x8(kind, p + 2 * ld), widen_x8(kind, p + 3 * ld), q);
+            int16_t *d = dst + k * width + r0;
+            store_k_pair_4(d, width, q[0]);
+            store_k_pair_4(d + 2 * width, width, q[1]);
+            store_k_pair_4(d + 4 * width, width, q[2]);
+            store_k_pair_4(d + 6 * width, width, q[3]);
+        }
+    }
+    /* the k past the last multiple of 8 of the rows done so far, then the remaining rows */
+    for (size_t r = 0; r < r0; ++r)
+        for (size_t k = k_end; k < K; ++k)
+            convert_one(kind, dst, k * width + r, src, r * row_stride + k);
     for (; r0 < rows; ++r0)
         for (size_t k = 0; k < K; ++k)
             convert_one(kind, dst, k * width + r0, src, r0 * row_stride + k);
@@ -516,6 +585,44 @@ static TS_ALWAYS_INLINE void pack_rows(ts_pack_kind kind, void *dst, const void 
     }
 }
 
+#if TS_HAVE_NEON
+/* `count` runs of `bytes` bytes, src + i * src_stride -> dst + i * dst_stride: 32 and 16 bytes
+ * per vector move, the rest by memcpy. */
+static TS_ALWAYS_INLINE void pack_copy_runs_of(unsigned char *dst, size_t dst_stride,
+                                          const unsigned char *src, size_t src_stride,
+                                          size_t bytes, size_t count)
+{
+    for (size_t n = 0; n < count; ++n, dst += dst_stride, src += src_stride) {
+        size_t i = 0;
+        for (; i + 32 <= bytes; i += 32) {
+            const uint8x16_t a = vld1q_u8(src + i), b = vld1q_u8(src + i + 16);
+            vst1q_u8(dst + i, a);
+            vst1q_u8(dst + i + 16, b);
+        }
+        if (i + 16 <= bytes) {
+            vst1q_u8(dst + i, vld1q_u8(src + i));
+            i += 16;
+        }
+        if (i < bytes)
+            memcpy(dst + i, src + i, bytes - i);
+    }
+}
+
+/* pack_copy_runs_of with the run sizes of the full fmla B panels (fp16 hp 12 / 16: 24 / 32 bytes;
+ * fp32 hp 12 / 16: 48 / 64) as constants, so each run is one straight block of moves. */
+static void pack_copy_runs(unsigned char *dst, size_t dst_stride, const unsigned char *src,
+                      size_t src_stride, size_t bytes, size_t count)
+{
+    switch (bytes) {
+    case 24: pack_copy_runs_of(dst, dst_stride, src, src_stride, 24, count); return;
+    case 32: pack_copy_runs_of(dst, dst_stride, src, src_stride, 32, count); return;
+    case 48: pack_copy_runs_of(dst, dst_stride, src, src_stride, 48, count); return;
+    case 64: pack_copy_runs_of(dst, dst_stride, src, src_stride, 64, count); return;
+    default: pack_copy_runs_of(dst, dst_stride, src, src_stride, bytes, count); return;
+    }
+}
+#endif
+
 /* k by k from k_begin on (the k-steps before it are already packed): when lp = 1 the rows of
  * one k are a run (row_stride 1). */
 static TS_ALWAYS_INLINE void pack_columns(ts_pack_kind kind, void *dst, const void *src,
@@ -524,6 +631,14 @@ static TS_ALWAYS_INLINE void pack_columns(ts_pack_kind kind, void *dst, const vo
 {
     const size_t db = packed_size(kind), sb = source_size(kind);
     unsigned char *kstep = (unsigned char *)dst + k_begin / lp * step * db;   /* k_begin: lp multiple */
+#if TS_HAVE_NEON
+    if (lp == 1 && row_stride == 1 && (kind == TS_PACK_F32 || kind == TS_PACK_F16)) {
+        /* the rows of one k are a run of bytes copied as given (fp32 / fp16 B of fmla) */
+        pack_copy_runs(kstep, step * db, (const unsigned char *)src + k_begin * k_stride * sb,
+                  k_stride * sb, rows * db, K - k_begin);
+        return;
+    }
+#endif
     for (size_t k = k_begin, i = 0; k < K; ++k) {
         const unsigned char *in = (const unsigned char *)src + k * k_stride * sb;
         unsigned char *d = kstep + i * db;                                   /* i = k % lp */
