@@ -103,7 +103,8 @@ int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
         || conv_buffers_overlap(c, input, filter, c->out_c * conv_k(c), NULL, q, output,
                                 workspace))   /* out_c * K fits: conv2d_validate */
         return TS_EINVAL;
-    const ts_path *path = ts_select_path(TS_GEMM_INT8);
+    /* the filter packed for this call only: the GEMM tile's layout (ts_gemm_run runs it) */
+    const ts_path single = ts_single_layout_path(ts_select_path(TS_GEMM_INT8)), *path = &single;
     size_t K = conv_k(c), filter_bytes;
     ts_packed_b_bytes(path, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
     ts_size_round_up(filter_bytes, 16, &filter_bytes);

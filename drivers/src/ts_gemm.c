@@ -300,14 +300,13 @@ static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gem
     return view;
 }
 
-/* The path an unpacked call with M rows packs B for and runs: the GEMV path (copied into
- * *gemv) for small M, else `path`. */
-static const ts_path *unpacked_path(const ts_path *path, size_t M, size_t N, ts_path *gemv)
+/* The path an unpacked call with M rows packs B for and runs (copied into *copy): the GEMV
+ * path for small M, else `path`; either without a GEMV kernel, so B is packed in the one
+ * layout the call runs. */
+static const ts_path *unpacked_path(const ts_path *path, size_t M, size_t N, ts_path *copy)
 {
-    if (!ts_use_gemv(path, M, N))
-        return path;
-    *gemv = ts_gemv_path(path);
-    return gemv;
+    *copy = ts_use_gemv(path, M, N) ? ts_gemv_path(path) : ts_single_layout_path(path);
+    return copy;
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */

@@ -146,19 +146,28 @@ struct ts_packed_b {
     void *gemv_data;           /* gemv_panels * gemv_panel_bytes bytes, or NULL */
 };
 
+/* `path` without its GEMV kernel: for a B packed inside one call, whose M is known, only the
+ * layout that call runs is packed (ts_packed_b_init packs the GEMV layout too when the path
+ * has a GEMV kernel). */
+static inline ts_path ts_single_layout_path(const ts_path *path)
+{
+    ts_path v = *path;
+    v.gemv.symbol = NULL;
+    v.gemv.kernel = NULL;
+    v.gemv.ep = v.gemv.hp = v.gemv.max_m = v.gemv.step = v.gemv.main_step = 0;
+    return v;
+}
+
 /* The path that runs the GEMV kernel of `path` as if it were the main one: its kernel,
  * symbol and tile (ep, hp), everything else (lp, packing, features) the same, no GEMV kernel
  * of its own. Requires path->gemv.kernel != NULL. */
 static inline ts_path ts_gemv_path(const ts_path *path)
 {
-    ts_path v = *path;
+    ts_path v = ts_single_layout_path(path);
     v.symbol = path->gemv.symbol;
     v.kernel = path->gemv.kernel;
     v.ep = path->gemv.ep;
     v.hp = path->gemv.hp;
-    v.gemv.symbol = NULL;
-    v.gemv.kernel = NULL;
-    v.gemv.ep = v.gemv.hp = v.gemv.max_m = v.gemv.step = v.gemv.main_step = 0;
     return v;
 }
 
