@@ -86,7 +86,8 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     `<prefix>tilesmith` of every .c and the manifest's kernels). Returns the files written."""
     prefix = manifest["prefix"]
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
-    gemv = {k["instruction"]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
+    served = {k["symbol"]: k["instruction"] for k in main.values()}
+    gemv = {served[k["serves"]]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
     sme = {k["instruction"]: k for k in manifest.get("sme_kernels", []) if k["epilogue"] == "raw"}
     context = base_context(prefix, manifest["arch"], manifest, main,
                            dispatch_paths(main, gemv=gemv, sme=sme))

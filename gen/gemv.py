@@ -42,10 +42,25 @@ from .tiling import DEFAULT_REGS, Candidate, candidates, covered_cores, load_ins
 
 SMALL_M_MAX = 4          # the objective applies to M <= 4 (issue 12, deliverable 4)
 
-# The instructions that get a GEMV / small-M kernel: those the GEMV kernels, dispatch and
-# bit-identity were tested with. The fp16-era instructions (fmla_f16, fmlal, sudot, bfdot) get
-# none yet: their paths keep the GEMM tile for every M.
+# The instructions whose GEMM kernel (a dispatch path's) gets a GEMV / small-M sibling: those
+# the GEMV kernels, dispatch and bit-identity were tested with. fmla_f16 and fmlal get none yet
+# (the fp16 types' GEMV dispatch, registry NO_GEMV_TYPES, is not tested): their paths keep the
+# GEMM tile for every M. sudot and bfdot are on no dispatch path; they serve as the GEMV form
+# of usmmla and bfmmla (GEMV_FORMS).
 GEMV_INSTRUCTIONS = ("fmla_f32", "smlal", "sdot", "udot", "smmla", "ummla", "usmmla", "bfmmla")
+
+# The other instructions whose GEMV tile may serve a path's small M, ranked by the same
+# objective as the path's own: they need the same CPU feature (so wherever the path runs, they
+# can), read the same packed element types from the same sources (only lp differs: the GEMV
+# layout of a handle is packed for the GEMV kernel's lp) and compute each result as the same
+# chain of operations over k, so small M stays bit-identical to the GEMM tile:
+#  - bfdot / bfmmla: both accumulate each output through BFDotAdd of consecutive k pairs in k
+#    order (Arm ARM DDI0487 BFDOT (vector, by element) and BFMMLA pseudocode: BFMMLA's 4 k per
+#    output are two BFDotAdd steps, k 0-1 then 2-3);
+#  - sudot / usmmla: uint8 A x int8 B into int32, exact.
+# smmla / sdot and ummla / udot are not paired: sdot / udot need FEAT_DotProd, which a core
+# with FEAT_I8MM need not report; they have paths of their own.
+GEMV_FORMS = {"bfmmla": ("bfdot",), "usmmla": ("sudot",)}
 
 
 def b_bytes_per_step(inst: MacInstruction, hp: int) -> int:
@@ -127,10 +142,12 @@ def main_candidate(instruction: str, ep: int, hp: int, strategy: str) -> Candida
     return Candidate(inst.name, ep, hp, inst.lp, strategy, 0, 0, inst.c_regs(ep, hp), 0.0)
 
 
-def max_m(small: Candidate, main_ep: int, main_hp: int, main_strategy: str) -> int:
+def max_m(small: Candidate, main_ep: int, main_hp: int, main_strategy: str,
+          main_instruction: str | None = None) -> int:
     """Largest M <= min(ep, SMALL_M_MAX) for which the one pass of the GEMV tile over B costs no
-    more instructions per byte of B than the GEMM tile's (0: never)."""
-    main = main_candidate(small.instruction, main_ep, main_hp, main_strategy)
+    more instructions per byte of B than the GEMM tile's (0: never). main_instruction: the
+    GEMM tile's, when the GEMV tile is of another form (GEMV_FORMS)."""
+    main = main_candidate(main_instruction or small.instruction, main_ep, main_hp, main_strategy)
     best = 0
     for m in range(1, min(SMALL_M_MAX, main_ep, small.ep) + 1):
         passes = -(-m // small.ep)
@@ -141,19 +158,27 @@ def max_m(small: Candidate, main_ep: int, main_hp: int, main_strategy: str) -> i
 
 def choose(instruction: str, main_ep: int, main_hp: int, main_strategy: str,
            regs: int = DEFAULT_REGS, cpu: str = "generic") -> GemvChoice | None:
-    """The GEMV kernel of `instruction` next to a GEMM tile main_ep x main_hp, or None when no
-    tile fits, it would never beat the GEMM tile or the instruction is not in
-    GEMV_INSTRUCTIONS."""
+    """The GEMV kernel serving `instruction`'s GEMM tile main_ep x main_hp: the best tile, by
+    the GEMV objective on the cores `instruction` covers, of the instruction itself and of its
+    GEMV_FORMS; None when no tile fits, it would never beat the GEMM tile or the instruction is
+    not in GEMV_INSTRUCTIONS."""
     if instruction not in GEMV_INSTRUCTIONS:
         return None
-    ranked = gemv_candidates(instruction, regs, cpu)
+    cores = covered_cores(INSTRUCTIONS[instruction], cpu)
+    # per form its own ranking's best first; across forms: instructions, then modeled cycles,
+    # per byte of B at M = 1 (decode), then the more M served (max_m), then the path's own
+    # instruction (the sort is stable)
+    served = lambda c: max_m(c, main_ep, main_hp, main_strategy, instruction)
+    key = lambda c: (instructions_per_b_byte(c), max(cycles_per_b_byte(c, k) for k in cores),
+                     -served(c))
+    ranked = sorted((c for form in (instruction, *GEMV_FORMS.get(instruction, ()))
+                     for c in gemv_candidates(form, regs, cpu)), key=key)
     if not ranked:
         return None
     best = ranked[0]
-    m = max_m(best, main_ep, main_hp, main_strategy)
+    m = served(best)
     if m == 0:
         return None
-    cores = covered_cores(INSTRUCTIONS[instruction], cpu)
     main = main_candidate(instruction, main_ep, main_hp, main_strategy)
     return GemvChoice(best, m, instructions_per_step(best), instructions_per_step(main),
                       instructions_per_b_byte(best),
@@ -162,9 +187,9 @@ def choose(instruction: str, main_ep: int, main_hp: int, main_strategy: str,
 
 
 # ---- dot versus mmla at M = 1 ------------------------------------------------------------------
-# Each matrix form and the by-element dot form over the same element types. bfdot has no kernel
-# yet (gen.isa.GENERATED): its figures come from the same model.
-DOT_OF_MMLA = {"smmla": "sdot", "ummla": "udot", "usmmla": "usdot", "bfmmla": "bfdot"}
+# Each matrix form and the by-element dot form over the same element types, A (by element)
+# first: uint8 A x int8 B is sudot (usdot's by-element operand is the signed one, gen.isa).
+DOT_OF_MMLA = {"smmla": "sdot", "ummla": "udot", "usmmla": "sudot", "bfmmla": "bfdot"}
 
 
 def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> str:
@@ -205,10 +230,17 @@ def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> st
                      f" B bytes") for n in best}
         from .registry import GEMM_TYPES      # late: gen.registry imports gen.isa only
         paths = {p.instruction for t in GEMM_TYPES for p in t.chain}
-        dispatch = (f"tilesmith keeps each dispatch path on its own instruction (the GEMV B "
-                    f"layout is packed for that path's lp): the {mmla} path runs its {mmla} GEMV "
-                    f"kernel" + (f", the {dot} path its {dot} one." if dot in paths else
-                                 f"; {dot} has no dispatch path (no kernel generated)."))
+        if dot in GEMV_FORMS.get(mmla, ()):
+            served = choose(mmla, *_main_tile(mmla, regs, cpu), regs, cpu)
+            runs = served.candidate.instruction if served else None
+            dispatch = (f"{dot} needs the same feature as {mmla} and computes the same results, "
+                        f"so it may serve the {mmla} path's small M (GEMV_FORMS): the {mmla} path "
+                        f"runs the {runs} GEMV kernel ({served.label if served else 'none'}; the "
+                        f"handle's GEMV layout is packed for its lp).")
+        else:
+            dispatch = (f"The {mmla} path runs its {mmla} GEMV kernel"
+                        + (f", the {dot} path its {dot} one" if dot in paths else "")
+                        + f": {dot} needs another CPU feature than {mmla}.")
         lines.append(
             f"verdict at M = 1: {'tie' if fewer is None else fewer + ' wins'} on instructions "
             f"per B byte ({float(ipb[dot]):.4f} for {dot} vs {float(ipb[mmla]):.4f}); modeled "
@@ -223,3 +255,10 @@ def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> st
             f"{mmla} 2 useful ones, so the tiles differ ({shape[dot]}; {shape[mmla]}). "
             + dispatch)
     return "\n".join(lines)
+
+
+def _main_tile(instruction: str, regs: int, cpu: str) -> tuple:
+    """(ep, hp, strategy) of the GEMM tile the generator emits for `instruction`."""
+    from .tile_policy import solve    # late: the tile policy imports gen.tiling
+    plan = solve(instruction, regs=regs, cpu=cpu)
+    return plan.ep, plan.hp, plan.strategy

@@ -91,11 +91,14 @@ class GemmType:
 #  - sudot (u8 x s8, i8mm) needs the same feature as usmmla, so behind usmmla it is never
 #    reached, and in front it would lose: 16 MACs per instruction against usmmla's 32 at the
 #    same issue rate on every modeled core (N2/A710 2/cycle, V1 4, A510 2): half the peak, and
-#    at M = 1 both 8-row tiles use an eighth of their MACs. It stays out of the chain until a
-#    small-M path selection (GEMV tiles, the LLM issue) gives it a shape where it wins.
+#    at M = 1 both 8-row tiles use an eighth of their MACs. Out of the chain; it serves the
+#    usmmla path's M = 1 as its GEMV form (gen/gemv.py GEMV_FORMS: 1x32x4, fewer instructions
+#    per byte of B than usmmla's 2x42x8).
 #  - bfdot (bf16, same feature as bfmmla): 8 MACs per instruction against bfmmla's 16 at the
 #    same rate (N2 2/cycle both; V1 4): likewise half the peak; out of the chain for the same
-#    reason. Both are generated, verified and kernel-tested at v86.
+#    reason. As bfmmla's GEMV form it ties with bfmmla's own GEMV tile at M = 1, which also
+#    serves M = 2, so the objective keeps bfmmla. Both are generated, verified and
+#    kernel-tested at v86.
 GEMM_TYPES: tuple[GemmType, ...] = (
     GemmType("f32", "F32", "fp32", "fp32", "fp32",
              (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
@@ -277,9 +280,10 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
     suffixes, the result bytes and the feature macro suffix (None when Armv8.0 has it), and
-    `gemv`: the GEMV / small-M kernel of the same instruction ({instruction: manifest entry
-    with role "gemv"}, gen.gemv) as a dict (symbol, ep, hp, max_m, step and main_step: the
-    instructions of one k-step of the GEMV and of the GEMM tile), or None.
+    `gemv`: the GEMV / small-M kernel serving the path's instruction ({served instruction:
+    manifest entry with role "gemv"}, gen.gemv; its own instruction may be a GEMV form of the
+    path's) as a dict (symbol, ep, hp, lp, max_m, step and main_step: the instructions of one
+    k-step of the GEMV and of the GEMM tile), or None.
     ValueError when a type has no Armv8.0 kernel in `main`."""
     gemv = gemv or {}
     paths = {}
@@ -296,7 +300,7 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
                 ep=int(kernel["ep"]), hp=int(kernel["hp"]), lp=int(kernel["lp"]),
                 feature=feature_macro(INSTRUCTIONS[p.instruction].feature),
                 gemv=(dict(symbol=gemv[p.instruction]["symbol"], ep=int(gemv[p.instruction]["ep"]),
-                           hp=int(gemv[p.instruction]["hp"]),
+                           hp=int(gemv[p.instruction]["hp"]), lp=int(gemv[p.instruction]["lp"]),
                            max_m=int(gemv[p.instruction]["max_m"]),
                            step=int(gemv[p.instruction]["step_instructions"]),
                            main_step=int(gemv[p.instruction]["main_step_instructions"]))

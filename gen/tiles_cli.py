@@ -107,7 +107,8 @@ def _solve_one(name: str, args) -> dict:
                  maximin=[_estimate_json(e) for e in choice.weighed])
     small = gemv.choose(name, plan.ep, plan.hp, plan.strategy, args.regs, args.cpu)
     entry["gemv"] = None if small is None else {
-        "tile": small.label, "ep": small.candidate.ep, "hp": small.candidate.hp,
+        "tile": small.label, "instruction": small.candidate.instruction,   # may be a GEMV form
+        "ep": small.candidate.ep, "hp": small.candidate.hp,
         "max_m": small.max_m, "accumulators": small.candidate.regs_c,
         "instructions_per_b_byte": round(float(small.instructions_per_b_byte), 4),
         "b_bytes_per_cycle": {core: round(1 / v, 1) for core, v in small.cycles},
@@ -156,12 +157,15 @@ def _table(entries: list[dict], unavailable: dict, args) -> str:
     for e in entries:
         g = e["gemv"]
         if g is None:
+            served = [m for m, forms in gemv.GEMV_FORMS.items() if e["instruction"] in forms]
             why = ("no GEMV tile beats the GEMM tile" if e["instruction"] in gemv.GEMV_INSTRUCTIONS
-                   else "not in gen/gemv.py GEMV_INSTRUCTIONS yet")
+                   else f"on no dispatch path; a GEMV form of {', '.join(served)} (GEMV_FORMS)"
+                   if served else "not in gen/gemv.py GEMV_INSTRUCTIONS yet")
             out.append(f"  {e['instruction']:<11} none ({why})")
             continue
         rates = ", ".join(f"{c} {v}" for c, v in g["b_bytes_per_cycle"].items())
-        out.append(f"  {e['instruction']:<11} {g['tile']:<26} M <= {g['max_m']}  "
+        tile = g["tile"] if g["instruction"] == e["instruction"] else f"{g['instruction']} {g['tile']}"
+        out.append(f"  {e['instruction']:<11} {tile:<26} M <= {g['max_m']}  "
                    f"{g['accumulators']:>2} acc  {g['instructions_per_b_byte']:.4f} instr/B  "
                    f"B bytes/cycle: {rates}")
     for e in entries:

@@ -13,7 +13,7 @@ import pytest
 from cross import ROOT, TEST_C, compile_aarch64, run_qemu
 from gen import registry
 from gen.drivers import dispatch_paths, render_drivers
-from gen.gemv import GEMV_INSTRUCTIONS
+from gen.gemv import GEMV_FORMS, GEMV_INSTRUCTIONS
 
 FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
 ALL = 0xFFFFFFFF
@@ -186,17 +186,21 @@ def gemv_shapes(folder):
 def test_every_path_has_a_gemv_kernel(generated):
     manifest = json.loads((generated("v86") / "manifest.json").read_text())
     main = {k["instruction"]: k for k in manifest["kernels"] if k["role"] == "main"}
-    gemv = {k["instruction"]: k for k in manifest["kernels"] if k["role"] == "gemv"}
-    # the instructions of gen.gemv GEMV_INSTRUCTIONS; the fp16-era ones (fmla_f16, fmlal,
-    # sudot, bfdot) have none yet
+    served = {k["symbol"]: k["instruction"] for k in main.values()}
+    gemv = {served[k["serves"]]: k for k in manifest["kernels"] if k["role"] == "gemv"}
+    # the instructions of gen.gemv GEMV_INSTRUCTIONS (fmla_f16 and fmlal have none yet), each
+    # served by its own instruction or a GEMV form (usmmla: sudot, gen/gemv.py GEMV_FORMS)
     assert set(GEMV_INSTRUCTIONS) <= set(main)
     assert set(gemv) == set(main) & set(GEMV_INSTRUCTIONS)
     for name, k in gemv.items():
         assert k["serves"] == main[name]["symbol"] and 1 <= k["max_m"] <= k["ep"] <= 2
+        assert k["instruction"] in (name, *GEMV_FORMS.get(name, ()))
+    assert gemv["usmmla"]["instruction"] == "sudot" and gemv["usmmla"]["lp"] == 4
     dispatch = (generated("v86") / "ts_dispatch.c").read_text()
     for k in gemv.values():
-        assert (f'"{k["symbol"]}", {k["symbol"]}, {k["ep"]}, {k["hp"]}, {k["max_m"]}, '
-                f'{k["step_instructions"]}, {k["main_step_instructions"]} }}') in dispatch
+        assert (f'"{k["symbol"]}", {k["symbol"]}, {k["ep"]}, {k["hp"]}, {k["lp"]}, '
+                f'{k["max_m"]}, {k["step_instructions"]}, {k["main_step_instructions"]} }}'
+                in dispatch)
 
 
 @pytest.mark.parametrize("arch,cpu", RUNS)

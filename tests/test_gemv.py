@@ -14,10 +14,12 @@ from gen.tile_policy import choose as choose_main
 
 @pytest.mark.parametrize("name", gemv.GEMV_INSTRUCTIONS)
 def test_gemv_tile_beats_the_gemm_tile_per_byte_of_b(name):
-    inst = INSTRUCTIONS[name]
     main = choose_main(name).candidate
     c = gemv.choose(name, main.ep, main.hp, main.strategy)
-    assert c is not None and c.candidate.ep == inst.c_rows_per_reg
+    # the path's instruction or one of its GEMV forms
+    assert c is not None and c.candidate.instruction in (name, *gemv.GEMV_FORMS.get(name, ()))
+    inst = INSTRUCTIONS[c.candidate.instruction]
+    assert c.candidate.ep == inst.c_rows_per_reg
     # B is streamed once: the GEMV kernel serves exactly the M its rows cover
     assert c.max_m == c.candidate.ep
     main_cost = gemv.instructions_per_b_byte(
@@ -31,11 +33,33 @@ def test_gemv_tile_beats_the_gemm_tile_per_byte_of_b(name):
     # the latency rule of the GEMM solver holds for the GEMV tile too
     for core in CORES.values():
         if core.has(inst.feature):
-            assert c.candidate.regs_c >= core.min_accumulators(name)
+            assert c.candidate.regs_c >= core.min_accumulators(inst.name)
+
+
+def test_gemv_forms_share_feature_and_operands_and_win_only_on_the_objective():
+    for mmla, forms in gemv.GEMV_FORMS.items():
+        for form in forms:
+            a, b = INSTRUCTIONS[mmla], INSTRUCTIONS[form]
+            assert (a.feature, a.a_type, a.b_type, a.c_type) == (b.feature, b.a_type, b.b_type,
+                                                                 b.c_type)
+    # sudot (1x32x4, 8 accumulators: 11 instructions per 128 B bytes) beats usmmla's 2x42x8
+    # (43 per 336) at M = 1, and then serves M = 1 only
+    main = choose_main("usmmla").candidate
+    c = gemv.choose("usmmla", main.ep, main.hp, main.strategy)
+    assert (c.candidate.instruction, c.label.split()[0], c.max_m) == ("sudot", "1x32x4", 1)
+    assert c.instructions_per_b_byte == Fraction(11, 128)
+    # bfdot's best tile (1x84x2) ties bfmmla's 2x42x4 on instructions and modeled cycles per B
+    # byte (one B register per MAC instruction at the same rate, 21 accumulators, 22 loads
+    # each); bfmmla also serves M = 2, so it stays
+    main = choose_main("bfmmla").candidate
+    c = gemv.choose("bfmmla", main.ep, main.hp, main.strategy)
+    dot = gemv.gemv_candidates("bfdot")[0]
+    assert gemv.instructions_per_b_byte(dot) == c.instructions_per_b_byte
+    assert (c.candidate.instruction, c.max_m) == ("bfmmla", 2)
 
 
 def test_gemv_instructions_are_generated_and_the_others_get_none():
-    # the fp16-era instructions (fmla_f16, fmlal, sudot, bfdot) have no GEMV kernel yet
+    # fmla_f16 and fmlal have no GEMV kernel yet; sudot and bfdot only as GEMV forms
     assert set(gemv.GEMV_INSTRUCTIONS) <= set(GENERATED["v86"])
     for name in set(GENERATED["v86"]) - set(gemv.GEMV_INSTRUCTIONS):
         main = choose_main(name).candidate

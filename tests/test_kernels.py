@@ -13,7 +13,7 @@ import pytest
 from cross import CLANG, GCC, ROOT
 from encoder.encoding import is_known_instruction
 from gen.epilogue import ARGS_BYTES, ARGS_FIELDS
-from gen.gemv import GEMV_INSTRUCTIONS
+from gen.gemv import GEMV_FORMS, GEMV_INSTRUCTIONS
 from gen.generate_cli import main as generate_main
 from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature, sme_generated_for
 import kernel_build
@@ -50,9 +50,14 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
     kernels = manifest["kernels"]
     names = [i.name for i in generated_for(arch)]
     # the GEMM kernels, then one GEMV / small-M kernel per instruction of gen/gemv.py
-    # GEMV_INSTRUCTIONS (the fp16-era ones have none yet)
+    # GEMV_INSTRUCTIONS (fmla_f16 and fmlal have none yet), of that instruction or a GEMV form
+    # of it (gen/gemv.py GEMV_FORMS), in the order of the kernels they serve
     small = [n for n in names if n in GEMV_INSTRUCTIONS]
-    assert [k["instruction"] for k in kernels] == names + small
+    main = {k["symbol"]: k["instruction"] for k in kernels if k["role"] == "main"}
+    assert [k["instruction"] for k in kernels[:len(names)]] == names
+    assert [main[k["serves"]] for k in kernels[len(names):]] == small
+    for k in kernels[len(names):]:
+        assert k["instruction"] in (main[k["serves"]], *GEMV_FORMS.get(main[k["serves"]], ()))
     assert [k["role"] for k in kernels] == ["main"] * len(names) + ["gemv"] * len(small)
     for k in kernels:
         assert MANIFEST_KEYS <= set(k)

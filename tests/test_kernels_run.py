@@ -62,8 +62,13 @@ def covers_every_remainder(ksteps, unroll: int) -> bool:
     for role in ("main", "gemv") if role == "main" or inst.name in gemv.GEMV_INSTRUCTIONS])
 def test_kernel_matches_reference(harness, arch, instruction, role):
     binary, manifest = harness(arch)
-    (kernel,) = [k for k in manifest["kernels"]
-                 if k["instruction"] == instruction and k["role"] == role]
+    (main,) = [k for k in manifest["kernels"]
+               if k["instruction"] == instruction and k["role"] == "main"]
+    # role gemv: the GEMV kernel serving this instruction's path (its own instruction or a
+    # GEMV form of it, gen/gemv.py GEMV_FORMS)
+    (kernel,) = ([main] if role == "main" else
+                 [k for k in manifest["kernels"] if k.get("serves") == main["symbol"]])
+    instruction = kernel["instruction"]
     assert covers_every_remainder(kernel_build.KSTEPS, kernel["unroll"])
     _run(binary, kernel["symbol"], kernel_build.KSTEPS, FEATURE_CPU[INSTRUCTIONS[instruction].feature])
 

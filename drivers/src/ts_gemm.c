@@ -291,6 +291,7 @@ static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gem
     *gemv = ts_gemv_path(b->path);
     *view = *b;
     view->path = gemv;
+    view->ksteps = b->K / gemv->lp + (b->K % gemv->lp != 0);   /* the GEMV kernel's lp */
     view->panels = b->gemv_panels;
     view->panel_bytes = b->gemv_panel_bytes;
     view->data = b->gemv_data;

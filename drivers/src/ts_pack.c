@@ -951,8 +951,11 @@ static int layout_bytes(const ts_path *path, size_t hp, size_t K, size_t N, size
 int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out)
 {
     size_t sums, data, gemv = 0;
+    ts_path small;
+    if (path->gemv.kernel != NULL)
+        small = ts_gemv_path(path);       /* its hp and lp */
     if (col_sums_bytes(path, N, &sums) || layout_bytes(path, path->hp, K, N, &data)
-        || (path->gemv.kernel != NULL && layout_bytes(path, path->gemv.hp, K, N, &gemv))
+        || (path->gemv.kernel != NULL && layout_bytes(&small, small.hp, K, N, &gemv))
         || ts_size_add(data, sums, out) || ts_size_add(*out, gemv, out))
         return -1;
     return 0;

@@ -38,13 +38,15 @@ typedef enum {
     TS_PACK_F32_F16     /* fp16 bits -> float (exact; a NaN made quiet, as FCVTL does) */
 } ts_pack_kind;
 
-/* The GEMV / small-M kernel of a path (gen/gemv.py): the same instruction, lp and packing,
- * a tile of ep (1, or 2 for the matrix forms) x hp rows for M <= max_m, whose B panels are
- * hp columns wide (a second layout in a ts_packed_b). kernel NULL: none in this build. */
+/* The GEMV / small-M kernel of a path (gen/gemv.py): the path's instruction, or a form of it
+ * with the same feature and packing that computes the same results (gen/gemv.py GEMV_FORMS:
+ * bfdot for bfmmla, sudot for usmmla), a tile of ep (1, or 2 for the matrix forms) x hp rows
+ * for M <= max_m, k-steps of lp, whose B panels are hp columns wide (a second layout in a
+ * ts_packed_b). kernel NULL: none in this build. */
 typedef struct {
     const char *symbol;
     ts_kernel_fn kernel;
-    size_t ep, hp;
+    size_t ep, hp, lp;
     size_t max_m;              /* the driver runs it for 1 <= M <= max_m ... */
     size_t step, main_step;    /* ... unless ceil(N / hp) * step (instructions per k-step of
                                   this tile) exceeds ceil(N / path hp) * main_step (of the
@@ -154,12 +156,12 @@ static inline ts_path ts_single_layout_path(const ts_path *path)
     ts_path v = *path;
     v.gemv.symbol = NULL;
     v.gemv.kernel = NULL;
-    v.gemv.ep = v.gemv.hp = v.gemv.max_m = v.gemv.step = v.gemv.main_step = 0;
+    v.gemv.ep = v.gemv.hp = v.gemv.lp = v.gemv.max_m = v.gemv.step = v.gemv.main_step = 0;
     return v;
 }
 
 /* The path that runs the GEMV kernel of `path` as if it were the main one: its kernel,
- * symbol and tile (ep, hp), everything else (lp, packing, features) the same, no GEMV kernel
+ * symbol and tile (ep, hp, lp), everything else (packing, features) the same, no GEMV kernel
  * of its own. Requires path->gemv.kernel != NULL. */
 static inline ts_path ts_gemv_path(const ts_path *path)
 {
@@ -168,6 +170,7 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.kernel = path->gemv.kernel;
     v.ep = path->gemv.ep;
     v.hp = path->gemv.hp;
+    v.lp = path->gemv.lp;
     return v;
 }
 
