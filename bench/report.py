@@ -34,7 +34,9 @@ SPEEDUPS = (
 # 1.88x, bfmmla over fp16 fmla 1.92x (an fp16 baseline, not fp32).
 MNN_A710 = {"smmla / sdot": 1.88, "bfmmla / fp16 fmla": 1.92}
 MNN_NOTE = ("MNN measured smmla 1.88× over sdot and bfmmla 1.92× over **fp16** fmla on a "
-            "Cortex-A710 (whole-model figures, real hardware).")
+            "Cortex-A710 (whole-model figures, real hardware). LLVM 19 schedules cortex-a710 "
+            "with the Neoverse N2 model (gen/cores.py), so the neoverse-n2 column is also the "
+            "modeled A710 figure.")
 HEADLINE_SHAPE = "gemm512"
 
 
