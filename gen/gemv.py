@@ -42,12 +42,11 @@ from .tiling import DEFAULT_REGS, Candidate, candidates, covered_cores, load_ins
 
 SMALL_M_MAX = 4          # the objective applies to M <= 4 (issue 12, deliverable 4)
 
-# The instructions whose GEMM kernel (a dispatch path's) gets a GEMV / small-M sibling: those
-# the GEMV kernels, dispatch and bit-identity were tested with. fmla_f16 and fmlal get none yet
-# (the fp16 types' GEMV dispatch, registry NO_GEMV_TYPES, is not tested): their paths keep the
-# GEMM tile for every M. sudot and bfdot are on no dispatch path; they serve as the GEMV form
-# of usmmla and bfmmla (GEMV_FORMS).
-GEMV_INSTRUCTIONS = ("fmla_f32", "smlal", "sdot", "udot", "smmla", "ummla", "usmmla", "bfmmla")
+# The instructions whose GEMM kernel (a dispatch path's) gets a GEMV / small-M sibling: every
+# path instruction (GEMV kernels, dispatch and bit-identity tested for each). sudot and bfdot
+# are on no dispatch path; they serve as the GEMV form of usmmla and bfmmla (GEMV_FORMS).
+GEMV_INSTRUCTIONS = ("fmla_f32", "fmla_f16", "fmlal", "smlal", "sdot", "udot", "smmla", "ummla",
+                     "usmmla", "bfmmla")
 
 # The other instructions whose GEMV tile may serve a path's small M, ranked by the same
 # objective as the path's own: they need the same CPU feature (so wherever the path runs, they

@@ -259,19 +259,17 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
             for svl in SME_SVL_BYTES]
 
 
-# GEMM types whose driver (ts_gemm.c ts_gemm_run) dispatches on M to the GEMV / small-M kernels;
-# the qdyn type runs its own loop (ts_qdyn.c) and gets none yet (its handles would only carry
-# an unused second layout).
+# GEMM types whose driver (ts_gemm.c ts_gemm_run) dispatches on M to the GEMV / small-M kernels
+# (the fp16 types too: fmla .8h / fmlal GEMV kernels, or the fmla fp32 one on the converted
+# fp16, whose fp32 results the driver rounds to fp16 like the GEMM tile's); the qdyn type runs
+# its own loop (ts_qdyn.c) and gets none yet (its handles would only carry an unused second
+# layout).
 GEMV_EPILOGUES = ("raw", "requant")
-# ... less the fp16 types (fp16 A and B): their GEMV dispatch (fmla .8h / fmlal kernels, or the
-# fmla fp32 fallback on converted fp16 with the fp16 narrowing of the results) is not tested yet,
-# so every M runs their GEMM tile.
-NO_GEMV_TYPES = ("f16", "f16f32")
 
 
 def has_gemv(t: GemmType) -> bool:
     """Whether the driver dispatches GEMM type `t` on M to GEMV / small-M kernels."""
-    return t.epilogue in GEMV_EPILOGUES and t.key not in NO_GEMV_TYPES
+    return t.epilogue in GEMV_EPILOGUES
 
 
 def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,

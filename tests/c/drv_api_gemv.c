@@ -4,7 +4,10 @@
  * of the unpacked call, and the M = 17 call must match an independent scalar reference:
  * integers exactly; fp32 exactly against a fused multiply-add chain over k = 0 .. K-1 from +0
  * (the order both fmla kernels use); bf16 on the bfmmla path within the bound of
- * drv_api_gemm.c, on the fmla path exactly like fp32 on the bf16-rounded inputs.
+ * drv_api_gemm.c, on the fmla path exactly like fp32 on the bf16-rounded inputs; fp16 -> fp32
+ * exactly like fp32 on the (exactly) converted inputs (fmlal: one fused rounding per k, like
+ * the fmla fallback); fp16 -> fp16 within drv_api_gemm.c's bound (fp16 accumulation on the
+ * fmla .8h path, one final rounding on the fallback).
  * C sits against a guard page; the gap between rows (ldc > N) must stay untouched.
  *
  * It also prints, per mask, "pick <type> M N <symbol>" (ts_gemm_kernel_mn) for M = 1 .. 5 and
@@ -15,12 +18,33 @@
  * Last line "failures <n>"; exit status 1 on any failure. */
 #include "drv_api_common.h"
 
-enum kind { F32, BF16, S8S32, U8S8S32, U8U32 };
-static const char *kind_name[] = { "f32", "bf16", "s8s32", "u8s8s32", "u8u32" };
-static const char *kind_label[] = { "f32", "bf16", "int8", "u8s8", "u8u32" };   /* registry test_label */
+enum kind { F32, BF16, S8S32, U8S8S32, U8U32, F16, F16F32 };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "u8s8s32", "u8u32", "f16", "f16f32" };
+static const char *kind_label[] = { "f32", "bf16", "int8", "u8s8", "u8u32", "f16",
+                                    "f16f32" };   /* registry test_label */
 static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_U8S8,
-                                 TS_GEMM_U8U32 };
+                                 TS_GEMM_U8U32, TS_GEMM_F16, TS_GEMM_F16F32 };
 #define MAX_M 17
+
+static int half_in(enum kind k) { return k == F16 || k == F16F32; }
+static size_t in_bytes(enum kind k) { return k <= BF16 ? 4 : half_in(k) ? 2 : 1; }
+static size_t out_bytes(enum kind k) { return k == F16 ? 2 : 4; }
+
+/* IEEE binary16 through the compiler's __fp16 (hardware FCVT), independent of the library. */
+static float half_value(uint16_t h)
+{
+    __fp16 x;
+    memcpy(&x, &h, 2);
+    return (float)x;
+}
+
+static uint16_t half_bits(float f)
+{
+    __fp16 x = (__fp16)f;
+    uint16_t h;
+    memcpy(&h, &x, 2);
+    return h;
+}
 
 static int pack(enum kind kind, size_t K, size_t N, const void *B, size_t ldb, ts_packed_b **pb)
 {
@@ -30,6 +54,8 @@ static int pack(enum kind kind, size_t K, size_t N, const void *B, size_t ldb, t
     case S8S32: return ts_pack_b_s8(K, N, B, ldb, pb);
     case U8S8S32: return ts_pack_b_u8s8(K, N, B, ldb, pb);
     case U8U32: return ts_pack_b_u8u32(K, N, B, ldb, pb);
+    case F16: return ts_pack_b_f16(K, N, B, ldb, pb);
+    case F16F32: return ts_pack_b_f16f32(K, N, B, ldb, pb);
     }
     return -1;
 }
@@ -44,6 +70,8 @@ static int run(enum kind kind, const ts_packed_b *pb, size_t M, size_t N, size_t
         case S8S32: return ts_gemm_s8s32_prepacked(M, A, lda, pb, C, ldc);
         case U8S8S32: return ts_gemm_u8s8s32_prepacked(M, A, lda, pb, C, ldc);
         case U8U32: return ts_gemm_u8u32_prepacked(M, A, lda, pb, C, ldc);
+        case F16: return ts_gemm_f16_prepacked(M, A, lda, pb, C, ldc);
+        case F16F32: return ts_gemm_f16f32_prepacked(M, A, lda, pb, C, ldc);
         }
     }
     switch (kind) {
@@ -52,6 +80,8 @@ static int run(enum kind kind, const ts_packed_b *pb, size_t M, size_t N, size_t
     case S8S32: return ts_gemm_s8s32(M, N, K, A, lda, B, ldb, C, ldc);
     case U8S8S32: return ts_gemm_u8s8s32(M, N, K, A, lda, B, ldb, C, ldc);
     case U8U32: return ts_gemm_u8u32(M, N, K, A, lda, B, ldb, C, ldc);
+    case F16: return ts_gemm_f16(M, N, K, A, lda, B, ldb, C, ldc);
+    case F16F32: return ts_gemm_f16f32(M, N, K, A, lda, B, ldb, C, ldc);
     }
     return -1;
 }
@@ -64,6 +94,30 @@ static uint32_t reference(enum kind kind, int bfmmla, const void *A, size_t lda,
 {
     uint32_t bits;
     *exact = 1;
+    if (half_in(kind)) {
+        /* fp16 products are exact in fp32: fp32 accumulation is the fused chain over k */
+        const uint16_t *a = A, *b = B;
+        float acc = 0.0f;
+        double s = 0, abs_sum = 0;
+        for (size_t k = 0; k < K; ++k) {
+            const float x = half_value(a[m * lda + k]), y = half_value(b[k * ldb + n]);
+            acc = fmaf(x, y, acc);
+            s += (double)x * y;
+            abs_sum += fabs((double)x * y);
+        }
+        if (kind == F16) {
+            /* drv_api_gemm.c half_bound: fp16 accumulation, gamma_K(2^-11) * S + K * 2^-25
+             * (it covers the fallback's fp32 sum and one final rounding too); gamma_K has no
+             * finite value for K >= 2^11, where only the bit-identity checks below apply */
+            const double u = ldexp(1.0, -11);
+            *exact = 0;
+            *bound = (double)K * u >= 1 ? INFINITY
+                     : (double)K * u / (1 - (double)K * u) * abs_sum + (double)K * ldexp(1.0, -25);
+            *value = s;
+        }
+        memcpy(&bits, &acc, 4);
+        return bits;
+    }
     if (kind == F32 || kind == BF16) {
         const float *a = A, *b = B;
         float acc = 0.0f;
@@ -95,17 +149,21 @@ static uint32_t reference(enum kind kind, int bfmmla, const void *A, size_t lda,
 
 static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
 {
-    const int is_float = kind <= BF16;
-    const size_t elem = is_float ? 4 : 1, lda = K + pad, ldb = N + pad, ldc = N + pad;
+    const size_t elem = in_bytes(kind), oe = out_bytes(kind);
+    const size_t lda = K + pad, ldb = N + pad, ldc = N + pad;
     void *A = guarded(matrix_bytes(MAX_M, K, lda, elem));
     void *B = guarded(matrix_bytes(K, N, ldb, elem));
-    const size_t all_bytes_c = matrix_bytes(MAX_M, N, ldc, 4);
-    uint32_t *full = guarded(all_bytes_c);
+    const size_t all_bytes_c = matrix_bytes(MAX_M, N, ldc, oe);
+    unsigned char *full = guarded(all_bytes_c);
     for (size_t i = 0; i < matrix_bytes(MAX_M, K, lda, elem) / elem; ++i) {
-        if (is_float) ((float *)A)[i] = rand_f32(); else ((int8_t *)A)[i] = rand_s8();
+        if (elem == 4) ((float *)A)[i] = rand_f32();
+        else if (elem == 2) ((uint16_t *)A)[i] = half_bits(rand_f32());   /* in (-2, 2) */
+        else ((int8_t *)A)[i] = rand_s8();
     }
     for (size_t i = 0; i < matrix_bytes(K, N, ldb, elem) / elem; ++i) {
-        if (is_float) ((float *)B)[i] = rand_f32(); else ((int8_t *)B)[i] = rand_s8();
+        if (elem == 4) ((float *)B)[i] = rand_f32();
+        else if (elem == 2) ((uint16_t *)B)[i] = half_bits(rand_f32());
+        else ((int8_t *)B)[i] = rand_s8();
     }
     ts_packed_b *pb = NULL;
     int rc = pack(kind, K, N, B, ldb, &pb);
@@ -125,13 +183,18 @@ static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
         for (size_t n = 0; n < N; ++n) {
             int exact; double bound = 0, value = 0;
             uint32_t want = reference(kind, bfmmla, A, lda, B, ldb, m, n, K, &exact, &bound, &value);
-            uint32_t got = full[m * ldc + n];
+            uint32_t got = 0;
+            uint16_t half = 0;
+            if (oe == 4)
+                memcpy(&got, full + (m * ldc + n) * 4, 4);
+            else
+                memcpy(&half, full + (m * ldc + n) * 2, 2);
             if (exact) {
                 CHECK(got == want, "%s %zux%zux%zu C[%zu][%zu] = %08x, ref %08x", kind_name[kind],
                       (size_t)MAX_M, N, K, m, n, got, want);
             } else {
                 float g;
-                memcpy(&g, &got, 4);
+                if (oe == 4) memcpy(&g, &got, 4); else g = half_value(half);
                 CHECK(fabs(g - value) <= bound, "%s C[%zu][%zu] = %.9g, ref %.9g", kind_name[kind],
                       m, n, g, value);
             }
@@ -139,23 +202,23 @@ static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
     /* M = 1 .. 16, prepacked and unpacked: the first M rows of the M = 17 result, bit for bit */
     for (size_t M = 1; M < MAX_M; ++M)
         for (int prepacked = 1; prepacked >= 0; --prepacked) {
-            const size_t c_bytes = matrix_bytes(M, N, ldc, 4);
+            const size_t c_bytes = matrix_bytes(M, N, ldc, oe);
             guarded_region region;
-            uint32_t *C = guarded_alloc(c_bytes, &region);
+            unsigned char *C = guarded_alloc(c_bytes, &region);
             memset(C, 0xA5, c_bytes);
             rc = run(kind, prepacked ? pb : NULL, M, N, K, A, lda, B, ldb, C, ldc);
             CHECK(rc == TS_OK, "%s M=%zu rc %d", kind_name[kind], M, rc);
             int bad = 0;
             for (size_t m = 0; m < M && !bad; ++m)
                 for (size_t n = 0; n < ldc && (m + 1 < M || n < N) && !bad; ++n) {
+                    const size_t at = (m * ldc + n) * oe;
                     if (n >= N) {
-                        bad = !all_bytes(C + m * ldc + n, 4, 0xA5);
+                        bad = !all_bytes(C + at, oe, 0xA5);
                         CHECK(!bad, "%s M=%zu wrote the gap at (%zu,%zu)", kind_name[kind], M, m, n);
                     } else {
-                        bad = C[m * ldc + n] != full[m * ldc + n];
-                        CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] = %08x, GEMM path %08x",
-                              kind_name[kind], prepacked ? " prepacked" : "", M, N, K, m, n,
-                              C[m * ldc + n], full[m * ldc + n]);
+                        bad = memcmp(C + at, full + at, oe) != 0;
+                        CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] differs from the GEMM path's",
+                              kind_name[kind], prepacked ? " prepacked" : "", M, N, K, m, n);
                     }
                 }
             guarded_free(&region);
@@ -174,13 +237,13 @@ int main(int argc, char **argv)
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
         ts_set_feature_mask(mask);
         printf("mask=%u", mask);
-        for (int kind = F32; kind <= U8U32; ++kind)
+        for (int kind = F32; kind <= F16F32; ++kind)
             printf(" %s=%s", kind_label[kind], ts_gemm_kernel(kind_type[kind]));
         printf("\n");
         for (int i = 2; i < argc; ++i) {
             size_t N, K;
             if (sscanf(argv[i], "%zu,%zu", &N, &K) != 2) { fprintf(stderr, "bad shape\n"); return 2; }
-            for (int kind = F32; kind <= U8U32; ++kind)
+            for (int kind = F32; kind <= F16F32; ++kind)
                 for (size_t M = 1; M <= 5; ++M)
                     printf("pick %s %zu %zu %s\n", kind_label[kind], M, N,
                            ts_gemm_kernel_mn(kind_type[kind], M, N));
@@ -188,7 +251,7 @@ int main(int argc, char **argv)
         for (int i = 2; i < argc; ++i) {
             size_t N, K;
             if (sscanf(argv[i], "%zu,%zu", &N, &K) != 2) { fprintf(stderr, "bad shape\n"); return 2; }
-            for (int kind = F32; kind <= U8U32; ++kind)
+            for (int kind = F32; kind <= F16F32; ++kind)
                 run_shape((enum kind)kind, N, K, (size_t)(i % 3));
             ++shapes;
         }
