@@ -245,57 +245,67 @@ static TS_ALWAYS_INLINE void transpose_f32_4x4(const float32x4_t r[4], float *ds
     vst1q_f32(dst + 3 * width, zip_halves(t1, t3, 1));
 }
 
-/* 4 rows x 4 k of fp32 from row (row stride ld) at k, each vector one row (loaded one by
- * one: no array walked in a loop, so the compiler keeps them in registers). */
-static TS_ALWAYS_INLINE void load_f32_4x4(float32x4_t r[4], const float *row, size_t ld)
+/* 4 k of one row as fp32 (kinds with 4-byte packed elements): as given (F32), rounded to bf16
+ * (F32_BF16), or converted from fp16 (F32_F16: FCVTL, exact, a NaN made quiet like
+ * ts_f16_to_f32). */
+static TS_ALWAYS_INLINE float32x4_t load_f32_x4(ts_pack_kind kind, const unsigned char *p)
 {
-    r[0] = vld1q_f32(row);
-    r[1] = vld1q_f32(row + ld);
-    r[2] = vld1q_f32(row + 2 * ld);
-    r[3] = vld1q_f32(row + 3 * ld);
+    if (kind == TS_PACK_F32_F16)
+        return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16((const uint16_t *)(const void *)p)));
+    const float32x4_t x = vld1q_f32((const float *)(const void *)p);
+    return kind == TS_PACK_F32_BF16 ? bf16_rounded_x4(x) : x;
 }
 
-/* fp32 rows (k contiguous) into an lp = 1 panel of `width` rows, optionally bf16-rounded.
- * 4 rows x 4 k per transpose: each store is one k of 4 rows (16 bytes). */
-static TS_ALWAYS_INLINE void pack_rows_lp1_float(float *dst, const float *src, size_t rows,
-                                                     size_t width, size_t K, size_t row_stride,
-                                                     int round_bf16)
+/* Rows a, b (4 k each) -> the 64-bit pairs (a, b) of k 0, 1 (low) and 2, 3 (high). */
+static TS_ALWAYS_INLINE float64x2_t pair_rows(float32x4_t a, float32x4_t b, int high)
 {
+    return vreinterpretq_f64_f32(high ? vzip2q_f32(a, b) : vzip1q_f32(a, b));
+}
+
+/* 4-byte rows (k contiguous: fp32, bf16-rounded fp32, fp16 widened to fp32) into an lp = 1
+ * panel of `width` rows. A full panel of 8 rows: 4 k at a time, rows zipped in pairs and
+ * stored by ST4 (.2D) as whole k-steps, 4 of them in two 64-byte stores; otherwise 4 rows x
+ * 4 k transposed into one 16-byte store per k. The rest element by element. */
+static TS_ALWAYS_INLINE void pack_rows_lp1_32(ts_pack_kind kind, float *dst, const void *source,
+                                              size_t rows, size_t width, size_t K,
+                                              size_t row_stride)
+{
+    const unsigned char *src = (const unsigned char *)source;
+    const size_t ld = row_stride * source_size(kind);   /* row stride in bytes */
+    const size_t sb = source_size(kind), k_end = K / 4 * 4;
     size_t r0 = 0;
+    if (width == 8 && rows == 8) {
+        for (size_t k = 0; k < k_end; k += 4) {
+            const unsigned char *p = src + k * sb;
+            const float32x4_t r0_ = load_f32_x4(kind, p), r1_ = load_f32_x4(kind, p + ld);
+            const float32x4_t r2_ = load_f32_x4(kind, p + 2 * ld), r3_ = load_f32_x4(kind, p + 3 * ld);
+            const float32x4_t r4_ = load_f32_x4(kind, p + 4 * ld), r5_ = load_f32_x4(kind, p + 5 * ld);
+            const float32x4_t r6_ = load_f32_x4(kind, p + 6 * ld), r7_ = load_f32_x4(kind, p + 7 * ld);
+            const float64x2x4_t lo = { { pair_rows(r0_, r1_, 0), pair_rows(r2_, r3_, 0),
+                                         pair_rows(r4_, r5_, 0), pair_rows(r6_, r7_, 0) } };
+            const float64x2x4_t hi = { { pair_rows(r0_, r1_, 1), pair_rows(r2_, r3_, 1),
+                                         pair_rows(r4_, r5_, 1), pair_rows(r6_, r7_, 1) } };
+            vst4q_f64((float64_t *)(void *)(dst + k * 8), lo);        /* k, k+1 */
+            vst4q_f64((float64_t *)(void *)(dst + k * 8 + 16), hi);   /* k+2, k+3 */
+        }
+        r0 = 8;
+    }
     for (; r0 + 4 <= rows; r0 += 4) {
-        const float *row = src + r0 * row_stride;
-        size_t k = 0;
-        for (; k + 4 <= K; k += 4) {
-            float32x4_t r[4];
-            load_f32_4x4(r, row + k, row_stride);
-            if (round_bf16) {
-                bf16_rounded_x8(&r[0], &r[1]);
-                bf16_rounded_x8(&r[2], &r[3]);
-            }
+        const unsigned char *row = src + r0 * ld;
+        for (size_t k = 0; k < k_end; k += 4) {
+            const unsigned char *p = row + k * sb;
+            const float32x4_t r[4] = { load_f32_x4(kind, p), load_f32_x4(kind, p + ld),
+                                       load_f32_x4(kind, p + 2 * ld), load_f32_x4(kind, p + 3 * ld) };
             transpose_f32_4x4(r, dst + k * width + r0, width);
         }
-        for (; k < K; ++k)
-            for (size_t i = 0; i < 4; ++i)
-                dst[k * width + r0 + i] = round_bf16 ? bf16_rounded(row[i * row_stride + k])
-                                                     : row[i * row_stride + k];
     }
+    /* the k past the last multiple of 4 of the rows done so far, then the remaining rows */
+    for (size_t r = 0; r < r0; ++r)
+        for (size_t k = k_end; k < K; ++k)
+            convert_one(kind, dst, k * width + r, src, r * row_stride + k);
     for (; r0 < rows; ++r0)
-        for (size_t k = 0; k < K; ++k) {
-            const float v = src[r0 * row_stride + k];
-            dst[k * width + r0] = round_bf16 ? bf16_rounded(v) : v;
-        }
-}
-
-static void pack_rows_lp1_f32(float *dst, const float *src, size_t rows, size_t width, size_t K,
-                              size_t row_stride)
-{
-    pack_rows_lp1_float(dst, src, rows, width, K, row_stride, 0);
-}
-
-static void pack_rows_lp1_f32_bf16(float *dst, const float *src, size_t rows, size_t width,
-                                   size_t K, size_t row_stride)
-{
-    pack_rows_lp1_float(dst, src, rows, width, K, row_stride, 1);
+        for (size_t k = 0; k < K; ++k)
+            convert_one(kind, dst, k * width + r0, src, r0 * row_stride + k);
 }
 
 /* 8 source elements at p as 16-bit lanes: int8 sign-extended (S16), uint8 zero-extended
@@ -305,36 +315,6 @@ static TS_ALWAYS_INLINE int16x8_t widen_x8(ts_pack_kind kind, const unsigned cha
     return kind == TS_PACK_F16 ? vreinterpretq_s16_u16(vld1q_u16((const uint16_t *)(const void *)p))
            : kind == TS_PACK_U16 ? vreinterpretq_s16_u16(vmovl_u8(vld1_u8(p)))
                                  : vmovl_s8(vld1_s8((const int8_t *)p));
-}
-
-/* 4 fp16 at p converted to fp32 (FCVTL: exact, a NaN made quiet like ts_f16_to_f32). */
-static TS_ALWAYS_INLINE float32x4_t f16_to_f32_x4(const uint16_t *p)
-{
-    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
-}
-
-/* fp16 rows (k contiguous) into an lp = 1 fp32 panel (F32_F16): 4 rows x 4 k converted
- * and transposed. */
-static void pack_rows_lp1_f32_f16(float *dst, const uint16_t *src, size_t rows, size_t width,
-                                  size_t K, size_t row_stride)
-{
-    size_t r0 = 0;
-    for (; r0 + 4 <= rows; r0 += 4) {
-        const uint16_t *row = src + r0 * row_stride;
-        size_t k = 0;
-        for (; k + 4 <= K; k += 4) {
-            const float32x4_t r[4] = {
-                f16_to_f32_x4(row + k), f16_to_f32_x4(row + row_stride + k),
-                f16_to_f32_x4(row + 2 * row_stride + k), f16_to_f32_x4(row + 3 * row_stride + k)};
-            transpose_f32_4x4(r, dst + k * width + r0, width);
-        }
-        for (; k < K; ++k)
-            for (size_t i = 0; i < 4; ++i)
-                dst[k * width + r0 + i] = ts_f16_to_f32(row[i * row_stride + k]);
-    }
-    for (; r0 < rows; ++r0)
-        for (size_t k = 0; k < K; ++k)
-            dst[k * width + r0] = ts_f16_to_f32(src[r0 * row_stride + k]);
 }
 
 /* 16-bit units: the 32-bit (ZIP .4S) and 64-bit (ZIP .2D) interleaves of a and b. */
@@ -378,6 +358,60 @@ static TS_ALWAYS_INLINE void store_k_pair_4(int16_t *d, size_t width, int16x8_t 
     vst1_s16(d + width, vget_high_s16(q));
 }
 
+/* The 4 rows at p (row stride ld bytes), 8 k, transposed into k pairs (transpose_s16_4x8). */
+static TS_ALWAYS_INLINE void rows4_k_pairs(ts_pack_kind kind, const unsigned char *p, size_t ld,
+                                           int16x8_t q[4])
+{
+    transpose_s16_4x8(widen_x8(kind, p), widen_x8(kind, p + ld), widen_x8(kind, p + 2 * ld),
+                      widen_x8(kind, p + 3 * ld), q);
+}
+
+/* k pairs j of 2, 3 or 4 groups of 4 rows -> 2 whole k-steps of a panel of 8, 12 or 16 rows
+ * at d: ST2 / ST3 / ST4 (.2D) interleave the groups' 8-byte halves (k 2j, then 2j+1). */
+static TS_ALWAYS_INLINE void store_k_pair_whole(int16_t *d, int groups, const int16x8_t *a,
+                                                const int16x8_t *b, const int16x8_t *c,
+                                                const int16x8_t *e, int j)
+{
+    int64_t *p = (int64_t *)(void *)d;
+    if (groups == 2) {
+        const int64x2x2_t v = { { vreinterpretq_s64_s16(a[j]), vreinterpretq_s64_s16(b[j]) } };
+        vst2q_s64(p, v);
+    } else if (groups == 3) {
+        const int64x2x3_t v = { { vreinterpretq_s64_s16(a[j]), vreinterpretq_s64_s16(b[j]),
+                                  vreinterpretq_s64_s16(c[j]) } };
+        vst3q_s64(p, v);
+    } else {
+        const int64x2x4_t v = { { vreinterpretq_s64_s16(a[j]), vreinterpretq_s64_s16(b[j]),
+                                  vreinterpretq_s64_s16(c[j]), vreinterpretq_s64_s16(e[j]) } };
+        vst4q_s64(p, v);
+    }
+}
+
+/* A full panel of 4 * groups rows (8, 12 or 16) of 16-bit values over k 0 .. k_end - 1 (a
+ * multiple of 8): per 8 k, each group of 4 rows transposed into k pairs, then one ST2 / ST3 /
+ * ST4 per 2 k-steps. */
+static TS_ALWAYS_INLINE void pack_whole_16(ts_pack_kind kind, int16_t *dst,
+                                           const unsigned char *src, size_t ld, size_t sb,
+                                           size_t k_end, int groups)
+{
+    const size_t width = 4 * (size_t)groups;
+    for (size_t k = 0; k < k_end; k += 8) {
+        const unsigned char *p = src + k * sb;
+        int16x8_t a[4], b[4], c[4], e[4];
+        rows4_k_pairs(kind, p, ld, a);
+        rows4_k_pairs(kind, p + 4 * ld, ld, b);
+        if (groups > 2)
+            rows4_k_pairs(kind, p + 8 * ld, ld, c);
+        if (groups > 3)
+            rows4_k_pairs(kind, p + 12 * ld, ld, e);
+        int16_t *d = dst + k * width;
+        store_k_pair_whole(d, groups, a, b, c, e, 0);
+        store_k_pair_whole(d + 2 * width, groups, a, b, c, e, 1);
+        store_k_pair_whole(d + 4 * width, groups, a, b, c, e, 2);
+        store_k_pair_whole(d + 6 * width, groups, a, b, c, e, 3);
+    }
+}
+
 /* 8-bit rows (S16 / U16, widened) or fp16 rows (F16) with k contiguous into an lp = 1 16-bit
  * panel, 8 k at a time: 8 rows transposed (16-, 32-, then 64-bit zips) into one 16-byte store
  * per k, then 4 rows into one 8-byte store per k; the rest element by element. */
@@ -390,6 +424,15 @@ static TS_ALWAYS_INLINE void pack_rows_lp1_widened(ts_pack_kind kind, int16_t *d
     const size_t ld = row_stride * sb;               /* row stride in bytes */
     const size_t k_end = K / 8 * 8;
     size_t r0 = 0;
+    if (rows == width && (width == 8 || width == 12 || width == 16)) {   /* whole k-steps */
+        if (width == 8)
+            pack_whole_16(kind, dst, src, ld, sb, k_end, 2);
+        else if (width == 12)
+            pack_whole_16(kind, dst, src, ld, sb, k_end, 3);
+        else
+            pack_whole_16(kind, dst, src, ld, sb, k_end, 4);
+        r0 = rows;
+    }
     for (; r0 + 8 <= rows; r0 += 8) {
         const unsigned char *row = src + r0 * ld;
         for (size_t k = 0; k < k_end; k += 8) {
@@ -670,19 +713,11 @@ static TS_ALWAYS_INLINE void pack_panel_kind(ts_pack_kind kind, void *dst, const
 #if TS_HAVE_NEON
         if (lp == 1) {          /* a k-step is one k of every row: transposes */
             switch (kind) {
-            case TS_PACK_F32:
-                pack_rows_lp1_f32((float *)dst, (const float *)src, rows, width, K, row_stride);
-                return;
-            case TS_PACK_F32_BF16:
-                pack_rows_lp1_f32_bf16((float *)dst, (const float *)src, rows, width, K,
-                                       row_stride);
+            case TS_PACK_F32: case TS_PACK_F32_BF16: case TS_PACK_F32_F16:
+                pack_rows_lp1_32(kind, (float *)dst, src, rows, width, K, row_stride);
                 return;
             case TS_PACK_S16: case TS_PACK_U16: case TS_PACK_F16:
                 pack_rows_lp1_widened(kind, (int16_t *)dst, src, rows, width, K, row_stride);
-                return;
-            case TS_PACK_F32_F16:
-                pack_rows_lp1_f32_f16((float *)dst, (const uint16_t *)src, rows, width, K,
-                                      row_stride);
                 return;
             default:
                 break;
