@@ -3,12 +3,16 @@ words, the model's arithmetic on hand-computed mixes, a run's summary from synth
 and the report section (targets marked, an earlier section replaced)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from bench import sme, sme_model
 from bench import symbols as sym
 from bench.sme_model import APPLE_M4, classify_word, estimate
 from bench.tbcount import Block
+from cross import ROOT
 from encoder import encode
 from gen.registry import BY_KEY
 
@@ -134,9 +138,6 @@ def test_report_section_marks_targets_and_replaces_itself(tmp_path):
 @pytest.mark.parametrize("args,message", [(["--svl", "100"], "--svl 100"),
                                           (["--only", "u8u32"], "matches no SME type")])
 def test_sme_cli_errors_before_profiling(args, message, tmp_path):
-    import subprocess
-    import sys
-    from cross import ROOT
     proc = subprocess.run([sys.executable, "-m", "bench", "--sme", *args, "--out-dir", str(tmp_path),
                            "--report", str(tmp_path / "report.md")],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -2,8 +2,9 @@
 with an SME path (gen/registry.py GemmType.sme) and its entry points (plain and prepacked,
 raw and requantised) at every streaming vector length 128..2048 bits against the scalar
 references of tests/c/drv_api_gemm.c (M/N/K around the SME tile of that SVL, guard pages, row
-gaps), dispatch with TS_FEAT_SME masked off, on `-cpu max,sme=off` and on cortex-a57 (the
--march=armv8-a library must run there), and the SVL read at every selection
+gaps), conv2d_s8 on the int8 SME path (tests/c/drv_api_conv.c), dispatch with TS_FEAT_SME
+masked off, on `-cpu max,sme=off` and on cortex-a57 (the -march=armv8-a library must run
+there), and the SVL read at every selection
 (tests/c/drv_api_sme.c: PR_SME_SET_VL between calls, handles of another SVL rejected).
 
 QEMU 7.2 mis-emulates the 32-bit SMOPA / USMOPA (QEMU issue 2083): the harnesses probe for it
@@ -130,10 +131,10 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
             s = p["svl_bytes"] // 4
             assert (p["ep"], p["hp"], p["lp"]) == (kernel["tr"] * s, kernel["tc"] * s, kernel["lp"])
             assert p["feature"] == "SME" and p["gemv"] is None
-            row = (f'"{p["symbol"]}", {p["symbol"]},\n      TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
-                   f'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,\n'
-                   f'      {{ NULL, NULL, 0, 0, 0, 0, 0 }}, {p["svl_bytes"]} }}')
-            assert row in dispatch
+            row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
+                   rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,[^{{]*'
+                   rf'\{{ NULL, NULL, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]} \}}')
+            assert re.search(row, dispatch), row
     # the SME kernels are in the CMake library too
     cmake = (folder[0] / "CMakeLists.txt").read_text()
     assert all(k["file"] in cmake for k in manifest["sme_kernels"])
@@ -159,6 +160,21 @@ def test_gemm_every_type_at_every_svl(folder, harness):
             (svl, proc.stdout[-3000:])
         assert f"features={MAX}\n" in proc.stdout
         check_dispatch(proc.stdout, paths, MAX, masks[svl], svl)
+        warn_issue_2083(proc.stdout)
+
+
+def test_conv2d_on_the_int8_sme_path(harness):
+    """conv2d_s8 (plain and prepacked filter) runs the int8 GEMM type's SME path on its im2col
+    rows: every shape of tests/c/drv_api_conv.c against the direct convolution, at the
+    smallest and the largest SVL."""
+    binary = harness("drv_api_conv")
+    with ThreadPoolExecutor(JOBS) as pool:
+        procs = list(pool.map(lambda svl: run_qemu(binary, ALL, cpu=sme_cpu(svl), check=False,
+                                                   timeout=900), (16, 256)))
+    for proc in procs:
+        assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), \
+            proc.stdout[-3000:]
+        assert "int8=ts_gemm_s8s32_smopa_" in proc.stdout
         warn_issue_2083(proc.stdout)
 
 

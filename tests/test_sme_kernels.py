@@ -310,6 +310,12 @@ def test_cpu_detection_reports_sme(tmp_path, qemu_cpu_name, sme):
     features = int(out[1])
     assert out[3] == str(sme) and out[5] == out[1]
     assert bool(features & 32) == bool(sme)
+    # with SME, RDSVL gives QEMU's streaming vector length (QEMU 7.2 -cpu max: 32 bytes
+    # unless told otherwise)
+    assert out[6:] == (["svl", "32"] if sme else [])
+    if sme:
+        other = run_qemu(binary, cpu="max,sme-default-vector-length=128").stdout.split()
+        assert other[6:] == ["svl", "128"]
 
 
 def test_main_loop_mix_in_the_manifest_counts_the_emitted_loop(generated):

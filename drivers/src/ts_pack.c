@@ -507,6 +507,55 @@ static size_t pack_rows_bf16_paired(uint16_t *dst, const float *src, size_t rows
     return r;
 }
 
+/* Four rows' 16 bytes of 4-byte k-steps (q[i]: row i, k-steps 0-3) -> k-step j's 16 bytes
+ * (rows 0-3) at d + j * step_bytes: the 4 x 4 transpose of 32-bit units. */
+static TS_ALWAYS_INLINE void store_quad_steps(unsigned char *d, size_t step_bytes,
+                                              const int32x4_t q[4])
+{
+    const int64x2_t t0 = vreinterpretq_s64_s32(vzip1q_s32(q[0], q[1]));   /* k-steps 0, 1 */
+    const int64x2_t t1 = vreinterpretq_s64_s32(vzip2q_s32(q[0], q[1]));   /* k-steps 2, 3 */
+    const int64x2_t t2 = vreinterpretq_s64_s32(vzip1q_s32(q[2], q[3]));
+    const int64x2_t t3 = vreinterpretq_s64_s32(vzip2q_s32(q[2], q[3]));
+    vst1q_u8(d, vreinterpretq_u8_s64(vzip1q_s64(t0, t2)));
+    vst1q_u8(d + step_bytes, vreinterpretq_u8_s64(vzip2q_s64(t0, t2)));
+    vst1q_u8(d + 2 * step_bytes, vreinterpretq_u8_s64(vzip1q_s64(t1, t3)));
+    vst1q_u8(d + 3 * step_bytes, vreinterpretq_u8_s64(vzip2q_s64(t1, t3)));
+}
+
+/* 8 values of a row from k as 16 packed bytes: bf16 bits of fp32 (BF16), or fp16 as given. */
+static TS_ALWAYS_INLINE int32x4_t load_16bit_x8(ts_pack_kind kind, const void *row, size_t k)
+{
+    if (kind == TS_PACK_BF16) {
+        const float *p = (const float *)row + k;
+        return vreinterpretq_s32_u16(bf16_bits_x8(vld1q_f32(p), vld1q_f32(p + 4)));
+    }
+    return vreinterpretq_s32_u16(vld1q_u16((const uint16_t *)row + k));
+}
+
+/* bf16 (from fp32) or fp16, lp 2 (the SME bfmopa / widening fmopa panels): a k-step of a row
+ * is 4 bytes, as int8's with lp 4; rows in quads, 8 values (4 k-steps) of each at a time. */
+static TS_ALWAYS_INLINE size_t pack_rows_16bit_lp2(ts_pack_kind kind, uint16_t *dst,
+                                                   const void *src, size_t rows, size_t step,
+                                                   size_t K, size_t row_stride, size_t *k_done)
+{
+    const size_t k_end = K / 8 * 8, sb = kind == TS_PACK_BF16 ? 4 : 2;
+    const unsigned char *base = (const unsigned char *)src;
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const unsigned char *row = base + r * row_stride * sb;
+        uint16_t *d = dst + r * 2;
+        for (size_t k = 0; k < k_end; k += 8, d += 4 * step) {
+            const int32x4_t q[4] = { load_16bit_x8(kind, row, k),
+                                     load_16bit_x8(kind, row + row_stride * sb, k),
+                                     load_16bit_x8(kind, row + 2 * row_stride * sb, k),
+                                     load_16bit_x8(kind, row + 3 * row_stride * sb, k) };
+            store_quad_steps((unsigned char *)d, step * 2, q);
+        }
+    }
+    *k_done = k_end;
+    return r;
+}
+
 /* int8, lp 8 (pairs) or 4 (quads). */
 static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *src,
                                                        size_t rows, size_t step, size_t K,
@@ -523,18 +572,12 @@ static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *s
                 store_row_pair((unsigned char *)d, step, vreinterpretq_s64_s8(vld1q_s8(row + k)),
                                vreinterpretq_s64_s8(vld1q_s8(row + row_stride + k)));
             } else {
-                int32x4_t q[4];
-                for (size_t i = 0; i < 4; ++i)
-                    q[i] = vreinterpretq_s32_s8(vld1q_s8(row + i * row_stride + k));
-                /* rows 0, 1 of k-steps 0 and 1 (t0), 2 and 3 (t1); t2, t3: rows 2, 3 */
-                const int64x2_t t0 = vreinterpretq_s64_s32(vzip1q_s32(q[0], q[1]));
-                const int64x2_t t1 = vreinterpretq_s64_s32(vzip2q_s32(q[0], q[1]));
-                const int64x2_t t2 = vreinterpretq_s64_s32(vzip1q_s32(q[2], q[3]));
-                const int64x2_t t3 = vreinterpretq_s64_s32(vzip2q_s32(q[2], q[3]));
-                vst1q_s8(d, vreinterpretq_s8_s64(vzip1q_s64(t0, t2)));
-                vst1q_s8(d + step, vreinterpretq_s8_s64(vzip2q_s64(t0, t2)));
-                vst1q_s8(d + 2 * step, vreinterpretq_s8_s64(vzip1q_s64(t1, t3)));
-                vst1q_s8(d + 3 * step, vreinterpretq_s8_s64(vzip2q_s64(t1, t3)));
+                const int32x4_t q[4] = {
+                    vreinterpretq_s32_s8(vld1q_s8(row + k)),
+                    vreinterpretq_s32_s8(vld1q_s8(row + row_stride + k)),
+                    vreinterpretq_s32_s8(vld1q_s8(row + 2 * row_stride + k)),
+                    vreinterpretq_s32_s8(vld1q_s8(row + 3 * row_stride + k)) };
+                store_quad_steps((unsigned char *)d, step, q);
             }
         }
     }
@@ -568,9 +611,15 @@ static TS_ALWAYS_INLINE void convert_run(ts_pack_kind kind, void *dst, const voi
         const uint16_t *s = (const uint16_t *)src;
         for (; i + 8 <= n; i += 8)
             vst1q_u16(d + i, vld1q_u16(s + i));
-    } else if (kind == TS_PACK_F32) {
+    } else if (kind == TS_PACK_F32) {   /* 8 at a time (LDP / STP Q): a B k-step of the SME
+                                            * paths is 2 S = 8 to 128 values */
         float *d = (float *)dst;
         const float *s = (const float *)src;
+        for (; i + 8 <= n; i += 8) {
+            const float32x4_t lo = vld1q_f32(s + i), hi = vld1q_f32(s + i + 4);
+            vst1q_f32(d + i, lo);
+            vst1q_f32(d + i + 4, hi);
+        }
         for (; i + 4 <= n; i += 4)
             vst1q_f32(d + i, vld1q_f32(s + i));
     } else if (kind == TS_PACK_F32_BF16) {
@@ -616,6 +665,9 @@ static TS_ALWAYS_INLINE void pack_rows(ts_pack_kind kind, void *dst, const void 
     else if (kind == TS_PACK_BF16 && lp == 4)
         grouped = pack_rows_bf16_paired((uint16_t *)dst, (const float *)src, rows, step, K,
                                         row_stride, &k_grouped);
+    else if ((kind == TS_PACK_BF16 || kind == TS_PACK_F16) && lp == 2)
+        grouped = pack_rows_16bit_lp2(kind, (uint16_t *)dst, src, rows, step, K, row_stride,
+                                      &k_grouped);
 #endif
     for (size_t r = 0; r < rows; ++r) {
         const size_t k_begin = r < grouped ? k_grouped : 0;
@@ -727,6 +779,7 @@ static TS_ALWAYS_INLINE void pack_panel_kind(ts_pack_kind kind, void *dst, const
         /* lp as a constant: each k-step's lp values become one fixed-size move */
         switch (lp) {
         case 1: pack_rows(kind, dst, src, rows, step, K, 1, row_stride); return;
+        case 2: pack_rows(kind, dst, src, rows, step, K, 2, row_stride); return;
         case 4: pack_rows(kind, dst, src, rows, step, K, 4, row_stride); return;
         case 8: pack_rows(kind, dst, src, rows, step, K, 8, row_stride); return;
         default: pack_rows(kind, dst, src, rows, step, K, lp, row_stride); return;
@@ -905,6 +958,40 @@ static void pack_b_groups_bf16(const ts_packed_b *b, const float *B, size_t ldb,
     }
 }
 
+/* 16-bit kinds (bf16 from fp32, fp16), lp 2: rows 2s and 2s+1 of B, 8 (or the last 4) columns
+ * at a time; ZIP1 / ZIP2 of the two rows' 16-bit values give each column's k-step (4 bytes)
+ * for 4 columns: one group. */
+static TS_ALWAYS_INLINE uint16x8_t load_b_16bit(ts_pack_kind kind, const void *row, size_t n0,
+                                                size_t cols)
+{
+    if (kind == TS_PACK_BF16) {
+        const float *p = (const float *)row + n0;
+        const float32x4_t lo = vld1q_f32(p);
+        return bf16_bits_x8(lo, cols == 8 ? vld1q_f32(p + 4) : lo);
+    }
+    const uint16_t *p = (const uint16_t *)row + n0;
+    return cols == 8 ? vld1q_u16(p) : vcombine_u16(vld1_u16(p), vld1_u16(p));
+}
+
+static TS_ALWAYS_INLINE void pack_b_groups_16bit_lp2(const ts_packed_b *b, ts_pack_kind kind,
+                                                     const void *B, size_t ldb, size_t groups)
+{
+    const size_t kstep_bytes = b->path->hp * 2 * 2, sb = kind == TS_PACK_BF16 ? 4 : 2;
+    for (size_t s = 0; s < b->K / 2; ++s) {
+        const unsigned char *r0 = (const unsigned char *)B + 2 * s * ldb * sb, *r1 = r0 + ldb * sb;
+        group_cursor cursor = group_cursor_start(b, 2);
+        for (size_t g = 0; g < groups; g += 2) {
+            const size_t cols = g + 1 < groups ? 8 : 4;
+            const uint16x8_t a = load_b_16bit(kind, r0, 4 * g, cols);
+            const uint16x8_t c = load_b_16bit(kind, r1, 4 * g, cols);
+            vst1q_u16((uint16_t *)(void *)(next_group(&cursor) + s * kstep_bytes), vzip1q_u16(a, c));
+            if (cols == 8)
+                vst1q_u16((uint16_t *)(void *)(next_group(&cursor) + s * kstep_bytes),
+                          vzip2q_u16(a, c));
+        }
+    }
+}
+
 /* Packs the whole k-steps of every full panel of row-major B (k_stride ldb, n_stride 1) when
  * this path has a transpose for it; returns how many panels it packed (0: none). */
 static size_t pack_b_transposed(const ts_packed_b *b, const void *B, size_t ldb)
@@ -919,6 +1006,10 @@ static size_t pack_b_transposed(const ts_packed_b *b, const void *B, size_t ldb)
         pack_b_groups_s8(b, (const int8_t *)B, ldb, groups, 4);
     else if (path->pack == TS_PACK_BF16 && path->lp == 4)
         pack_b_groups_bf16(b, (const float *)B, ldb, groups);
+    else if (path->pack == TS_PACK_BF16 && path->lp == 2)
+        pack_b_groups_16bit_lp2(b, TS_PACK_BF16, B, ldb, groups);
+    else if (path->pack == TS_PACK_F16 && path->lp == 2)
+        pack_b_groups_16bit_lp2(b, TS_PACK_F16, B, ldb, groups);
     else
         return 0;
     return full_panels;
