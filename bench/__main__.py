@@ -26,7 +26,7 @@ from . import sme
 from .mca import CycleModel, McaError, llvm_mca_version
 from .profile import QEMU_CPU, profile_all
 from .tbcount import QEMU, ProfileError, build_plugin
-from .workloads import all_workloads, build_program
+from .workloads import all_workloads, build_program, with_threads
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -42,6 +42,10 @@ def parse_args(argv):
     ap.add_argument("--gen-dir", help="profile this generated folder (prefix ts_) instead of generating one")
     ap.add_argument("--cores", default=",".join(DEFAULT_CORES),
                     help="llvm-mca -mcpu values, comma-separated (default: %(default)s)")
+    ap.add_argument("--threads", default="1",
+                    help="comma-separated thread counts, e.g. 1,4,8: every selected workload also "
+                         "runs with the built-in pool of each count > 1 (newest path; per-vCPU "
+                         "cycles and balance in the report's thread table)")
     ap.add_argument("--only", default="",
                     help="comma-separated substrings: profile only workloads whose name has one")
     ap.add_argument("--jobs", type=int, default=2, help="QEMU runs at a time (default 2)")
@@ -110,12 +114,19 @@ def load_kernel_table(gen_dir: Path):
         return None, f"bench/kernels_mca.kernel_table failed: {type(e).__name__}: {e}"
 
 
-def select_runs(arch: str, only: str):
+def select_runs(arch: str, only: str, threads: str = "1"):
     wanted = [w for w in (s.strip() for s in only.split(",")) if w]
     workloads = [w for w in all_workloads() if not wanted or any(s in w.name for s in wanted)]
     if not workloads:
         raise ValueError(f"--only {only!r} matches no workload: "
                          f"{', '.join(w.name for w in all_workloads())}")
+    try:
+        counts = [int(t) for t in threads.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(f"--threads {threads!r}: comma-separated integers") from None
+    if any(not 1 <= t <= 256 for t in counts):
+        raise ValueError(f"--threads {threads!r}: counts in 1..256")
+    workloads = with_threads(workloads, counts)
     runs = [(w, p) for w in workloads for p in w.paths(arch)]
     missing = [(w.name, p.name) for w in workloads for p in w.missing_paths(arch)]
     return runs, missing
@@ -180,7 +191,7 @@ def main(argv=None) -> int:
         print(f"bench: note: no peak figures for {', '.join(unknown)} in gen/cores.py "
               "(MACs/cycle only)", file=sys.stderr)
     try:
-        runs, missing = select_runs(args.arch, args.only)
+        runs, missing = select_runs(args.arch, args.only, args.threads)
         check_qemu_plugins()
         gen_dir = Path(args.gen_dir) if args.gen_dir else generate(
             args.arch, args.cpu, args.inst, out_dir / args.arch / "gen")

@@ -103,6 +103,10 @@ HARNESS static int bench_report(int status, const char *op, uint64_t checksum)
     return 0;
 }
 
+/* The context of every call: NULL (one thread, as the plain entry points), or one with the
+ * built-in pool of N threads when the first argument is threads=N (set up before the mark). */
+static ts_context *bench_ctx;
+
 /* Called right before the measured operation: the profiler passes this function's address to
  * the tbcount plugin (mark=), which counts only what runs after it. */
 HARNESS void bench_mark(void)
@@ -129,14 +133,14 @@ HARNESS static int bench_gemm_float(int bf16, size_t M, size_t N, size_t K, int 
     bench_fill_f32(A, M * K);
     bench_fill_f32(B, K * N);
     if (prepacked) {
-        packed = bench_pack_weights(bf16 ? ts_pack_b_bf16(K, N, B, N, &packed)
-                                         : ts_pack_b_f32(K, N, B, N, &packed), packed);
+        packed = bench_pack_weights(bf16 ? ts_pack_b_bf16_ctx(bench_ctx, K, N, B, N, &packed)
+                                         : ts_pack_b_f32_ctx(bench_ctx, K, N, B, N, &packed), packed);
         bench_mark();
-        status = bf16 ? ts_gemm_bf16_prepacked(M, A, K, packed, C, N)
-                      : ts_gemm_f32_prepacked(M, A, K, packed, C, N);
+        status = bf16 ? ts_gemm_bf16_prepacked_ctx(bench_ctx, M, A, K, packed, C, N)
+                      : ts_gemm_f32_prepacked_ctx(bench_ctx, M, A, K, packed, C, N);
     } else {
         bench_mark();
-        status = bf16 ? ts_gemm_bf16(M, N, K, A, K, B, N, C, N) : ts_gemm_f32(M, N, K, A, K, B, N, C, N);
+        status = bf16 ? ts_gemm_bf16_ctx(bench_ctx, M, N, K, A, K, B, N, C, N) : ts_gemm_f32_ctx(bench_ctx, M, N, K, A, K, B, N, C, N);
     }
     return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
 }
@@ -185,12 +189,12 @@ HARNESS static int bench_gemm_s8(size_t M, size_t N, size_t K, int prepacked)
     bench_fill_s8(B, K * N);
     bench_quant(&q, N, bias, mult, shift);
     if (prepacked) {
-        packed = bench_pack_weights(ts_pack_b_s8(K, N, B, N, &packed), packed);
+        packed = bench_pack_weights(ts_pack_b_s8_ctx(bench_ctx, K, N, B, N, &packed), packed);
         bench_mark();
-        status = ts_gemm_s8_prepacked(M, A, K, packed, &q, C, N);
+        status = ts_gemm_s8_prepacked_ctx(bench_ctx, M, A, K, packed, &q, C, N);
     } else {
         bench_mark();
-        status = ts_gemm_s8(M, N, K, A, K, B, N, &q, C, N);
+        status = ts_gemm_s8_ctx(bench_ctx, M, N, K, A, K, B, N, &q, C, N);
     }
     return bench_report(status, "gemm", bench_checksum(C, M * N));
 }
@@ -212,12 +216,12 @@ HARNESS static int bench_gemm_u8s8(size_t M, size_t N, size_t K, int prepacked)
     q.act_min += 128;
     q.act_max += 128;
     if (prepacked) {
-        packed = bench_pack_weights(ts_pack_b_u8s8(K, N, B, N, &packed), packed);
+        packed = bench_pack_weights(ts_pack_b_u8s8_ctx(bench_ctx, K, N, B, N, &packed), packed);
         bench_mark();
-        status = ts_gemm_u8_prepacked(M, A, K, packed, &q, C, N);
+        status = ts_gemm_u8_prepacked_ctx(bench_ctx, M, A, K, packed, &q, C, N);
     } else {
         bench_mark();
-        status = ts_gemm_u8(M, N, K, A, K, B, N, &q, C, N);
+        status = ts_gemm_u8_ctx(bench_ctx, M, N, K, A, K, B, N, &q, C, N);
     }
     return bench_report(status, "gemm", bench_checksum(C, M * N));
 }
@@ -232,12 +236,12 @@ HARNESS static int bench_gemm_u8u32(size_t M, size_t N, size_t K, int prepacked)
     bench_fill_s8((int8_t *)A, M * K);
     bench_fill_s8((int8_t *)B, K * N);
     if (prepacked) {
-        packed = bench_pack_weights(ts_pack_b_u8u32(K, N, B, N, &packed), packed);
+        packed = bench_pack_weights(ts_pack_b_u8u32_ctx(bench_ctx, K, N, B, N, &packed), packed);
         bench_mark();
-        status = ts_gemm_u8u32_prepacked(M, A, K, packed, C, N);
+        status = ts_gemm_u8u32_prepacked_ctx(bench_ctx, M, A, K, packed, C, N);
     } else {
         bench_mark();
-        status = ts_gemm_u8u32(M, N, K, A, K, B, N, C, N);
+        status = ts_gemm_u8u32_ctx(bench_ctx, M, N, K, A, K, B, N, C, N);
     }
     return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
 }
@@ -313,7 +317,7 @@ HARNESS static int bench_conv(char **arg, int prepacked, size_t batch)
     int8_t *output = bench_alloc(out_n, 1);
     int32_t *bias = bench_alloc(c.out_c, 4), *mult = bench_alloc(c.out_c, 4);
     int32_t *shift = bench_alloc(c.out_c, 4);
-    void *workspace = bench_alloc(ts_conv2d_s8_workspace_size(&c), 1);
+    void *workspace = bench_alloc(ts_conv2d_s8_workspace_size_ctx(bench_ctx, &c), 1);
     ts_packed_b *packed = NULL;
     ts_quant q;
     int status;
@@ -321,12 +325,12 @@ HARNESS static int bench_conv(char **arg, int prepacked, size_t batch)
     bench_fill_s8(filter, filter_n);
     bench_quant(&q, c.out_c, bias, mult, shift);
     if (prepacked) {
-        packed = bench_pack_weights(ts_pack_conv2d_filter_s8(&c, filter, &packed), packed);
+        packed = bench_pack_weights(ts_pack_conv2d_filter_s8_ctx(bench_ctx, &c, filter, &packed), packed);
         bench_mark();
-        status = ts_conv2d_s8_prepacked(&c, input, packed, &q, output, workspace);
+        status = ts_conv2d_s8_prepacked_ctx(bench_ctx, &c, input, packed, &q, output, workspace);
     } else {
         bench_mark();
-        status = ts_conv2d_s8(&c, input, filter, &q, output, workspace);
+        status = ts_conv2d_s8_ctx(bench_ctx, &c, input, filter, &q, output, workspace);
     }
     return bench_report(status, "conv2d", bench_checksum(output, out_n));
 }
@@ -357,6 +361,16 @@ HARNESS static unsigned bench_feature_mask(const char *text)
 /* OP is gemm, conv, gemm-prepacked or conv-prepacked. */
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strncmp(argv[1], "threads=", 8) == 0) {
+        unsigned threads = (unsigned)bench_size(argv[1] + 8);
+        if (ts_context_create(&bench_ctx) != TS_OK
+            || ts_context_set_num_threads(bench_ctx, threads) != TS_OK) {
+            fprintf(stderr, "workloads: no context with %u threads\n", threads);
+            return 1;
+        }
+        argc--;
+        argv++;
+    }
     const char *op = argc > 1 ? argv[1] : "";
     int gemm = strcmp(op, "gemm") == 0, gemm_prepacked = strcmp(op, "gemm-prepacked") == 0;
     int conv = strcmp(op, "conv") == 0, conv_prepacked = strcmp(op, "conv-prepacked") == 0;

@@ -3,7 +3,7 @@ their program (bench/workloads.c linked with a generated tilesmith folder)."""
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gen.isa import GENERATED, check_arch
@@ -56,6 +56,8 @@ class Workload:
     shape_title: str = ""      # the shape group's title, e.g. "GEMM 512³"
     batch: int = 1             # conv: images per call
     newest_only: bool = False  # profile only the type's newest path (the costly large shapes)
+    threads: int = 1           # the built-in pool's threads (workloads.c threads=N), > 1: a
+                               # copy of a workload (name -N t) on its newest path only
 
     @property
     def macs(self) -> int:
@@ -67,7 +69,8 @@ class Workload:
                 * c["in_c"])
 
     def args(self, path: DispatchPath) -> list[str]:
-        op = [self.kind + ("-prepacked" if self.prepacked else "")]
+        op = [f"threads={self.threads}"] if self.threads > 1 else []
+        op += [self.kind + ("-prepacked" if self.prepacked else "")]
         op += [self.dtype] if self.kind == "gemm" else []
         return [*op, path.features, *map(str, self.dims), *([str(self.batch)] if self.batch > 1 else [])]
 
@@ -171,6 +174,18 @@ def qdyn_workloads() -> list[Workload]:
             out.append(Workload(f"{name}-{fmt}{PREPACKED}",
                                 f"{title} {DTYPE_LABEL[fmt]}, B prepacked", "gemm", fmt, dims,
                                 name + PREPACKED, True, title + ", B prepacked"))
+    return out
+
+
+def with_threads(workloads, counts) -> list[Workload]:
+    """The workloads, then a copy of each with each thread count > 1 of `counts` (newest path
+    only: the balance is a property of the split, the paths' instruction mixes are shown once)."""
+    out = list(workloads)
+    for t in counts:
+        if t > 1:
+            out += [replace(w, name=f"{w.name}-{t}t", title=f"{w.title}, {t} threads",
+                            shape=f"{w.shape}-{t}t", threads=t, newest_only=True)
+                    for w in workloads]
     return out
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .blocking import block_sizes, cache_sizes
+from .cores import CPU_NAMES, GENERIC
 from .registry import BY_KEY, dispatch_paths  # noqa: F401  (dispatch_paths: public here too)
 from .templating import template_environment
 
@@ -61,10 +63,20 @@ def copy_drivers(prefix: str, out_dir, names=None) -> dict[str, Path]:
     return written
 
 
+def with_blocks(dispatch: dict, cpu: str) -> dict:
+    """dispatch_paths with each path's cache blocks (gen.blocking) for a CPU= build."""
+    return {key: [dict(path, **dict(zip(("kc_steps", "mc_panels"), block_sizes(
+        cpu, path["instruction"], path["ep"], path["hp"], path["lp"])))) for path in paths]
+        for key, paths in dispatch.items()}
+
+
 def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: dict) -> dict:
     """The variables the generated driver file's template sees."""
-    return dict(p=prefix, P=prefix.upper(), arch=arch, manifest=manifest, main=main,
-                dispatch=dispatch, macros={key: BY_KEY[key].macro for key in dispatch})
+    cpu = manifest.get("cpu", GENERIC)
+    l1, l2 = cache_sizes(cpu)
+    return dict(p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, l1=l1, l2=l2,
+                manifest=manifest, main=main,
+                dispatch=dispatch, cpu_names=CPU_NAMES, macros={key: BY_KEY[key].macro for key in dispatch})
 
 
 def render_templates(names, context: dict, out_dir) -> list[Path]:
@@ -90,7 +102,8 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     gemv = {served[k["serves"]]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
     sme = {k["instruction"]: k for k in manifest.get("sme_kernels", []) if k["epilogue"] == "raw"}
     context = base_context(prefix, manifest["arch"], manifest, main,
-                           dispatch_paths(main, gemv=gemv, sme=sme))
+                           with_blocks(dispatch_paths(main, gemv=gemv, sme=sme),
+                                       manifest.get("cpu", GENERIC)))
     copied = copy_drivers(prefix, out_dir)
     written = list(copied.values()) + render_templates(GENERATED, context, out_dir)
     sources = sorted(p.name for p in written if p.suffix == ".c")

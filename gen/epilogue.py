@@ -24,27 +24,15 @@ from dataclasses import dataclass
 from .loop import C_PTR, LDC, KernelPlanError
 from .plan import TilePlan
 from .schedule import Insn
+from . import registry as _registry
 
-# ---- the table the generator reads (the GEMM-type registry will take it over) ------------------
+# ---- the table the generator reads: derived from the GEMM-type registry ------------------------
 # instruction -> epilogue variants generated for it; "raw" (the unsuffixed kernel) always first.
 # requant: the int8 GEMM types' int32 kernels (the s8 dispatch chain smmla/sdot/smlal);
 # biasclamp: the fp32-accumulating ones (f32 fmla, bf16 bfmmla and bfdot, fp16 -> fp32 fmlal).
-# fmla .8h (fp16 accumulators), sudot, usdot: raw only.
-EPILOGUE_VARIANTS = {
-    "fmla_f32": ("raw", "biasclamp"),
-    "fmla_f16": ("raw",),
-    "fmlal": ("raw", "biasclamp"),
-    "sudot": ("raw",),
-    "usdot": ("raw",),
-    "bfdot": ("raw", "biasclamp"),
-    "smlal": ("raw", "requant"),
-    "sdot": ("raw", "requant"),
-    "udot": ("raw",),
-    "smmla": ("raw", "requant"),
-    "ummla": ("raw",),
-    "usmmla": ("raw",),
-    "bfmmla": ("raw", "biasclamp"),
-}
+# fmla .8h (fp16 accumulators), sudot, usdot: raw only. gen.registry (GemmType.kernel_epilogues,
+# OFF_CHAIN_EPILOGUES) is the one place that says so.
+EPILOGUE_VARIANTS = _registry.epilogue_variants()
 
 
 @dataclass(frozen=True)

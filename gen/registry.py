@@ -85,6 +85,9 @@ class GemmType:
                               # prefers to the whole chain where the build has it (ARCH v92),
                               # the CPU has FEAT_SME and its streaming vector length is one of
                               # SME_SVL_BYTES; None: no SME kernel serves this type
+    kernel_epilogues: tuple = ()  # fused epilogues (gen.epilogue.EPILOGUES) every kernel of the
+                              # chain gets besides "raw": with OFF_CHAIN_EPILOGUES the one source
+                              # of gen.epilogue.EPILOGUE_VARIANTS
 
 
 # Where the dot forms of v86 stand (model: gen/cores.py, solver tiles of `make tiles`):
@@ -104,13 +107,15 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
              "raw", ("gemm_f32", "pack_b_f32", "gemm_f32_prepacked"),
              bench_dtype="f32", bench_label="fp32", bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"),
-             test_label="f32", sme=KernelPath("fmopa_f32", "f32", "f32", "fmopa")),
+             test_label="f32", kernel_epilogues=("biasclamp",),
+             sme=KernelPath("fmopa_f32", "f32", "f32", "fmopa")),
     GemmType("bf16", "BF16", "fp32", "fp32", "fp32",
              (KernelPath("bfmmla", "bf16", "bf16", "bfmmla"),
               KernelPath("fmla_f32", "f32_bf16", "f32_bf16", "fmla")),
              "raw", ("gemm_bf16", "pack_b_bf16", "gemm_bf16_prepacked"),
              bench_dtype="bf16", bench_label="bf16", bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"),
-             test_label="bf16", sme=KernelPath("bfmopa", "bf16", "bf16", "bfmopa")),
+             test_label="bf16", kernel_epilogues=("biasclamp",),
+             sme=KernelPath("bfmopa", "bf16", "bf16", "bfmopa")),
     # fp16 accumulation (fmla .8h, FEAT_FP16). Fallback: fp16 converted to fp32 (exact), the
     # fp32 fmla kernel, results rounded to fp16: differs only in accumulation precision.
     GemmType("f16", "F16", "fp16", "fp16", "fp16",
@@ -126,7 +131,8 @@ GEMM_TYPES: tuple[GemmType, ...] = (
               KernelPath("fmla_f32", "f32_f16", "f32_f16", "fmla")),
              "raw", ("gemm_f16f32", "pack_b_f16f32", "gemm_f16f32_prepacked"),
              bench_dtype="f16f32", bench_label="fp16 -> fp32", bench_shapes=("gemm512",),
-             test_label="f16f32", sme=KernelPath("fmopa_f16f32", "f16", "f16", "fmopa16")),
+             test_label="f16f32", kernel_epilogues=("biasclamp",),
+             sme=KernelPath("fmopa_f16f32", "f16", "f16", "fmopa16")),
     GemmType("s8", "INT8", "int8", "int8", "int32",
              (KernelPath("smmla", "s8", "s8", "i8mm"),
               KernelPath("sdot", "s8", "s8", "dotprod"),
@@ -137,7 +143,8 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              max_k=("GEMM_S8S32_MAX_K", "GEMM_S8_MAX_K"),
              bench_dtype="s8", bench_label="int8",
              bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"), bench_conv=True,
-             test_label="int8", sme=KernelPath("smopa", "s8", "s8", "smopa")),
+             test_label="int8", kernel_epilogues=("requant",),
+             sme=KernelPath("smopa", "s8", "s8", "smopa")),
     # uint8 activations. Armv8.0 fallback: A zero-extended and B sign-extended to int16 (0..255
     # and -128..127 are int16 values), then the smlal kernel, whose int16 x int16 products
     # (|a*b| <= 255*128) and int32 sums are exact within TS_GEMM_U8S8S32_MAX_K.
@@ -162,7 +169,7 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              test_label="u8u32"),
     # Dynamically quantised int8 activations x int8 / int4 symmetric weights -> fp32 (LLM
     # inference, issue 12): the int8 kernels' raw sums per scale block, then the fp32
-    # dequantisation epilogue (ts_qdyn.c; exact int32 per block, fixed fp32 order, so every path
+    # dequantisation epilogue in C (ts_qdyn.c, no fused kernel variant; exact int32 per block, fixed fp32 order, so every path
     # returns the same bits). int4 weights are widened to int8 when packed.
     GemmType("qdyn", "QDYN", "int8", "int8", "int32",
              (KernelPath("smmla", "s8", "s8", "i8mm"),
@@ -178,6 +185,24 @@ GEMM_TYPES: tuple[GemmType, ...] = (
 )
 
 BY_KEY = {t.key: t for t in GEMM_TYPES}
+
+# the fused epilogues gen.epilogue can emit (its EPILOGUES without "raw")
+KNOWN_EPILOGUES = ("requant", "biasclamp")
+
+# Generated instructions that no chain holds (see the sudot / bfdot note above GEMM_TYPES) and
+# the fused epilogues their kernels get all the same: bfdot accumulates fp32 like bfmmla.
+OFF_CHAIN_EPILOGUES = {"sudot": (), "usdot": (), "bfdot": ("biasclamp",)}
+
+
+def epilogue_variants(types=GEMM_TYPES) -> dict:
+    """{instruction: epilogue variants its kernels get, "raw" first}: the union over every GEMM
+    type whose chain holds the instruction of that type's `kernel_epilogues` (and
+    OFF_CHAIN_EPILOGUES), in KNOWN_EPILOGUES order (gen.epilogue.EPILOGUE_VARIANTS)."""
+    fused = {i: set(es) for i, es in OFF_CHAIN_EPILOGUES.items()}
+    for t in types:
+        for p in t.chain:
+            fused.setdefault(p.instruction, set()).update(t.kernel_epilogues)
+    return {i: ("raw", *(e for e in KNOWN_EPILOGUES if e in es)) for i, es in fused.items()}
 
 
 def features(types=GEMM_TYPES) -> tuple:
@@ -224,8 +249,9 @@ def check_registry(types=GEMM_TYPES) -> None:
                                  f"differ")
         if INSTRUCTIONS[t.chain[-1].instruction].feature is not None:
             raise ValueError(f"GEMM type {t.key}: the last path must run on Armv8.0")
-        if t.epilogue not in ("raw", "requant", "dequant"):
-            raise ValueError(f"GEMM type {t.key}: unknown epilogue {t.epilogue!r}")
+        for e in t.kernel_epilogues:
+            if e not in KNOWN_EPILOGUES:
+                raise ValueError(f"GEMM type {t.key}: unknown epilogue {e!r}")
         if t.c in ("int32", "uint32") and not t.max_k:
             raise ValueError(f"GEMM type {t.key}: integer results need a K bound (max_k)")
 
@@ -255,7 +281,7 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
                  c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
                  ep=int(kernel["tr"]) * svl // 4, hp=int(kernel["tc"]) * svl // 4,
                  lp=int(kernel["lp"]), feature=feature_macro(SME_INSTRUCTIONS[p.instruction].feature),
-                 gemv=None, svl_bytes=svl)
+                 gemv=None, requant=None, svl_bytes=svl)
             for svl in SME_SVL_BYTES]
 
 
@@ -277,7 +303,8 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
-    suffixes, the result bytes and the feature macro suffix (None when Armv8.0 has it), and
+    suffixes, the result bytes, the feature macro suffix (None when Armv8.0 has it), the
+    symbol of its fused requant variant (None: none) and
     `gemv`: the GEMV / small-M kernel serving the path's instruction ({served instruction:
     manifest entry with role "gemv"}, gen.gemv; its own instruction may be a GEMV form of the
     path's) as a dict (symbol, ep, hp, lp, max_m, step and main_step: the instructions of one
@@ -302,7 +329,9 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
                            max_m=int(gemv[p.instruction]["max_m"]),
                            step=int(gemv[p.instruction]["step_instructions"]),
                            main_step=int(gemv[p.instruction]["main_step_instructions"]))
-                      if p.instruction in gemv and has_gemv(t) else None), svl_bytes=0))
+                      if p.instruction in gemv and has_gemv(t) else None),
+                requant=next((v["symbol"] for v in kernel.get("variants", [])
+                              if v["epilogue"] == "requant"), None)))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]

@@ -26,3 +26,19 @@ def test_bad_build_option_is_a_clear_bench_error(option, value, valid, tmp_path)
     assert all(v in message for v in valid), message    # lists the valid values
     assert "gen generate" not in message and "Traceback" not in message, message
     assert list(tmp_path.iterdir()) == []                 # nothing generated or profiled
+
+
+def test_threads_option_adds_newest_path_copies_with_the_pool_argument():
+    """--threads 1,4,8: each selected workload once per path, then a copy per count > 1 on its
+    newest path, run as `workloads threads=N …` (bench/workloads.c's context)."""
+    from bench.__main__ import select_runs
+    runs, _ = select_runs("v86", "gemm512-s8", "1,4,8")
+    names = [(w.name, p.name, w.threads) for w, p in runs]
+    base = [r for r in names if r[2] == 1]
+    assert len(base) == 3                                       # smlal, sdot, smmla
+    assert [r for r in names if r[2] > 1] == [("gemm512-s8-4t", "i8mm", 4),
+                                               ("gemm512-s8-8t", "i8mm", 8)]
+    w4 = next(w for w, _ in runs if w.threads == 4)
+    assert w4.args(runs[-1][1])[0] == "threads=4"
+    with pytest.raises(ValueError, match="--threads"):
+        select_runs("v86", "gemm512-s8", "0")

@@ -15,8 +15,13 @@ from cross import CLANG, GCC, ROOT, TEST_C, run_qemu
 
 COMPILERS = {"gcc": [GCC], "clang": [CLANG, "--target=aarch64-linux-gnu"]}
 FLAGS = ["-march=armv8-a", "-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
-# What the generated C may take from outside the folder (libc only).
-LIBC = {"malloc", "free", "memcpy", "memset", "getauxval"}
+# What the generated C may take from outside the folder: libc, and POSIX threads for the
+# built-in pool of ts_context_set_num_threads (none with TS_NO_THREADS: test_drivers_context).
+LIBC = {"malloc", "calloc", "free", "memcpy", "memset", "strcmp", "getauxval",
+        "pthread_create", "pthread_join", "pthread_mutex_init", "pthread_mutex_destroy",
+        "pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_init",
+        "pthread_cond_destroy", "pthread_cond_wait", "pthread_cond_signal",
+        "pthread_cond_broadcast"}
 
 
 def generate(arch, prefix, out):

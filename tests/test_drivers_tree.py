@@ -13,7 +13,8 @@ from gen.drivers import DRIVERS
 SOURCES = sorted((DRIVERS / "src").glob("ts_*.c"))
 COMPILERS = {"gcc": [GCC, "-march=armv8-a"], "clang": [CLANG, "--target=aarch64-linux-gnu",
                                                         "-march=armv8-a"],
-             "gcc-nosimd": [GCC, "-march=armv8-a+nosimd"]}
+             "gcc-nosimd": [GCC, "-march=armv8-a+nosimd"],
+             "gcc-nothreads": [GCC, "-march=armv8-a", "-DTS_NO_THREADS"]}
 
 
 @pytest.mark.parametrize("compiler", sorted(COMPILERS))

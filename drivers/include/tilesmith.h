@@ -269,7 +269,7 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  * written to C or *out on error. */
 #define TS_QDYN_S8_MAX_K  65793     /* 65793 * 255 * 128 <= 2^31 - 1 < 65794 * 255 * 128 */
 #define TS_QDYN_S4_MAX_BL 1052688   /* 1052688 * 255 * 8 <= 2^31 - 1 < 1052689 * 255 * 8 */
-typedef struct ts_context ts_context;   /* the engine's context (issue 13); NULL = defaults */
+typedef struct ts_context ts_context;   /* execution context (below); NULL = defaults */
 typedef struct ts_packed_a ts_packed_a;
 /* N x K int8 weights with one scale per output channel. */
 int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *scales,
@@ -305,6 +305,109 @@ int ts_gemm_qdyn_f32_packed_a(const ts_context *ctx, const ts_packed_a *A,
 int ts_quantize_qs8(size_t N, size_t K, const float *W, size_t ldw, int8_t *q, float *scales);
 int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, uint8_t *q,
                     float *scales);
+/* ---- execution context: threads, workspace, feature mask, CPU --------------------------
+ * A ts_context carries what an engine decides per call site: how work runs in parallel (its
+ * own pool through ts_parallel_for_fn, or a built-in pthreads pool), a caller-owned workspace
+ * (then no call allocates), a feature mask and a CPU choice. Every GEMM / conv2d entry point
+ * has a _ctx twin taking the context first; a NULL context is today's behaviour (one thread,
+ * malloc, the global feature mask). Results do not depend on the context's threads: integer
+ * outputs are bit-identical and fp32 outputs identical (same order of operations) for every
+ * thread count and pool. Setters must not run while a call uses the context; any number of
+ * calls may share a context otherwise (the built-in pool runs one call's tasks at a time).
+ * Built with TS_NO_THREADS defined (no pthreads), ts_context_set_num_threads accepts 1 only. */
+typedef void (*ts_task_fn)(void *arg, size_t task);
+/* run task(arg, i) for every i in [0, n), on any threads; return when all are done */
+typedef void (*ts_parallel_for_fn)(void *pool, size_t n, ts_task_fn task, void *arg);
+int  ts_context_create(ts_context **out);                 /* TS_OK, TS_EINVAL (NULL), TS_ENOMEM */
+void ts_context_free(ts_context *ctx);                    /* NULL is a no-op */
+/* the caller's pool (fn NULL: back to one thread); replaces a built-in pool */
+int  ts_context_set_parallel_for(ts_context *ctx, ts_parallel_for_fn fn, void *pool);
+/* built-in pthreads pool of n threads (the calling thread is one of them; 1: no pool);
+ * n in 1..TS_MAX_THREADS; replaces a caller's parallel_for */
+int  ts_context_set_num_threads(ts_context *ctx, unsigned n);
+int  ts_context_set_feature_mask(ts_context *ctx, unsigned mask);   /* as ts_set_feature_mask */
+int  ts_context_set_cpu(ts_context *ctx, const char *cpu);  /* "auto" (default) or a CPU= name */
+/* buf NULL (or bytes 0): calls allocate as without a context. Otherwise a call needing more
+ * than `bytes` returns TS_EINVAL, nothing written; buf must not overlap a call's buffers. */
+int  ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes);
+/* Workspace bytes any _ctx GEMM of gemm_type (TS_GEMM_*) and this shape needs with this
+ * context's threads, on any kernel path of the build (prepacked B and the quantized forms
+ * included); 0 for an unknown type or on size_t overflow. ctx NULL: one thread. */
+size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M, size_t N,
+                                 size_t K);
+#define TS_MAX_THREADS 256
+
+/* The _ctx twins: as the functions without _ctx, run with ctx (NULL: as without). */
+int ts_gemm_f32_ctx (const ts_context *ctx, size_t M, size_t N, size_t K, const float *A,
+                     size_t lda, const float *B, size_t ldb, float *C, size_t ldc);
+int ts_gemm_bf16_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const float *A,
+                     size_t lda, const float *B, size_t ldb, float *C, size_t ldc);
+int ts_gemm_s8s32_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const int8_t *A,
+                      size_t lda, const int8_t *B, size_t ldb, int32_t *C, size_t ldc);
+int ts_gemm_s8_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const int8_t *A,
+                   size_t lda, const int8_t *B, size_t ldb, const ts_quant *q, int8_t *C,
+                   size_t ldc);
+int ts_gemm_u8s8s32_ctx(const ts_context *ctx, size_t M, size_t N, size_t K,
+                        const uint8_t *A, size_t lda, const int8_t *B, size_t ldb,
+                        int32_t *C, size_t ldc);
+int ts_gemm_u8u32_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const uint8_t *A,
+                      size_t lda, const uint8_t *B, size_t ldb, uint32_t *C, size_t ldc);
+int ts_gemm_u8_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const uint8_t *A,
+                   size_t lda, const int8_t *B, size_t ldb, const ts_quant *q, uint8_t *C,
+                   size_t ldc);
+/* packing with the context's feature mask / CPU (the handle then matches its _ctx calls) */
+int ts_pack_b_f32_ctx  (const ts_context *ctx, size_t K, size_t N, const float *B, size_t ldb,
+                        ts_packed_b **out);
+int ts_pack_b_bf16_ctx (const ts_context *ctx, size_t K, size_t N, const float *B, size_t ldb,
+                        ts_packed_b **out);
+int ts_pack_b_s8_ctx   (const ts_context *ctx, size_t K, size_t N, const int8_t *B, size_t ldb,
+                        ts_packed_b **out);
+int ts_pack_b_u8s8_ctx (const ts_context *ctx, size_t K, size_t N, const int8_t *B, size_t ldb,
+                        ts_packed_b **out);
+int ts_pack_b_u8u32_ctx(const ts_context *ctx, size_t K, size_t N, const uint8_t *B,
+                        size_t ldb, ts_packed_b **out);
+int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
+                                 const int8_t *filter, ts_packed_b **out);
+int ts_gemm_f32_prepacked_ctx  (const ts_context *ctx, size_t M, const float *A, size_t lda,
+                                const ts_packed_b *B, float *C, size_t ldc);
+int ts_gemm_bf16_prepacked_ctx (const ts_context *ctx, size_t M, const float *A, size_t lda,
+                                const ts_packed_b *B, float *C, size_t ldc);
+int ts_gemm_s8s32_prepacked_ctx(const ts_context *ctx, size_t M, const int8_t *A, size_t lda,
+                                const ts_packed_b *B, int32_t *C, size_t ldc);
+int ts_gemm_s8_prepacked_ctx   (const ts_context *ctx, size_t M, const int8_t *A, size_t lda,
+                                const ts_packed_b *B, const ts_quant *q, int8_t *C,
+                                size_t ldc);
+int ts_gemm_u8s8s32_prepacked_ctx(const ts_context *ctx, size_t M, const uint8_t *A,
+                                  size_t lda, const ts_packed_b *B, int32_t *C, size_t ldc);
+int ts_gemm_u8u32_prepacked_ctx  (const ts_context *ctx, size_t M, const uint8_t *A,
+                                  size_t lda, const ts_packed_b *B, uint32_t *C, size_t ldc);
+int ts_gemm_u8_prepacked_ctx     (const ts_context *ctx, size_t M, const uint8_t *A,
+                                  size_t lda, const ts_packed_b *B, const ts_quant *q,
+                                  uint8_t *C, size_t ldc);
+int ts_gemm_f16_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const uint16_t *A,
+                    size_t lda, const uint16_t *B, size_t ldb, uint16_t *C, size_t ldc);
+int ts_gemm_f16f32_ctx(const ts_context *ctx, size_t M, size_t N, size_t K,
+                       const uint16_t *A, size_t lda, const uint16_t *B, size_t ldb,
+                       float *C, size_t ldc);
+int ts_pack_b_f16_ctx   (const ts_context *ctx, size_t K, size_t N, const uint16_t *B,
+                         size_t ldb, ts_packed_b **out);
+int ts_pack_b_f16f32_ctx(const ts_context *ctx, size_t K, size_t N, const uint16_t *B,
+                         size_t ldb, ts_packed_b **out);
+int ts_gemm_f16_prepacked_ctx   (const ts_context *ctx, size_t M, const uint16_t *A,
+                                 size_t lda, const ts_packed_b *B, uint16_t *C, size_t ldc);
+int ts_gemm_f16f32_prepacked_ctx(const ts_context *ctx, size_t M, const uint16_t *A,
+                                 size_t lda, const ts_packed_b *B, float *C, size_t ldc);
+/* conv2d: `workspace` as sized by ts_conv2d_s8_workspace_size_ctx for this context (the
+ * context's own workspace is not used by conv2d) */
+size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c);
+int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
+                     const int8_t *filter, const ts_quant *q, int8_t *output,
+                     void *workspace);
+int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
+                               const int8_t *input, const ts_packed_b *filter,
+                               const ts_quant *q, int8_t *output, void *workspace);
+/* the kernel the next _ctx call of that GEMM type uses with ctx (NULL: ts_gemm_kernel) */
+const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type);
 
 /* ---- which micro-kernel runs (logs, tests) ------------------------------------------------ */
 #define TS_GEMM_F32  0

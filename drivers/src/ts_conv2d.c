@@ -6,6 +6,7 @@
  * to a_zero_point so they add nothing once the zero point is subtracted; a 1x1 stride-1
  * unpadded conv reads the input as A directly. Everything lives in the caller's workspace: no
  * allocation. Plain C99. */
+#include "ts_context_internal.h"
 #include "ts_gemm_internal.h"
 #include "ts_quant_internal.h"
 
@@ -27,39 +28,46 @@ static int is_pointwise(const ts_conv2d *c)
            && c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 && c->pad_right == 0;
 }
 
-/* Workspace bytes for one path: the packed filter (16-aligned) and the GEMM scratch. */
-static int workspace_for(const ts_path *path, const ts_conv2d *c, size_t *out)
+/* Workspace bytes for one path and `threads` tasks at once: the packed filter (16-aligned)
+ * and the macro-kernel's work area. */
+static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threads, size_t *out)
 {
-    size_t filter, scratch;
+    size_t filter, work;
     return ts_packed_b_bytes(path, conv_k(c), c->out_c, &filter)
            || ts_size_round_up(filter, 16, &filter)
-           || ts_gemm_scratch_bytes(path, c->out_c, conv_k(c), 1, 1, &scratch)
-           || ts_size_add(filter, scratch, out);
+           || ts_gemm_work_bytes(path, conv_m(c), c->out_c, conv_k(c), 1, !is_pointwise(c),
+                                 threads, &work)
+           || ts_size_add(filter, work, out);
 }
 
 /* The largest need over every int8 path of this build, so a size queried before a
- * ts_set_feature_mask change still fits. 0 for an invalid conv or on size_t overflow. */
-size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
+ * feature-mask change still fits. 0 for an invalid conv or on size_t overflow. */
+size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c)
 {
     size_t count, most = 0, bytes;
     if (ts_conv2d_validate(c) != TS_OK)
         return 0;
     const ts_path *paths = ts_paths_of(TS_GEMM_INT8, &count);
     for (size_t i = 0; i < count; ++i) {
-        if (workspace_for(&paths[i], c, &bytes))
+        if (workspace_for(&paths[i], c, ts_context_threads(ctx), &bytes))
             return 0;
         most = bytes > most ? bytes : most;
     }
     return most;
 }
 
+size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
+{
+    return ts_conv2d_s8_workspace_size_ctx(NULL, c);
+}
+
 /* Checks shared by both entry points (the filter is checked by each). A conv whose workspace
  * size or output (M x out_c bytes) overflows size_t is invalid: no buffer could hold it; so is
  * one with K = k_h*k_w*in_c beyond TS_GEMM_S8_MAX_K (its int32 sums could overflow). */
-static int conv_args_ok(const ts_conv2d *c, const int8_t *input, const ts_quant *q,
+static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, const int8_t *input, const ts_quant *q,
                         const int8_t *output, const void *workspace)
 {
-    return ts_conv2d_s8_workspace_size(c) != 0 && conv_k(c) <= TS_GEMM_S8_MAX_K
+    return ts_conv2d_s8_workspace_size_ctx(ctx, c) != 0 && conv_k(c) <= TS_GEMM_S8_MAX_K
            && !ts_matrix_span_overflows(conv_m(c), c->out_c, c->out_c, 1)
            && input != NULL && output != NULL && workspace != NULL
            && ts_quant_validate(q, c->out_c) == TS_OK;
@@ -68,14 +76,14 @@ static int conv_args_ok(const ts_conv2d *c, const int8_t *input, const ts_quant 
 /* Whether the buffers a conv writes (output, workspace) share a byte with what it reads (input,
  * the filter: `filter_bytes` bytes at `filter`, or the handle `packed`; q's arrays) or with each
  * other. Arguments as conv_args_ok. */
-static int conv_buffers_overlap(const ts_conv2d *c, const int8_t *input, const void *filter,
+static int conv_buffers_overlap(const ts_context *ctx, const ts_conv2d *c, const int8_t *input, const void *filter,
                                 size_t filter_bytes, const ts_packed_b *packed,
                                 const ts_quant *q, const int8_t *output,
                                 const void *workspace)
 {
     const size_t out_len = conv_m(c) * c->out_c, in_len = ts_conv2d_input_bytes(c);
     const void *written[2] = { output, workspace };
-    const size_t written_len[2] = { out_len, ts_conv2d_s8_workspace_size(c) };
+    const size_t written_len[2] = { out_len, ts_conv2d_s8_workspace_size_ctx(ctx, c) };
     for (int i = 0; i < 2; ++i) {
         if (ts_spans_overlap(written[i], written_len[i], input, in_len)
             || ts_spans_overlap(written[i], written_len[i], filter, filter_bytes)
@@ -86,53 +94,77 @@ static int conv_buffers_overlap(const ts_conv2d *c, const int8_t *input, const v
     return ts_spans_overlap(output, out_len, workspace, written_len[1]);
 }
 
-static void run_conv(const ts_conv2d *c, const int8_t *input, const ts_packed_b *filter,
-                     const ts_quant *q, int8_t *output, void *scratch)
+/* Runs a validated conv with the filter packed (b->src NULL) or packed on the way. */
+static void run_conv(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
+                     const ts_b_source *b, const ts_quant *q, int8_t *output, void *work)
 {
     ts_a_source a = { input, c->in_c, NULL, (int8_t)q->a_zero_point };
     if (!is_pointwise(c))
         a.conv = c;
     ts_c_sink out = { output, c->out_c, q, 0, 0 };
-    ts_gemm_run(filter, conv_m(c), &a, &out, scratch);
+    ts_gemm_exec(ctx, b, conv_m(c), &a, &out, work);
 }
 
-int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
-                 const ts_quant *q, int8_t *output, void *workspace)
+int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
+                     const int8_t *filter, const ts_quant *q, int8_t *output, void *workspace)
 {
-    if (!conv_args_ok(c, input, q, output, workspace) || filter == NULL
-        || conv_buffers_overlap(c, input, filter, c->out_c * conv_k(c), NULL, q, output,
+    if (!conv_args_ok(ctx, c, input, q, output, workspace) || filter == NULL
+        || conv_buffers_overlap(ctx, c, input, filter, c->out_c * conv_k(c), NULL, q, output,
                                 workspace))   /* out_c * K fits: conv2d_validate */
         return TS_EINVAL;
-    /* the filter packed for this call only: the GEMM tile's layout (ts_gemm_run runs it) */
-    const ts_path single = ts_single_layout_path(ts_select_path(TS_GEMM_INT8)), *path = &single;
+    /* the filter packed for this call only: the GEMM tile's layout (the engine runs it) */
+    const ts_path single = ts_single_layout_path(ts_select_path_ctx(ctx, TS_GEMM_INT8));
+    const ts_path *path = &single;
     size_t K = conv_k(c), filter_bytes;
     ts_packed_b_bytes(path, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
     ts_size_round_up(filter_bytes, 16, &filter_bytes);
     unsigned char *base = (unsigned char *)ts_align16(workspace);
     ts_packed_b packed;
-    ts_packed_b_init(&packed, path, K, c->out_c, filter, 1, K, base);
-    run_conv(c, input, &packed, q, output, base + filter_bytes);
+    ts_packed_b_layout(&packed, path, K, c->out_c, base);
+    ts_b_source b = { &packed, 1, filter, 1, K };   /* B[k][n] = filter[n*K + k] */
+    run_conv(ctx, c, input, &b, q, output, base + filter_bytes);
     return TS_OK;
 }
 
-int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out)
+int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
+                 const ts_quant *q, int8_t *output, void *workspace)
+{
+    return ts_conv2d_s8_ctx(NULL, c, input, filter, q, output, workspace);
+}
+
+int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
+                                 const int8_t *filter, ts_packed_b **out)
 {
     if (ts_conv2d_validate(c) != TS_OK || conv_k(c) > TS_GEMM_S8_MAX_K || filter == NULL
         || out == NULL)
         return TS_EINVAL;
     size_t K = conv_k(c);
-    return ts_packed_b_create(ts_select_path(TS_GEMM_INT8), K, c->out_c, filter, 1, K, out);
+    return ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), K, c->out_c, filter, 1, K,
+                              out);
+}
+
+int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out)
+{
+    return ts_pack_conv2d_filter_s8_ctx(NULL, c, filter, out);
+}
+
+int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
+                               const int8_t *input, const ts_packed_b *filter,
+                               const ts_quant *q, int8_t *output, void *workspace)
+{
+    if (!conv_args_ok(ctx, c, input, q, output, workspace) || filter == NULL
+        || filter->path != ts_select_path_ctx(ctx, TS_GEMM_INT8)
+        || filter->K != conv_k(c) || filter->N != c->out_c
+        || conv_buffers_overlap(ctx, c, input, NULL, 0, filter, q, output, workspace))
+        return TS_EINVAL;
+    ts_b_source b = { filter, 0, NULL, 0, 0 };
+    run_conv(ctx, c, input, &b, q, output, ts_align16(workspace));
+    return TS_OK;
 }
 
 int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
                            const ts_packed_b *filter, const ts_quant *q, int8_t *output,
                            void *workspace)
 {
-    if (!conv_args_ok(c, input, q, output, workspace) || filter == NULL
-        || filter->path != ts_select_path(TS_GEMM_INT8)
-        || filter->K != conv_k(c) || filter->N != c->out_c
-        || conv_buffers_overlap(c, input, NULL, 0, filter, q, output, workspace))
-        return TS_EINVAL;
-    run_conv(c, input, filter, q, output, ts_align16(workspace));
-    return TS_OK;
+    return ts_conv2d_s8_prepacked_ctx(NULL, c, input, filter, q, output, workspace);
 }

@@ -2,7 +2,7 @@
  * per GEMM type. The kernel paths of a build are the generated tables of ts_dispatch.c
  * (ts_paths_of); a path that needs an extension is chosen only when the CPU reports it and the
  * feature mask allows it. Plain C99. */
-#include "ts_pack_internal.h"
+#include "ts_context_internal.h"
 
 #if defined(__aarch64__) || defined(_M_ARM64)
 #  if defined(__linux__) || defined(__ANDROID__)
@@ -142,15 +142,27 @@ void ts_set_feature_mask(unsigned mask)
     TS_STORE(feature_mask, mask);
 }
 
-const ts_path *ts_select_path(int gemm_type)
+/* The first path of gemm_type whose features are all in `usable`. */
+static const ts_path *first_usable(int gemm_type, unsigned usable)
 {
-    unsigned usable = ts_cpu_features() & TS_LOAD(feature_mask);
     size_t count;
     const ts_path *paths = ts_paths_of(gemm_type, &count);
     for (size_t i = 0; i < count; ++i)
         if ((paths[i].features & ~usable) == 0 && ts_sme_path_fits(&paths[i]))
             return &paths[i];
     return NULL;   /* unknown type (every type ends with an Armv8.0 path) */
+}
+
+const ts_path *ts_select_path(int gemm_type)
+{
+    return first_usable(gemm_type, ts_cpu_features() & TS_LOAD(feature_mask));
+}
+
+const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type)
+{
+    if (ctx == NULL || !ctx->has_mask)
+        return ts_select_path(gemm_type);
+    return first_usable(gemm_type, ts_cpu_features() & ctx->feature_mask);
 }
 
 const char *ts_gemm_kernel(int gemm_type)
@@ -165,4 +177,10 @@ const char *ts_gemm_kernel_mn(int gemm_type, size_t M, size_t N)
     if (path == NULL)
         return NULL;
     return ts_use_gemv(path, M, N) ? path->gemv.symbol : path->symbol;
+}
+
+const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type)
+{
+    const ts_path *path = ts_select_path_ctx(ctx, gemm_type);
+    return path != NULL ? path->symbol : NULL;
 }

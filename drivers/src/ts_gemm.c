@@ -1,176 +1,14 @@
-/* ts_gemm.c — the public GEMM entry points (plain and prepacked B) and the blocked loop
- * around the micro-kernels.
- *
- * Loop (BLIS-style, one level): B is packed whole into hp-column panels (or comes prepacked);
- * for every ep-row panel of A: pack it, then run the kernel against each B panel. Full tiles
- * are written straight into C; edge tiles go through an ep x hp scratch tile, of which only
- * the valid rows and columns are copied. The int8 quantized GEMM computes each ep-row strip
- * into int32 scratch and requantizes the whole strip in one call. Every buffer is allocated
- * before the first output byte is written, so an error never leaves C half-written.
+/* ts_gemm.c — the public GEMM entry points (plain and prepacked B, with and without a
+ * context): argument checks, the call's memory (the context's workspace or one malloc block:
+ * B's packed panels unless prepacked, then the macro-kernel's work area, ts_engine.c), all
+ * obtained before the first output byte is written, so an error never leaves C half-written.
  * Plain C99. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_context_internal.h"
 #include "ts_gemm_internal.h"
 #include "ts_quant_internal.h"
-
-/* ---- scratch ---------------------------------------------------------------------------------- */
-
-/* Byte offsets of the scratch areas (each 16-aligned) from the aligned scratch start. */
-typedef struct {
-    size_t a_panel;      /* packed A panel: ep rows over K */
-    size_t tile;         /* one ep x hp tile of results (path->c_bytes each) */
-    size_t strip;        /* requantize / fp16 narrowing: ep x N int32 or float results */
-    size_t col_offset;   /* requantize: N int32, -a_zero_point * column sums of B */
-    size_t im2col;       /* conv: ep im2col rows of K bytes */
-    size_t total;
-} scratch_layout;
-
-/* Appends `bytes` (rounded up to 16) at offset *end; returns -1 on overflow. */
-static int place(size_t bytes, size_t *end, size_t *offset)
-{
-    size_t rounded;
-    *offset = *end;
-    return ts_size_round_up(bytes, 16, &rounded) || ts_size_add(*end, rounded, end);
-}
-
-/* requantize: 1 = strip and column offsets, 2 = strip only (fp16 narrowing), 0 = neither. */
-static int layout_scratch(const ts_path *path, size_t N, size_t K, int requantize, int im2col,
-                          scratch_layout *l)
-{
-    size_t end = 0, a_panel, strip, n_bytes, rows_bytes;
-    memset(l, 0, sizeof *l);
-    if (ts_panel_bytes(path, path->ep, K, &a_panel) || place(a_panel, &end, &l->a_panel)
-        || place(path->ep * path->hp * path->c_bytes, &end, &l->tile))
-        return -1;
-    if (requantize && (ts_size_mul(N, sizeof(int32_t), &n_bytes) || ts_size_mul(n_bytes, path->ep, &strip)
-                       || place(strip, &end, &l->strip)
-                       || (requantize == 1 && place(n_bytes, &end, &l->col_offset))))
-        return -1;
-    if (im2col && (ts_size_mul(K, path->ep, &rows_bytes) || place(rows_bytes, &end, &l->im2col)))
-        return -1;
-    l->total = end;
-    return 0;
-}
-
-int ts_gemm_scratch_bytes(const ts_path *path, size_t N, size_t K, int requantize,
-                          int im2col, size_t *out)
-{
-    scratch_layout l;
-    return layout_scratch(path, N, K, requantize, im2col, &l) || ts_size_add(l.total, 15, out);
-}
-
-/* Whether the sink narrows the path's fp32 results into fp16 (through the strip). */
-static int narrows(const ts_path *path, const ts_c_sink *out)
-{
-    return out->f16_output && path->c_bytes == sizeof(float);
-}
-
-static int strip_use(const ts_path *path, const ts_c_sink *out)
-{
-    return out->q != NULL ? 1 : narrows(path, out) ? 2 : 0;
-}
-
-int ts_gemm_sink_scratch_bytes(const ts_path *path, size_t N, size_t K, const ts_c_sink *out,
-                               size_t *bytes)
-{
-    return ts_gemm_scratch_bytes(path, N, K, strip_use(path, out), 0, bytes);
-}
-
-/* ---- the loop ----------------------------------------------------------------------------------- */
-
-/* Runs the kernel over one packed A panel against every B panel: rows x N results
- * (path->c_bytes each) into dst, row stride ld_bytes. K = 0 yields zeros (the kernels need ksteps >= 1). */
-static void compute_strip(const ts_packed_b *b, const void *a_panel, size_t rows,
-                          unsigned char *dst, size_t ld_bytes, unsigned char *tile)
-{
-    const ts_path *path = b->path;
-    const size_t c_bytes = path->c_bytes, tile_ld = path->hp * c_bytes;
-    for (size_t j = 0; j < b->panels; ++j) {
-        size_t n0 = j * path->hp;
-        size_t cols = b->N - n0 < path->hp ? b->N - n0 : path->hp;
-        unsigned char *out = dst + n0 * c_bytes;
-        const unsigned char *b_panel = (const unsigned char *)b->data + j * b->panel_bytes;
-        if (b->ksteps == 0) {
-            for (size_t r = 0; r < rows; ++r)
-                memset(out + r * ld_bytes, 0, cols * c_bytes);   /* 0.0f and 0 are all-zero bits */
-        } else if (rows == path->ep && cols == path->hp) {
-            path->kernel(a_panel, b_panel, b->ksteps, out, ld_bytes, NULL);
-        } else {
-            path->kernel(a_panel, b_panel, b->ksteps, tile, tile_ld, NULL);
-            for (size_t r = 0; r < rows; ++r)
-                memcpy(out + r * ld_bytes, tile + r * tile_ld, cols * c_bytes);
-        }
-    }
-}
-
-/* Rows m0 .. m0+rows-1 of A: a pointer to them and their row stride in elements. */
-static const void *a_rows(const ts_a_source *a, size_t K, size_t m0, size_t rows,
-                          size_t src_elem, int8_t *im2col, size_t *lda)
-{
-    if (a->conv == NULL) {
-        *lda = a->lda;
-        return (const unsigned char *)a->A + m0 * a->lda * src_elem;
-    }
-    ts_im2col_rows_s8(a->conv, (const int8_t *)a->A, a->pad_value, m0, rows, im2col, K);
-    *lda = K;
-    return im2col;
-}
-
-void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
-                 const ts_c_sink *out, void *scratch)
-{
-    const ts_path *path = b->path;
-    size_t N = b->N, K = b->K, src_elem = ts_source_elem_bytes(path->pack_a);
-    scratch_layout l;
-    layout_scratch(path, N, K, strip_use(path, out), a->conv != NULL, &l);   /* sized by the caller */
-    unsigned char *base = (unsigned char *)ts_align16(scratch);
-    void *a_panel = base + l.a_panel;
-    unsigned char *tile = base + l.tile;
-    int32_t *strip = (int32_t *)(base + l.strip);
-    int32_t *col_offset = (int32_t *)(base + l.col_offset);
-
-    /* sum_k (A-zp)*B = sum_k A*B - zp * sum_k B: the correction per column, with the bias
-     * folded in (bias - zp * sum_k B), wrapping modulo 2^32 like the int32 accumulators; the
-     * requantization then sees no separate bias. */
-    ts_quant q_fused;
-    if (out->q != NULL) {
-        const int32_t *bias = out->q->bias;
-        for (size_t n = 0; n < N; ++n) {
-            uint32_t offset = 0u - (uint32_t)out->q->a_zero_point * (uint32_t)b->col_sums[n];
-            col_offset[n] = (int32_t)(offset + (bias != NULL ? (uint32_t)bias[n] : 0u));
-        }
-        if (out->u8_output)
-            ts_quant_u8_as_s8(out->q, &q_fused);   /* int8 epilogue, bit 7 flipped after */
-        else
-            q_fused = *out->q;
-        q_fused.bias = NULL;
-    }
-
-    for (size_t m0 = 0; m0 < M; m0 += path->ep) {
-        size_t rows = M - m0 < path->ep ? M - m0 : path->ep, lda;
-        const void *src = a_rows(a, K, m0, rows, src_elem, (int8_t *)(base + l.im2col), &lda);
-        ts_pack_panel_as(path->pack_a, path, a_panel, src, rows, path->ep, K, lda, 1);
-        if (narrows(path, out)) {
-            compute_strip(b, a_panel, rows, (unsigned char *)strip, N * sizeof(float), tile);
-            ts_narrow_rows_f16((const float *)strip, N, rows, N,
-                               (uint16_t *)out->C + m0 * out->ldc, out->ldc);
-            continue;
-        }
-        if (out->q == NULL) {
-            unsigned char *c = (unsigned char *)out->C + m0 * out->ldc * path->c_bytes;
-            compute_strip(b, a_panel, rows, c, out->ldc * path->c_bytes, tile);
-            continue;
-        }
-        compute_strip(b, a_panel, rows, (unsigned char *)strip, N * sizeof(int32_t), tile);
-        if (out->u8_output)
-            ts_requant_rows_u8(strip, N, rows, N, 0, &q_fused, col_offset,
-                               (uint8_t *)out->C + m0 * out->ldc, out->ldc);
-        else
-            ts_requant_rows(strip, N, rows, N, 0, &q_fused, col_offset,
-                            (int8_t *)out->C + m0 * out->ldc, out->ldc);
-    }
-}
 
 /* ---- argument checks ---------------------------------------------------------------------------- */
 
@@ -196,7 +34,8 @@ static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem_bytes)
 }
 
 /* What a public GEMM entry point computes: its GEMM type, its K bound (tilesmith.h), and its
- * output: the kernel's raw results, or int8 / uint8 through the requantization epilogue. */
+ * output: the kernel's raw results, int8 / uint8 through the requantization epilogue, or fp16
+ * (the fp32 fallback's results rounded to fp16). */
 enum { OUT_RAW, OUT_S8, OUT_U8, OUT_F16 };
 typedef struct {
     int gemm_type;
@@ -221,6 +60,13 @@ static size_t out_bytes(const gemm_op *op, const ts_path *path)
            : op->output == OUT_F16 ? sizeof(uint16_t) : path->c_bytes;
 }
 
+/* The sink of op's output into C. */
+static ts_c_sink sink_of(const gemm_op *op, void *C, size_t ldc, const ts_quant *q)
+{
+    ts_c_sink out = { C, ldc, q, op->output == OUT_U8, op->output == OUT_F16 };
+    return out;
+}
+
 /* q present exactly when the op requantizes, and valid for its output type and N columns. */
 static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
 {
@@ -231,20 +77,19 @@ static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
 
 /* A handle usable for `op` now: packed for its GEMM type and for the kernel the dispatcher
  * picks at this moment (else its layout is not what would run), K within op's bound. */
-static int packed_ok(const ts_packed_b *b, const gemm_op *op)
+static int packed_ok(const ts_context *ctx, const ts_packed_b *b, const gemm_op *op)
 {
     return b != NULL && b->path->gemm_type == op->gemm_type
-           && b->path == ts_select_path(op->gemm_type) && b->K <= op->max_k;
+           && b->path == ts_select_path_ctx(ctx, op->gemm_type) && b->K <= op->max_k;
 }
 
 /* Valid arguments of a GEMM with a row-major B: K within the bound, matrices as matrix_ok, q
  * as quant_ok, and C sharing no byte with A, B or q's arrays. */
-static int unpacked_args_ok(const gemm_op *op, size_t M, size_t N, size_t K, const void *A,
+static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, size_t N, size_t K, const void *A,
                             size_t lda, const void *B, size_t ldb, const ts_quant *q,
                             const void *C, size_t ldc)
 {
     /* element sizes as the caller passes them: every path of a type reads the same sources */
-    const ts_path *path = ts_select_path(op->gemm_type);
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
     const size_t b_bytes = ts_source_elem_bytes(path->pack);
     const size_t c_bytes = out_bytes(op, path);
@@ -259,11 +104,11 @@ static int unpacked_args_ok(const gemm_op *op, size_t M, size_t N, size_t K, con
 
 /* As unpacked_args_ok with B a handle for op (packed_ok): C shares no byte with A, the handle
  * or q's arrays. */
-static int prepacked_args_ok(const gemm_op *op, size_t M, const void *A, size_t lda,
-                             const ts_packed_b *B, const ts_quant *q, const void *C,
-                             size_t ldc)
+static int prepacked_args_ok(const ts_context *ctx, const gemm_op *op, size_t M,
+                             const void *A, size_t lda, const ts_packed_b *B,
+                             const ts_quant *q, const void *C, size_t ldc)
 {
-    if (!packed_ok(B, op))
+    if (!packed_ok(ctx, B, op))
         return 0;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
@@ -276,13 +121,46 @@ static int prepacked_args_ok(const gemm_op *op, size_t M, const void *A, size_t 
            && !(q != NULL && ts_quant_overlaps(q, B->N, C, c_len));
 }
 
+/* ---- entry points -------------------------------------------------------------------------------- */
+
+int ts_call_memory(const ts_context *ctx, size_t bytes, const void *const *spans,
+                   const size_t *span_len, int n_spans, void **mem, void **owned)
+{
+    *owned = NULL;
+    if (ctx != NULL && ctx->workspace != NULL) {
+        if (bytes > ctx->workspace_bytes)
+            return TS_EINVAL;
+        for (int i = 0; i < n_spans; ++i)
+            if (ts_spans_overlap(ctx->workspace, bytes, spans[i], span_len[i]))
+                return TS_EINVAL;
+        *mem = ctx->workspace;
+        return TS_OK;
+    }
+    *owned = malloc(bytes != 0 ? bytes : 1);
+    *mem = *owned;
+    return *owned != NULL ? TS_OK : TS_ENOMEM;
+}
+
+/* Bytes a call with path needs with ctx's threads: B's panels (unless prepacked) and the
+ * macro-kernel's work area (stage: TS_STAGE_*). */
+static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size_t N, size_t K,
+                      int stage, int pack_b, size_t *out)
+{
+    size_t b_bytes = 0, work;
+    if (pack_b && (ts_packed_b_bytes(path, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)))
+        return -1;
+    return ts_gemm_work_bytes(path, M, N, K, stage, 0, ts_context_threads(ctx), &work)
+           || ts_size_add(b_bytes, work, out) || ts_size_add(*out, 15, out);
+}
+
 /* ---- dispatch on M: the GEMV / small-M kernel (gen/gemv.py) ----------------------------------- */
 
-/* For M <= path->gemv.max_m (and B not too narrow, ts_use_gemv) the GEMV kernel runs instead of the GEMM tile: *view becomes the
- * handle's GEMV layout under the GEMV path *gemv (both the caller's, alive for the call) and
- * is returned; otherwise b itself. The GEMV kernel computes every result with the same
- * instruction over the same k order as the GEMM kernel (an fp32 result is the same chain of
- * fused multiply-adds, k = 0 .. K-1), so both return identical bits. */
+/* For M <= path->gemv.max_m (and B not too narrow, ts_use_gemv) the GEMV kernel runs instead
+ * of the GEMM tile: *view becomes the handle's GEMV layout under the GEMV path *gemv (both the
+ * caller's, alive for the call) and is returned; otherwise b itself. The GEMV kernel computes
+ * every result with the same instruction over the same k order as the GEMM kernel (an fp32
+ * result is the same chain of fused multiply-adds, k = 0 .. K-1), so both return identical
+ * bits. */
 static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gemv,
                                     ts_packed_b *view)
 {
@@ -310,224 +188,200 @@ static const ts_path *unpacked_path(const ts_path *path, size_t M, size_t N, ts_
     return copy;
 }
 
-/* ---- entry points -------------------------------------------------------------------------------- */
-
-/* Runs a validated GEMM with a prepacked B; allocates only the scratch. */
-static int run_prepacked(const ts_packed_b *packed, size_t M, const void *A, size_t lda,
-                         const ts_c_sink *out)
+size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M, size_t N,
+                                 size_t K)
 {
-    size_t bytes;
-    ts_path gemv;
-    ts_packed_b view;
-    if (M == 0 || packed->N == 0)
-        return TS_OK;
-    const ts_packed_b *b = gemv_view(packed, M, &gemv, &view);
-    if (ts_gemm_sink_scratch_bytes(b->path, b->N, b->K, out, &bytes))
-        return TS_ENOMEM;
-    void *scratch = malloc(bytes);
-    if (scratch == NULL)
-        return TS_ENOMEM;
-    ts_a_source a = { A, lda, NULL, 0 };
-    ts_gemm_run(b, M, &a, out, scratch);
-    free(scratch);
-    return TS_OK;
+    size_t count, most = 0, bytes;
+    const ts_path *paths = ts_paths_of(gemm_type, &count);
+    for (size_t i = 0; i < count; ++i) {
+        ts_path gemv;
+        const ts_path *path = unpacked_path(&paths[i], M, N, &gemv);
+        if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), 1, &bytes))
+            return 0;
+        most = bytes > most ? bytes : most;
+    }
+    return most;
 }
 
-/* Runs a validated GEMM of `gemm_type`: packs B (row-major K x N) and the scratch in one block. */
-static int run_unpacked(int gemm_type, size_t M, size_t N, size_t K, const void *A, size_t lda,
-                        const void *B, size_t ldb, const ts_c_sink *out)
+/* The buffers a call reads or writes, for the workspace overlap check. */
+typedef struct {
+    const void *p[4];
+    size_t len[4];
+} call_spans;
+
+/* Runs a validated GEMM: B row-major K x N (`packed` NULL) or prepacked. For small M the
+ * GEMV path runs (packed: the handle's GEMV layout). */
+static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *packed,
+               size_t M, size_t N, size_t K, const void *A, size_t lda, const void *B,
+               size_t ldb, const ts_c_sink *out, const call_spans *spans)
 {
+    size_t bytes, b_bytes = 0;
+    void *mem, *owned;
     ts_path gemv;
-    const ts_path *path = unpacked_path(ts_select_path(gemm_type), M, N, &gemv);
-    size_t b_bytes, scratch_bytes, total;
+    ts_packed_b view;
     if (M == 0 || N == 0)
         return TS_OK;
-    if (ts_packed_b_bytes(path, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)
-        || ts_gemm_sink_scratch_bytes(path, N, K, out, &scratch_bytes)
-        || ts_size_add(b_bytes, scratch_bytes, &total))
-        return TS_ENOMEM;
-    unsigned char *block = (unsigned char *)malloc(total);   /* malloc: aligned for any type */
-    if (block == NULL)
-        return TS_ENOMEM;
-    ts_packed_b packed;
-    ts_packed_b_init(&packed, path, K, N, B, ldb, 1, block);
+    if (packed != NULL) {
+        packed = gemv_view(packed, M, &gemv, &view);
+        path = packed->path;
+    } else {
+        path = unpacked_path(path, M, N, &gemv);
+    }
+    if (call_bytes(ctx, path, M, N, K, ts_gemm_stage(path, out), packed == NULL, &bytes))
+        return ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM;
+    int err = ts_call_memory(ctx, bytes, spans->p, spans->len, 4, &mem, &owned);
+    if (err != TS_OK)
+        return err;
+    unsigned char *base = (unsigned char *)ts_align16(mem);
+    ts_packed_b local;
+    ts_b_source b = { packed, 0, NULL, 0, 0 };
+    if (packed == NULL) {
+        ts_packed_b_bytes(path, K, N, &b_bytes);
+        ts_size_round_up(b_bytes, 16, &b_bytes);
+        ts_packed_b_layout(&local, path, K, N, base);
+        b.b = &local;
+        b.fill = 1;
+        b.src = B;
+        b.k_stride = ldb;
+        b.n_stride = 1;
+    }
     ts_a_source a = { A, lda, NULL, 0 };
-    ts_gemm_run(&packed, M, &a, out, block + b_bytes);
-    free(block);
+    ts_gemm_exec(ctx, &b, M, &a, out, base + b_bytes);
+    free(owned);
     return TS_OK;
 }
 
 /* Every GEMM with a row-major B (q NULL for the raw ones). */
-static int gemm(const gemm_op *op, size_t M, size_t N, size_t K, const void *A, size_t lda,
-                const void *B, size_t ldb, const ts_quant *q, void *C, size_t ldc)
+static int gemm(const ts_context *ctx, const gemm_op *op, size_t M, size_t N, size_t K,
+                const void *A, size_t lda, const void *B, size_t ldb, const ts_quant *q,
+                void *C, size_t ldc)
 {
-    if (!unpacked_args_ok(op, M, N, K, A, lda, B, ldb, q, C, ldc))
+    const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);
+    if (!unpacked_args_ok(path, op, M, N, K, A, lda, B, ldb, q, C, ldc))
         return TS_EINVAL;
-    ts_c_sink out = { C, ldc, q, op->output == OUT_U8, op->output == OUT_F16 };
-    return run_unpacked(op->gemm_type, M, N, K, A, lda, B, ldb, &out);
+    const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
+    const size_t b_bytes = ts_source_elem_bytes(path->pack);
+    const size_t c_bytes = out_bytes(op, path);
+    call_spans spans = { { A, B, C }, { matrix_len(M, K, lda, a_bytes),
+                                        matrix_len(K, N, ldb, b_bytes),
+                                        matrix_len(M, N, ldc, c_bytes) } };
+    ts_c_sink out = sink_of(op, C, ldc, q);
+    return run(ctx, path, NULL, M, N, K, A, lda, B, ldb, &out, &spans);
 }
 
 /* Every GEMM with a prepacked B. */
-static int gemm_prepacked(const gemm_op *op, size_t M, const void *A, size_t lda,
-                          const ts_packed_b *B, const ts_quant *q, void *C, size_t ldc)
+static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, const void *A,
+                          size_t lda, const ts_packed_b *B, const ts_quant *q, void *C,
+                          size_t ldc)
 {
-    if (!prepacked_args_ok(op, M, A, lda, B, q, C, ldc))
+    if (!prepacked_args_ok(ctx, op, M, A, lda, B, q, C, ldc))
         return TS_EINVAL;
-    ts_c_sink out = { C, ldc, q, op->output == OUT_U8, op->output == OUT_F16 };
-    return run_prepacked(B, M, A, lda, &out);
+    const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
+    const size_t c_bytes = out_bytes(op, B->path);
+    call_spans spans = { { A, C, B->data }, { matrix_len(M, B->K, lda, a_bytes),
+                                              matrix_len(M, B->N, ldc, c_bytes),
+                                              B->panels * B->panel_bytes } };
+    spans.p[3] = B->gemv_data;
+    spans.len[3] = B->gemv_panels * B->gemv_panel_bytes;
+    ts_c_sink out = sink_of(op, C, ldc, q);
+    return run(ctx, B->path, B, M, B->N, B->K, A, lda, NULL, 0, &out, &spans);
 }
 
 /* Packs row-major B for the raw op of a GEMM type (the largest K bound of that type). */
-static int pack_b(const gemm_op *op, size_t K, size_t N, const void *B, size_t ldb,
-                  ts_packed_b **out)
+static int pack_b(const ts_context *ctx, const gemm_op *op, size_t K, size_t N, const void *B,
+                  size_t ldb, ts_packed_b **out)
 {
-    const ts_path *path = ts_select_path(op->gemm_type);
+    const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);
     if (out == NULL || K > op->max_k || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack)))
         return TS_EINVAL;
     return ts_packed_b_create(path, K, N, B, ldb, 1, out);
 }
 
-int ts_gemm_f32(size_t M, size_t N, size_t K, const float *A, size_t lda,
-                const float *B, size_t ldb, float *C, size_t ldc)
-{
-    return gemm(&OP_F32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
-}
+/* The public entry points: each _ctx function, and its twin with ctx NULL. (The names are
+ * spelled out, not pasted: gen/drivers.py applies PREFIX to whole ts_ identifiers.) */
+#define TS_GEMM_ENTRY(name, name_ctx, op, ta, tb, tc)                                              \
+    int name_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const ta *A,                 \
+                        size_t lda, const tb *B, size_t ldb, tc *C, size_t ldc)                    \
+    {                                                                                              \
+        return gemm(ctx, &op, M, N, K, A, lda, B, ldb, NULL, C, ldc);                              \
+    }                                                                                              \
+    int name(size_t M, size_t N, size_t K, const ta *A, size_t lda, const tb *B,                   \
+                  size_t ldb, tc *C, size_t ldc)                                                   \
+    {                                                                                              \
+        return gemm(NULL, &op, M, N, K, A, lda, B, ldb, NULL, C, ldc);                             \
+    }
+#define TS_GEMM_Q_ENTRY(name, name_ctx, op, ta, tc)                                                \
+    int name_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const ta *A,                 \
+                        size_t lda, const int8_t *B, size_t ldb, const ts_quant *q, tc *C,         \
+                        size_t ldc)                                                                \
+    {                                                                                              \
+        return gemm(ctx, &op, M, N, K, A, lda, B, ldb, q, C, ldc);                                 \
+    }                                                                                              \
+    int name(size_t M, size_t N, size_t K, const ta *A, size_t lda, const int8_t *B,               \
+                  size_t ldb, const ts_quant *q, tc *C, size_t ldc)                                \
+    {                                                                                              \
+        return gemm(NULL, &op, M, N, K, A, lda, B, ldb, q, C, ldc);                                \
+    }
+#define TS_PACK_ENTRY(name, name_ctx, op, tb)                                                      \
+    int name_ctx(const ts_context *ctx, size_t K, size_t N, const tb *B, size_t ldb,               \
+                        ts_packed_b **out)                                                         \
+    {                                                                                              \
+        return pack_b(ctx, &op, K, N, B, ldb, out);                                                \
+    }                                                                                              \
+    int name(size_t K, size_t N, const tb *B, size_t ldb, ts_packed_b **out)                       \
+    {                                                                                              \
+        return pack_b(NULL, &op, K, N, B, ldb, out);                                               \
+    }
+#define TS_PREPACKED_ENTRY(name, name_ctx, op, ta, tc)                                             \
+    int name_ctx(const ts_context *ctx, size_t M, const ta *A, size_t lda,                         \
+                        const ts_packed_b *B, tc *C, size_t ldc)                                   \
+    {                                                                                              \
+        return gemm_prepacked(ctx, &op, M, A, lda, B, NULL, C, ldc);                               \
+    }                                                                                              \
+    int name(size_t M, const ta *A, size_t lda, const ts_packed_b *B, tc *C, size_t ldc)           \
+    {                                                                                              \
+        return gemm_prepacked(NULL, &op, M, A, lda, B, NULL, C, ldc);                              \
+    }
+#define TS_PREPACKED_Q_ENTRY(name, name_ctx, op, ta, tc)                                           \
+    int name_ctx(const ts_context *ctx, size_t M, const ta *A, size_t lda,                         \
+                        const ts_packed_b *B, const ts_quant *q, tc *C, size_t ldc)                \
+    {                                                                                              \
+        return gemm_prepacked(ctx, &op, M, A, lda, B, q, C, ldc);                                  \
+    }                                                                                              \
+    int name(size_t M, const ta *A, size_t lda, const ts_packed_b *B, const ts_quant *q,           \
+                  tc *C, size_t ldc)                                                               \
+    {                                                                                              \
+        return gemm_prepacked(NULL, &op, M, A, lda, B, q, C, ldc);                                 \
+    }
 
-int ts_gemm_bf16(size_t M, size_t N, size_t K, const float *A, size_t lda,
-                 const float *B, size_t ldb, float *C, size_t ldc)
-{
-    return gemm(&OP_BF16, M, N, K, A, lda, B, ldb, NULL, C, ldc);
-}
+TS_GEMM_ENTRY(ts_gemm_f32, ts_gemm_f32_ctx, OP_F32, float, float, float)
+TS_GEMM_ENTRY(ts_gemm_bf16, ts_gemm_bf16_ctx, OP_BF16, float, float, float)
+TS_GEMM_ENTRY(ts_gemm_s8s32, ts_gemm_s8s32_ctx, OP_S8S32, int8_t, int8_t, int32_t)
+TS_GEMM_ENTRY(ts_gemm_u8s8s32, ts_gemm_u8s8s32_ctx, OP_U8S8S32, uint8_t, int8_t, int32_t)
+TS_GEMM_ENTRY(ts_gemm_u8u32, ts_gemm_u8u32_ctx, OP_U8U32, uint8_t, uint8_t, uint32_t)
+TS_GEMM_Q_ENTRY(ts_gemm_s8, ts_gemm_s8_ctx, OP_S8, int8_t, int8_t)
+TS_GEMM_Q_ENTRY(ts_gemm_u8, ts_gemm_u8_ctx, OP_U8, uint8_t, uint8_t)
 
-int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
-                  const int8_t *B, size_t ldb, int32_t *C, size_t ldc)
-{
-    return gemm(&OP_S8S32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
-}
+TS_PACK_ENTRY(ts_pack_b_f32, ts_pack_b_f32_ctx, OP_F32, float)
+TS_PACK_ENTRY(ts_pack_b_bf16, ts_pack_b_bf16_ctx, OP_BF16, float)
+TS_PACK_ENTRY(ts_pack_b_s8, ts_pack_b_s8_ctx, OP_S8S32, int8_t)
+TS_PACK_ENTRY(ts_pack_b_u8s8, ts_pack_b_u8s8_ctx, OP_U8S8S32, int8_t)
+TS_PACK_ENTRY(ts_pack_b_u8u32, ts_pack_b_u8u32_ctx, OP_U8U32, uint8_t)
 
-int ts_gemm_s8(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
-               const int8_t *B, size_t ldb, const ts_quant *q, int8_t *C, size_t ldc)
-{
-    return gemm(&OP_S8, M, N, K, A, lda, B, ldb, q, C, ldc);
-}
+TS_PREPACKED_ENTRY(ts_gemm_f32_prepacked, ts_gemm_f32_prepacked_ctx, OP_F32, float, float)
+TS_PREPACKED_ENTRY(ts_gemm_bf16_prepacked, ts_gemm_bf16_prepacked_ctx, OP_BF16, float, float)
+TS_PREPACKED_ENTRY(ts_gemm_s8s32_prepacked, ts_gemm_s8s32_prepacked_ctx, OP_S8S32, int8_t, int32_t)
+TS_PREPACKED_ENTRY(ts_gemm_u8s8s32_prepacked, ts_gemm_u8s8s32_prepacked_ctx,
+                   OP_U8S8S32, uint8_t, int32_t)
+TS_PREPACKED_ENTRY(ts_gemm_u8u32_prepacked, ts_gemm_u8u32_prepacked_ctx,
+                   OP_U8U32, uint8_t, uint32_t)
+TS_PREPACKED_Q_ENTRY(ts_gemm_s8_prepacked, ts_gemm_s8_prepacked_ctx, OP_S8, int8_t, int8_t)
+TS_PREPACKED_Q_ENTRY(ts_gemm_u8_prepacked, ts_gemm_u8_prepacked_ctx, OP_U8, uint8_t, uint8_t)
 
-int ts_gemm_u8s8s32(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
-                    const int8_t *B, size_t ldb, int32_t *C, size_t ldc)
-{
-    return gemm(&OP_U8S8S32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
-}
-
-int ts_gemm_u8u32(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
-                  const uint8_t *B, size_t ldb, uint32_t *C, size_t ldc)
-{
-    return gemm(&OP_U8U32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
-}
-
-int ts_gemm_u8(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
-               const int8_t *B, size_t ldb, const ts_quant *q, uint8_t *C, size_t ldc)
-{
-    return gemm(&OP_U8, M, N, K, A, lda, B, ldb, q, C, ldc);
-}
-
-int ts_gemm_f16(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
-                const uint16_t *B, size_t ldb, uint16_t *C, size_t ldc)
-{
-    return gemm(&OP_F16, M, N, K, A, lda, B, ldb, NULL, C, ldc);
-}
-
-int ts_gemm_f16f32(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
-                   const uint16_t *B, size_t ldb, float *C, size_t ldc)
-{
-    return gemm(&OP_F16F32, M, N, K, A, lda, B, ldb, NULL, C, ldc);
-}
-
-/* ---- prepacked B ----------------------------------------------------------------------------------- */
-
-int ts_pack_b_f32(size_t K, size_t N, const float *B, size_t ldb, ts_packed_b **out)
-{
-    return pack_b(&OP_F32, K, N, B, ldb, out);
-}
-
-int ts_pack_b_bf16(size_t K, size_t N, const float *B, size_t ldb, ts_packed_b **out)
-{
-    return pack_b(&OP_BF16, K, N, B, ldb, out);
-}
-
-int ts_pack_b_s8(size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out)
-{
-    return pack_b(&OP_S8S32, K, N, B, ldb, out);
-}
-
-int ts_pack_b_u8s8(size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out)
-{
-    return pack_b(&OP_U8S8S32, K, N, B, ldb, out);
-}
-
-int ts_pack_b_u8u32(size_t K, size_t N, const uint8_t *B, size_t ldb, ts_packed_b **out)
-{
-    return pack_b(&OP_U8U32, K, N, B, ldb, out);
-}
-
-int ts_pack_b_f16(size_t K, size_t N, const uint16_t *B, size_t ldb, ts_packed_b **out)
-{
-    return pack_b(&OP_F16, K, N, B, ldb, out);
-}
-
-int ts_pack_b_f16f32(size_t K, size_t N, const uint16_t *B, size_t ldb, ts_packed_b **out)
-{
-    return pack_b(&OP_F16F32, K, N, B, ldb, out);
-}
-
-int ts_gemm_f16_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
-                          uint16_t *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_F16, M, A, lda, B, NULL, C, ldc);
-}
-
-int ts_gemm_f16f32_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
-                             float *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_F16F32, M, A, lda, B, NULL, C, ldc);
-}
-
-int ts_gemm_f32_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
-                          float *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_F32, M, A, lda, B, NULL, C, ldc);
-}
-
-int ts_gemm_bf16_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
-                           float *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_BF16, M, A, lda, B, NULL, C, ldc);
-}
-
-int ts_gemm_s8s32_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
-                            int32_t *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_S8S32, M, A, lda, B, NULL, C, ldc);
-}
-
-int ts_gemm_s8_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
-                         const ts_quant *q, int8_t *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_S8, M, A, lda, B, q, C, ldc);
-}
-
-int ts_gemm_u8s8s32_prepacked(size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
-                              int32_t *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_U8S8S32, M, A, lda, B, NULL, C, ldc);
-}
-
-int ts_gemm_u8u32_prepacked(size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
-                            uint32_t *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_U8U32, M, A, lda, B, NULL, C, ldc);
-}
-
-int ts_gemm_u8_prepacked(size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
-                         const ts_quant *q, uint8_t *C, size_t ldc)
-{
-    return gemm_prepacked(&OP_U8, M, A, lda, B, q, C, ldc);
-}
+TS_GEMM_ENTRY(ts_gemm_f16, ts_gemm_f16_ctx, OP_F16, uint16_t, uint16_t, uint16_t)
+TS_GEMM_ENTRY(ts_gemm_f16f32, ts_gemm_f16f32_ctx, OP_F16F32, uint16_t, uint16_t, float)
+TS_PACK_ENTRY(ts_pack_b_f16, ts_pack_b_f16_ctx, OP_F16, uint16_t)
+TS_PACK_ENTRY(ts_pack_b_f16f32, ts_pack_b_f16f32_ctx, OP_F16F32, uint16_t)
+TS_PREPACKED_ENTRY(ts_gemm_f16_prepacked, ts_gemm_f16_prepacked_ctx, OP_F16, uint16_t, uint16_t)
+TS_PREPACKED_ENTRY(ts_gemm_f16f32_prepacked, ts_gemm_f16f32_prepacked_ctx,
+                   OP_F16F32, uint16_t, float)

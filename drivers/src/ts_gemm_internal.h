@@ -1,5 +1,5 @@
-/* ts_gemm_internal.h — the blocked GEMM loop shared by the GEMM and conv2d entry points.
- * Not public API. Plain C99. */
+/* ts_gemm_internal.h — the blocked macro-kernel (ts_engine.c) shared by the GEMM and conv2d
+ * entry points. Not public API. Plain C99. */
 #ifndef TS_GEMM_INTERNAL_H
 #define TS_GEMM_INTERNAL_H
 
@@ -22,6 +22,16 @@ typedef struct {
     int8_t pad_value;
 } ts_a_source;
 
+/* Where B comes from: a handle already packed (fill 0), or one laid out with
+ * ts_packed_b_layout whose panels the call packs from src (element (k, n) at
+ * src[k*k_stride + n*n_stride]; src may be NULL when K is 0). */
+typedef struct {
+    const ts_packed_b *b;
+    int fill;
+    const void *src;
+    size_t k_stride, n_stride;
+} ts_b_source;
+
 /* Where the results go: the kernel's results (path->c_bytes each: fp16, float, int32, uint32)
  * when q is NULL, else int8 (uint8 with u8_output) through the requantization epilogue with q
  * (validated for that output) and the A zero-point correction. With f16_output, C holds fp16:
@@ -34,18 +44,37 @@ typedef struct {
     int f16_output;           /* C is fp16 (ts_gemm_f16) */
 } ts_c_sink;
 
-/* Scratch bytes ts_gemm_run needs for B's path and shape (including 15 bytes to align an
- * arbitrary pointer to 16). Returns 0, or -1 on size_t overflow. */
-int ts_gemm_scratch_bytes(const ts_path *path, size_t N, size_t K, int requantize,
-                          int im2col, size_t *out);
-/* The same for a sink (requantize when out->q, narrowing fp32 results to fp16). */
-int ts_gemm_sink_scratch_bytes(const ts_path *path, size_t N, size_t K, const ts_c_sink *out,
-                               size_t *bytes);
+/* What happens to the kernel's results between the kernel and C: nothing (stored by the
+ * kernel), requantization to int8 / uint8 (fused in the kernel or ts_requant_rows), or the
+ * rounding of fp32 results into fp16 C (ts_gemm_f16 on the fp32 fallback path). */
+enum { TS_STAGE_NONE, TS_STAGE_REQUANT, TS_STAGE_F16 };
+/* The stage of a call with path into out. */
+int ts_gemm_stage(const ts_path *path, const ts_c_sink *out);
+/* The largest stage any call of gemm_type on path may need (workspace sizing). */
+int ts_gemm_stage_of_type(int gemm_type, const ts_path *path);
 
-/* C(M x b->N) = A(M x b->K) * B, one ep-row panel of A at a time against every B panel; edge
- * tiles through scratch. Arguments must be valid; scratch as sized above. Never fails. */
-void ts_gemm_run(const ts_packed_b *b, size_t M, const ts_a_source *a,
-                 const ts_c_sink *out, void *scratch);
+/* Work-area bytes ts_gemm_exec needs for this path and shape with `threads` tasks at once
+ * (including 15 bytes to align an arbitrary pointer to 16), B's packed panels excluded, for
+ * `stage` (TS_STAGE_*). Returns 0, or -1 on size_t overflow. */
+int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
+                       int im2col, unsigned threads, size_t *out);
+
+/* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, or a fresh malloc block
+ * (*owned, to free; NULL with a workspace). TS_EINVAL when the workspace is too small or
+ * shares a byte with one of the `n_spans` caller buffers, TS_ENOMEM when malloc fails. */
+int ts_call_memory(const struct ts_context *ctx, size_t bytes, const void *const *spans,
+                   const size_t *span_len, int n_spans, void **mem, void **owned);
+
+/* The task grid of an M x N block split for `threads` (ts_engine.c): m_tasks x n_tasks tasks
+ * (a multiple of threads, at most 4 per thread) over a_panels x b_panels tiles whose busiest
+ * thread gets the fewest tiles; 1 x 1 for one thread. */
+void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_tasks,
+                  size_t *n_tasks);
+
+/* C(M x N) = A(M x K) * B with the blocked loop, its tasks run by ctx (NULL: this thread).
+ * Arguments must be valid; work as sized above for ts_context_threads(ctx). Never fails. */
+void ts_gemm_exec(const struct ts_context *ctx, const ts_b_source *b, size_t M,
+                  const ts_a_source *a, const ts_c_sink *out, void *work);
 
 /* 16-byte aligned pointer at or after p. */
 static inline void *ts_align16(void *p)

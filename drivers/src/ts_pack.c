@@ -1157,15 +1157,23 @@ static void column_sums_s8(int32_t *sums, const int8_t *B, size_t K, size_t N, s
     }
 }
 
-static void pack_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
-                        const void *B, size_t k_stride, size_t n_stride);
+/* Sets b's path, sizes and panel geometry for path's hp (b->data is the caller's). */
+static void set_geometry(ts_packed_b *b, const ts_path *path, size_t K, size_t N)
+{
+    b->path = path;
+    b->K = K;
+    b->N = N;
+    b->ksteps = K / path->lp + (K % path->lp != 0);
+    b->panels = N / path->hp + (N % path->hp != 0);
+    ts_panel_bytes(path, path->hp, K, &b->panel_bytes);
+}
 
-void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
-                      const void *B, size_t k_stride, size_t n_stride, void *memory)
+void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N, void *memory)
 {
     size_t sums = 0, data = 0;
     col_sums_bytes(path, N, &sums);     /* cannot fail: ts_packed_b_bytes succeeded */
     layout_bytes(path, path->hp, K, N, &data);
+    set_geometry(b, path, K, N);
     b->gemv_panels = 0;
     b->gemv_panel_bytes = 0;
     b->gemv_data = NULL;
@@ -1173,12 +1181,10 @@ void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
         /* the GEMV layout: the same packer with the GEMV tile's hp, after the main panels */
         ts_path gemv = ts_gemv_path(path);
         ts_packed_b view;
-        view.col_sums = NULL;
-        view.data = (unsigned char *)memory + sums + data;
-        pack_layout(&view, &gemv, K, N, B, k_stride, n_stride);
+        set_geometry(&view, &gemv, K, N);
         b->gemv_panels = view.panels;
         b->gemv_panel_bytes = view.panel_bytes;
-        b->gemv_data = view.data;
+        b->gemv_data = (unsigned char *)memory + sums + data;
     }
     b->col_sums = sums ? (int32_t *)memory : NULL;
     b->data = (unsigned char *)memory + sums;
@@ -1187,35 +1193,57 @@ void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
     b->blocks = 0;
     b->wscales = NULL;
     b->blk_sums = NULL;
-    if (b->col_sums)
-        column_sums_s8(b->col_sums, (const int8_t *)B, K, N, k_stride, n_stride);
-    pack_layout(b, path, K, N, B, k_stride, n_stride);
 }
 
-/* Fills b's path, sizes and panels (b->data set by the caller) with path's hp. */
-static void pack_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
-                        const void *B, size_t k_stride, size_t n_stride)
+void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size_t n_stride,
+                      size_t j0, size_t j1)
 {
-    b->path = path;
-    b->K = K;
-    b->N = N;
-    b->ksteps = K / path->lp + (K % path->lp != 0);
-    b->panels = N / path->hp + (N % path->hp != 0);
-    ts_panel_bytes(path, path->hp, K, &b->panel_bytes);
+    const ts_path *path = b->path;
+    const size_t n0 = j0 * path->hp, n1 = j1 * path->hp < b->N ? j1 * path->hp : b->N;
+    const size_t src_elem = ts_source_elem_bytes(path->pack);
+    if (j0 >= j1)
+        return;
+    /* the panels j0 .. j1-1 of B are the packed B of columns n0 .. n1-1 */
+    ts_packed_b part = *b;
+    part.N = n1 - n0;
+    part.panels = j1 - j0;
+    part.data = (unsigned char *)b->data + j0 * b->panel_bytes;
+    part.col_sums = b->col_sums != NULL ? b->col_sums + n0 : NULL;
+    B = (const unsigned char *)B + n0 * n_stride * src_elem;
+    if (part.col_sums)
+        column_sums_s8(part.col_sums, (const int8_t *)B, part.K, part.N, k_stride, n_stride);
     /* Panel j = columns j*hp .. j*hp+hp-1 of B, i.e. rows of B^T: row stride n_stride. The
      * NEON transposes may have packed the whole k-steps of the first `transposed` panels. */
-    size_t src_elem = ts_source_elem_bytes(path->pack), transposed = 0;
+    size_t transposed = 0;
 #if TS_HAVE_NEON
     if (n_stride == 1)
-        transposed = pack_b_transposed(b, B, k_stride);
+        transposed = pack_b_transposed(&part, B, k_stride);
 #endif
-    for (size_t j = 0; j < b->panels; ++j) {
-        size_t n0 = j * path->hp;
-        size_t cols = N - n0 < path->hp ? N - n0 : path->hp;
-        const void *src = (const unsigned char *)B + n0 * n_stride * src_elem;
-        pack_panel_from(path->pack, path->lp, (unsigned char *)b->data + j * b->panel_bytes, src,
-                        cols, path->hp, K, n_stride, k_stride,
-                        j < transposed ? K / path->lp * path->lp : 0);
+    for (size_t j = 0; j < part.panels; ++j) {
+        size_t c0 = j * path->hp;
+        size_t cols = part.N - c0 < path->hp ? part.N - c0 : path->hp;
+        const void *src = (const unsigned char *)B + c0 * n_stride * src_elem;
+        pack_panel_from(path->pack, path->lp, (unsigned char *)part.data + j * part.panel_bytes,
+                        src, cols, path->hp, part.K, n_stride, k_stride,
+                        j < transposed ? part.K / path->lp * path->lp : 0);
+    }
+}
+
+void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
+                      const void *B, size_t k_stride, size_t n_stride, void *memory)
+{
+    ts_packed_b_layout(b, path, K, N, memory);
+    ts_packed_b_fill(b, B, k_stride, n_stride, 0, b->panels);
+    if (b->gemv_data != NULL) {
+        /* the GEMV layout of the same B (no column sums: the main layout has them) */
+        ts_path gemv = ts_gemv_path(path);
+        ts_packed_b view = *b;
+        view.path = &gemv;
+        view.panels = b->gemv_panels;
+        view.panel_bytes = b->gemv_panel_bytes;
+        view.data = b->gemv_data;
+        view.col_sums = NULL;
+        ts_packed_b_fill(&view, B, k_stride, n_stride, 0, view.panels);
     }
 }
 

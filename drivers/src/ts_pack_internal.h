@@ -63,6 +63,9 @@ typedef struct {
     ts_pack_kind pack;         /* conversion of B (ts_pack_panel, ts_packed_b_init) */
     ts_pack_kind pack_a;       /* conversion of A (differs from B's for the widened u8 x s8 path) */
     size_t c_bytes;            /* bytes of one kernel result (fp16, float, int32 or uint32) */
+    ts_kernel_fn requant;      /* the same tile with the fused _requant epilogue, or NULL */
+    size_t kc_steps;           /* cache blocks (gen/blocking.py): K block in k-steps, */
+    size_t mc_panels;          /* M block in ep-row panels */
     ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL */
     size_t svl_bytes;          /* 0, or an SME path (TS_FEAT_SME): the streaming vector length
                                   its ep x hp tile is sized for; chosen only at that SVL */
@@ -171,6 +174,11 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.ep = path->gemv.ep;
     v.hp = path->gemv.hp;
     v.lp = path->gemv.lp;
+    /* raw only; its one A panel (M <= max_m) reads each B panel once, so a K block would
+     * only add accumulator loads and stores: the whole K is one block */
+    v.requant = NULL;
+    v.kc_steps = (size_t)-1;
+    v.mc_panels = 1;
     return v;
 }
 
@@ -209,6 +217,12 @@ int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out);
  * (1, K) for an OHWI conv filter (B transposed). Arguments must be valid. */
 void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
                       const void *B, size_t k_stride, size_t n_stride, void *memory);
+
+/* ts_packed_b_init in two steps: the layout (fields of *b, nothing packed), then panels
+ * j0 .. j1-1 (and their columns' sums) from B; any panel ranges may be filled concurrently. */
+void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N, void *memory);
+void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size_t n_stride,
+                      size_t j0, size_t j1);
 
 /* ts_packed_b_init into a fresh malloc block, returned through *out.
  * TS_OK, or TS_ENOMEM (size overflow or malloc failure; *out untouched). */

@@ -1,0 +1,53 @@
+/* ts_context_internal.h — the execution context (ts_context.c) and the built-in thread pool
+ * (ts_pool.c) as the drivers see them. Not public API. Plain C99. */
+#ifndef TS_CONTEXT_INTERNAL_H
+#define TS_CONTEXT_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tilesmith.h"
+#include "ts_pack_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The built-in pool (ts_pool.c): n - 1 worker threads plus the calling thread. */
+typedef struct ts_pool ts_pool;
+/* TS_OK, TS_ENOMEM (memory or threads), TS_EINVAL (n > 1 in a TS_NO_THREADS build). */
+int ts_pool_create(unsigned n, ts_pool **out);
+void ts_pool_free(ts_pool *pool);                     /* NULL is a no-op */
+/* ts_parallel_for_fn of the pool: one call's tasks at a time, the caller runs tasks too. */
+void ts_pool_parallel_for(void *pool, size_t n, ts_task_fn task, void *arg);
+
+struct ts_context {
+    ts_parallel_for_fn parallel_for;   /* NULL: tasks run in order on the calling thread */
+    void *pool;                        /* its first argument */
+    ts_pool *own_pool;                 /* the built-in pool, or NULL */
+    unsigned threads;                  /* how many tasks may run at once (split target) */
+    int has_mask;                      /* feature_mask set: it replaces the global mask */
+    unsigned feature_mask;
+    int cpu;                           /* -1 "auto", else an index of ts_cpu_names */
+    void *workspace;                   /* caller's buffer, or NULL: allocate per call */
+    size_t workspace_bytes;
+};
+
+/* Tasks a caller's parallel_for is assumed to run at once (the work split of a context with a
+ * caller's pool; balanced shares for 1, 2, 4 and 8 threads). */
+#define TS_CALLER_POOL_SPLIT 8u
+
+/* How many tasks can run at once with ctx (1 for NULL): what the work is split for. */
+unsigned ts_context_threads(const ts_context *ctx);
+/* task(arg, i) for i in [0, n) with ctx's parallel_for (NULL ctx: in order, this thread). */
+void ts_context_run(const ts_context *ctx, size_t n, ts_task_fn task, void *arg);
+
+/* ---- dispatch with a context (ts_cpu.c; names: the generated ts_dispatch.c) ---------------- */
+/* The CPU= names of this build's generator (gen/cores.py CPU_NAMES), *count of them. */
+const char *const *ts_cpu_names(size_t *count);
+/* ts_select_path with ctx's feature mask (the global one when ctx is NULL or has none). */
+const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TS_CONTEXT_INTERNAL_H */

@@ -1,0 +1,369 @@
+/* ts_engine.c — the blocked macro-kernel behind every GEMM and conv2d call (BLIS's loops,
+ * README "C API"), as tasks any thread pool can run.
+ *
+ * Two parallel phases, each a set of independent tasks run by the context:
+ *   1. pack: task t packs its share of the B panels (unless prepacked, with their column
+ *      sums) and, for the requantized GEMMs, of the per-column epilogue parameters;
+ *   2. compute: the ep-panels x hp-panels of C are split into an m_tasks x n_tasks grid; each
+ *      task runs, over its block: for each K block (as few as blocks of at most kc_steps
+ *      k-steps allow, of equal length: the split depends on K only), for each M block of
+ *      mc_panels A panels: pack that MC x KC block of A into the task's own area (conv2d: im2col
+ *      rows built on the way), then for each B panel, for each A panel: one kernel call.
+ *      kc_steps and mc_panels come from the per-core cache sizes (gen/blocking.py): a B
+ *      micro-panel's K block stays in L1D across the A panels, the packed A block in L2 across
+ *      the B panels.
+ * K blocks accumulate with the kernels' acc argument (contract v2): raw outputs in place in C,
+ * the requantized ones in an int32 copy of C; the fused _requant kernel runs on the last K
+ * block only. Partial tiles are stored by the kernel (m_rem, n_rem). Every output element is
+ * computed by the same kernel calls over the same K blocks whatever the grid, so the results
+ * do not depend on the number of threads (fp32: the same fused multiply-add chain).
+ * Plain C99. */
+#include <string.h>
+
+#include "ts_context_internal.h"
+#include "ts_epilogue_internal.h"
+#include "ts_gemm_internal.h"
+#include "ts_quant_internal.h"
+
+/* ---- work area ------------------------------------------------------------------------------- */
+
+/* Byte offsets of the work areas (each 16-aligned) from the aligned start. */
+typedef struct {
+    size_t a_blocks;     /* per compute task, one MC x KC block of packed A */
+    size_t im2col;       /* conv: per compute task, ep im2col rows of K bytes */
+    size_t col_offset;   /* requantize: N int32, bias - a_zero_point * column sums of B */
+    size_t params;       /* fused requantize: column parameters per B panel */
+    size_t c32;          /* int32 results M x N, when requantized K blocks accumulate */
+    size_t total;
+} work_layout;
+
+/* Appends `bytes` (rounded up to 16) at offset *end; returns -1 on overflow. */
+static int place(size_t bytes, size_t *end, size_t *offset)
+{
+    size_t rounded;
+    *offset = *end;
+    return ts_size_round_up(bytes, 16, &rounded) || ts_size_add(*end, rounded, end);
+}
+
+static size_t div_up(size_t a, size_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+static size_t ksteps_of(const ts_path *path, size_t K)
+{
+    return div_up(K, path->lp);
+}
+
+/* Whether the requantization runs in the fused kernel (int8 output, the path has one). */
+static int fused_requant(const ts_path *path, int requantize, int u8_output)
+{
+    return requantize && path->requant != NULL && !u8_output;
+}
+
+int ts_gemm_stage(const ts_path *path, const ts_c_sink *out)
+{
+    return out->q != NULL ? TS_STAGE_REQUANT
+           : out->f16_output && path->c_bytes == sizeof(float) ? TS_STAGE_F16 : TS_STAGE_NONE;
+}
+
+int ts_gemm_stage_of_type(int gemm_type, const ts_path *path)
+{
+    return ts_keeps_col_sums(gemm_type) ? TS_STAGE_REQUANT
+           : gemm_type == TS_GEMM_F16 && path->c_bytes == sizeof(float) ? TS_STAGE_F16
+           : TS_STAGE_NONE;
+}
+
+/* Whether the 4-byte copy of C (int32 or fp32) is needed: fp16 narrowing, requantized results
+ * that are not fused, or fused ones over more than one K block. */
+static int needs_c32(const ts_path *path, size_t K, int stage, int fused)
+{
+    return stage == TS_STAGE_F16
+           || (stage == TS_STAGE_REQUANT && (!fused || ksteps_of(path, K) > path->kc_steps));
+}
+
+/* Params bytes of one B panel. */
+static size_t params_panel_bytes(const ts_path *path)
+{
+    return div_up(path->hp, 4) * TS_REQUANT_GROUP_BYTES;
+}
+
+
+/* K-block length in k-steps: as few blocks of at most kc_steps as possible, equal lengths. */
+static size_t k_block_steps(const ts_path *path, size_t ksteps)
+{
+    return ksteps == 0 ? 1 : div_up(ksteps, div_up(ksteps, path->kc_steps));
+}
+
+/* Bytes of one task's packed A block: mc_panels (at most the task's) panels of one K block. */
+static int a_block_bytes(const ts_path *path, size_t K, size_t task_panels, size_t *out)
+{
+    size_t panels = task_panels < path->mc_panels ? task_panels : path->mc_panels;
+    size_t steps = k_block_steps(path, div_up(K, path->lp));
+    return ts_panel_bytes(path, path->ep, steps * path->lp, out)
+           || ts_size_round_up(*out, 16, out) || ts_size_mul(*out, panels, out);
+}
+
+/* `fused` may be -1: size for either (the larger). */
+static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int stage,
+                       int fused, int im2col, unsigned threads, work_layout *l)
+{
+    size_t end = 0, bytes, a_block, m_tasks, n_tasks, panels = div_up(M, path->ep);
+    memset(l, 0, sizeof *l);
+    ts_gemm_grid(panels, div_up(N, path->hp), threads, &m_tasks, &n_tasks);
+    if (a_block_bytes(path, K, div_up(panels, m_tasks), &a_block)
+        || ts_size_mul(a_block, m_tasks * n_tasks, &bytes) || place(bytes, &end, &l->a_blocks))
+        return -1;
+    if (im2col && (ts_size_mul(K, path->ep, &bytes)
+                   || ts_size_mul(bytes, m_tasks * n_tasks, &bytes)
+                   || place(bytes, &end, &l->im2col)))
+        return -1;
+    if (stage == TS_STAGE_REQUANT
+        && (ts_size_mul(N, sizeof(int32_t), &bytes) || place(bytes, &end, &l->col_offset)
+            || ts_size_mul(div_up(N, path->hp), params_panel_bytes(path), &bytes)
+            || place(bytes, &end, &l->params)))
+        return -1;
+    if (stage != TS_STAGE_NONE) {
+        size_t c32 = 0;
+        if ((fused < 0 || needs_c32(path, K, stage, fused))
+            && (ts_size_mul(M, N, &c32) || ts_size_mul(c32, sizeof(int32_t), &c32)))
+            return -1;
+        if (place(c32, &end, &l->c32))
+            return -1;
+    }
+    l->total = end;
+    return 0;
+}
+
+int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
+                       int im2col, unsigned threads, size_t *out)
+{
+    work_layout l;
+    return layout_work(path, M, N, K, stage, -1, im2col, threads, &l)
+           || ts_size_add(l.total, 15, out);
+}
+
+/* ---- one call ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const ts_path *path;
+    const ts_b_source *bsrc;
+    const ts_packed_b *b;
+    const ts_a_source *a;
+    const ts_c_sink *out;
+    size_t M, N, K, ksteps, a_panels, a_block_bytes;
+    unsigned char *a_blocks, *im2col, *params;
+    int32_t *col_offset, *c32;
+    ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
+    int fused, stage;
+    size_t pack_tasks, m_tasks, n_tasks;
+} call;
+
+/* [begin, end) of part t of `count` items split into `parts` near-equal runs. */
+static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *end)
+{
+    *begin = count * t / parts;
+    *end = count * (t + 1) / parts;
+}
+
+/* Rows m0 .. m0+rows-1 of A: a pointer to them and their row stride in elements. */
+static const void *a_rows(const call *c, size_t m0, size_t rows, int8_t *im2col, size_t *lda)
+{
+    const ts_a_source *a = c->a;
+    if (a->conv == NULL) {
+        *lda = a->lda;
+        return (const unsigned char *)a->A + m0 * a->lda * ts_source_elem_bytes(c->path->pack_a);
+    }
+    ts_im2col_rows_s8(a->conv, (const int8_t *)a->A, a->pad_value, m0, rows, im2col, c->K);
+    *lda = c->K;
+    return im2col;
+}
+
+/* Phase 1, task t: B panels, column offsets and parameters of share t. */
+static void pack_task(void *arg, size_t t)
+{
+    call *c = (call *)arg;
+    const ts_path *path = c->path;
+    size_t j0, j1;
+    share(c->b->panels, c->pack_tasks, t, &j0, &j1);
+    if (c->bsrc->fill)
+        ts_packed_b_fill(c->b, c->bsrc->src, c->bsrc->k_stride, c->bsrc->n_stride, j0, j1);
+    if (c->out->q == NULL)
+        return;
+    /* sum_k (A-zp)*B = sum_k A*B - zp * sum_k B: the correction per column, with the bias
+     * folded in, wrapping modulo 2^32 like the int32 accumulators. */
+    const size_t n0 = j0 * path->hp, n1 = j1 * path->hp < c->N ? j1 * path->hp : c->N;
+    const int32_t *bias = c->out->q->bias;
+    for (size_t n = n0; n < n1; ++n) {
+        uint32_t offset = 0u - (uint32_t)c->out->q->a_zero_point * (uint32_t)c->b->col_sums[n];
+        c->col_offset[n] = (int32_t)(offset + (bias != NULL ? (uint32_t)bias[n] : 0u));
+    }
+    if (c->fused)
+        for (size_t j = j0; j < j1; ++j) {
+            size_t cols = c->N - j * path->hp < path->hp ? c->N - j * path->hp : path->hp;
+            ts_pack_requant_params(c->params + j * params_panel_bytes(path), j * path->hp, cols,
+                                   path->hp, &c->q, c->col_offset);
+        }
+}
+
+/* One kernel call: tile (i, j) over k-steps s0 .. s0+steps-1 (A panel i's k-steps at a);
+ * `first` / `last` K block. */
+static void tile(const call *c, const unsigned char *a, size_t i, size_t j, size_t s0,
+                 size_t steps, int first, int last)
+{
+    const ts_path *path = c->path;
+    const size_t m0 = i * path->ep, n0 = j * path->hp;
+    const size_t b_step = path->hp * path->lp * ts_pack_elem_bytes(path->pack);
+    const unsigned char *b = (const unsigned char *)c->b->data + j * c->b->panel_bytes + s0 * b_step;
+    struct ts_tile_args args;
+    memset(&args, 0, sizeof args);
+    args.m_rem = c->M - m0 < path->ep ? c->M - m0 : path->ep;
+    args.n_rem = c->N - n0 < path->hp ? c->N - n0 : path->hp;
+    ts_kernel_fn kernel = path->kernel;
+    unsigned char *dst;
+    size_t ld_bytes;
+    if (c->stage == TS_STAGE_NONE) {
+        ld_bytes = c->out->ldc * path->c_bytes;
+        dst = (unsigned char *)c->out->C + m0 * ld_bytes + n0 * path->c_bytes;
+    } else {
+        ld_bytes = c->N * sizeof(int32_t);         /* int32 or fp32 results */
+        dst = (unsigned char *)(c->c32 + m0 * c->N + n0);
+    }
+    args.acc = first ? NULL : dst;          /* in place: raw kernels may read c as acc */
+    args.ld_acc_bytes = ld_bytes;
+    if (c->fused && last) {
+        kernel = path->requant;
+        args.params = c->params + j * params_panel_bytes(path);
+        args.rounding = c->q.rounding;
+        args.c_zero_point = c->q.c_zero_point;
+        args.act_min = c->q.act_min;
+        args.act_max = c->q.act_max;
+        ld_bytes = c->out->ldc;
+        dst = (unsigned char *)c->out->C + m0 * ld_bytes + n0;
+    }
+    kernel(a, b, steps, dst, ld_bytes, &args);
+    if (c->stage == TS_STAGE_F16 && last)
+        ts_narrow_rows_f16((const float *)(c->c32 + m0 * c->N + n0), c->N, args.m_rem,
+                           args.n_rem, (uint16_t *)c->out->C + m0 * c->out->ldc + n0,
+                           c->out->ldc);
+    if (c->stage == TS_STAGE_REQUANT && !c->fused && last) {
+        const int32_t *acc = c->c32 + m0 * c->N + n0;
+        if (c->out->u8_output)
+            ts_requant_rows_u8(acc, c->N, args.m_rem, args.n_rem, n0, &c->q, c->col_offset,
+                               (uint8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
+        else
+            ts_requant_rows(acc, c->N, args.m_rem, args.n_rem, n0, &c->q, c->col_offset,
+                            (int8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
+    }
+}
+
+/* Packs A panels ib .. ie-1 over k-steps s0 .. s0+steps-1 into block (panel p at
+ * (p - ib) * panel_bytes); im2col: the task's rows buffer. */
+static void pack_a_block(const call *c, size_t ib, size_t ie, size_t s0, size_t steps,
+                         unsigned char *block, size_t panel_bytes, int8_t *im2col)
+{
+    const ts_path *path = c->path;
+    const size_t k0 = s0 * path->lp, klen = c->K - k0 < steps * path->lp ? c->K - k0 : steps * path->lp;
+    const size_t src_elem = c->a->conv != NULL ? 1 : ts_source_elem_bytes(path->pack_a);
+    for (size_t i = ib; i < ie; ++i) {
+        size_t m0 = i * path->ep, rows = c->M - m0 < path->ep ? c->M - m0 : path->ep, lda;
+        const unsigned char *src = (const unsigned char *)a_rows(c, m0, rows, im2col, &lda);
+        ts_pack_panel_as(path->pack_a, path, block + (i - ib) * panel_bytes,
+                         src + k0 * src_elem, rows, path->ep, klen, lda, 1);
+    }
+}
+
+/* Phase 2, task t: its block of tiles, K block by K block, M block by M block. */
+static void compute_task(void *arg, size_t t)
+{
+    const call *c = (const call *)arg;
+    const ts_path *path = c->path;
+    size_t i0, i1, j0, j1, panel_bytes;
+    share(c->a_panels, c->m_tasks, t / c->n_tasks, &i0, &i1);
+    share(c->b->panels, c->n_tasks, t % c->n_tasks, &j0, &j1);
+    const size_t kc = k_block_steps(path, c->ksteps);
+    const size_t k_blocks = c->ksteps == 0 ? 1 : div_up(c->ksteps, kc);
+    unsigned char *block = c->a_blocks + t * c->a_block_bytes;
+    int8_t *im2col = (int8_t *)c->im2col + t * path->ep * c->K;
+    ts_panel_bytes(path, path->ep, kc * path->lp, &panel_bytes);
+    ts_size_round_up(panel_bytes, 16, &panel_bytes);
+    for (size_t kb = 0; kb < k_blocks; ++kb) {
+        const size_t s0 = kb * kc, steps = c->ksteps - s0 < kc ? c->ksteps - s0 : kc;
+        for (size_t ib = i0; ib < i1; ib += path->mc_panels) {
+            const size_t ie = i1 - ib < path->mc_panels ? i1 : ib + path->mc_panels;
+            pack_a_block(c, ib, ie, s0, steps, block, panel_bytes, im2col);
+            for (size_t j = j0; j < j1; ++j)
+                for (size_t i = ib; i < ie; ++i)
+                    tile(c, block + (i - ib) * panel_bytes, i, j, s0, steps, kb == 0,
+                         kb + 1 == k_blocks);
+        }
+    }
+}
+
+/* The grid m x n (tasks m*n a multiple r of `threads`, r <= 4) whose busiest thread computes
+ * the fewest tiles; among equals the fewest tasks, then the most M blocks (each of the n tasks
+ * of an M block packs that block's A panels again). */
+void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_tasks,
+                  size_t *n_tasks)
+{
+    size_t best = (size_t)-1;
+    *m_tasks = *n_tasks = 1;
+    if (threads <= 1)
+        return;
+    for (size_t r = 1; r <= 4; ++r) {
+        const size_t tasks = r * threads;
+        for (size_t m = tasks; m >= 1; --m) {
+            if (tasks % m != 0 || m > a_panels || tasks / m > b_panels)
+                continue;
+            const size_t busiest = r * div_up(a_panels, m) * div_up(b_panels, tasks / m);
+            if (busiest < best) {
+                best = busiest;
+                *m_tasks = m;
+                *n_tasks = tasks / m;
+            }
+        }
+    }
+}
+
+void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
+                  const ts_a_source *a, const ts_c_sink *out, void *work)
+{
+    const ts_packed_b *b = bsrc->b;
+    const ts_path *path = b->path;
+    const unsigned threads = ts_context_threads(ctx);
+    const int requantize = out->q != NULL;
+    call c;
+    work_layout l;
+    memset(&c, 0, sizeof c);
+    c.path = path;
+    c.bsrc = bsrc;
+    c.b = b;
+    c.a = a;
+    c.out = out;
+    c.M = M;
+    c.N = b->N;
+    c.K = b->K;
+    c.ksteps = b->ksteps;
+    c.a_panels = div_up(M, path->ep);
+    ts_gemm_grid(c.a_panels, b->panels, threads, &c.m_tasks, &c.n_tasks);
+    a_block_bytes(path, b->K, div_up(c.a_panels, c.m_tasks), &c.a_block_bytes);
+    c.stage = ts_gemm_stage(path, out);
+    c.fused = fused_requant(path, requantize, out->u8_output);
+    layout_work(path, M, c.N, c.K, c.stage, c.fused, a->conv != NULL, threads, &l);
+    unsigned char *base = (unsigned char *)ts_align16(work);
+    c.a_blocks = base + l.a_blocks;
+    c.im2col = base + l.im2col;
+    c.col_offset = (int32_t *)(base + l.col_offset);
+    c.params = base + l.params;
+    c.c32 = (int32_t *)(base + l.c32);
+    if (requantize) {
+        if (out->u8_output)
+            ts_quant_u8_as_s8(out->q, &c.q);   /* int8 epilogue, bit 7 flipped after */
+        else
+            c.q = *out->q;
+        c.q.bias = NULL;
+    }
+    c.pack_tasks = threads;
+    ts_context_run(ctx, c.pack_tasks, pack_task, &c);
+    ts_context_run(ctx, c.m_tasks * c.n_tasks, compute_task, &c);
+}

@@ -1,0 +1,34 @@
+/* ts_epilogue.c — column parameters of the fused requant epilogue (README "Micro-kernel ABI",
+ * column parameters; what ts_requantize's NEON path precomputes per block). Plain C99. */
+#include <string.h>
+
+#include "ts_epilogue_internal.h"
+
+/* The argument block's layout is the kernels' ABI (gen/epilogue.py ARGS_FIELDS). */
+typedef char ts_args_size_check[sizeof(struct ts_tile_args) == 64 ? 1 : -1];
+typedef char ts_args_params_check[offsetof(struct ts_tile_args, params) == 32 ? 1 : -1];
+typedef char ts_args_rounding_check[offsetof(struct ts_tile_args, rounding) == 40 ? 1 : -1];
+typedef char ts_args_clamp_check[offsetof(struct ts_tile_args, clamp_min) == 56 ? 1 : -1];
+
+void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t hp,
+                            const ts_quant *q, const int32_t *col_offset)
+{
+    const size_t groups = (hp + 3) / 4;
+    memset(dst, 0, groups * TS_REQUANT_GROUP_BYTES);
+    for (size_t c = 0; c < cols; ++c) {
+        unsigned char *g = dst + (c / 4) * TS_REQUANT_GROUP_BYTES;
+        const size_t lane = c % 4, ch = q->per_channel ? n0 + c : 0;
+        const int32_t shift = q->shift[ch];
+        int32_t words[2] = { col_offset[n0 + c], q->multiplier[ch] };
+        memcpy(g + 4 * lane, &words[0], 4);
+        memcpy(g + 16 + 4 * lane, &words[1], 4);
+        if (q->rounding == TS_ROUND_SINGLE) {
+            int64_t s = (int64_t)shift - 31;          /* columns 0-1 at +32, 2-3 at +48 */
+            memcpy(g + 32 + 8 * lane, &s, 8);
+        } else {
+            int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : shift;
+            memcpy(g + 32 + 4 * lane, &left, 4);
+            memcpy(g + 48 + 4 * lane, &right, 4);
+        }
+    }
+}

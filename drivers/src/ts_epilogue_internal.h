@@ -1,0 +1,42 @@
+/* ts_epilogue_internal.h — what the drivers hand a contract-v2 kernel (README "Micro-kernel
+ * ABI"): the argument block and the fused epilogues' column parameters. Not public API.
+ * Plain C99. ts_kernels.h declares the same block as ts_tile_args (gen/epilogue.py
+ * ARGS_FIELDS); a file includes one or the other. */
+#ifndef TS_EPILOGUE_INTERNAL_H
+#define TS_EPILOGUE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tilesmith.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ts_tile_args {
+    size_t m_rem, n_rem;        /*  0,  8: rows and columns stored (1..ep, 1..hp) */
+    const void *acc;            /* 16: NULL or the tile added before the epilogue */
+    size_t ld_acc_bytes;        /* 24 */
+    const void *params;         /* 32: the epilogue's column parameters */
+    int32_t rounding;           /* 40: requant: 0 double, 1 single, 2 double with shifts < 0 */
+    int32_t c_zero_point;       /* 44 */
+    int32_t act_min, act_max;   /* 48, 52 */
+    float clamp_min, clamp_max; /* 56, 60: biasclamp */
+};
+
+/* Bytes of requant column parameters per group of 4 columns (README: offset, multiplier,
+ * then the rounding's shift form). */
+#define TS_REQUANT_GROUP_BYTES 64
+
+/* Requant parameters for columns n0 .. n0+cols-1 (cols <= hp) of a validated q (int8 zero
+ * points and clamp; its bias already folded into col_offset, q->bias ignored) into dst:
+ * ceil(hp/4) groups, columns past cols with multiplier 0. col_offset is indexed by the
+ * absolute column (the wrapped -a_zero_point * column sum + bias). */
+void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t hp,
+                            const ts_quant *q, const int32_t *col_offset);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TS_EPILOGUE_INTERNAL_H */

@@ -1,0 +1,391 @@
+/* Context API harness (ts_context_*, the _ctx twins): for every GEMM type on the dispatch path
+ * of each feature mask given, shapes around the cache blocks of that path (K over 1-3 K blocks
+ * at remainders 0, 1, lp-1, lp, lp+1 and half a block; M over several M blocks; partial tiles)
+ * and conv2d (im2col and pointwise):
+ *   - the one-thread result against an independent scalar reference (int64 sums, TFLite
+ *     requantization from the formulas; fp32 within the Higham bound);
+ *   - the NULL-context call, the built-in pool with 1..8 threads and a caller's parallel_for
+ *     (instrumented: every task exactly once, tasks run in reverse order, or on 3 pthreads)
+ *     give byte-identical C;
+ *   - a caller workspace of exactly ts_context_workspace_size bytes ending at a guard page:
+ *     identical C; 16 bytes: TS_EINVAL with C untouched.
+ * Arguments: a comma-separated list of feature masks. Prints "failures N" last. */
+#include "drv_api_common.h"   /* first: it sets _DEFAULT_SOURCE */
+
+#include <pthread.h>
+
+#include "ts_context_internal.h"
+
+enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8, KINDS };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8" };
+static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_INT8,
+                                 TS_GEMM_U8S8, TS_GEMM_U8U32, TS_GEMM_U8S8 };
+static int is_float(enum kind k) { return k == F32 || k == BF16; }
+static int quantized(enum kind k) { return k == S8 || k == U8; }
+static int a_unsigned(enum kind k) { return k == U8S8S32 || k == U8U32 || k == U8; }
+static int b_unsigned(enum kind k) { return k == U8U32; }
+
+/* ---- instrumented parallel_for ------------------------------------------------------------- */
+#define MAX_TASKS 4096
+typedef struct {
+    unsigned counts[MAX_TASKS];
+    int threaded;           /* 0: tasks in reverse order on this thread; 1: on 3 pthreads */
+    size_t calls, bad;      /* calls made; calls where some task ran other than once */
+    size_t n, next;
+    ts_task_fn task;
+    void *arg;
+} recorder;
+
+static void *recorder_worker(void *p)
+{
+    recorder *r = (recorder *)p;
+    for (;;) {
+        size_t i = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED);
+        if (i >= r->n)
+            return NULL;
+        __atomic_fetch_add(&r->counts[i], 1, __ATOMIC_RELAXED);
+        r->task(r->arg, i);
+    }
+}
+
+static void recording_parallel_for(void *pool, size_t n, ts_task_fn task, void *arg)
+{
+    recorder *r = (recorder *)pool;
+    if (n > MAX_TASKS) { printf("too many tasks %zu\n", n); exit(2); }
+    memset(r->counts, 0, sizeof r->counts);
+    r->calls++;
+    r->n = n;
+    r->next = 0;
+    r->task = task;
+    r->arg = arg;
+    if (r->threaded) {
+        pthread_t t[3];
+        for (int i = 0; i < 3; ++i)
+            pthread_create(&t[i], NULL, recorder_worker, r);
+        for (int i = 0; i < 3; ++i)
+            pthread_join(t[i], NULL);
+    } else {
+        for (size_t i = n; i-- > 0;) {
+            r->counts[i]++;
+            task(arg, i);
+        }
+    }
+    for (size_t i = 0; i < n; ++i)
+        if (r->counts[i] != 1) { r->bad++; break; }
+}
+
+/* ---- one GEMM call through the _ctx twins --------------------------------------------------- */
+typedef struct { int32_t bias[512], mult[512], shift[512]; ts_quant q; } quant_store;
+
+static int call(const ts_context *ctx, enum kind kind, int prepacked, size_t M, size_t N,
+                size_t K, const void *A, size_t lda, const void *B, size_t ldb,
+                const ts_quant *q, void *C, size_t ldc)
+{
+    if (!prepacked) {
+        switch (kind) {
+        case F32: return ts_gemm_f32_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
+        case BF16: return ts_gemm_bf16_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
+        case S8S32: return ts_gemm_s8s32_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
+        case S8: return ts_gemm_s8_ctx(ctx, M, N, K, A, lda, B, ldb, q, C, ldc);
+        case U8S8S32: return ts_gemm_u8s8s32_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
+        case U8U32: return ts_gemm_u8u32_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
+        default: return ts_gemm_u8_ctx(ctx, M, N, K, A, lda, B, ldb, q, C, ldc);
+        }
+    }
+    ts_packed_b *pb = NULL;
+    int rc = kind == F32 ? ts_pack_b_f32_ctx(ctx, K, N, B, ldb, &pb)
+           : kind == BF16 ? ts_pack_b_bf16_ctx(ctx, K, N, B, ldb, &pb)
+           : kind == U8U32 ? ts_pack_b_u8u32_ctx(ctx, K, N, B, ldb, &pb)
+           : a_unsigned(kind) ? ts_pack_b_u8s8_ctx(ctx, K, N, B, ldb, &pb)
+           : ts_pack_b_s8_ctx(ctx, K, N, B, ldb, &pb);
+    if (rc != TS_OK)
+        return rc;
+    switch (kind) {
+    case F32: rc = ts_gemm_f32_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
+    case BF16: rc = ts_gemm_bf16_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
+    case S8S32: rc = ts_gemm_s8s32_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
+    case S8: rc = ts_gemm_s8_prepacked_ctx(ctx, M, A, lda, pb, q, C, ldc); break;
+    case U8S8S32: rc = ts_gemm_u8s8s32_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
+    case U8U32: rc = ts_gemm_u8u32_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
+    default: rc = ts_gemm_u8_prepacked_ctx(ctx, M, A, lda, pb, q, C, ldc); break;
+    }
+    ts_packed_free(pb);
+    return rc;
+}
+
+/* ---- independent reference -------------------------------------------------------------------- */
+static int64_t ref_int(enum kind kind, const void *A, size_t lda, const void *B, size_t ldb,
+                       size_t m, size_t n, size_t K, int32_t a_zp)
+{
+    int64_t s = 0;
+    for (size_t k = 0; k < K; ++k) {
+        int32_t a = a_unsigned(kind) ? ((const uint8_t *)A)[m * lda + k]
+                                     : ((const int8_t *)A)[m * lda + k];
+        int32_t b = b_unsigned(kind) ? ((const uint8_t *)B)[k * ldb + n]
+                                     : ((const int8_t *)B)[k * ldb + n];
+        s += (int64_t)(a - a_zp) * b;
+    }
+    return s;
+}
+
+/* TFLite requantization of column n, result before the cast (int8 or uint8 range per q). */
+static int32_t ref_requant_value(int32_t acc, size_t n, const ts_quant *q)
+{
+    int32_t x = (int32_t)((uint32_t)acc + (uint32_t)(q->bias ? q->bias[n] : 0));
+    size_t ch = q->per_channel ? n : 0;
+    int64_t y = (int64_t)ref_mbqm(x, q->multiplier[ch], q->shift[ch], q->rounding) + q->c_zero_point;
+    return (int32_t)(y < q->act_min ? q->act_min : y > q->act_max ? q->act_max : y);
+}
+
+/* Checks C (M x N, ldc) against the reference; returns the number of bad elements. */
+static int check_reference(enum kind kind, size_t M, size_t N, size_t K, const void *A,
+                           size_t lda, const void *B, size_t ldb, const ts_quant *q,
+                           const unsigned char *C, size_t ldc)
+{
+    int bad = 0;
+    size_t out = quantized(kind) ? 1 : 4;
+    for (size_t m = 0; m < M; ++m)
+        for (size_t n = 0; n < N; ++n) {
+            const unsigned char *c = C + (m * ldc + n) * out;
+            if (is_float(kind)) {
+                double s = 0, abs_sum = 0;
+                for (size_t k = 0; k < K; ++k) {
+                    double a = ((const float *)A)[m * lda + k], b = ((const float *)B)[k * ldb + n];
+                    if (kind == BF16) { a = ref_bf16((float)a); b = ref_bf16((float)b); }
+                    s += a * b;
+                    abs_sum += fabs(a * b);
+                }
+                float got;
+                memcpy(&got, c, 4);
+                /* Higham's bound gamma_K * sum|ab|; bfmmla's round-to-odd doubles u */
+                double u = ldexp(1.0, -24) * (kind == BF16 ? 2 : 1);
+                bad += !(fabs(got - s) <= 1.01 * (double)(K + 1) * u * abs_sum + 1e-30);
+            } else {
+                int32_t a_zp = quantized(kind) ? q->a_zero_point : 0;
+                uint32_t acc = (uint32_t)ref_int(kind, A, lda, B, ldb, m, n, K, a_zp);
+                if (kind == S8)
+                    bad += *(const int8_t *)c != (int8_t)ref_requant_value((int32_t)acc, n, q);
+                else if (kind == U8)
+                    bad += *c != (uint8_t)ref_requant_value((int32_t)acc, n, q);
+                else {
+                    uint32_t got;
+                    memcpy(&got, c, 4);
+                    bad += got != acc;
+                }
+            }
+        }
+    return bad;
+}
+
+/* ---- one case: every way of running it gives the reference's, identical bytes (C's gaps
+ * between rows included: they keep the 0xA5 fill) --------------------------------------------- */
+static unsigned mask;
+static size_t cases, runs;
+
+static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K)
+{
+    size_t in = is_float(kind) ? 4 : 1, out = quantized(kind) ? 1 : 4;
+    size_t lda = K + 3, ldb = N + 1, ldc = N + 2;
+    unsigned char *A = guarded(matrix_bytes(M, K, lda, in) + 1);
+    unsigned char *B = guarded(matrix_bytes(K, N, ldb, in) + 1);
+    size_t c_bytes = matrix_bytes(M, N, ldc, out);
+    unsigned char *C = guarded(c_bytes + 1), *want = malloc(c_bytes + 1);
+    static quant_store qs;
+    for (size_t i = 0; i < matrix_bytes(M, K, lda, in); i += in) {
+        float f = rand_f32();
+        if (in == 4) memcpy(A + i, &f, 4); else A[i] = (unsigned char)rand_s8();
+    }
+    for (size_t i = 0; i < matrix_bytes(K, N, ldb, in); i += in) {
+        float f = rand_f32();
+        if (in == 4) memcpy(B + i, &f, 4); else B[i] = (unsigned char)rand_s8();
+    }
+    random_quant(&qs.q, N, qs.bias, qs.mult, qs.shift, (int)(rng_next() & 1), (int)(rng_next() & 1));
+    if (kind == U8) {
+        qs.q.a_zero_point += 128;
+        qs.q.c_zero_point += 128;
+        qs.q.act_min += 128;
+        qs.q.act_max += 128;
+    }
+    const ts_quant *q = quantized(kind) ? &qs.q : NULL;
+    ts_context *ctx = NULL;
+    ts_context_create(&ctx);
+    ts_context_set_feature_mask(ctx, mask);
+    cases++;
+
+    /* one thread with the context, against the reference */
+    memset(C, 0xA5, c_bytes);
+    int rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+    CHECK(rc == TS_OK, "%s %zux%zux%zu rc %d", kind_name[kind], M, N, K, rc);
+    int bad = check_reference(kind, M, N, K, A, lda, B, ldb, q, C, ldc);
+    CHECK(bad == 0, "%s%s %zux%zux%zu mask %u: %d elements differ from the reference (%s)",
+          kind_name[kind], prepacked ? " prepacked" : "", M, N, K, mask, bad,
+          ts_gemm_kernel_ctx(ctx, kind_type[kind]));
+    memcpy(want, C, c_bytes);
+
+    /* NULL context with the same global mask */
+    ts_set_feature_mask(mask);
+    memset(C, 0xA5, c_bytes);
+    rc = call(NULL, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+    ts_set_feature_mask(~0u);
+    CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0, "%s %zux%zux%zu: NULL context differs",
+          kind_name[kind], M, N, K);
+
+    /* the built-in pool, 1..8 threads */
+    for (unsigned t = 1; t <= 8; ++t) {
+        CHECK(ts_context_set_num_threads(ctx, t) == TS_OK, "set_num_threads %u", t);
+        memset(C, 0xA5, c_bytes);
+        rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+        CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
+              "%s%s %zux%zux%zu: %u threads differ (rc %d)", kind_name[kind],
+              prepacked ? " prepacked" : "", M, N, K, t, rc);
+        runs++;
+    }
+
+    /* a caller's parallel_for, serial reverse and on 3 pthreads */
+    static recorder rec;
+    for (int threaded = 0; threaded < 2; ++threaded) {
+        rec.threaded = threaded;
+        rec.calls = rec.bad = 0;
+        ts_context_set_parallel_for(ctx, recording_parallel_for, &rec);
+        memset(C, 0xA5, c_bytes);
+        rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+        CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
+              "%s %zux%zux%zu: caller parallel_for (threaded %d) differs", kind_name[kind], M,
+              N, K, threaded);
+        CHECK(rec.bad == 0 && (M == 0 || N == 0 || rec.calls > 0),
+              "%s %zux%zux%zu: parallel_for calls %zu, %zu with a task not run exactly once",
+              kind_name[kind], M, N, K, rec.calls, rec.bad);
+        runs++;
+    }
+
+    /* the caller's workspace: exact size at a guard page; one byte short */
+    size_t ws = ts_context_workspace_size(ctx, kind_type[kind], M, N, K);
+    CHECK(ws > 0, "%s workspace size 0", kind_name[kind]);
+    unsigned char *w = guarded(ws);
+    ts_context_set_workspace(ctx, w, ws);
+    memset(C, 0xA5, c_bytes);
+    rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+    CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
+          "%s %zux%zux%zu: caller workspace differs (rc %d)", kind_name[kind], M, N, K, rc);
+    if (M > 0 && N > 0) {   /* the size is the largest over the type's paths: 16 bytes */
+        ts_context_set_workspace(ctx, w + ws - 16, 16);
+        memset(C, 0xA5, c_bytes);
+        rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+        CHECK(rc == TS_EINVAL && all_bytes(C, c_bytes, 0xA5),
+              "%s %zux%zux%zu: workspace too small: rc %d, C %s", kind_name[kind], M, N,
+              K, rc, all_bytes(C, c_bytes, 0xA5) ? "untouched" : "written");
+    }
+    ts_context_free(ctx);
+    free(want);
+    release_all();
+}
+
+/* ---- conv2d with a context -------------------------------------------------------------------- */
+static void run_conv(size_t k, size_t stride, size_t pad, size_t in_c, size_t out_c)
+{
+    ts_conv2d c = { 2, 9, 7, in_c, out_c, k, k, stride, stride, 1, 1, pad, pad, pad, pad };
+    size_t in_bytes = c.batch * c.in_h * c.in_w * c.in_c, K = k * k * in_c;
+    size_t out_bytes = c.batch * ts_conv2d_out_h(&c) * ts_conv2d_out_w(&c) * out_c;
+    int8_t *input = guarded(in_bytes), *filter = guarded(out_c * K), *output = guarded(out_bytes);
+    int8_t *want = malloc(out_bytes);
+    static quant_store qs;
+    for (size_t i = 0; i < in_bytes; ++i) input[i] = rand_s8();
+    for (size_t i = 0; i < out_c * K; ++i) filter[i] = rand_s8();
+    random_quant(&qs.q, out_c, qs.bias, qs.mult, qs.shift, 1, (int)(rng_next() & 1));
+    ts_set_feature_mask(mask);
+    void *w0 = guarded(ts_conv2d_s8_workspace_size(&c));
+    int rc = ts_conv2d_s8(&c, input, filter, &qs.q, output, w0);
+    ts_set_feature_mask(~0u);
+    CHECK(rc == TS_OK, "conv rc %d", rc);
+    memcpy(want, output, out_bytes);
+    ts_context *ctx = NULL;
+    ts_context_create(&ctx);
+    ts_context_set_feature_mask(ctx, mask);
+    static recorder rec;
+    for (unsigned t = 1; t <= 9; ++t) {
+        if (t <= 8)
+            ts_context_set_num_threads(ctx, t);
+        else
+            ts_context_set_parallel_for(ctx, recording_parallel_for, &rec);
+        size_t ws = ts_conv2d_s8_workspace_size_ctx(ctx, &c);
+        void *w = guarded(ws);
+        memset(output, 0x5A, out_bytes);
+        rc = ts_conv2d_s8_ctx(ctx, &c, input, filter, &qs.q, output, w);
+        CHECK(rc == TS_OK && memcmp(output, want, out_bytes) == 0,
+              "conv k%zu s%zu p%zu %zu->%zu: threads %u differ (rc %d)", k, stride, pad, in_c,
+              out_c, t, rc);
+        runs++;
+        n_regions--;            /* this run's workspace */
+        guarded_free(&regions[n_regions]);
+    }
+    cases++;
+    ts_context_free(ctx);
+    free(want);
+    release_all();
+}
+
+/* ---- context API errors ------------------------------------------------------------------------ */
+static void check_api(void)
+{
+    ts_context *ctx = NULL;
+    CHECK(ts_context_create(NULL) == TS_EINVAL, "create(NULL)");
+    CHECK(ts_context_create(&ctx) == TS_OK && ctx != NULL, "create");
+    CHECK(ts_context_set_num_threads(ctx, 0) == TS_EINVAL, "0 threads");
+    CHECK(ts_context_set_num_threads(ctx, TS_MAX_THREADS + 1) == TS_EINVAL, "too many threads");
+    CHECK(ts_context_set_num_threads(NULL, 2) == TS_EINVAL, "NULL ctx");
+    CHECK(ts_context_set_cpu(ctx, "auto") == TS_OK, "cpu auto");
+    CHECK(ts_context_set_cpu(ctx, "no-such-core") == TS_EINVAL, "unknown cpu");
+    CHECK(ts_context_set_cpu(ctx, NULL) == TS_EINVAL, "NULL cpu");
+    size_t n;
+    const char *const *names = ts_cpu_names(&n);
+    for (size_t i = 0; i < n; ++i)
+        CHECK(ts_context_set_cpu(ctx, names[i]) == TS_OK, "cpu %s", names[i]);
+    CHECK(ts_context_workspace_size(ctx, 99, 8, 8, 8) == 0, "unknown type");
+    CHECK(ts_context_set_workspace(NULL, NULL, 0) == TS_EINVAL, "workspace NULL ctx");
+    ts_context_free(ctx);
+    ts_context_free(NULL);
+}
+
+/* K values around the path's K block kc: one block and a bit less; two blocks, the second
+ * with remainder 1, lp - 1, lp + 1 (k-step padding inside a block) and kc / 2 + 1; three
+ * blocks. */
+static size_t shape_ks(const ts_path *p, size_t *ks)
+{
+    size_t kc = p->kc_steps * p->lp, lp = p->lp, n = 0;
+    const size_t list[] = { 0, 5, kc - 1, kc, kc + 1, kc + lp - 1, kc + lp + 1, kc + kc / 2 + 1,
+                            2 * kc + 3 };
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; ++i)
+        ks[n++] = list[i];
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    const char *masks = argc > 1 ? argv[1] : "4294967295";
+    check_api();
+    for (const char *s = masks; *s;) {
+        mask = (unsigned)strtoul(s, (char **)&s, 10);
+        if (*s == ',') ++s;
+        for (int kind = 0; kind < KINDS; ++kind) {
+            ts_context *ctx = NULL;
+            ts_context_create(&ctx);
+            ts_context_set_feature_mask(ctx, mask);
+            const ts_path *p = ts_select_path_ctx(ctx, kind_type[kind]);
+            ts_context_free(ctx);
+            size_t ks[32], nk = shape_ks(p, ks);
+            for (size_t i = 0; i < nk; ++i)   /* K blocks: small M, N with partial tiles */
+                run_case((enum kind)kind, i % 3 == 2, 2 * p->ep + 3, p->hp + 5, ks[i]);
+            /* several M blocks and a grid: moderate K */
+            size_t mb = p->mc_panels * p->ep;
+            run_case((enum kind)kind, 0, 2 * mb + p->ep + 1, 4 * p->hp + 3, 37);
+            run_case((enum kind)kind, 1, 1, 9 * p->hp + 1, 20);           /* GEMV: N split */
+            run_case((enum kind)kind, 0, 3 * p->ep, 0, 7);                  /* empty */
+        }
+        run_conv(3, 1, 1, 5, 11);
+        run_conv(3, 2, 0, 8, 17);
+        run_conv(1, 1, 0, 24, 40);
+        printf("mask=%u cases %zu runs %zu\n", mask, cases, runs);
+    }
+    printf("failures %d\n", failures);
+    return failures != 0;
+}

@@ -1,0 +1,79 @@
+"""The execution context (ts_context_*, the _ctx twins) and the blocked macro-kernel under
+qemu-aarch64 on cortex-a57, cortex-a53 (Armv8.0), neoverse-n1 (+dotprod) and max (+i8mm, bf16),
+every dispatch path forced by the context's feature mask (tests/c/drv_api_ctx.c): results
+against independent references at K blocks (every listed remainder), partial tiles and several
+M blocks; byte-identical C for the NULL context, the built-in pool with 1-8 threads and a
+caller's instrumented parallel_for (every task exactly once); caller workspaces at a guard page
+and too small (TS_EINVAL, C untouched); conv2d likewise. Also: the cache blocks each build's
+dispatch table carries come from gen.blocking, and the tree builds without pthreads."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cross import GCC, ROOT, TEST_C, compile_aarch64, run_qemu
+from gen.blocking import block_sizes, cache_sizes
+from gen.cores import MEMORY
+from gen.drivers import DRIVERS
+from gen.epilogue import EPILOGUE_VARIANTS
+from gen.isa import INSTRUCTIONS, TYPE_BYTES
+from test_drivers_api import CPU_MASKS, manifest_paths
+
+CPUS = {"cortex-a57": CPU_MASKS["cortex-a57"], "cortex-a53": CPU_MASKS["cortex-a57"],
+        "neoverse-n1": CPU_MASKS["neoverse-n1"], "max": [0xFFFFFFFF, 1, 0]}
+
+
+@pytest.fixture(scope="module")
+def v86(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen_v86")
+    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v86", "--out", str(out)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ctx_harness(v86, tmp_path_factory):
+    sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S")) + [TEST_C / "drv_api_ctx.c"]
+    return compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_api_ctx",
+                           includes=[v86], flags=["-std=c99", "-Werror"])
+
+
+@pytest.mark.parametrize("cpu", sorted(CPUS))
+def test_context_threads_workspace_and_blocks(cpu, ctx_harness):
+    masks = ",".join(str(m) for m in CPUS[cpu])
+    proc = run_qemu(ctx_harness, masks, cpu=cpu, check=False, timeout=900)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert len(re.findall(r"^mask=\d+ cases \d+ runs \d+$", proc.stdout, re.M)) == len(CPUS[cpu])
+
+
+def test_dispatch_tables_carry_the_cache_blocks(v86):
+    """Every path of the build's table has gen.blocking's (KC, MC) for CPU=generic, and the
+    blocks keep a B micro-panel within half of the smallest L1D and an A block within L2."""
+    text = (v86 / "ts_dispatch.c").read_text()
+    l1, l2 = cache_sizes("generic")
+    assert l1 == min(m.l1d.size for m in MEMORY.values())
+    for paths in manifest_paths(v86).values():
+        for p in paths:
+            kc, mc = block_sizes("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
+            row = re.search(re.escape(f'"{p["symbol"]}"') + r".*?\n.*?\n\s+(\w+), (\d+), (\d+),\n",
+                            text)
+            assert row and (int(row.group(2)), int(row.group(3))) == (kc, mc), p["symbol"]
+            assert (row.group(1) != "NULL") == ("requant" in EPILOGUE_VARIANTS[p["instruction"]])
+            elem = TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
+            assert kc * p["lp"] * p["hp"] * elem <= l1 // 2
+            assert mc * p["ep"] * kc * p["lp"] * elem <= l2 // 2 or mc == 1
+
+
+def test_tree_builds_without_threads(tmp_path):
+    """TS_NO_THREADS: no pthreads needed (ts_pool.c has no pthread symbol)."""
+    obj = tmp_path / "pool.o"
+    subprocess.run([GCC, "-march=armv8-a", "-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic",
+                    "-Werror", "-DTS_NO_THREADS", "-I", str(DRIVERS / "include"), "-I",
+                    str(DRIVERS / "src"), "-c", str(DRIVERS / "src" / "ts_pool.c"), "-o",
+                    str(obj)], check=True)
+    symbols = subprocess.run(["aarch64-linux-gnu-nm", str(obj)], capture_output=True,
+                             text=True, check=True).stdout
+    assert "pthread" not in symbols
