@@ -300,29 +300,30 @@ static void compute_task(void *arg, size_t t)
     }
 }
 
-/* The grid m x n (tasks m*n a multiple r of `threads`, r <= 4) whose busiest thread computes
- * the fewest tiles; among equals the fewest tasks, then the most M blocks (each of the n tasks
- * of an M block packs that block's A panels again). */
+/* The grid m x n (at most 4 tasks per thread, m <= a_panels, n <= b_panels) whose busiest
+ * thread computes the fewest tiles: with tasks dealt statically (ts_pool.c) a thread runs
+ * ceil(m*n / threads) tasks of up to ceil(a_panels/m) x ceil(b_panels/n) tiles. Among equals
+ * the fewest tasks, then the most M blocks (each of the n tasks of an M block packs that
+ * block's A panels again). Fewer tiles than threads: one task per tile. */
 void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_tasks,
                   size_t *n_tasks)
 {
-    size_t best = (size_t)-1;
+    size_t best = (size_t)-1, best_tasks = 0;
+    const size_t most = 4 * (size_t)threads;
     *m_tasks = *n_tasks = 1;
     if (threads <= 1)
         return;
-    for (size_t r = 1; r <= 4; ++r) {
-        const size_t tasks = r * threads;
-        for (size_t m = tasks; m >= 1; --m) {
-            if (tasks % m != 0 || m > a_panels || tasks / m > b_panels)
-                continue;
-            const size_t busiest = r * div_up(a_panels, m) * div_up(b_panels, tasks / m);
-            if (busiest < best) {
+    for (size_t m = a_panels < most ? a_panels : most; m >= 1; --m)
+        for (size_t n = 1; n <= b_panels && m * n <= most; ++n) {
+            const size_t busiest = div_up(m * n, threads) * div_up(a_panels, m)
+                                   * div_up(b_panels, n);
+            if (busiest < best || (busiest == best && m * n < best_tasks)) {
                 best = busiest;
+                best_tasks = m * n;
                 *m_tasks = m;
-                *n_tasks = tasks / m;
+                *n_tasks = n;
             }
         }
-    }
 }
 
 void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,

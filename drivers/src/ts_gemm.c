@@ -192,6 +192,8 @@ size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M,
                                  size_t K)
 {
     size_t count, most = 0, bytes;
+    if (gemm_type == TS_GEMM_QDYN)
+        return ts_qdyn_workspace_size(ctx, M, N, K);
     const ts_path *paths = ts_paths_of(gemm_type, &count);
     for (size_t i = 0; i < count; ++i) {
         ts_path gemv;

@@ -65,6 +65,10 @@ int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int st
 int ts_call_memory(const struct ts_context *ctx, size_t bytes, const void *const *spans,
                    const size_t *span_len, int n_spans, void **mem, void **owned);
 
+/* ts_context_workspace_size for TS_GEMM_QDYN (ts_qdyn.c): the largest need of any qdyn path
+ * for M x N x K with ctx's threads, 0 on size_t overflow. */
+size_t ts_qdyn_workspace_size(const struct ts_context *ctx, size_t M, size_t N, size_t K);
+
 /* The task grid of an M x N block split for `threads` (ts_engine.c): m_tasks x n_tasks tasks
  * (a multiple of threads, at most 4 per thread) over a_panels x b_panels tiles whose busiest
  * thread gets the fewest tiles; 1 x 1 for one thread. */

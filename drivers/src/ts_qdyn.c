@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_context_internal.h"
 #include "ts_gemm_internal.h"
 
 #if (defined(__aarch64__) && defined(__ARM_NEON)) || defined(_M_ARM64)
@@ -203,11 +204,10 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
     return TS_OK;
 }
 
-/* The path a qdyn handle is packed for: ctx's choice once the engine's context exists; until
- * then only ctx == NULL (the calling thread's dispatch) is accepted. */
+/* The path a qdyn handle is packed for and run with: ctx's choice (NULL: this thread's). */
 static const ts_path *qdyn_path(const ts_context *ctx)
 {
-    return ctx == NULL ? ts_select_path(TS_GEMM_QDYN) : NULL;
+    return ts_select_path_ctx(ctx, TS_GEMM_QDYN);
 }
 
 int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B, size_t ldb,
@@ -416,41 +416,85 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
         }
 }
 
-/* Rows come from a packed A (pa) or are quantised from A strip by strip. */
-static void qdyn_run(const ts_packed_b *b, size_t M, const float *A, size_t lda,
-                     const ts_packed_a *pa, const float *bias, float cmin, float cmax,
-                     float *C, size_t ldc, unsigned char *scratch, size_t a_panel_bytes)
+/* One call as its tasks see it. */
+typedef struct {
+    const ts_packed_b *b;
+    size_t M;
+    const float *A;
+    size_t lda;
+    const ts_packed_a *pa;
+    const float *bias;
+    float cmin, cmax;
+    float *C;
+    size_t ldc;
+    unsigned char *scratch;       /* task t's area at t * task_bytes */
+    size_t task_bytes, a_panel_bytes, m_tasks, n_tasks;
+} qdyn_call;
+
+/* Scratch of one task for path and K: the packed A panel, the int32 and fp32 tiles, ep
+ * quantised rows and their scales and zero points. 0, or -1 on size_t overflow. */
+static int task_bytes(const ts_path *path, size_t K, size_t *a_panel, size_t *out)
 {
+    size_t q;
+    return ts_panel_bytes(path, path->ep, K, a_panel) || ts_size_round_up(*a_panel, 16, a_panel)
+           || ts_size_mul(path->ep, K, &q) || ts_size_round_up(q, 16, &q)
+           || ts_size_add(*a_panel, q, out)
+           || ts_size_add(*out, path->ep * path->hp * 8 + path->ep * 8 + 16, out)
+           || ts_size_round_up(*out, 16, out);
+}
+
+/* [begin, end) of part t of `count` items split into `parts` near-equal runs. */
+static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *end)
+{
+    *begin = count * t / parts;
+    *end = count * (t + 1) / parts;
+}
+
+/* Task t: the ep-row strips and hp-column panels of its grid cell. Rows come from a packed A
+ * (pa) or are quantised from A strip by strip (a task splitting N with others quantises the
+ * same rows again: the same function of the same inputs, the same bits). Each output element
+ * is computed by the same kernel calls and the same dequant_block steps whatever the grid, so
+ * the results do not depend on the number of tasks. */
+static void qdyn_task(void *arg, size_t t)
+{
+    const qdyn_call *c = (const qdyn_call *)arg;
+    const ts_packed_b *b = c->b;
     const ts_path *path = b->path;
     const size_t ep = path->ep, hp = path->hp, K = b->K;
     const size_t step_a = ep * path->lp * ts_pack_elem_bytes(path->pack_a);
     const size_t step_b = hp * path->lp * ts_pack_elem_bytes(path->pack);
     const size_t kb = b->bl / path->lp;            /* k-steps per block (bl: multiple of 32) */
+    unsigned char *scratch = c->scratch + t * c->task_bytes;
     void *a_panel = scratch;
-    int32_t *itile = (int32_t *)(scratch + a_panel_bytes);
+    int32_t *itile = (int32_t *)(scratch + c->a_panel_bytes);
     float *acc = (float *)(itile + ep * hp);
     int8_t *qrows = (int8_t *)(acc + ep * hp);     /* ep x K when quantising here */
     float *scale_buf = (float *)(qrows + (ep * K + 15) / 16 * 16);
     int32_t *zp_buf = (int32_t *)(scale_buf + ep);
+    const float *bias = c->bias;
+    const float cmin = c->cmin, cmax = c->cmax;
+    size_t i0, i1, p0, p1;
+    share((c->M + ep - 1) / ep, c->m_tasks, t / c->n_tasks, &i0, &i1);
+    share(b->panels, c->n_tasks, t % c->n_tasks, &p0, &p1);
 
-    for (size_t m0 = 0; m0 < M; m0 += ep) {
-        size_t rows = M - m0 < ep ? M - m0 : ep;
+    for (size_t m0 = i0 * ep; m0 < i1 * ep && m0 < c->M; m0 += ep) {
+        size_t rows = c->M - m0 < ep ? c->M - m0 : ep;
         const int8_t *q;
         const float *scale;
         const int32_t *zp;
-        if (pa != NULL) {
-            q = pa->qa + m0 * K;
-            scale = pa->scale + m0;
-            zp = pa->zp + m0;
+        if (c->pa != NULL) {
+            q = c->pa->qa + m0 * K;
+            scale = c->pa->scale + m0;
+            zp = c->pa->zp + m0;
         } else {
             for (size_t r = 0; r < rows; ++r)
-                quantize_row(A + (m0 + r) * lda, K, qrows + r * K, &scale_buf[r], &zp_buf[r]);
+                quantize_row(c->A + (m0 + r) * c->lda, K, qrows + r * K, &scale_buf[r], &zp_buf[r]);
             q = qrows;
             scale = scale_buf;
             zp = zp_buf;
         }
         ts_pack_panel_as(path->pack_a, path, a_panel, q, rows, ep, K, K, 1);
-        for (size_t p = 0; p < b->panels; ++p) {
+        for (size_t p = p0; p < p1; ++p) {
             size_t n0 = p * hp, cols = b->N - n0 < hp ? b->N - n0 : hp;
             const unsigned char *b_panel = (const unsigned char *)b->data + p * b->panel_bytes;
             for (size_t j = 0; j < b->blocks; ++j) {
@@ -461,73 +505,115 @@ static void qdyn_run(const ts_packed_b *b, size_t M, const float *A, size_t lda,
                 dequant_block(b, j, n0, rows, cols, itile, scale, zp, acc, hp);
             }
             for (size_t r = 0; r < rows; ++r) {
-                size_t c = 0;
-                float *out = C + (m0 + r) * ldc + n0;
+                size_t col = 0;
+                float *out = c->C + (m0 + r) * c->ldc + n0;
 #if TS_QDYN_NEON
                 const float32x4_t lo = vdupq_n_f32(cmin), hi = vdupq_n_f32(cmax);
-                for (; c + 4 <= cols; c += 4) {
-                    float32x4_t x = vld1q_f32(acc + r * hp + c);
+                for (; col + 4 <= cols; col += 4) {
+                    float32x4_t x = vld1q_f32(acc + r * hp + col);
                     if (bias != NULL)
-                        x = vaddq_f32(x, vld1q_f32(bias + n0 + c));
+                        x = vaddq_f32(x, vld1q_f32(bias + n0 + col));
                     x = vbslq_f32(vcltq_f32(x, lo), lo, x);   /* as the scalar tail: NaN stays */
                     x = vbslq_f32(vcgtq_f32(x, hi), hi, x);
-                    vst1q_f32(out + c, x);
+                    vst1q_f32(out + col, x);
                 }
 #endif
-                for (; c < cols; ++c) {
-                    float x = acc[r * hp + c];
+                for (; col < cols; ++col) {
+                    float x = acc[r * hp + col];
                     if (bias != NULL) {
-                        float y = x + bias[n0 + c];
+                        float y = x + bias[n0 + col];
                         x = y;
                     }
                     x = x < cmin ? cmin : x;     /* max(x, cmin); a NaN x stays NaN */
                     x = x > cmax ? cmax : x;     /* min(x, cmax) */
-                    out[c] = x;
+                    out[col] = x;
                 }
             }
         }
     }
 }
 
+/* Bytes of a call with path: one scratch area per task of the grid ctx's threads get, and 15
+ * to align. 0, or -1 on size_t overflow. */
+static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size_t N, size_t K,
+                      size_t *m_tasks, size_t *n_tasks, size_t *a_panel, size_t *per_task,
+                      size_t *out)
+{
+    ts_gemm_grid((M + path->ep - 1) / path->ep, N / path->hp + (N % path->hp != 0),
+                 ts_context_threads(ctx), m_tasks, n_tasks);
+    return task_bytes(path, K, a_panel, per_task)
+           || ts_size_mul(*per_task, *m_tasks * *n_tasks, out) || ts_size_add(*out, 15, out);
+}
+
+size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t K)
+{
+    size_t count, most = 0, bytes, m_tasks, n_tasks, a_panel, per_task;
+    const ts_path *paths = ts_paths_of(TS_GEMM_QDYN, &count);
+    for (size_t i = 0; i < count; ++i) {
+        if (call_bytes(ctx, &paths[i], M, N, K, &m_tasks, &n_tasks, &a_panel, &per_task, &bytes))
+            return 0;
+        most = bytes > most ? bytes : most;
+    }
+    return most;
+}
+
 static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda,
                      const ts_packed_a *pa, const ts_packed_b *B, const float *bias, float cmin,
                      float cmax, float *C, size_t ldc)
 {
-    if (ctx != NULL || B == NULL || B->path->gemm_type != TS_GEMM_QDYN
-        || B->path != ts_select_path(TS_GEMM_QDYN) || isnan(cmin) || isnan(cmax) || cmin > cmax
+    if (B == NULL || B->path->gemm_type != TS_GEMM_QDYN
+        || B->path != qdyn_path(ctx) || isnan(cmin) || isnan(cmax) || cmin > cmax
         || !matrix_ok(C, M, B->N, ldc, sizeof(float)))
         return TS_EINVAL;
     const size_t K = B->K, N = B->N;
-    size_t c_len = matrix_len(M, N, ldc, sizeof(float));
+    size_t c_len = matrix_len(M, N, ldc, sizeof(float)), a_len = 0, qlen = 0;
     if (bias != NULL && (!all_finite(bias, 1, N, N) || ts_spans_overlap(C, c_len, bias, N * sizeof(float))))
         return TS_EINVAL;
     if (ts_packed_b_overlaps(B, C, c_len))
         return TS_EINVAL;
     if (pa != NULL) {
-        size_t qlen = (pa->M * pa->K + 15) / 16 * 16 + pa->M * (sizeof(float) + sizeof(int32_t));
+        qlen = (pa->M * pa->K + 15) / 16 * 16 + pa->M * (sizeof(float) + sizeof(int32_t));
         if (pa->K != K || ts_spans_overlap(C, c_len, pa, sizeof *pa)
             || ts_spans_overlap(C, c_len, pa->qa, qlen))
             return TS_EINVAL;
     } else {
+        a_len = matrix_len(M, K, lda, sizeof(float));
         if (!matrix_ok(A, M, K, lda, sizeof(float)) || !all_finite(A, M, K, lda)
-            || ts_spans_overlap(C, c_len, A, matrix_len(M, K, lda, sizeof(float))))
+            || ts_spans_overlap(C, c_len, A, a_len))
             return TS_EINVAL;
     }
     if (M == 0 || N == 0)
         return TS_OK;
-    const ts_path *path = B->path;
-    size_t a_panel, q, total;
-    if (ts_panel_bytes(path, path->ep, K, &a_panel) || ts_size_round_up(a_panel, 16, &a_panel)
-        || ts_size_mul(path->ep, K, &q) || ts_size_round_up(q, 16, &q)
-        || ts_size_add(a_panel, q, &total)
-        || ts_size_add(total, path->ep * path->hp * 8 + path->ep * 8 + 16, &total))
-        return TS_ENOMEM;
-    void *block = malloc(total);
-    if (block == NULL)
-        return TS_ENOMEM;
-    qdyn_run(B, pa != NULL ? pa->M : M, A, lda, pa, bias, cmin, cmax, C, ldc,
-             (unsigned char *)ts_align16(block), a_panel);
-    free(block);
+    qdyn_call c;
+    size_t bytes;
+    void *mem, *owned;
+    memset(&c, 0, sizeof c);
+    if (call_bytes(ctx, B->path, M, N, K, &c.m_tasks, &c.n_tasks, &c.a_panel_bytes,
+                   &c.task_bytes, &bytes))
+        return ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM;
+    /* the workspace must not share a byte with anything the call reads or writes */
+    const void *spans[6] = { C, A, pa != NULL ? (const void *)pa->qa : NULL, pa, bias, B->data };
+    const size_t span_len[6] = { c_len, a_len, qlen, pa != NULL ? sizeof *pa : 0,
+                                 bias != NULL ? N * sizeof(float) : 0,
+                                 B->panels * B->panel_bytes };
+    int err = ts_call_memory(ctx, bytes, spans, span_len, 6, &mem, &owned);
+    if (err != TS_OK)
+        return err;
+    if (ctx != NULL && ctx->workspace != NULL && ts_packed_b_overlaps(B, mem, bytes))
+        return TS_EINVAL;
+    c.b = B;
+    c.M = M;
+    c.A = A;
+    c.lda = lda;
+    c.pa = pa;
+    c.bias = bias;
+    c.cmin = cmin;
+    c.cmax = cmax;
+    c.C = C;
+    c.ldc = ldc;
+    c.scratch = (unsigned char *)ts_align16(mem);
+    ts_context_run(ctx, c.m_tasks * c.n_tasks, qdyn_task, &c);
+    free(owned);
     return TS_OK;
 }
 

@@ -52,6 +52,40 @@ static inline size_t matrix_bytes(size_t rows, size_t cols, size_t ld, size_t el
 static inline int8_t rand_s8(void) { return (int8_t)(rng_next() >> 56); }
 static inline float rand_f32(void) { return (float)((int64_t)(rng_next() >> 40) - (1 << 23)) / (float)(1 << 22); }
 
+/* ---- fp16 ------------------------------------------------------------------------------------ */
+/* IEEE binary16 through the compiler's __fp16 (hardware FCVT): independent of the library's
+ * conversions. */
+static inline double half_value(uint16_t h)
+{
+    __fp16 x;
+    memcpy(&x, &h, 2);
+    return (double)(float)x;
+}
+
+static inline uint16_t half_bits(float f)
+{
+    __fp16 x = (__fp16)f;
+    uint16_t h;
+    memcpy(&h, &x, 2);
+    return h;
+}
+
+/* Error bounds of the fp16 GEMMs (tilesmith.h; Higham, Accuracy and Stability, 2nd ed., 3.1),
+ * over S = sum_k |a*b| (products of fp16 values: exact in double and in fp32):
+ *  fp16 accumulation (fmla .8h): K fused multiply-adds rounded to fp16: gamma_K(u16) * S,
+ *     u16 = 2^-11, plus K * 2^-25 where a rounding underflows (half the fp16 subnormal step);
+ *  fp32 accumulation (fmlal, or fmla fp32 on the exact conversions): gamma_K(2^-24) * S plus
+ *     K * 2^-150; for fp16 output one more rounding: u16 * |ref + that| + 2^-25.
+ * gamma_n = n u / (1 - n u). */
+static inline double gamma_n(size_t n, double u) { return (double)n * u / (1 - (double)n * u); }
+static inline double half_bound(int fp16_acc, int f16_out, size_t K, double ref, double abs_sum)
+{
+    if (fp16_acc)
+        return gamma_n(K, ldexp(1, -11)) * abs_sum + (double)K * ldexp(1, -25);
+    double e32 = gamma_n(K, ldexp(1, -24)) * abs_sum + (double)K * ldexp(1, -150);
+    return f16_out ? e32 + ldexp(1, -11) * (fabs(ref) + e32) + ldexp(1, -25) : e32;
+}
+
 /* ---- bf16 rounding by arithmetic: nearest multiple of the bf16 quantum, ties to even
  * (rint in the default rounding mode). bf16 keeps 8 significant bits: quantum = 2^(e-7) for
  * |x| in [2^e, 2^(e+1)). Test data stays in the normal range. */

@@ -9,6 +9,10 @@
  *     give byte-identical C;
  *   - a caller workspace of exactly ts_context_workspace_size bytes ending at a guard page:
  *     identical C; 16 bytes: TS_EINVAL with C untouched.
+ * fp16 (fp16 and fp32 accumulation) likewise, within the fp16 bounds of drv_api_common.h. qdyn
+ * (int8 / int4 weights, per channel and per block; A quantised by the call or packed): the NULL
+ * context's result (drv_api_qdyn.c checks it against the formulas) must come back bit for bit
+ * from every thread count and pool and from the caller's workspace.
  * Arguments: a comma-separated list of feature masks. Prints "failures N" last. */
 #include "drv_api_common.h"   /* first: it sets _DEFAULT_SOURCE */
 
@@ -16,12 +20,17 @@
 
 #include "ts_context_internal.h"
 
-enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8, KINDS };
-static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8" };
+enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8, F16, F16F32, KINDS };
+static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8", "f16",
+                                   "f16f32" };
 static const int kind_type[] = { TS_GEMM_F32, TS_GEMM_BF16, TS_GEMM_INT8, TS_GEMM_INT8,
-                                 TS_GEMM_U8S8, TS_GEMM_U8U32, TS_GEMM_U8S8 };
+                                 TS_GEMM_U8S8, TS_GEMM_U8U32, TS_GEMM_U8S8, TS_GEMM_F16,
+                                 TS_GEMM_F16F32 };
 static int is_float(enum kind k) { return k == F32 || k == BF16; }
 static int quantized(enum kind k) { return k == S8 || k == U8; }
+static int half_in(enum kind k) { return k == F16 || k == F16F32; }
+static size_t in_bytes(enum kind k) { return is_float(k) ? 4 : half_in(k) ? 2 : 1; }
+static size_t out_bytes(enum kind k) { return quantized(k) ? 1 : k == F16 ? 2 : 4; }
 static int a_unsigned(enum kind k) { return k == U8S8S32 || k == U8U32 || k == U8; }
 static int b_unsigned(enum kind k) { return k == U8U32; }
 
@@ -89,6 +98,8 @@ static int call(const ts_context *ctx, enum kind kind, int prepacked, size_t M, 
         case S8: return ts_gemm_s8_ctx(ctx, M, N, K, A, lda, B, ldb, q, C, ldc);
         case U8S8S32: return ts_gemm_u8s8s32_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
         case U8U32: return ts_gemm_u8u32_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
+        case F16: return ts_gemm_f16_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
+        case F16F32: return ts_gemm_f16f32_ctx(ctx, M, N, K, A, lda, B, ldb, C, ldc);
         default: return ts_gemm_u8_ctx(ctx, M, N, K, A, lda, B, ldb, q, C, ldc);
         }
     }
@@ -96,6 +107,8 @@ static int call(const ts_context *ctx, enum kind kind, int prepacked, size_t M, 
     int rc = kind == F32 ? ts_pack_b_f32_ctx(ctx, K, N, B, ldb, &pb)
            : kind == BF16 ? ts_pack_b_bf16_ctx(ctx, K, N, B, ldb, &pb)
            : kind == U8U32 ? ts_pack_b_u8u32_ctx(ctx, K, N, B, ldb, &pb)
+           : kind == F16 ? ts_pack_b_f16_ctx(ctx, K, N, B, ldb, &pb)
+           : kind == F16F32 ? ts_pack_b_f16f32_ctx(ctx, K, N, B, ldb, &pb)
            : a_unsigned(kind) ? ts_pack_b_u8s8_ctx(ctx, K, N, B, ldb, &pb)
            : ts_pack_b_s8_ctx(ctx, K, N, B, ldb, &pb);
     if (rc != TS_OK)
@@ -107,6 +120,8 @@ static int call(const ts_context *ctx, enum kind kind, int prepacked, size_t M, 
     case S8: rc = ts_gemm_s8_prepacked_ctx(ctx, M, A, lda, pb, q, C, ldc); break;
     case U8S8S32: rc = ts_gemm_u8s8s32_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
     case U8U32: rc = ts_gemm_u8u32_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
+    case F16: rc = ts_gemm_f16_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
+    case F16F32: rc = ts_gemm_f16f32_prepacked_ctx(ctx, M, A, lda, pb, C, ldc); break;
     default: rc = ts_gemm_u8_prepacked_ctx(ctx, M, A, lda, pb, q, C, ldc); break;
     }
     ts_packed_free(pb);
@@ -140,14 +155,32 @@ static int32_t ref_requant_value(int32_t acc, size_t n, const ts_quant *q)
 /* Checks C (M x N, ldc) against the reference; returns the number of bad elements. */
 static int check_reference(enum kind kind, size_t M, size_t N, size_t K, const void *A,
                            size_t lda, const void *B, size_t ldb, const ts_quant *q,
-                           const unsigned char *C, size_t ldc)
+                           const unsigned char *C, size_t ldc, int fp16_acc)
 {
     int bad = 0;
-    size_t out = quantized(kind) ? 1 : 4;
+    size_t out = out_bytes(kind);
     for (size_t m = 0; m < M; ++m)
         for (size_t n = 0; n < N; ++n) {
             const unsigned char *c = C + (m * ldc + n) * out;
-            if (is_float(kind)) {
+            if (half_in(kind)) {
+                double s = 0, abs_sum = 0, got;
+                for (size_t k = 0; k < K; ++k) {
+                    double p = half_value(((const uint16_t *)A)[m * lda + k])
+                               * half_value(((const uint16_t *)B)[k * ldb + n]);
+                    s += p;
+                    abs_sum += fabs(p);
+                }
+                if (kind == F16) {
+                    uint16_t h;
+                    memcpy(&h, c, 2);
+                    got = half_value(h);
+                } else {
+                    float f;
+                    memcpy(&f, c, 4);
+                    got = f;
+                }
+                bad += !(fabs(got - s) <= half_bound(fp16_acc, kind == F16, K, s, abs_sum));
+            } else if (is_float(kind)) {
                 double s = 0, abs_sum = 0;
                 for (size_t k = 0; k < K; ++k) {
                     double a = ((const float *)A)[m * lda + k], b = ((const float *)B)[k * ldb + n];
@@ -177,6 +210,16 @@ static int check_reference(enum kind kind, size_t M, size_t N, size_t K, const v
     return bad;
 }
 
+/* one random input element of `in` bytes: fp32 in (-2, 2), fp16 in (-2, 2), int8 / uint8 */
+static void fill_elem(unsigned char *p, size_t in)
+{
+    float f = rand_f32();
+    uint16_t h = half_bits(f);
+    if (in == 4) memcpy(p, &f, 4);
+    else if (in == 2) memcpy(p, &h, 2);
+    else *p = (unsigned char)rand_s8();
+}
+
 /* ---- one case: every way of running it gives the reference's, identical bytes (C's gaps
  * between rows included: they keep the 0xA5 fill) --------------------------------------------- */
 static unsigned mask;
@@ -184,21 +227,17 @@ static size_t cases, runs;
 
 static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K)
 {
-    size_t in = is_float(kind) ? 4 : 1, out = quantized(kind) ? 1 : 4;
+    size_t in = in_bytes(kind), out = out_bytes(kind);
     size_t lda = K + 3, ldb = N + 1, ldc = N + 2;
     unsigned char *A = guarded(matrix_bytes(M, K, lda, in) + 1);
     unsigned char *B = guarded(matrix_bytes(K, N, ldb, in) + 1);
     size_t c_bytes = matrix_bytes(M, N, ldc, out);
     unsigned char *C = guarded(c_bytes + 1), *want = malloc(c_bytes + 1);
     static quant_store qs;
-    for (size_t i = 0; i < matrix_bytes(M, K, lda, in); i += in) {
-        float f = rand_f32();
-        if (in == 4) memcpy(A + i, &f, 4); else A[i] = (unsigned char)rand_s8();
-    }
-    for (size_t i = 0; i < matrix_bytes(K, N, ldb, in); i += in) {
-        float f = rand_f32();
-        if (in == 4) memcpy(B + i, &f, 4); else B[i] = (unsigned char)rand_s8();
-    }
+    for (size_t i = 0; i < matrix_bytes(M, K, lda, in); i += in)
+        fill_elem(A + i, in);
+    for (size_t i = 0; i < matrix_bytes(K, N, ldb, in); i += in)
+        fill_elem(B + i, in);
     random_quant(&qs.q, N, qs.bias, qs.mult, qs.shift, (int)(rng_next() & 1), (int)(rng_next() & 1));
     if (kind == U8) {
         qs.q.a_zero_point += 128;
@@ -216,7 +255,9 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
     memset(C, 0xA5, c_bytes);
     int rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
     CHECK(rc == TS_OK, "%s %zux%zux%zu rc %d", kind_name[kind], M, N, K, rc);
-    int bad = check_reference(kind, M, N, K, A, lda, B, ldb, q, C, ldc);
+    const char *kernel = ts_gemm_kernel_ctx(ctx, kind_type[kind]);
+    int bad = check_reference(kind, M, N, K, A, lda, B, ldb, q, C, ldc,
+                              kind == F16 && strstr(kernel, "_f16_fmla_") != NULL);
     CHECK(bad == 0, "%s%s %zux%zux%zu mask %u: %d elements differ from the reference (%s)",
           kind_name[kind], prepacked ? " prepacked" : "", M, N, K, mask, bad,
           ts_gemm_kernel_ctx(ctx, kind_type[kind]));
@@ -324,6 +365,94 @@ static void run_conv(size_t k, size_t stride, size_t pad, size_t in_c, size_t ou
     release_all();
 }
 
+/* ---- qdyn with a context ----------------------------------------------------------------------
+ * bits 8 (qs8) or 4 (qs4, bl 0 = per channel); packed_a: through ts_pack_a_qdyn. */
+static int qdyn_call(const ts_context *ctx, int packed_a, size_t M, size_t K, const float *A,
+                     size_t lda, const ts_packed_b *pb, const float *bias, float *C, size_t ldc)
+{
+    if (!packed_a)
+        return ts_gemm_qdyn_f32(ctx, M, A, lda, pb, bias, -3.0f, 3.0f, C, ldc);
+    ts_packed_a *pa = NULL;
+    int rc = ts_pack_a_qdyn(M, K, A, lda, &pa);
+    if (rc == TS_OK)
+        rc = ts_gemm_qdyn_f32_packed_a(ctx, pa, pb, bias, -3.0f, 3.0f, C, ldc);
+    ts_packed_a_free(pa);
+    return rc;
+}
+
+static void run_qdyn(int bits, size_t bl, int packed_a, size_t M, size_t N, size_t K)
+{
+    size_t lda = K + 1, ldc = N + 3, row = bits == 8 ? K : (K + 1) / 2, ldb = row + 2;
+    size_t blocks = bl == 0 ? 1 : K / bl, c_bytes = matrix_bytes(M, N, ldc, 4);
+    float *A = guarded(matrix_bytes(M, K, lda, 4) + 4), *bias = guarded(N * 4 + 4);
+    float *scales = guarded(N * blocks * 4 + 4);
+    unsigned char *B = guarded(matrix_bytes(N, row, ldb, 1) + 1);
+    unsigned char *C = guarded(c_bytes + 1), *want = malloc(c_bytes + 1);
+    for (size_t i = 0; i < matrix_bytes(M, K, lda, 4) / 4; ++i) A[i] = rand_f32();
+    for (size_t i = 0; i < N; ++i) bias[i] = rand_f32();
+    for (size_t i = 0; i < N * blocks; ++i) scales[i] = rand_f32() / 64;
+    for (size_t i = 0; i < matrix_bytes(N, row, ldb, 1); ++i) B[i] = (unsigned char)rand_s8();
+    ts_context *ctx = NULL;
+    ts_context_create(&ctx);
+    ts_context_set_feature_mask(ctx, mask);
+    ts_packed_b *pb = NULL;
+    int rc = bits == 8 ? ts_pack_b_qs8_ctx(ctx, N, K, (const int8_t *)B, ldb, scales, &pb)
+                       : ts_pack_b_qs4_ctx(ctx, N, K, B, ldb, scales, bl, &pb);
+    CHECK(rc == TS_OK, "qdyn pack rc %d", rc);
+    cases++;
+
+    /* the NULL context under the same global mask: the result every other run must match */
+    ts_set_feature_mask(mask);
+    memset(C, 0xA5, c_bytes);
+    rc = qdyn_call(NULL, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
+    ts_set_feature_mask(~0u);
+    CHECK(rc == TS_OK, "qdyn NULL ctx rc %d", rc);
+    memcpy(want, C, c_bytes);
+    memset(C, 0xA5, c_bytes);
+    rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
+    CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0, "qdyn%d bl %zu %zux%zux%zu: one-thread "
+          "context differs from NULL (rc %d)", bits, bl, M, N, K, rc);
+    for (unsigned t = 1; t <= 8; ++t) {
+        ts_context_set_num_threads(ctx, t);
+        memset(C, 0xA5, c_bytes);
+        rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
+        CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
+              "qdyn%d bl %zu%s %zux%zux%zu: %u threads differ (rc %d)", bits, bl,
+              packed_a ? " packed A" : "", M, N, K, t, rc);
+        runs++;
+    }
+    static recorder rec;
+    for (int threaded = 0; threaded < 2; ++threaded) {
+        rec.threaded = threaded;
+        rec.calls = rec.bad = 0;
+        ts_context_set_parallel_for(ctx, recording_parallel_for, &rec);
+        memset(C, 0xA5, c_bytes);
+        rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
+        CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0 && rec.bad == 0 && rec.calls <= 1,
+              "qdyn%d %zux%zux%zu: caller parallel_for (threaded %d) differs or tasks not once "
+              "(calls %zu bad %zu)", bits, M, N, K, threaded, rec.calls, rec.bad);
+        runs++;
+    }
+    size_t ws = ts_context_workspace_size(ctx, TS_GEMM_QDYN, M, N, K);
+    CHECK(ws > 0, "qdyn workspace size 0");
+    unsigned char *w = guarded(ws);
+    ts_context_set_workspace(ctx, w, ws);
+    memset(C, 0xA5, c_bytes);
+    rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
+    CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
+          "qdyn%d %zux%zux%zu: caller workspace differs (rc %d)", bits, M, N, K, rc);
+    ts_context_set_workspace(ctx, w + ws - 16, 16);
+    memset(C, 0xA5, c_bytes);
+    rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
+    CHECK(rc == TS_EINVAL && all_bytes(C, c_bytes, 0xA5),
+          "qdyn%d %zux%zux%zu: workspace too small: rc %d, C %s", bits, M, N, K, rc,
+          all_bytes(C, c_bytes, 0xA5) ? "untouched" : "written");
+    ts_packed_free(pb);
+    ts_context_free(ctx);
+    free(want);
+    release_all();
+}
+
 /* ---- context API errors ------------------------------------------------------------------------ */
 static void check_api(void)
 {
@@ -379,11 +508,16 @@ int main(int argc, char **argv)
             size_t mb = p->mc_panels * p->ep;
             run_case((enum kind)kind, 0, 2 * mb + p->ep + 1, 4 * p->hp + 3, 37);
             run_case((enum kind)kind, 1, 1, 9 * p->hp + 1, 20);           /* GEMV: N split */
+            run_case((enum kind)kind, 0, 2, 9 * p->hp + 1, 37);           /* M = 2 */
             run_case((enum kind)kind, 0, 3 * p->ep, 0, 7);                  /* empty */
         }
         run_conv(3, 1, 1, 5, 11);
         run_conv(3, 2, 0, 8, 17);
         run_conv(1, 1, 0, 24, 40);
+        run_qdyn(8, 0, 0, 19, 45, 70);     /* several strips and panels, odd N */
+        run_qdyn(8, 0, 1, 1, 77, 64);      /* decode: N split */
+        run_qdyn(4, 0, 0, 3, 50, 33);      /* int4 per channel, odd K */
+        run_qdyn(4, 32, 1, 17, 29, 96);    /* int4 per block of 32 */
         printf("mask=%u cases %zu runs %zu\n", mask, cases, runs);
     }
     printf("failures %d\n", failures);

@@ -32,23 +32,6 @@ static void fill_float(float *p, size_t rows, size_t cols, size_t ld)
         p[i] = i % ld < cols ? rand_f32() : NAN;
 }
 
-/* IEEE binary16 through the compiler's __fp16 (hardware FCVT): independent of the library's
- * conversions. */
-static double half_value(uint16_t h)
-{
-    __fp16 x;
-    memcpy(&x, &h, 2);
-    return (double)(float)x;
-}
-
-static uint16_t half_bits(float f)
-{
-    __fp16 x = (__fp16)f;
-    uint16_t h;
-    memcpy(&h, &x, 2);
-    return h;
-}
-
 /* fp16 inputs in (-2, 2) (|a*b| < 4: K*4 stays far below 65504 for every K here); in a gap
  * between rows a NaN (0x7E00). */
 static void fill_half(uint16_t *p, size_t rows, size_t cols, size_t ld)
@@ -56,22 +39,6 @@ static void fill_half(uint16_t *p, size_t rows, size_t cols, size_t ld)
     size_t n = rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
     for (size_t i = 0; i < n; ++i)
         p[i] = i % ld < cols ? half_bits(rand_f32()) : 0x7E00u;
-}
-
-/* Error bounds of the fp16 GEMMs (tilesmith.h; Higham, Accuracy and Stability, 2nd ed., 3.1),
- * over S = sum_k |a*b| (products of fp16 values: exact in double and in fp32):
- *  fp16 accumulation (fmla .8h): K fused multiply-adds rounded to fp16: gamma_K(u16) * S,
- *     u16 = 2^-11, plus K * 2^-25 where a rounding underflows (half the fp16 subnormal step);
- *  fp32 accumulation (fmlal, or fmla fp32 on the exact conversions): gamma_K(2^-24) * S plus
- *     K * 2^-150; for fp16 output one more rounding: u16 * |ref + that| + 2^-25.
- * gamma_n = n u / (1 - n u). */
-static double gamma_n(size_t n, double u) { return (double)n * u / (1 - (double)n * u); }
-static double half_bound(int fp16_acc, int f16_out, size_t K, double ref, double abs_sum)
-{
-    if (fp16_acc)
-        return gamma_n(K, ldexp(1, -11)) * abs_sum + (double)K * ldexp(1, -25);
-    double e32 = gamma_n(K, ldexp(1, -24)) * abs_sum + (double)K * ldexp(1, -150);
-    return f16_out ? e32 + ldexp(1, -11) * (fabs(ref) + e32) + ldexp(1, -25) : e32;
 }
 
 static double ref_half(const uint16_t *A, size_t lda, const uint16_t *B, size_t ldb, size_t m,
