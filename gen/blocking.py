@@ -9,7 +9,15 @@ stays in L2 while the B micro-panels stream, so MC is chosen for the A block to 
 L2. NC (the B block held in L3) is the task's whole column range: no L3 is modeled.
 
 For CPU=generic the smallest L1D and L2 of the modeled cores are used (blocks sized for the
-smallest cache still fit the larger ones; K blocks only cost one extra accumulator load each).
+smallest cache still fit the larger ones).
+
+A K block is not free: every extra block makes each tile load and store its accumulators once
+more and adds a kernel call (measured: single-thread fp32 512^3 split 2 x 256 lost 0.5-1 % of
+the modeled cycles). So K is split only when the split buys something (`whole_k_steps`):
+KC's L1 role (B micro-panel reused across A micro-panels) matters only where L2 cannot stream
+both micro-panels at the kernel's peak, and with K whole the M block keeps its height (MC
+panels, so B is re-read as often as with the split) as long as that A block and one B
+micro-panel fit the L2 capacity.
 """
 from __future__ import annotations
 
@@ -31,3 +39,33 @@ def block_sizes(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> tuple[
     kc_steps = max(1, (l1 // 2) // (hp * lp * elem))
     mc_panels = max(1, (l2 // 2) // (kc_steps * lp * elem * ep))
     return kc_steps, mc_panels
+
+
+def streams_from_l2(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> bool:
+    """Whether every core of a CPU= build that has the instruction can feed the kernel its A and
+    B micro-panels from L2 at the kernel's peak: (ep + hp) * lp * elem bytes per k-step within
+    the cycles of one k-step at the MAC peak (ep * hp * lp MACs at throughput x MACs per
+    instruction, gen/cores.py) times the L2 -> L1D fill bandwidth (MEMORY)."""
+    inst = INSTRUCTIONS[instruction]
+    elem = TYPE_BYTES[inst.a_type]
+    for core in cores_for(cpu):
+        if not core.has(inst.feature):
+            continue
+        cycles = ep * hp * lp / (core.throughput(instruction) * inst.macs)
+        if (ep + hp) * lp * elem > cycles * MEMORY[core.name].l2_bytes_per_cycle:
+            return False
+    return True
+
+
+def whole_k_steps(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> int:
+    """The most k-steps a call runs without splitting K: KC (block_sizes) when the kernel needs
+    L1 reuse of its B micro-panel (streams_from_l2 false); otherwise the largest K for which an
+    A block of MC panels over the whole K plus one B micro-panel fit the build's L2
+    ((MC * ep + hp) * K * elem <= L2; Low et al. target half of L2 for the A block to leave room
+    for the streaming B micro-panels; a whole-K block may fill the rest). Never below KC."""
+    kc_steps, mc_panels = block_sizes(cpu, instruction, ep, hp, lp)
+    if not streams_from_l2(cpu, instruction, ep, hp, lp):
+        return kc_steps
+    _, l2 = cache_sizes(cpu)
+    elem = TYPE_BYTES[INSTRUCTIONS[instruction].a_type]
+    return max(kc_steps, l2 // ((mc_panels * ep + hp) * lp * elem))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .blocking import block_sizes, cache_sizes
+from .blocking import block_sizes, cache_sizes, whole_k_steps
 from .cores import CPU_NAMES, GENERIC
 from .registry import BY_KEY, dispatch_paths  # noqa: F401  (dispatch_paths: public here too)
 from .templating import template_environment
@@ -64,9 +64,11 @@ def copy_drivers(prefix: str, out_dir, names=None) -> dict[str, Path]:
 
 
 def with_blocks(dispatch: dict, cpu: str) -> dict:
-    """dispatch_paths with each path's cache blocks (gen.blocking) for a CPU= build."""
-    return {key: [dict(path, **dict(zip(("kc_steps", "mc_panels"), block_sizes(
-        cpu, path["instruction"], path["ep"], path["hp"], path["lp"])))) for path in paths]
+    """dispatch_paths with each path's cache blocks (gen.blocking: KC, MC and the longest K
+    run unsplit) for a CPU= build."""
+    return {key: [dict(path, **dict(zip(("kc_steps", "mc_panels", "kw_steps"), (*block_sizes(
+        cpu, path["instruction"], path["ep"], path["hp"], path["lp"]), whole_k_steps(
+        cpu, path["instruction"], path["ep"], path["hp"], path["lp"]))))) for path in paths]
         for key, paths in dispatch.items()}
 
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from cross import GCC, ROOT, TEST_C, compile_aarch64, run_qemu
-from gen.blocking import block_sizes, cache_sizes
+from gen.blocking import block_sizes, cache_sizes, streams_from_l2, whole_k_steps
 from gen.cores import MEMORY
 from gen.drivers import DRIVERS
 from gen.epilogue import EPILOGUE_VARIANTS
@@ -50,21 +50,42 @@ def test_context_threads_workspace_and_blocks(cpu, ctx_harness):
 
 
 def test_dispatch_tables_carry_the_cache_blocks(v86):
-    """Every path of the build's table has gen.blocking's (KC, MC) for CPU=generic, and the
-    blocks keep a B micro-panel within half of the smallest L1D and an A block within L2."""
+    """Every path of the build's table has gen.blocking's (KC, MC, the longest unsplit K) for
+    CPU=generic, and the blocks keep a B micro-panel within half of the smallest L1D and an A
+    block within L2."""
     text = (v86 / "ts_dispatch.c").read_text()
     l1, l2 = cache_sizes("generic")
     assert l1 == min(m.l1d.size for m in MEMORY.values())
     for paths in manifest_paths(v86).values():
         for p in paths:
             kc, mc = block_sizes("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
-            row = re.search(re.escape(f'"{p["symbol"]}"') + r".*?\n.*?\n\s+(\w+), (\d+), (\d+),\n",
-                            text)
-            assert row and (int(row.group(2)), int(row.group(3))) == (kc, mc), p["symbol"]
+            kw = whole_k_steps("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
+            row = re.search(re.escape(f'"{p["symbol"]}"')
+                            + r".*?\n.*?\n\s+(\w+), (\d+), (\d+), (\d+),\n", text)
+            assert row and (int(row.group(2)), int(row.group(3)), int(row.group(4))) == (kc, mc, kw), p["symbol"]
             assert (row.group(1) != "NULL") == ("requant" in EPILOGUE_VARIANTS[p["instruction"]])
             elem = TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
             assert kc * p["lp"] * p["hp"] * elem <= l1 // 2
             assert mc * p["ep"] * kc * p["lp"] * elem <= l2 // 2 or mc == 1
+            # K whole up to kw: at least KC; beyond KC only where every core streams the
+            # micro-panels from L2 at the kernel's peak, and the whole-K A block of MC panels
+            # plus a B micro-panel fit L2
+            assert kw >= kc
+            if kw > kc:
+                assert streams_from_l2("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
+                assert (mc * p["ep"] + p["hp"]) * kw * p["lp"] * elem <= l2
+
+
+def test_k_split_only_where_l2_cannot_stream_the_micro_panels():
+    """gen.blocking.streams_from_l2 by hand: fp32 8x12 moves (8 + 12) * 4 = 80 bytes per k-step
+    of 96 MACs; at the A55's 4 fp32 MACs per cycle (1 fmla .4s) that is 24 cycles, 3.3 B/cycle
+    against its 16 B/cycle L2 fill: streams, so K=512 runs whole (2 x 256 blocks before). A 1x1
+    smmla tile (16 bytes per 8 MACs, 1/8 cycle on N2: 128 B/cycle > 32) does not: KC only."""
+    assert streams_from_l2("cortex-a55", "fmla_f32", 8, 12, 1)
+    kc, mc = block_sizes("generic", "fmla_f32", 8, 12, 1)
+    assert kc < 512 <= whole_k_steps("generic", "fmla_f32", 8, 12, 1)
+    assert not streams_from_l2("neoverse-n2", "smmla", 1, 1, 8)
+    assert whole_k_steps("neoverse-n2", "smmla", 1, 1, 8) == block_sizes("neoverse-n2", "smmla", 1, 1, 8)[0]
 
 
 def test_tree_builds_without_threads(tmp_path):

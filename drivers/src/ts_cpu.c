@@ -158,6 +158,9 @@ const ts_path *ts_select_path(int gemm_type)
     return first_usable(gemm_type, ts_cpu_features() & TS_LOAD(feature_mask));
 }
 
+/* The one place a context's choices pick a kernel path: its feature mask today; its CPU
+ * (ctx->cpu, the index of the ts_context_set_cpu name in ts_cpu_names, -1 for "auto") is where
+ * a per-core variant selection hooks in. */
 const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type)
 {
     if (ctx == NULL || !ctx->has_mask)

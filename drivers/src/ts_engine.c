@@ -74,12 +74,30 @@ int ts_gemm_stage_of_type(int gemm_type, const ts_path *path)
            : TS_STAGE_NONE;
 }
 
+/* K-block length in k-steps: the whole K up to kw_steps (a split would only cost accumulator
+ * passes, gen/blocking.py whole_k_steps); beyond, as few blocks of at most kc_steps as
+ * possible, of equal lengths. */
+static size_t k_block_steps(const ts_path *path, size_t ksteps)
+{
+    if (ksteps == 0)
+        return 1;
+    if (ksteps <= path->kw_steps)
+        return ksteps;
+    return div_up(ksteps, div_up(ksteps, path->kc_steps));
+}
+
+/* Number of K blocks of a call with ksteps k-steps (1 for K = 0). */
+static size_t k_blocks(const ts_path *path, size_t ksteps)
+{
+    return ksteps == 0 ? 1 : div_up(ksteps, k_block_steps(path, ksteps));
+}
+
 /* Whether the 4-byte copy of C (int32 or fp32) is needed: fp16 narrowing, requantized results
  * that are not fused, or fused ones over more than one K block. */
 static int needs_c32(const ts_path *path, size_t K, int stage, int fused)
 {
     return stage == TS_STAGE_F16
-           || (stage == TS_STAGE_REQUANT && (!fused || ksteps_of(path, K) > path->kc_steps));
+           || (stage == TS_STAGE_REQUANT && (!fused || k_blocks(path, ksteps_of(path, K)) > 1));
 }
 
 /* Params bytes of one B panel. */
@@ -89,11 +107,6 @@ static size_t params_panel_bytes(const ts_path *path)
 }
 
 
-/* K-block length in k-steps: as few blocks of at most kc_steps as possible, equal lengths. */
-static size_t k_block_steps(const ts_path *path, size_t ksteps)
-{
-    return ksteps == 0 ? 1 : div_up(ksteps, div_up(ksteps, path->kc_steps));
-}
 
 /* Bytes of one task's packed A block: mc_panels (at most the task's) panels of one K block. */
 static int a_block_bytes(const ts_path *path, size_t K, size_t task_panels, size_t *out)
@@ -206,54 +219,91 @@ static void pack_task(void *arg, size_t t)
         }
 }
 
-/* One kernel call: tile (i, j) over k-steps s0 .. s0+steps-1 (A panel i's k-steps at a);
- * `first` / `last` K block. */
-static void tile(const call *c, const unsigned char *a, size_t i, size_t j, size_t s0,
-                 size_t steps, int first, int last)
+/* How the tiles of one K block run: the kernel, the argument block's fields that are the same
+ * for every tile (set once per block, not per tile), where results go and where the
+ * accumulators come from (NULL: the first K block). */
+typedef struct {
+    ts_kernel_fn kernel;
+    struct ts_tile_args args;
+    unsigned char *dst;          /* the tile at row 0, column 0 */
+    size_t dst_ld, dst_elem;     /* row stride in bytes, bytes per element */
+    const unsigned char *acc;    /* the accumulators at row 0, column 0, or NULL */
+    size_t acc_ld;               /* their row stride in bytes (elements: 4 bytes, or dst's) */
+    size_t acc_elem;
+    int last;
+} block_run;
+
+static void setup_block(const call *c, int first, int last, block_run *r)
 {
     const ts_path *path = c->path;
-    const size_t m0 = i * path->ep, n0 = j * path->hp;
-    const size_t b_step = path->hp * path->lp * ts_pack_elem_bytes(path->pack);
-    const unsigned char *b = (const unsigned char *)c->b->data + j * c->b->panel_bytes + s0 * b_step;
-    struct ts_tile_args args;
-    memset(&args, 0, sizeof args);
-    args.m_rem = c->M - m0 < path->ep ? c->M - m0 : path->ep;
-    args.n_rem = c->N - n0 < path->hp ? c->N - n0 : path->hp;
-    ts_kernel_fn kernel = path->kernel;
-    unsigned char *dst;
-    size_t ld_bytes;
+    memset(r, 0, sizeof *r);
+    r->kernel = path->kernel;
+    r->last = last;
     if (c->stage == TS_STAGE_NONE) {
-        ld_bytes = c->out->ldc * path->c_bytes;
-        dst = (unsigned char *)c->out->C + m0 * ld_bytes + n0 * path->c_bytes;
+        r->dst = (unsigned char *)c->out->C;
+        r->dst_ld = c->out->ldc * path->c_bytes;
+        r->dst_elem = path->c_bytes;
     } else {
-        ld_bytes = c->N * sizeof(int32_t);         /* int32 or fp32 results */
-        dst = (unsigned char *)(c->c32 + m0 * c->N + n0);
+        r->dst = (unsigned char *)c->c32;       /* int32 or fp32 results */
+        r->dst_ld = c->N * sizeof(int32_t);
+        r->dst_elem = sizeof(int32_t);
     }
-    args.acc = first ? NULL : dst;          /* in place: raw kernels may read c as acc */
-    args.ld_acc_bytes = ld_bytes;
+    r->acc = first ? NULL : r->dst;          /* in place: raw kernels may read c as acc */
+    r->acc_ld = r->dst_ld;
+    r->acc_elem = r->dst_elem;
+    r->args.ld_acc_bytes = r->acc_ld;
     if (c->fused && last) {
-        kernel = path->requant;
-        args.params = c->params + j * params_panel_bytes(path);
-        args.rounding = c->q.rounding;
-        args.c_zero_point = c->q.c_zero_point;
-        args.act_min = c->q.act_min;
-        args.act_max = c->q.act_max;
-        ld_bytes = c->out->ldc;
-        dst = (unsigned char *)c->out->C + m0 * ld_bytes + n0;
+        r->kernel = path->requant;
+        r->args.rounding = c->q.rounding;
+        r->args.c_zero_point = c->q.c_zero_point;
+        r->args.act_min = c->q.act_min;
+        r->args.act_max = c->q.act_max;
+        r->dst = (unsigned char *)c->out->C;
+        r->dst_ld = c->out->ldc;
+        r->dst_elem = 1;
     }
-    kernel(a, b, steps, dst, ld_bytes, &args);
-    if (c->stage == TS_STAGE_F16 && last)
-        ts_narrow_rows_f16((const float *)(c->c32 + m0 * c->N + n0), c->N, args.m_rem,
-                           args.n_rem, (uint16_t *)c->out->C + m0 * c->out->ldc + n0,
-                           c->out->ldc);
-    if (c->stage == TS_STAGE_REQUANT && !c->fused && last) {
-        const int32_t *acc = c->c32 + m0 * c->N + n0;
-        if (c->out->u8_output)
-            ts_requant_rows_u8(acc, c->N, args.m_rem, args.n_rem, n0, &c->q, c->col_offset,
-                               (uint8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
-        else
-            ts_requant_rows(acc, c->N, args.m_rem, args.n_rem, n0, &c->q, c->col_offset,
-                            (int8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
+}
+
+/* The kernel calls of B panels j0 .. j1-1 x A panels ib .. ie-1 (packed in `block`, panel p
+ * at (p - ib) * panel_bytes) over k-steps s0 .. s0+steps-1, with what r says; on the last K
+ * block the results that are staged (fp16 narrowing, unfused requantisation) go to C per
+ * tile. */
+static void run_tiles(const call *c, const block_run *r, const unsigned char *block,
+                      size_t panel_bytes, size_t ib, size_t ie, size_t j0, size_t j1,
+                      size_t s0, size_t steps)
+{
+    const ts_path *path = c->path;
+    const size_t ep = path->ep, hp = path->hp;
+    const size_t b_step = hp * path->lp * ts_pack_elem_bytes(path->pack);
+    const size_t pp = params_panel_bytes(path);
+    struct ts_tile_args args = r->args;
+    for (size_t j = j0; j < j1; ++j) {
+        const size_t n0 = j * hp;
+        const unsigned char *b = (const unsigned char *)c->b->data + j * c->b->panel_bytes
+                                 + s0 * b_step;
+        args.n_rem = c->N - n0 < hp ? c->N - n0 : hp;
+        if (c->fused && r->last)
+            args.params = c->params + j * pp;
+        for (size_t i = ib; i < ie; ++i) {
+            const size_t m0 = i * ep;
+            args.m_rem = c->M - m0 < ep ? c->M - m0 : ep;
+            args.acc = r->acc != NULL ? r->acc + m0 * r->acc_ld + n0 * r->acc_elem : NULL;
+            r->kernel(block + (i - ib) * panel_bytes, b, steps,
+                      r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
+            if (!r->last || c->stage == TS_STAGE_NONE || c->fused)
+                continue;
+            const int32_t *staged = c->c32 + m0 * c->N + n0;
+            if (c->stage == TS_STAGE_F16)
+                ts_narrow_rows_f16((const float *)staged, c->N, args.m_rem, args.n_rem,
+                                   (uint16_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
+            else if (c->out->u8_output)
+                ts_requant_rows_u8(staged, c->N, args.m_rem, args.n_rem, n0, &c->q,
+                                   c->col_offset, (uint8_t *)c->out->C + m0 * c->out->ldc + n0,
+                                   c->out->ldc);
+            else
+                ts_requant_rows(staged, c->N, args.m_rem, args.n_rem, n0, &c->q, c->col_offset,
+                                (int8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
+        }
     }
 }
 
@@ -282,20 +332,19 @@ static void compute_task(void *arg, size_t t)
     share(c->a_panels, c->m_tasks, t / c->n_tasks, &i0, &i1);
     share(c->b->panels, c->n_tasks, t % c->n_tasks, &j0, &j1);
     const size_t kc = k_block_steps(path, c->ksteps);
-    const size_t k_blocks = c->ksteps == 0 ? 1 : div_up(c->ksteps, kc);
+    const size_t n_kb = k_blocks(path, c->ksteps);
     unsigned char *block = c->a_blocks + t * c->a_block_bytes;
     int8_t *im2col = (int8_t *)c->im2col + t * path->ep * c->K;
     ts_panel_bytes(path, path->ep, kc * path->lp, &panel_bytes);
     ts_size_round_up(panel_bytes, 16, &panel_bytes);
-    for (size_t kb = 0; kb < k_blocks; ++kb) {
+    for (size_t kb = 0; kb < n_kb; ++kb) {
         const size_t s0 = kb * kc, steps = c->ksteps - s0 < kc ? c->ksteps - s0 : kc;
+        block_run r;
+        setup_block(c, kb == 0, kb + 1 == n_kb, &r);
         for (size_t ib = i0; ib < i1; ib += path->mc_panels) {
             const size_t ie = i1 - ib < path->mc_panels ? i1 : ib + path->mc_panels;
             pack_a_block(c, ib, ie, s0, steps, block, panel_bytes, im2col);
-            for (size_t j = j0; j < j1; ++j)
-                for (size_t i = ib; i < ie; ++i)
-                    tile(c, block + (i - ib) * panel_bytes, i, j, s0, steps, kb == 0,
-                         kb + 1 == k_blocks);
+            run_tiles(c, &r, block, panel_bytes, ib, ie, j0, j1, s0, steps);
         }
     }
 }

@@ -66,6 +66,8 @@ typedef struct {
     ts_kernel_fn requant;      /* the same tile with the fused _requant epilogue, or NULL */
     size_t kc_steps;           /* cache blocks (gen/blocking.py): K block in k-steps, */
     size_t mc_panels;          /* M block in ep-row panels */
+    size_t kw_steps;           /* K runs unsplit up to this many k-steps (gen/blocking.py
+                                  whole_k_steps), beyond it in blocks of at most kc_steps */
     ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL */
     size_t svl_bytes;          /* 0, or an SME path (TS_FEAT_SME): the streaming vector length
                                   its ep x hp tile is sized for; chosen only at that SVL */
@@ -179,6 +181,7 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.requant = NULL;
     v.kc_steps = (size_t)-1;
     v.mc_panels = 1;
+    v.kw_steps = (size_t)-1;
     return v;
 }
 

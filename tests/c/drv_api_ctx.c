@@ -475,14 +475,15 @@ static void check_api(void)
     ts_context_free(NULL);
 }
 
-/* K values around the path's K block kc: one block and a bit less; two blocks, the second
- * with remainder 1, lp - 1, lp + 1 (k-step padding inside a block) and kc / 2 + 1; three
- * blocks. */
+/* K values around where the path starts splitting K (kw = kw_steps k-steps: one block up to
+ * there), then blocks of at most kc = kc_steps k-steps of equal length: K whole at kw - 1 and
+ * kw; split just beyond (remainders 1, lp - 1, lp + 1: k-step padding inside a block), at
+ * kw + kc / 2 + 1 and at 2 kw + 3 (three or more blocks). */
 static size_t shape_ks(const ts_path *p, size_t *ks)
 {
-    size_t kc = p->kc_steps * p->lp, lp = p->lp, n = 0;
-    const size_t list[] = { 0, 5, kc - 1, kc, kc + 1, kc + lp - 1, kc + lp + 1, kc + kc / 2 + 1,
-                            2 * kc + 3 };
+    size_t kw = p->kw_steps * p->lp, kc = p->kc_steps * p->lp, lp = p->lp, n = 0;
+    const size_t list[] = { 0, 5, kw - 1, kw, kw + 1, kw + lp - 1, kw + lp + 1, kw + kc / 2 + 1,
+                            2 * kw + 3 };
     for (size_t i = 0; i < sizeof list / sizeof list[0]; ++i)
         ks[n++] = list[i];
     return n;
