@@ -4,19 +4,20 @@
  * Two parallel phases, each a set of independent tasks run by the context:
  *   1. pack: task t packs its share of the B panels (unless prepacked, with their column
  *      sums) and, for the requantized GEMMs, of the per-column epilogue parameters;
- *   2. compute: the ep-panels x hp-panels of C are split into an m_tasks x n_tasks grid; each
- *      task runs, over its block: for each K block (as few as blocks of at most kc_steps
- *      k-steps allow, of equal length: the split depends on K only), for each M block of
- *      mc_panels A panels: pack that MC x KC block of A into the task's own area (conv2d: im2col
- *      rows built on the way), then for each B panel, for each A panel: one kernel call.
- *      kc_steps and mc_panels come from the per-core cache sizes (gen/blocking.py): a B
- *      micro-panel's K block stays in L1D across the A panels, the packed A block in L2 across
- *      the B panels.
+ *   2. compute: the ep-panels x hp-panels of C are split into an m_tasks x n_tasks grid
+ *      (ts_gemm_grid); each task runs, over its block: for each K block (the whole K up to
+ *      kw_steps k-steps, beyond that as few blocks of at most kc_steps as possible, of equal
+ *      length: the split depends on K only), for each M block of mc_panels A panels: pack
+ *      that MC x KC block of A into the task's own area (conv2d: im2col rows built on the
+ *      way), then for each B panel, for each A panel: one kernel call. kc_steps, mc_panels
+ *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py).
  * K blocks accumulate with the kernels' acc argument (contract v2): raw outputs in place in C,
- * the requantized ones in an int32 copy of C; the fused _requant kernel runs on the last K
- * block only. Partial tiles are stored by the kernel (m_rem, n_rem). Every output element is
- * computed by the same kernel calls over the same K blocks whatever the grid, so the results
- * do not depend on the number of threads (fp32: the same fused multiply-add chain).
+ * the requantized and fp16-narrowed ones in a 4-byte staging copy of C (int32 / fp32); the
+ * fused _requant kernel runs on the last K block only, otherwise the staged tile goes to C
+ * after its last K block (ts_requant_rows, ts_narrow_rows_f16). Partial tiles are stored by
+ * the kernel (m_rem, n_rem). Every output element is computed by the same kernel calls over
+ * the same K blocks whatever the grid, so the results do not depend on the number of threads
+ * (fp32: the same fused multiply-add chain).
  * Plain C99. */
 #include <string.h>
 
