@@ -170,6 +170,7 @@ typedef struct {
     int32_t *col_offset, *c32;
     ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
     int fused, stage;
+    int32_t rounding;           /* fused: the kernels' rounding mode (ts_kernel_rounding) */
     size_t pack_tasks, m_tasks, n_tasks;
 } call;
 
@@ -216,7 +217,7 @@ static void pack_task(void *arg, size_t t)
         for (size_t j = j0; j < j1; ++j) {
             size_t cols = c->N - j * path->hp < path->hp ? c->N - j * path->hp : path->hp;
             ts_pack_requant_params(c->params + j * params_panel_bytes(path), j * path->hp, cols,
-                                   path->hp, &c->q, c->col_offset);
+                                   path->hp, &c->q, c->rounding, c->col_offset);
         }
 }
 
@@ -255,7 +256,7 @@ static void setup_block(const call *c, int first, int last, block_run *r)
     r->args.ld_acc_bytes = r->acc_ld;
     if (c->fused && last) {
         r->kernel = path->requant;
-        r->args.rounding = c->q.rounding;
+        r->args.rounding = c->rounding;
         r->args.c_zero_point = c->q.c_zero_point;
         r->args.act_min = c->q.act_min;
         r->args.act_max = c->q.act_max;
@@ -413,6 +414,7 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
         else
             c.q = *out->q;
         c.q.bias = NULL;
+        c.rounding = ts_kernel_rounding(&c.q, c.N);
     }
     c.pack_tasks = threads;
     ts_context_run(ctx, c.pack_tasks, pack_task, &c);

@@ -10,8 +10,18 @@ typedef char ts_args_params_check[offsetof(struct ts_tile_args, params) == 32 ? 
 typedef char ts_args_rounding_check[offsetof(struct ts_tile_args, rounding) == 40 ? 1 : -1];
 typedef char ts_args_clamp_check[offsetof(struct ts_tile_args, clamp_min) == 56 ? 1 : -1];
 
+int32_t ts_kernel_rounding(const ts_quant *q, size_t N)
+{
+    if (q->rounding != TS_ROUND_DOUBLE)
+        return q->rounding;
+    for (size_t n = 0; n < (q->per_channel ? N : 1); ++n)
+        if (q->shift[n] >= 0)
+            return q->rounding;
+    return TS_KERNEL_ROUND_DOUBLE_RIGHT;
+}
+
 void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t hp,
-                            const ts_quant *q, const int32_t *col_offset)
+                            const ts_quant *q, int32_t rounding, const int32_t *col_offset)
 {
     const size_t groups = (hp + 3) / 4;
     memset(dst, 0, groups * TS_REQUANT_GROUP_BYTES);
@@ -22,9 +32,12 @@ void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t h
         int32_t words[2] = { col_offset[n0 + c], q->multiplier[ch] };
         memcpy(g + 4 * lane, &words[0], 4);
         memcpy(g + 16 + 4 * lane, &words[1], 4);
-        if (q->rounding == TS_ROUND_SINGLE) {
+        if (rounding == TS_ROUND_SINGLE) {
             int64_t s = (int64_t)shift - 31;          /* columns 0-1 at +32, 2-3 at +48 */
             memcpy(g + 32 + 8 * lane, &s, 8);
+        } else if (rounding == TS_KERNEL_ROUND_DOUBLE_RIGHT) {
+            int32_t right = (int32_t)((uint32_t)1 << (31 + shift));   /* shift in -31..-1 */
+            memcpy(g + 32 + 4 * lane, &right, 4);
         } else {
             int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : shift;
             memcpy(g + 32 + 4 * lane, &left, 4);

@@ -29,12 +29,20 @@ struct ts_tile_args {
  * then the rounding's shift form). */
 #define TS_REQUANT_GROUP_BYTES 64
 
+/* args->rounding of the kernels (README "Micro-kernel ABI"): q->rounding, or
+ * TS_KERNEL_ROUND_DOUBLE_RIGHT for double rounding where every shift of q's columns
+ * 0 .. N-1 is negative: one SQRDMULH by 2^(31 + shift) instead of the left and right steps,
+ * the same results (ts_requant.c's ROUND_DOUBLE_RIGHT). */
+#define TS_KERNEL_ROUND_DOUBLE_RIGHT 2
+int32_t ts_kernel_rounding(const ts_quant *q, size_t N);
+
 /* Requant parameters for columns n0 .. n0+cols-1 (cols <= hp) of a validated q (int8 zero
- * points and clamp; its bias already folded into col_offset, q->bias ignored) into dst:
- * ceil(hp/4) groups, columns past cols with multiplier 0. col_offset is indexed by the
- * absolute column (the wrapped -a_zero_point * column sum + bias). */
+ * points and clamp; its bias already folded into col_offset, q->bias ignored) into dst, in the
+ * layout of the kernel rounding mode `rounding` (ts_kernel_rounding): ceil(hp/4) groups,
+ * columns past cols with multiplier 0. col_offset is indexed by the absolute column (the
+ * wrapped -a_zero_point * column sum + bias). */
 void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t hp,
-                            const ts_quant *q, const int32_t *col_offset);
+                            const ts_quant *q, int32_t rounding, const int32_t *col_offset);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
  *   - the NULL-context call, the built-in pool with 1..8 threads and a caller's parallel_for
  *     (instrumented: every task exactly once, tasks run in reverse order, or on 3 pthreads)
  *     give byte-identical C;
+ *   - requantization with every shift negative in every other case (the fused kernels'
+ *     rounding mode 2 when double rounding is asked for);
  *   - a caller workspace of exactly ts_context_workspace_size bytes ending at a guard page:
  *     identical C; 16 bytes: TS_EINVAL with C untouched.
  * fp16 (fp16 and fp32 accumulation) likewise, within the fp16 bounds of drv_api_common.h. qdyn
@@ -239,6 +241,9 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
     for (size_t i = 0; i < matrix_bytes(K, N, ldb, in); i += in)
         fill_elem(B + i, in);
     random_quant(&qs.q, N, qs.bias, qs.mult, qs.shift, (int)(rng_next() & 1), (int)(rng_next() & 1));
+    if (cases % 2 == 1)   /* every shift negative: the kernels' rounding mode 2 with double rounding */
+        for (size_t n = 0; n < N; ++n)
+            qs.shift[n] = qs.shift[n] >= 0 ? -1 - qs.shift[n] : qs.shift[n];
     if (kind == U8) {
         qs.q.a_zero_point += 128;
         qs.q.c_zero_point += 128;
