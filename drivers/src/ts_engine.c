@@ -7,7 +7,8 @@
  *   2. compute: the ep-panels x hp-panels of C are split into an m_tasks x n_tasks grid
  *      (ts_gemm_grid); each task runs, over its block: for each K block (the whole K up to
  *      kw_steps k-steps, beyond that as few blocks of at most kc_steps as possible, of equal
- *      length: the split depends on K only), for each M block of mc_panels A panels: pack
+ *      length: the split depends on K only), for each M block of A panels (mc_panels, more
+ *      when the K block is shorter than kc_steps: m_block_panels): pack
  *      that MC x KC block of A into the task's own area (conv2d: im2col rows built on the
  *      way), then for each B panel, for each A panel: one kernel call. kc_steps, mc_panels
  *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py).
@@ -109,11 +110,24 @@ static size_t params_panel_bytes(const ts_path *path)
 
 
 
-/* Bytes of one task's packed A block: mc_panels (at most the task's) panels of one K block. */
+/* A panels per M block at a K block of k_steps: the M block holds as many panels as the
+ * path's A-block budget (mc_panels panels of kc_steps k-steps, half of L2: gen/blocking.py)
+ * takes at this length, so a short K (a 1x1 conv, K = 24) gets tall M blocks and each B
+ * micro-panel serves many A panels; never fewer than mc_panels (a whole K up to kw_steps keeps
+ * the M block's height, whole_k_steps). */
+static size_t m_block_panels(const ts_path *path, size_t k_steps)
+{
+    if (k_steps >= path->kc_steps || path->kc_steps == (size_t)-1)
+        return path->mc_panels;
+    return path->mc_panels * path->kc_steps / k_steps;
+}
+
+/* Bytes of one task's packed A block: m_block_panels (at most the task's) panels of one K
+ * block. */
 static int a_block_bytes(const ts_path *path, size_t K, size_t task_panels, size_t *out)
 {
-    size_t panels = task_panels < path->mc_panels ? task_panels : path->mc_panels;
     size_t steps = k_block_steps(path, div_up(K, path->lp));
+    size_t mc = m_block_panels(path, steps), panels = task_panels < mc ? task_panels : mc;
     return ts_panel_bytes(path, path->ep, steps * path->lp, out)
            || ts_size_round_up(*out, 16, out) || ts_size_mul(*out, panels, out);
 }
@@ -335,6 +349,7 @@ static void compute_task(void *arg, size_t t)
     share(c->b->panels, c->n_tasks, t % c->n_tasks, &j0, &j1);
     const size_t kc = k_block_steps(path, c->ksteps);
     const size_t n_kb = k_blocks(path, c->ksteps);
+    const size_t mc = m_block_panels(path, kc);
     unsigned char *block = c->a_blocks + t * c->a_block_bytes;
     int8_t *im2col = (int8_t *)c->im2col + t * path->ep * c->K;
     ts_panel_bytes(path, path->ep, kc * path->lp, &panel_bytes);
@@ -343,8 +358,8 @@ static void compute_task(void *arg, size_t t)
         const size_t s0 = kb * kc, steps = c->ksteps - s0 < kc ? c->ksteps - s0 : kc;
         block_run r;
         setup_block(c, kb == 0, kb + 1 == n_kb, &r);
-        for (size_t ib = i0; ib < i1; ib += path->mc_panels) {
-            const size_t ie = i1 - ib < path->mc_panels ? i1 : ib + path->mc_panels;
+        for (size_t ib = i0; ib < i1; ib += mc) {
+            const size_t ie = i1 - ib < mc ? i1 : ib + mc;
             pack_a_block(c, ib, ie, s0, steps, block, panel_bytes, im2col);
             run_tiles(c, &r, block, panel_bytes, ib, ie, j0, j1, s0, steps);
         }

@@ -511,8 +511,11 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < nk; ++i)   /* K blocks: small M, N with partial tiles */
                 run_case((enum kind)kind, i % 3 == 2, 2 * p->ep + 3, p->hp + 5, ks[i]);
             /* several M blocks and a grid: moderate K */
-            size_t mb = p->mc_panels * p->ep;
-            run_case((enum kind)kind, 0, 2 * mb + p->ep + 1, 4 * p->hp + 3, 37);
+            /* as ts_engine.c m_block_panels: a K block shorter than kc_steps gets taller M
+             * blocks (the same A-block bytes) */
+            size_t k_small = 3 * p->lp + 1, steps = (k_small + p->lp - 1) / p->lp;
+            size_t mb = p->mc_panels * p->kc_steps / steps * p->ep;
+            run_case((enum kind)kind, 0, 2 * mb + p->ep + 1, 2 * p->hp + 3, k_small);
             run_case((enum kind)kind, 1, 1, 9 * p->hp + 1, 20);           /* GEMV: N split */
             run_case((enum kind)kind, 0, 2, 9 * p->hp + 1, 37);           /* M = 2 */
             run_case((enum kind)kind, 0, 3 * p->ep, 0, 7);                  /* empty */
