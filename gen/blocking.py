@@ -31,11 +31,17 @@ def cache_sizes(cpu: str) -> tuple[int, int]:
     return min(m.l1d.size for m in memories), min(m.l2.size for m in memories)
 
 
+def _element_bytes(instruction: str) -> int:
+    """Bytes of one A element of a NEON (gen.isa INSTRUCTIONS) or SME outer-product
+    (SME_INSTRUCTIONS) instruction."""
+    inst = INSTRUCTIONS.get(instruction) or SME_INSTRUCTIONS[instruction]
+    return TYPE_BYTES[inst.a_type]
+
+
 def block_sizes(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> tuple[int, int]:
     """(KC in k-steps, MC in ep-row panels) for one kernel of a CPU= build; both >= 1."""
     l1, l2 = cache_sizes(cpu)
-    inst = INSTRUCTIONS.get(instruction) or SME_INSTRUCTIONS[instruction]   # NEON or SME
-    elem = TYPE_BYTES[inst.a_type]
+    elem = _element_bytes(instruction)
     kc_steps = max(1, (l1 // 2) // (hp * lp * elem))
     mc_panels = max(1, (l2 // 2) // (kc_steps * lp * elem * ep))
     return kc_steps, mc_panels
@@ -45,7 +51,11 @@ def streams_from_l2(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> bo
     """Whether every core of a CPU= build that has the instruction can feed the kernel its A and
     B micro-panels from L2 at the kernel's peak: (ep + hp) * lp * elem bytes per k-step within
     the cycles of one k-step at the MAC peak (ep * hp * lp MACs at throughput x MACs per
-    instruction, gen/cores.py) times the L2 -> L1D fill bandwidth (MEMORY)."""
+    instruction, gen/cores.py) times the L2 -> L1D fill bandwidth (MEMORY). The SME outer
+    products have no core model (no llvm-mca SME model, gen/cores.py has no SME unit): false,
+    so their K is blocked at KC, Low et al.'s default."""
+    if instruction in SME_INSTRUCTIONS:
+        return False
     inst = INSTRUCTIONS[instruction]
     elem = TYPE_BYTES[inst.a_type]
     for core in cores_for(cpu):
@@ -67,5 +77,5 @@ def whole_k_steps(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> int:
     if not streams_from_l2(cpu, instruction, ep, hp, lp):
         return kc_steps
     _, l2 = cache_sizes(cpu)
-    elem = TYPE_BYTES[INSTRUCTIONS[instruction].a_type]
+    elem = _element_bytes(instruction)
     return max(kc_steps, l2 // ((mc_panels * ep + hp) * lp * elem))

@@ -331,7 +331,8 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
                            main_step=int(gemv[p.instruction]["main_step_instructions"]))
                       if p.instruction in gemv and has_gemv(t) else None),
                 requant=next((v["symbol"] for v in kernel.get("variants", [])
-                              if v["epilogue"] == "requant"), None)))
+                              if v["epilogue"] == "requant"), None),
+                svl_bytes=0))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]

@@ -133,7 +133,7 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
             assert p["feature"] == "SME" and p["gemv"] is None
             row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
                    rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,[^{{]*'
-                   rf'\{{ NULL, NULL, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]} \}}')
+                   rf'\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]} \}}')
             assert re.search(row, dispatch), row
     # the SME kernels are in the CMake library too
     cmake = (folder[0] / "CMakeLists.txt").read_text()
