@@ -66,11 +66,17 @@ static float v2_fmin(float a, float b)
     return a < b ? a : b;
 }
 
+/* Tile limits of this harness: rows, columns (per-column arrays) and elements (tile arrays;
+ * the fp16 GEMV tile is 1 x 168). */
+#define V2_MAX_EP 32
+#define V2_MAX_HP 256
+#define V2_MAX_TILE (32 * 128)
+
 /* TFLite parameters of one ksteps run: hp columns each. */
 typedef struct {
-    int32_t col_offset[128], bias[128], multiplier[128], shift[128];
+    int32_t col_offset[V2_MAX_HP], bias[V2_MAX_HP], multiplier[V2_MAX_HP], shift[V2_MAX_HP];
     int has_bias;
-    float fbias[128];
+    float fbias[V2_MAX_HP];
 } v2_columns;
 
 /* A shift that maps magnitudes around 2^bits into int8 range, or an extreme one. */
@@ -183,9 +189,9 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
     memcpy(b[1], b[0], b_count * elem_bytes(eb));
 
     /* reference products, the accumulator-input tile */
-    static int64_t prod[32 * 128];
-    static double dsum[32 * 128], dabs[32 * 128];
-    static uint32_t acc_in[32 * 128], full[2][32 * 128];
+    static int64_t prod[V2_MAX_TILE];
+    static double dsum[V2_MAX_TILE], dabs[V2_MAX_TILE];
+    static uint32_t acc_in[V2_MAX_TILE], full[2][V2_MAX_TILE];
     int64_t most = 1;
     for (size_t i = 0; i < ep; i++)
         for (size_t j = 0; j < hp; j++) {
@@ -221,11 +227,11 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
 
     /* fp: the raw kernel's full tiles without / with the accumulator input, checked against
      * the double reference (the accumulator input is one more term) */
-    static uint32_t acc_tile[32 * 64];    /* acc_in as cb-byte elements, row stride hp */
+    static uint32_t acc_tile[V2_MAX_TILE];    /* acc_in as cb-byte elements, row stride hp */
     for (size_t i = 0; i < ep * hp; i++)
         v2_put(acc_tile, i, acc_in[i], cb);
     if (is_fp) {
-        static uint32_t tile[2][32 * 64];
+        static uint32_t tile[2][V2_MAX_TILE];
         h_tile_args full_args = {ep, hp, acc_tile, hp * cb, NULL, 0, 0, 0, 0, 0, 0};
         k->raw(a[0], b[0], ksteps, tile[0], hp * cb, NULL);
         k->raw(a[0], b[0], ksteps, tile[1], hp * cb, &full_args);
@@ -245,7 +251,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
      * tile and must give the unsplit tile bit for bit -- for fp32 too, since the products
      * continue the same fused multiply-add chain from the stored value */
     if (raw && ksteps >= 2) {
-        static uint32_t whole[32 * 128], part[32 * 128];
+        static uint32_t whole[V2_MAX_TILE], part[V2_MAX_TILE];
         size_t s1 = ksteps / 2;
         h_tile_args acc_args = {ep, hp, part, hp * cb, NULL, 0, 0, 0, 0, 0, 0};
         k->fn(a[0], b[0], ksteps, whole, hp * cb, NULL);
@@ -339,9 +345,9 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
             printf("FAIL %s ksteps=%zu: callee-saved state clobbered, mask 0x%x\n", k->name,
                    ksteps, regs);
         for (size_t i = 0; i < m_rem; i++) {
-            int8_t want8[128];
+            int8_t want8[V2_MAX_HP];
             if (requant) {
-                int32_t x[128];
+                int32_t x[V2_MAX_HP];
                 for (size_t j = 0; j < n_rem; j++)
                     x[j] = (int32_t)((uint32_t)prod[i * hp + j]
                                      + (mode ? acc_in[i * hp + j] : 0u));
@@ -407,7 +413,7 @@ static int main_v2(int argc, char **argv)
         fprintf(stderr, "no kernel %s in this harness\n", argv[1]);
         return 2;
     }
-    if (k->ep > 32 || k->hp > 128) {
+    if (k->ep > V2_MAX_EP || k->hp > V2_MAX_HP || k->ep * k->hp > V2_MAX_TILE) {
         fprintf(stderr, "tile too large for the v2 harness\n");
         return 2;
     }
