@@ -102,7 +102,10 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
     served = {k["symbol"]: k["instruction"] for k in main.values()}
     gemv = {served[k["serves"]]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
-    sme = {k["instruction"]: k for k in manifest.get("sme_kernels", []) if k["epilogue"] == "raw"}
+    sme_kernels = manifest.get("sme_kernels", [])
+    sme = {k["instruction"]: dict(k, variants=[v for v in sme_kernels if v["epilogue"] != "raw"
+                                               and v["instruction"] == k["instruction"]])
+           for k in sme_kernels if k["epilogue"] == "raw"}
     context = base_context(prefix, manifest["arch"], manifest, main,
                            with_blocks(dispatch_paths(main, gemv=gemv, sme=sme),
                                        manifest.get("cpu", GENERIC)))

@@ -270,7 +270,8 @@ SME_SVL_BYTES = (16, 32, 64, 128, 256)
 
 def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
     """The SME paths of GEMM type `t` for the raw SME kernels in `sme` ({instruction: manifest
-    sme_kernels entry}), one per streaming vector length of SME_SVL_BYTES (dispatch takes the
+    sme_kernels entry, with `variants`: the entries of its epilogue variants, whose _requant
+    one — smopa's — is the path's fused requantisation}), one per streaming vector length of SME_SVL_BYTES (dispatch takes the
     one whose svl_bytes is the CPU's RDSVL); [] when the type or the build has none. The tile
     is tr x tc ZA.S tiles of S = svl_bytes / 4 lanes: ep = tr * S rows, hp = tc * S columns."""
     if t.sme is None or t.sme.instruction not in sme:
@@ -281,7 +282,9 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
                  c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
                  ep=int(kernel["tr"]) * svl // 4, hp=int(kernel["tc"]) * svl // 4,
                  lp=int(kernel["lp"]), feature=feature_macro(SME_INSTRUCTIONS[p.instruction].feature),
-                 gemv=None, requant=None, svl_bytes=svl)
+                 gemv=None, svl_bytes=svl,
+                 requant=next((v["symbol"] for v in kernel.get("variants", [])
+                               if v["epilogue"] == "requant"), None))
             for svl in SME_SVL_BYTES]
 
 

@@ -131,10 +131,16 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
             s = p["svl_bytes"] // 4
             assert (p["ep"], p["hp"], p["lp"]) == (kernel["tr"] * s, kernel["tc"] * s, kernel["lp"])
             assert p["feature"] == "SME" and p["gemv"] is None
+            # the fused requantisation (engine: gemm_s8, conv2d_s8) is the kernel's _requant
+            # variant where it has one (smopa), else the driver's (NULL)
+            requant = next((k["symbol"] for k in manifest["sme_kernels"]
+                            if k["instruction"] == t.sme.instruction
+                            and k["epilogue"] == "requant"), "NULL")
             row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
-                   rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,[^{{]*'
-                   rf'\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]} \}}')
+                   rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,\s+{requant},'
+                   rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]} \}}')
             assert re.search(row, dispatch), row
+    assert "ts_gemm_s8s32_smopa_1vlx4vlx4_requant," in dispatch
     # the SME kernels are in the CMake library too
     cmake = (folder[0] / "CMakeLists.txt").read_text()
     assert all(k["file"] in cmake for k in manifest["sme_kernels"])
