@@ -30,22 +30,6 @@ static int half_in(enum kind k) { return k == F16 || k == F16F32; }
 static size_t in_bytes(enum kind k) { return k <= BF16 ? 4 : half_in(k) ? 2 : 1; }
 static size_t out_bytes(enum kind k) { return k == F16 ? 2 : 4; }
 
-/* IEEE binary16 through the compiler's __fp16 (hardware FCVT), independent of the library. */
-static float half_value(uint16_t h)
-{
-    __fp16 x;
-    memcpy(&x, &h, 2);
-    return (float)x;
-}
-
-static uint16_t half_bits(float f)
-{
-    __fp16 x = (__fp16)f;
-    uint16_t h;
-    memcpy(&h, &x, 2);
-    return h;
-}
-
 static int pack(enum kind kind, size_t K, size_t N, const void *B, size_t ldb, ts_packed_b **pb)
 {
     switch (kind) {
