@@ -41,7 +41,12 @@ class OpTiming:
 # gen.isa key ("fmla_f32", "smmla", ...).
 LOAD_CLASSES = ("ldr_q", "ldr_d", "ldr_x", "ldp_q", "ldp_d", "ld1_1", "ld1_2", "ld1_3",
                 "ld1_4", "ld1r")
-OTHER_CLASSES = ("ins", "alu", "branch")
+OTHER_CLASSES = ("ins", "alu", "branch", "vint", "vfp")
+# "vint": 128-bit integer SIMD ALU operations (shl, and, mul, movi, uzp/zip: the int4 unpack and
+# the qdyn kernels' zero-point correction, gen/qdyn4.py); "vfp": 128-bit fp32 arithmetic and
+# compares (scvtf, fmul, fadd, fcmgt, bit: the qdyn kernels' fp32 epilogue). Each from the same
+# LLVM 19 models: N2/V1 V pipes (2 / 4), A510 SIMD ALU (vint) and its FP/MAC pipes (vfp), A55
+# both FP ALUs for a 128-bit integer op (BeginGroup), its FP pipes for fp32.
 MAC_KEYS = ("fmla_f32", "fmla_f16", "fmlal", "smlal", "sdot", "udot", "usdot", "sudot",
             "bfdot", "smmla", "ummla", "usmmla", "bfmmla")
 
@@ -129,7 +134,9 @@ _A510_OPS = _ops(
            "ld1r": OpTiming(3, units=(("ld", 1, 1),))},
     other={"ins": OpTiming(4, units=(("valu", 1, 1),)),
            "alu": OpTiming(1, units=(("alu", 1, 1),)),
-           "branch": OpTiming(1, units=(("br", 1, 1),))},
+           "branch": OpTiming(1, units=(("br", 1, 1),)),
+           "vint": OpTiming(3, units=(("valu", 1, 1),)),
+           "vfp": OpTiming(4, units=(("vmac", 1, 1),), retire_ooo=True)},
     macs={**_same(OpTiming(4, units=(("vmac", 1, 1),), retire_ooo=True),
                   ("fmla_f32", "fmla_f16")),
           **_same(OpTiming(4, units=(("valu", 1, 1),)),
@@ -156,7 +163,9 @@ _A55_OPS = _ops(
            "ld1r": OpTiming(4, units=(("ld", 1, 1),))},
     other={"ins": _A55_VQ,
            "alu": OpTiming(3, units=(("alu", 1, 1),)),
-           "branch": OpTiming(1, units=(("br", 1, 1),))},
+           "branch": OpTiming(1, units=(("br", 1, 1),)),
+           "vint": OpTiming(3, units=(("fpalu", 2, 1),), begin_group=True),
+           "vfp": OpTiming(4, units=(("fpmac", 1, 1),), retire_ooo=True)},
     macs={**_same(OpTiming(4, units=(("fpmac", 1, 1),), retire_ooo=True),
                   ("fmla_f32", "fmla_f16", "bfdot", "fmlal")),
           **_same(_A55_VQ, ("smlal", "sdot", "udot", "usdot", "sudot", "smmla", "ummla",
@@ -175,7 +184,9 @@ def _ooo_ops(mac_table: dict, mac_pipes: int, ins_latency: int) -> dict:
                "ld1_3": load(6, 3), "ld1_4": load(7, 4), "ld1r": load(8)},
         other={"ins": OpTiming(ins_latency, uops=2, units=(("v", 1, 1),), retire_ooo=True),
                "alu": OpTiming(1, units=(("alu", 1, 1),), retire_ooo=True),
-               "branch": OpTiming(1, units=(("br", 1, 1),), retire_ooo=True)},
+               "branch": OpTiming(1, units=(("br", 1, 1),), retire_ooo=True),
+               "vint": OpTiming(2, units=(("v", 1, 1),), retire_ooo=True),
+               "vfp": OpTiming(3, units=(("v", 1, 1),), retire_ooo=True)},
         macs={key: OpTiming(lat, units=(("v", 1, max(1, round(mac_pipes / tput))),),
                             retire_ooo=True)
               for key, (lat, tput) in mac_table.items()})

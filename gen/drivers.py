@@ -94,6 +94,12 @@ def render_templates(names, context: dict, out_dir) -> list[Path]:
     return written
 
 
+def qdyn_kind(entry: dict) -> int:
+    """Index of a qdyn int4 kernel in ts_path.qdyn: 0 scale blocks, 1 per channel, 2 per
+    channel for decode (M <= its ep per pass over B)."""
+    return 0 if entry["blocked"] else 2 if entry["decode"] else 1
+
+
 def render_drivers(manifest: dict, out_dir) -> list[Path]:
     """The whole C side of a build into `out_dir`: the tree with the manifest's prefix, the
     dispatch tables of its kernels, and CMakeLists.txt (a static library target
@@ -106,8 +112,9 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     sme = {k["instruction"]: dict(k, variants=[v for v in sme_kernels if v["epilogue"] != "raw"
                                                and v["instruction"] == k["instruction"]])
            for k in sme_kernels if k["epilogue"] == "raw"}
+    qdyn = {(k["instruction"], qdyn_kind(k)): k for k in manifest.get("qdyn_kernels", [])}
     context = base_context(prefix, manifest["arch"], manifest, main,
-                           with_blocks(dispatch_paths(main, gemv=gemv, sme=sme),
+                           with_blocks(dispatch_paths(main, gemv=gemv, sme=sme, qdyn=qdyn),
                                        manifest.get("cpu", GENERIC)))
     copied = copy_drivers(prefix, out_dir)
     written = list(copied.values()) + render_templates(GENERATED, context, out_dir)
@@ -115,6 +122,7 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     sources += sorted(f["file"] for k in manifest["kernels"]
                       for f in [k] + k.get("variants", []))      # epilogue variants too
     sources += sorted(k["file"] for k in manifest.get("sme_kernels", []))
+    sources += sorted(k["file"] for k in manifest.get("qdyn_kernels", []))
     cmake = Path(out_dir) / "CMakeLists.txt"
     cmake.write_text(template_environment().get_template("c/CMakeLists.txt.j2").render(
         sources=sources, **context))

@@ -29,7 +29,7 @@ from . import schedule_cache
 from .cores import CORES, CPU_NAMES, check_cpu
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_features
-from . import gemv
+from . import gemv, qdyn4, qdyn4_rl
 from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
 from .sme_tiling import solve as solve_za
@@ -121,15 +121,26 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # sizes are multiples of S = SVL/32, known only at run time).
     sme = [k for i in sme_generated_for(arch)
            for k in emit_sme_kernels(solve_za(i.name), prefix, inst, "generic", env)]
+    # qdyn int4 kernels (gen.qdyn4): int4 unpack and the fp32 epilogue in the kernel; their own
+    # manifest list (another contract: scale blocks, the qdyn argument block).
+    built = {i.name for i in kernels_for(arch, cpu)}
+    qdyn = [k for name in qdyn4.QDYN4_INSTRUCTIONS if name in built
+            for k in (qdyn4.emit(qdyn4.solve(name, cpu), prefix, inst, env),
+                      qdyn4_rl.emit(qdyn4_rl.solve(name, cpu), prefix, inst, env),
+                      qdyn4_rl.emit(qdyn4_rl.solve(name, cpu, decode=True), prefix, inst, env))]
     manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
+    if qdyn:
+        manifest["qdyn_kernels"] = [k.manifest for k in qdyn]
     if sme:
         manifest["sme_kernels"] = [k.manifest for k in sme]
     files = {k.file: k.text for family in families for k in family}
     files.update({k.file: k.text for k in small})
     files.update({k.file: k.text for k in sme})
+    files.update({k.file: k.text for k in qdyn})
     files[f"{prefix}kernels.h"] = env.get_template("kernels.h.j2").render(
         p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"],
-        sme_kernels=manifest.get("sme_kernels", []))
+        sme_kernels=manifest.get("sme_kernels", []),
+        qdyn_kernels=manifest.get("qdyn_kernels", []), qdyn_args_struct=qdyn4.c_struct(prefix))
     files[MANIFEST] = json.dumps(manifest, indent=2) + "\n"
     return files
 

@@ -302,7 +302,7 @@ def has_gemv(t: GemmType) -> bool:
 
 
 def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
-                   sme: dict | None = None) -> dict:
+                   sme: dict | None = None, qdyn: dict | None = None) -> dict:
     """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
@@ -312,8 +312,13 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     manifest entry with role "gemv"}, gen.gemv; its own instruction may be a GEMV form of the
     path's) as a dict (symbol, ep, hp, lp, max_m, step and main_step: the instructions of one
     k-step of the GEMV and of the GEMM tile), or None.
+    `qdyn`: {(instruction, kind): manifest entry} of the qdyn int4 kernels (gen.qdyn4,
+    gen.qdyn4_rl; kind 0 scale blocks, 1 per channel, 2 per channel for decode), given to the
+    "dequant" type's paths of that instruction as `qdyn`: a list by kind, each a dict (symbol,
+    ep, hp, max_bl, panels) or None.
     ValueError when a type has no Armv8.0 kernel in `main`."""
     gemv = gemv or {}
+    qdyn = qdyn or {}
     paths = {}
     for t in types:
         paths[t.key] = sme_dispatch_paths(t, sme or {})
@@ -335,7 +340,11 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
                       if p.instruction in gemv and has_gemv(t) else None),
                 requant=next((v["symbol"] for v in kernel.get("variants", [])
                               if v["epilogue"] == "requant"), None),
-                svl_bytes=0))
+                svl_bytes=0,
+                qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
+                           max_bl=int(q["max_bl"]), panels=int(q["panels"]))
+                      if q is not None and t.epilogue == "dequant" else None
+                      for q in (qdyn.get((p.instruction, kind)) for kind in range(3))]))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]

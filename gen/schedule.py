@@ -54,6 +54,9 @@ from .isa import INSTRUCTIONS
 from .issue_model import IssueOp, IssueState, compile_ops, cycles_per_iteration
 
 KINDS = ("load", "mac", "alu", "branch")
+# Vector ALU mnemonics timed as fp32 arithmetic ("vfp" in gen.cores); every other "alu"
+# instruction with a vector destination is an integer SIMD op ("vint").
+FP_VECTOR_MNEMONICS = ("scvtf", "fmul", "fadd", "fcmgt", "bit", "fmax", "fmin")
 
 # Budget of the local search (model evaluations per core); bounds generation time.
 SEARCH_EVALUATIONS = 400
@@ -121,6 +124,8 @@ def op_class(insn: Insn) -> str:
     if insn.kind == "alu":
         if mnemonic in ("ins", "mov") and operands.startswith("v"):
             return "ins"
+        if operands.startswith("v"):
+            return "vfp" if mnemonic in FP_VECTOR_MNEMONICS else "vint"
         return "alu"
     if insn.kind == "branch":
         return "branch"

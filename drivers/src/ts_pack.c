@@ -1193,6 +1193,8 @@ void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
     b->blocks = 0;
     b->wscales = NULL;
     b->blk_sums = NULL;
+    b->qdyn = NULL;
+    b->qdyn_kpairs = 0;
 }
 
 void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size_t n_stride,

@@ -53,6 +53,34 @@ typedef struct {
                                   path's GEMM tile): very narrow B */
 } ts_gemv_kernel;
 
+/* The qdyn int4 kernel of a path (gen/qdyn4.py, README "qdyn int4 kernels"): int8 A x int4 B
+ * (two nibbles per byte) -> fp32 with the scale blocks, bias and clamp in the kernel, for scale
+ * blocks of up to max_bl k. kernel NULL: none (ts_qdyn.c then widens int4 to int8). Its
+ * argument block, as <prefix>kernels.h declares it: */
+#ifndef TS_QDYN_ARGS_DEFINED
+#define TS_QDYN_ARGS_DEFINED
+typedef struct ts_qdyn_args {
+    size_t m_rem;                 /*  0: rows to store, 1..ep */
+    size_t n_rem;                 /*  8: columns to store, 1..hp */
+    size_t kpairs;                /* 16: k-steps (16 k) per scale block / 2, >= 1 */
+    const void *rows;             /* 24: ep/2 fp32x4 row scales, ep/2 int32x4 -zp (per-channel
+                                           kernels: then ep/2 int32x4 -8 sum_k qa) */
+    const float *bias;            /* 32: hp fp32 (rounded up to 4): bias, or -0.0f for none */
+    float cmin;                   /* 40: clamp: x < cmin -> cmin, then x > cmax -> cmax */
+    float cmax;                   /* 44 */
+    size_t b_stride;              /* 48: per-channel kernels: bytes from one B panel to the next */
+} ts_qdyn_args;
+typedef void (*ts_qdyn_kernel_fn)(const void *a_packed, const void *b_packed, size_t blocks,
+                                  float *c, size_t ldc_bytes, const ts_qdyn_args *args);
+#endif
+typedef struct {
+    const char *symbol;
+    ts_qdyn_kernel_fn kernel;
+    size_t ep, hp;
+    size_t max_bl;             /* longest scale block (16 * block sum fits int32) */
+    size_t panels;             /* per-channel kernels: B panels of 4 columns per call */
+} ts_qdyn_kernel;
+
 /* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
 typedef struct {
     int gemm_type;             /* TS_GEMM_* */
@@ -71,6 +99,10 @@ typedef struct {
     ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL */
     size_t svl_bytes;          /* 0, or an SME path (TS_FEAT_SME): the streaming vector length
                                   its ep x hp tile is sized for; chosen only at that SVL */
+    const ts_qdyn_kernel *qdyn; /* TS_GEMM_QDYN: NULL, or the int4 kernels of the instruction,
+                                  [0] for scale blocks (gen/qdyn4.py), [1] per channel and [2]
+                                  per channel for M <= its ep (gen/qdyn4_rl.py: the same packed
+                                  layout, two channels per byte); kernel NULL: none */
 } ts_path;
 
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
@@ -148,6 +180,9 @@ struct ts_packed_b {
     const float *wscales;      /* blocks x N fp32 weight scales (block-major: a block's
                                   columns contiguous) */
     const int32_t *blk_sums;   /* blocks x N: sum of the int weights over each block */
+    const ts_qdyn_kernel *qdyn;  /* int4 handles of a qdyn kernel (one of path->qdyn): data
+                                  holds its panels (gen/qdyn4.py layout); NULL otherwise */
+    size_t qdyn_kpairs;        /* ... and its k-step pairs (16 k each) per block */
     size_t gemv_panels;        /* ceil(N / gemv.hp), 0 without a GEMV layout */
     size_t gemv_panel_bytes;
     void *gemv_data;           /* gemv_panels * gemv_panel_bytes bytes, or NULL */

@@ -227,6 +227,166 @@ int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *
     return ts_pack_b_qs8_ctx(NULL, N, K, B, ldb, scales, out);
 }
 
+/* ---- int4 handles of a path's qdyn kernel (gen/qdyn4.py; README "qdyn int4 kernels") ---------
+ * Per panel of hp columns: int32 16 * (sum of block 0's weights) per column; then per block:
+ * its k-steps of 16 k (per column pair 16 bytes: byte j < 8 holds column 2i at k = j in its low
+ * nibble and k = j + 8 in its high one, j >= 8 column 2i+1 likewise: the nibbles keep their
+ * 4 bits), the block's fp32 scale per column, and the next block's sums (zeros after the last).
+ * Columns past N and k past K (a per-channel block is padded to a multiple of 32) are zero. */
+#define TS_Q4_LP 16
+
+static unsigned q4_nibble(const uint8_t *B, size_t ldb, size_t N, size_t K, size_t n, size_t k)
+{
+    return n < N && k < K ? (unsigned)(B[n * ldb + k / 2] >> (4 * (k % 2))) & 15u : 0u;
+}
+
+/* hp int32: 16 * the sum of block j's weights of columns n0.. (0 past N or for j == blocks) */
+static void q4_sums(unsigned char *dst, const uint8_t *B, size_t ldb, size_t N, size_t K,
+                    size_t n0, size_t hp, size_t j, size_t blocks, size_t block)
+{
+    for (size_t c = 0; c < hp; ++c) {
+        int32_t s = 0;
+        for (size_t k = j * block; j < blocks && k < (j + 1) * block; ++k) {
+            unsigned nib = q4_nibble(B, ldb, N, K, n0 + c, k);
+            s += (int32_t)nib - (nib >= 8 ? 16 : 0);
+        }
+        s *= 16;                     /* |s| <= 16 * 8 * block: fits (block <= qdyn.max_bl) */
+        memcpy(dst + 4 * c, &s, 4);
+    }
+}
+
+static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, size_t K,
+                   const uint8_t *B, size_t ldb, const float *scales, size_t block,
+                   ts_packed_b **out)
+{
+    const size_t hp = kernel->hp, blocks = K / block;
+    const size_t kb = (block + 31) / 32 * 2;                   /* k-steps of 16 per block */
+    const size_t panels = N / hp + (N % hp != 0), head = (sizeof(ts_packed_b) + 15) / 16 * 16;
+    size_t per_block, panel_bytes, data, total;
+    if (ts_size_mul(kb, hp * 8, &per_block) || ts_size_add(per_block, hp * 8, &per_block)
+        || ts_size_mul(per_block, blocks, &panel_bytes)
+        || ts_size_add(panel_bytes, hp * 4, &panel_bytes)
+        || ts_size_mul(panel_bytes, panels, &data) || ts_size_add(head, data, &total))
+        return TS_ENOMEM;
+    unsigned char *mem = (unsigned char *)malloc(total);
+    if (mem == NULL)
+        return TS_ENOMEM;
+    ts_packed_b *b = (ts_packed_b *)mem;
+    memset(b, 0, sizeof *b);
+    b->path = path;
+    b->K = K;
+    b->N = N;
+    b->ksteps = blocks * kb;
+    b->panels = panels;
+    b->panel_bytes = panel_bytes;
+    b->data = mem + head;
+    b->col_sums = NULL;
+    b->owned = mem;
+    b->bl = block;
+    b->blocks = blocks;
+    b->wscales = NULL;
+    b->blk_sums = NULL;
+    b->gemv_data = NULL;
+    b->qdyn = kernel;
+    b->qdyn_kpairs = kb / 2;
+    for (size_t p = 0; p < panels; ++p) {
+        unsigned char *dst = mem + head + p * panel_bytes;
+        const size_t n0 = p * hp;
+        q4_sums(dst, B, ldb, N, K, n0, hp, 0, blocks, block);
+        dst += hp * 4;
+        for (size_t j = 0; j < blocks; ++j) {
+            for (size_t s = 0; s < kb; ++s)
+                for (size_t c = 0; c < hp; c += 2)
+                    for (size_t t = 0; t < 16; ++t, ++dst) {
+                        size_t n = n0 + c + t / 8, k = j * block + s * TS_Q4_LP + t % 8;
+                        *dst = (unsigned char)(q4_nibble(B, ldb, N, K, n, k)
+                                               | q4_nibble(B, ldb, N, K, n, k + 8) << 4);
+                    }
+            for (size_t c = 0; c < hp; ++c, dst += 4) {
+                float w = n0 + c < N ? scales[(n0 + c) * blocks + j] : 0.0f;
+                memcpy(dst, &w, 4);
+            }
+            q4_sums(dst, B, ldb, N, K, n0, hp, j + 1, blocks, block);
+            dst += hp * 4;
+        }
+    }
+    *out = b;
+    return TS_OK;
+}
+
+/* ---- per-channel int4 handles (gen/qdyn4_rl.py: two channels per byte) -----------------------
+ * Panels of 4 columns c0..c3: int32 sum w[c0], sum w[c1], sum w[c0] + 16 sum w[c2],
+ * sum w[c1] + 16 sum w[c3]; fp32 scales of c0..c3; then per 8 k (K padded to 32) 16 bytes:
+ * byte t < 8 holds k = t of c0 (low nibble, w + 8) and c2 (high nibble), bytes 8..15 of c1 and
+ * c3. Columns past N are weight 0 (low nibble 8). The panel count is rounded up to a multiple
+ * of the decode kernel's panels per call. */
+static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, size_t ldb,
+                   const float *scales, ts_packed_b **out)
+{
+    const size_t kpad = (K + 31) / 32 * 32;
+    const size_t group = path->qdyn[2].kernel != NULL ? path->qdyn[2].panels : 1;
+    const size_t head = (sizeof(ts_packed_b) + 15) / 16 * 16;
+    size_t panels = (N + 3) / 4, panel_bytes, data, total;
+    panels = (panels + group - 1) / group * group;
+    if (ts_size_mul(kpad, 2, &panel_bytes) || ts_size_add(panel_bytes, 32, &panel_bytes)
+        || ts_size_mul(panel_bytes, panels, &data) || ts_size_add(head, data, &total))
+        return TS_ENOMEM;
+    unsigned char *mem = (unsigned char *)malloc(total);
+    if (mem == NULL)
+        return TS_ENOMEM;
+    ts_packed_b *b = (ts_packed_b *)mem;
+    memset(b, 0, sizeof *b);
+    b->path = path;
+    b->K = K;
+    b->N = N;
+    b->ksteps = kpad / 8;
+    b->panels = panels;
+    b->panel_bytes = panel_bytes;
+    b->data = mem + head;
+    b->owned = mem;
+    b->bl = K;
+    b->blocks = 1;
+    b->qdyn = &path->qdyn[1];
+    b->qdyn_kpairs = kpad / 16;
+    /* the 4 columns of a panel as int8 weights (0 past N and K), decoded once per panel */
+    int8_t *w = (int8_t *)malloc(4 * kpad);
+    if (w == NULL) {
+        free(mem);
+        return TS_ENOMEM;
+    }
+    for (size_t p = 0; p < panels; ++p) {
+        unsigned char *dst = mem + head + p * panel_bytes;
+        const size_t n0 = 4 * p;
+        int32_t sum[4] = { 0, 0, 0, 0 };
+        memset(w, 0, 4 * kpad);
+        for (size_t c = 0; c < 4 && n0 + c < N; ++c) {
+            const uint8_t *row = B + (n0 + c) * ldb;
+            for (size_t k = 0; k < K; ++k) {
+                unsigned nib = (unsigned)(row[k / 2] >> (4 * (k % 2))) & 15u;
+                w[c * kpad + k] = (int8_t)((int)nib - (nib >= 8 ? 16 : 0));
+                sum[c] += w[c * kpad + k];               /* |sum| <= 8 K: fits */
+            }
+        }
+        int32_t y[4] = { sum[0], sum[1], sum[0] + 16 * sum[2], sum[1] + 16 * sum[3] };
+        memcpy(dst, y, 16);
+        for (size_t c = 0; c < 4; ++c) {
+            float s = n0 + c < N ? scales[n0 + c] : 0.0f;
+            memcpy(dst + 16 + 4 * c, &s, 4);
+        }
+        dst += 32;
+        for (size_t k0 = 0; k0 < kpad; k0 += 8)
+            for (size_t t = 0; t < 16; ++t, ++dst) {
+                size_t lo = t / 8, k = k0 + t % 8;
+                unsigned l = (unsigned)(w[lo * kpad + k] + 8);
+                unsigned h = (unsigned)w[(lo + 2) * kpad + k] & 15u;
+                *dst = (unsigned char)(l | h << 4);
+            }
+    }
+    free(w);
+    *out = b;
+    return TS_OK;
+}
+
 int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *B,
                       size_t ldb_bytes, const float *scales, size_t bl, ts_packed_b **out)
 {
@@ -236,7 +396,13 @@ int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *
         || block > TS_QDYN_S4_MAX_BL || !matrix_ok(B, N, row_bytes, ldb_bytes, 1)
         || (N > 0 && scales == NULL) || !all_finite(scales, N, K / block, K / block))
         return TS_EINVAL;
-    /* widened to int8 (sign-extended nibbles) for the int8 kernels */
+    /* the path's int4 kernel: per channel (one block) or scale blocks, within its bound */
+    const ts_qdyn_kernel *q4 = path->qdyn != NULL ? &path->qdyn[bl == 0 ? 1 : 0] : NULL;
+    if (q4 != NULL && q4->kernel != NULL && block <= q4->max_bl)
+        return bl == 0 ? pack_rl(path, N, K, B, ldb_bytes, scales, out)
+                       : pack_q4(path, q4, N, K, B, ldb_bytes, scales, block, out);
+    /* no int4 kernel (or a block beyond its int32 bound: K > 65793 per channel): widened to
+     * int8 (sign-extended nibbles) for the int8 kernels and the C epilogue below */
     if (ts_size_mul(N, K, &wbytes))
         return TS_ENOMEM;
     int8_t *w = (int8_t *)malloc(wbytes ? wbytes : 1);
@@ -416,6 +582,80 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
         }
 }
 
+/* One ep-row strip of a qdyn int4 kernel: q (rows x K quantised rows), scale, zp -> the A panel
+ * (the smmla A layout, zero past K up to the handle's k-steps), the row data of the kernel's
+ * argument block, then one kernel call per panel of hp columns, which writes C directly
+ * (partial tiles included) with the whole fp32 epilogue. */
+static void qdyn_q4_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t rows,
+                          const int8_t *q, const float *scale, const int32_t *zp,
+                          const float *bias_pad, float cmin, float cmax, float *C, size_t ldc,
+                          unsigned char *a_panel, void *row_data, size_t p_begin, size_t p_end)
+{
+    const ts_path *path = b->path;
+    const size_t ep = kern->ep, hp = kern->hp, K = b->K;
+    const int per_channel = kern != &path->qdyn[0];
+    ts_path view = *path;
+    view.ep = ep;
+    size_t packed = 0, want = b->ksteps * (per_channel ? 8 : TS_Q4_LP) * ep;
+    ts_panel_bytes(&view, ep, K, &packed);
+    ts_pack_panel_as(path->pack_a, &view, a_panel, q, rows, ep, K, K, 1);
+    memset(a_panel + packed, 0, want - packed);
+    float *rs = (float *)row_data;
+    int32_t *rz = (int32_t *)(rs + 2 * ep), *rt = rz + 2 * ep;
+    for (size_t i = 0; i < 2 * ep; ++i) {          /* (r0 r0 r1 r1) per row pair */
+        size_t r = i / 4 * 2 + (i % 4) / 2;
+        rs[i] = r < rows ? scale[r] : 0.0f;
+        rz[i] = r < rows ? -zp[r] : 0;
+        if (per_channel) {                          /* -8 sum_k qa: the low nibbles' + 8 */
+            int32_t sum = 0;
+            for (size_t k = 0; r < rows && k < K; ++k)
+                sum += q[r * K + k];
+            rt[i] = -8 * sum;                       /* |sum| <= 128 K: fits for K <= 2^21 */
+        }
+    }
+    ts_qdyn_args args;
+    args.m_rem = rows;
+    args.kpairs = b->qdyn_kpairs;
+    args.rows = row_data;
+    args.cmin = cmin;
+    args.cmax = cmax;
+    args.b_stride = b->panel_bytes;
+    const size_t step = per_channel ? kern->panels : 1;   /* handle panels per call */
+    for (size_t p = p_begin; p < p_end; p += step) {
+        size_t n0 = p * (per_channel ? 4 : hp);
+        if (n0 >= b->N)
+            break;
+        args.n_rem = b->N - n0 < hp ? b->N - n0 : hp;
+        args.bias = bias_pad + n0;
+        kern->kernel(a_panel, (const unsigned char *)b->data + p * b->panel_bytes,
+                     b->blocks, C + n0, ldc * sizeof(float), &args);
+    }
+}
+
+/* The int4 kernel that runs M rows of a handle packed for b->qdyn: the per-channel decode
+ * kernel for M <= 4 (in passes of its ep rows), else the handle's own. */
+static const ts_qdyn_kernel *qdyn_q4_kernel(const ts_packed_b *b, size_t M)
+{
+    const ts_qdyn_kernel *decode = &b->path->qdyn[2];
+    return b->qdyn == &b->path->qdyn[1] && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
+}
+
+/* Scratch of one task of an int4 kernel (kern, M rows of b): the A panel (*a_panel bytes),
+ * the row data, the padded bias, ep quantised rows with their scales and zero points. */
+static int qdyn_q4_task_bytes(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t *a_panel,
+                              size_t *out)
+{
+    const size_t ep = kern->ep, kbytes = b->qdyn == &b->path->qdyn[1] ? 8 : 16;
+    size_t bias, q;
+    /* bias: every packed column (a call reads hp, rounded up to 4, from its first) + 64 */
+    return ts_size_mul(b->ksteps, kbytes * ep, a_panel) || ts_size_mul(b->panels, b->qdyn->hp, &bias)
+           || ts_size_add(bias, 64, &bias) || ts_size_mul(bias, sizeof(float), &bias)
+           || ts_size_mul(ep, b->K, &q) || ts_size_round_up(q, 16, &q)
+           || ts_size_add(*a_panel, 24 * ep, out) || ts_size_add(*out, bias, out)
+           || ts_size_add(*out, q, out) || ts_size_add(*out, ep * 8 + 16, out)
+           || ts_size_round_up(*out, 16, out);
+}
+
 /* One call as its tasks see it. */
 typedef struct {
     const ts_packed_b *b;
@@ -455,9 +695,54 @@ static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *e
  * same rows again: the same function of the same inputs, the same bits). Each output element
  * is computed by the same kernel calls and the same dequant_block steps whatever the grid, so
  * the results do not depend on the number of tasks. */
+/* [begin, end) of part t of `count` items split into `parts` near-equal runs. */
+static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *end);
+
+/* Task t of a call on an int4 kernel handle: its row strips (kernel ep) and panel groups (one
+ * kernel call each); every output is computed by the same kernel call whatever the grid. */
+static void qdyn_q4_task(const qdyn_call *c, size_t t)
+{
+    const ts_packed_b *b = c->b;
+    const ts_qdyn_kernel *kern = qdyn_q4_kernel(b, c->M);
+    const size_t ep = kern->ep, K = b->K;
+    const size_t step = kern != &b->path->qdyn[0] ? kern->panels : 1, groups = b->panels / step;
+    unsigned char *scratch = c->scratch + t * c->task_bytes, *a_panel = scratch;
+    void *row_data = scratch + c->a_panel_bytes;
+    float *bias_pad = (float *)(scratch + c->a_panel_bytes + 24 * ep);
+    const size_t padded = b->panels * b->qdyn->hp + 64;
+    int8_t *qr = (int8_t *)(bias_pad + padded);
+    float *sb = (float *)(qr + (ep * K + 15) / 16 * 16);
+    int32_t *zb = (int32_t *)(sb + ep);
+    size_t i0, i1, g0, g1;
+    share((c->M + ep - 1) / ep, c->m_tasks, t / c->n_tasks, &i0, &i1);
+    share(groups, c->n_tasks, t % c->n_tasks, &g0, &g1);
+    for (size_t n = 0; n < padded; ++n)     /* -0.0f: x + -0.0f == x for every x */
+        bias_pad[n] = c->bias == NULL ? -0.0f : n < b->N ? c->bias[n] : 0.0f;
+    for (size_t m0 = i0 * ep; m0 < i1 * ep && m0 < c->M; m0 += ep) {
+        size_t rows = c->M - m0 < ep ? c->M - m0 : ep;
+        const int8_t *q = qr;
+        const float *scale = sb;
+        const int32_t *zp = zb;
+        if (c->pa != NULL) {
+            q = c->pa->qa + m0 * K;
+            scale = c->pa->scale + m0;
+            zp = c->pa->zp + m0;
+        } else {
+            for (size_t r = 0; r < rows; ++r)
+                quantize_row(c->A + (m0 + r) * c->lda, K, qr + r * K, &sb[r], &zb[r]);
+        }
+        qdyn_q4_strip(b, kern, rows, q, scale, zp, bias_pad, c->cmin, c->cmax, c->C + m0 * c->ldc,
+                      c->ldc, a_panel, row_data, g0 * step, g1 * step);
+    }
+}
+
 static void qdyn_task(void *arg, size_t t)
 {
     const qdyn_call *c = (const qdyn_call *)arg;
+    if (c->b->qdyn != NULL) {
+        qdyn_q4_task(c, t);
+        return;
+    }
     const ts_packed_b *b = c->b;
     const ts_path *path = b->path;
     const size_t ep = path->ep, hp = path->hp, K = b->K;
@@ -545,6 +830,18 @@ static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size
            || ts_size_mul(*per_task, *m_tasks * *n_tasks, out) || ts_size_add(*out, 15, out);
 }
 
+/* The same for a handle of an int4 kernel: the grid over its row strips and panel groups. */
+static int q4_call_bytes(const ts_context *ctx, const ts_packed_b *b, size_t M, size_t *m_tasks,
+                         size_t *n_tasks, size_t *a_panel, size_t *per_task, size_t *out)
+{
+    const ts_qdyn_kernel *kern = qdyn_q4_kernel(b, M);
+    const size_t step = kern != &b->path->qdyn[0] ? kern->panels : 1;
+    ts_gemm_grid((M + kern->ep - 1) / kern->ep, b->panels / step, ts_context_threads(ctx),
+                 m_tasks, n_tasks);
+    return qdyn_q4_task_bytes(b, kern, a_panel, per_task)
+           || ts_size_mul(*per_task, *m_tasks * *n_tasks, out) || ts_size_add(*out, 15, out);
+}
+
 size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t K)
 {
     size_t count, most = 0, bytes, m_tasks, n_tasks, a_panel, per_task;
@@ -553,6 +850,30 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
         if (call_bytes(ctx, &paths[i], M, N, K, &m_tasks, &n_tasks, &a_panel, &per_task, &bytes))
             return 0;
         most = bytes > most ? bytes : most;
+        for (size_t kind = 0; paths[i].qdyn != NULL && kind < 2; ++kind) {
+            /* an int4 handle of this path (scale blocks, or per channel), as pack_q4 / pack_rl
+             * would shape it */
+            const ts_qdyn_kernel *q = &paths[i].qdyn[kind];
+            if (q->kernel == NULL)
+                continue;
+            ts_packed_b view;
+            memset(&view, 0, sizeof view);
+            view.path = &paths[i];
+            view.qdyn = q;
+            view.K = K;
+            view.N = N;
+            if (kind == 0) {
+                view.ksteps = (K + 31) / 32 * 2;
+                view.panels = N / q->hp + (N % q->hp != 0);
+            } else {
+                size_t group = paths[i].qdyn[2].kernel != NULL ? paths[i].qdyn[2].panels : 1;
+                view.ksteps = (K + 31) / 32 * 4;
+                view.panels = ((N + 3) / 4 + group - 1) / group * group;
+            }
+            if (q4_call_bytes(ctx, &view, M, &m_tasks, &n_tasks, &a_panel, &per_task, &bytes))
+                return 0;
+            most = bytes > most ? bytes : most;
+        }
     }
     return most;
 }
@@ -588,8 +909,10 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     size_t bytes;
     void *mem, *owned;
     memset(&c, 0, sizeof c);
-    if (call_bytes(ctx, B->path, M, N, K, &c.m_tasks, &c.n_tasks, &c.a_panel_bytes,
-                   &c.task_bytes, &bytes))
+    if (B->qdyn != NULL ? q4_call_bytes(ctx, B, M, &c.m_tasks, &c.n_tasks, &c.a_panel_bytes,
+                                        &c.task_bytes, &bytes)
+                        : call_bytes(ctx, B->path, M, N, K, &c.m_tasks, &c.n_tasks,
+                                     &c.a_panel_bytes, &c.task_bytes, &bytes))
         return ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM;
     /* the workspace must not share a byte with anything the call reads or writes */
     const void *spans[6] = { C, A, pa != NULL ? (const void *)pa->qa : NULL, pa, bias, B->data };

@@ -447,6 +447,16 @@ int main(int argc, char **argv)
         run_case(4, 0, 17, 9, 3001, 1, 0); ++cases;
         run_case(8, 0, 16, 17, 4099, 1, 0); ++cases;
         run_case(8, 0, 2, 5, 1, 1, 0); ++cases;
+        /* int4 kernels: both tiles' row strips (8, 12) partial and whole, odd N, K in the
+         * thousands; per channel with K past the kernels' 16 x sum bound (65793): the widened
+         * int8 path, the same bits */
+        run_case(4, 64, 17, 13, 1024, 1, 1); ++cases;
+        run_case(4, 0, 13, 5, 4097, 0, 1); ++cases;
+        run_case(4, 32, 16, 3, 2080, 1, 0); ++cases;
+        run_case(4, 0, 3, 3, 65824, 1, 0); ++cases;
+        /* per-channel decode kernel (M <= 4, in passes of 2 rows): many panel groups, odd N */
+        run_case(4, 0, 1, 301, 1056, 1, 1); ++cases;
+        run_case(4, 0, 4, 29, 544, 0, 0); ++cases;
         test_quantisation_identity();
         test_nibbles();
         test_weight_quantisers();

@@ -1,0 +1,455 @@
+"""qdyn int4 kernels: int8 activations x int4 weights (two per byte) -> fp32, with the int4
+unpack in registers and the whole fp32 dequantisation epilogue of tilesmith.h in the kernel
+(issue 12, deliverable 3). First instruction: smmla (i8mm).
+
+What one call computes (README "qdyn int4 kernels"): one ep x hp tile of
+  C[m][n] = clamp(sum_b (scale[m] * wscale[n][b]) * (float)acc_b[m][n] + bias[n], cmin, cmax)
+with acc_b = sum over block b of (qa[m][k] - zp[m]) * qb[n][k], exact in int32, and the fp32
+operations in the header's order (s = -0.0; s = s + u_b for every block b in order, which
+equals the header's s = u_0, s + u_1, ...: -0.0 + u = u for every u; then + bias, then the
+compare-and-select clamp of ts_qdyn.c: x < cmin -> cmin, x > cmax -> cmax, NaN kept).
+
+The int4 unpack (seed 002: KleidiAI's shl / and): one packed byte holds two signed nibbles of
+the same column, k and k + 8 of a 16-k step. `shl #4` leaves 16 * low nibble as an int8,
+`and #0xf0` leaves 16 * high nibble: two smmla B registers from one load in two vector
+operations, each value 16 times the weight. The block's int32 sums are therefore 16 * acc_b;
+`scvtf #4` (fixed point, 4 fraction bits) converts 16 * acc_b / 16 with one rounding: exactly
+(float)acc_b. 16 * acc_b must fit int32 (|acc_b| <= bl * 255 * 8): bl <= QDYN4_MAX_BL.
+The zero-point correction starts each block's accumulators at (-zp[m]) * (16 * sum_k qb[n][k])
+(one MUL per accumulator, in place of zeroing them), so the smmla sums end at 16 * acc_b exactly
+(modulo 2^32, exact when 16 * acc_b fits).
+
+The tile solver (`solve`) counts, per block of 32 k, the vector operations (smmla, unpack,
+epilogue), the loads and all instructions of each ep x hp that fits the 32 registers (int32
+accumulators + fp32 sums + A + B + unpack temporaries + the nibble mask), and ranks by the
+modeled cycles per smmla on the worst covered core (`block_cycles`); the scheduler
+(gen.schedule) orders the inner k-loop and the block tail (last two k-steps + epilogue + the
+next block's correction), both as loop bodies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import epilogue as ep_mod
+from .cores import CoreModel
+from .isa import INSTRUCTIONS
+from .loop import KernelPlanError
+from .plan import TilePlan
+from .schedule import Insn, schedule_loop
+from .tiling import covered_cores
+
+# The instructions that get a qdyn int4 kernel (their paths in the qdyn chain use it).
+QDYN4_INSTRUCTIONS = ("smmla",)
+SIGNATURE = "s8s4f32"   # symbols <prefix>gemm_s8s4f32_<mnemonic>_<ep>x<hp>x<lp>[_pc]
+LP = 16                 # k per k-step: one packed register feeds two 8-deep smmla
+QDYN4_MAX_BL = 65793    # 65793 * 255 * 8 * 16 <= 2^31 - 1 < 65794 * 255 * 8 * 16
+# Argument block (x5), 64 bytes: m_rem / n_rem where every v2 kernel has them (the partial-tile
+# store of gen.epilogue reads them there).
+ARGS_FIELDS = (
+    ("m_rem", 0, "size_t", "rows to store, 1..ep"),
+    ("n_rem", 8, "size_t", "columns to store, 1..hp"),
+    ("kpairs", 16, "size_t", "k-steps (16 k) per scale block / 2, >= 1"),
+    ("rows", 24, "const void *", "ep/2 fp32x4 (s[2i], s[2i], s[2i+1], s[2i+1]) row scales, "
+                                 "then ep/2 int32x4 (-zp) the same way; per-channel kernels: "
+                                 "then ep/2 int32x4 (-8 sum_k qa)"),
+    ("bias", 32, "const float *", "hp fp32 (rounded up to 4): bias, or -0.0f for none"),
+    ("cmin", 40, "float", "clamp: x < cmin -> cmin, then x > cmax -> cmax (NaN kept)"),
+    ("cmax", 44, "float", ""),
+    ("b_stride", 48, "size_t", "per-channel kernels: bytes from one B panel to the next"),
+)
+OFF = {name: off for name, off, _, _ in ARGS_FIELDS}
+ROWS_REG, KPAIRS_REG, COUNT_REG = "x6", "x7", "x8"
+
+
+@dataclass(frozen=True)
+class Qdyn4Plan:
+    instruction: str
+    ep: int
+    hp: int
+    cpu: str = "generic"
+    blocked = True                # scale blocks (the per-channel kernels: gen/qdyn4_rl.py)
+
+    @property
+    def rp(self) -> int:          # row pairs
+        return self.ep // 2
+
+    @property
+    def cp(self) -> int:          # column pairs
+        return self.hp // 2
+
+    # registers: A v0.. (2 per row pair), B (packed + low nibbles) after, then the mask;
+    # int32 accumulators and fp32 sums at the top.
+    @property
+    def a_regs(self):
+        return tuple(range(2 * self.rp))
+
+    @property
+    def b_packed(self):
+        base = 2 * self.rp
+        return tuple(range(base, base + self.cp))
+
+    @property
+    def b_low(self):
+        base = 2 * self.rp + self.cp
+        return tuple(range(base, base + self.cp))
+
+    @property
+    def acc_regs(self):
+        n = self.rp * self.cp
+        return tuple(range(32 - 2 * n, 32 - n))
+
+    @property
+    def sum_regs(self):
+        """fp32 running sums of the blocks."""
+        n = self.rp * self.cp
+        return tuple(range(32 - n, 32))
+
+    def acc(self, r, c):
+        return self.acc_regs[r * self.cp + c]
+
+    def fsum(self, r, c):
+        return self.sum_regs[r * self.cp + c]
+
+    @property
+    def mask(self) -> int:
+        """The register holding 0xf0 in every byte: right after A and B."""
+        return 2 * self.rp + 2 * self.cp
+
+    def free_regs(self):
+        used = set(self.acc_regs + self.sum_regs + (self.mask,))
+        return [v for v in range(32) if v not in used]
+
+    def a_step_bytes(self):
+        return self.ep * LP
+
+    def b_step_bytes(self):
+        return self.hp * LP // 2
+
+    def tile_plan(self) -> TilePlan:
+        """A gen.plan view for the shared store helpers: the fp32 sums as the 2x2 tiles."""
+        temps = tuple(v for v in self.free_regs())
+        return TilePlan(self.instruction, self.ep, self.hp, 8, "resident", temps[:0],
+                        temps, self.sum_regs, 0.0, self.cpu)
+
+
+def registers_needed(ep: int, hp: int) -> int:
+    """int32 accumulators + fp32 sums + A (two per row pair) + B (packed +
+    unpacked low nibbles per column pair) + the mask; the epilogue reuses the A/B registers
+    (row scales, -zp, column scales, block sums: 2 per row pair, 2 per column pair) plus one
+    temporary."""
+    rp, cp = ep // 2, hp // 2
+    n = 2 * rp * cp
+    return max(n + 2 * rp + 2 * cp + 1, n + 1 + 2 * rp + 2 * cp + 1)
+
+
+def block_counts(ep: int, hp: int, bl: int = 32) -> dict:
+    """Instructions of one scale block of `bl` k for an ep x hp tile (the kernel's own mix)."""
+    rp, cp, steps = ep // 2, hp // 2, bl // LP
+    n = rp * cp
+    return dict(mac=2 * n * steps, unpack=2 * cp * steps,
+                epilogue=5 * n,                      # mul, scvtf, fmul t, fmul u, fadd
+                loads=(2 * rp + cp) * steps + 2 * rp + 2 * cp,
+                alu=2 * (steps // 2) + 2 + 2 * cp)   # pointer adds, subs / branch
+
+
+def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32) -> float:
+    """Modeled cycles per block: the busiest of the MAC/vector pipes, the load pipes and issue,
+    and the MAC latency (each accumulator's chain of MACs)."""
+    c = block_counts(ep, hp, bl)
+    vector = c["mac"] + c["unpack"] + c["epilogue"]
+    if core.in_order:
+        # vfp ops have their own pipes on the in-order models; MACs and integer ops share
+        pipes = max((c["mac"] + c["unpack"] + c["epilogue"] // 5) / core.throughput("smmla"),
+                    4 * c["epilogue"] / 5 / 2)
+    else:
+        pipes = vector / core.throughput("smmla")
+    total = sum(c.values())
+    chain = c["mac"] / (ep // 2 * (hp // 2)) * core.latency("smmla")
+    return max(pipes, c["loads"] / core.loads_per_cycle, total / core.issue_width, chain)
+
+
+# The block length the tiles are ranked for: bl = 32 (the common GGML / KleidiAI block).
+RANK_BL = 32
+
+
+def candidates(instruction: str = "smmla", cpu: str = "generic") -> list:
+    """(ep, hp, worst modeled fraction of the smmla peak) of every tile that fits, best first."""
+    inst = INSTRUCTIONS[instruction]
+    cores = covered_cores(inst, cpu)
+    out = []
+    for ep in range(2, 17, 2):
+        for hp in range(2, 17, 2):
+            if registers_needed(ep, hp) > 32 or hp % 4 and hp != 2:
+                continue
+            macs = block_counts(ep, hp, RANK_BL)["mac"]
+            worst = min(macs / core.throughput(instruction)
+                        / block_cycles(ep, hp, core, RANK_BL) for core in cores)
+            out.append((ep, hp, worst))
+    return sorted(out, key=lambda t: (-round(t[2], 6), registers_needed(t[0], t[1]), -t[0], t[1]))
+
+
+def solve(instruction: str = "smmla", cpu: str = "generic") -> Qdyn4Plan:
+    if instruction not in QDYN4_INSTRUCTIONS:
+        raise KernelPlanError(f"no qdyn int4 kernel for {instruction} yet")
+    ep, hp, _ = candidates(instruction, cpu)[0]
+    return Qdyn4Plan(instruction, ep, hp, cpu)
+
+
+# ---- instruction lists ---------------------------------------------------------------------------
+def _v(text, comment="", defs=(), uses=()):
+    return Insn(text, "alu", defs=tuple(defs), uses=tuple(uses), comment=comment)
+
+
+def _load(text, reg, base, comment=""):
+    return Insn(text, "load", defs=(f"v{reg}",), uses=(base,), comment=comment)
+
+
+def k_step(plan: Qdyn4Plan, step: int) -> list[Insn]:
+    """Loads, unpack and smmla of k-step `step` (0 or 1) of a two-step body: A at x0 + step *
+    a_step, B at x1 + step * b_step."""
+    code = []
+    a0 = step * plan.a_step_bytes()
+    for i, reg in enumerate(plan.a_regs):
+        half, r = divmod(i, plan.rp)
+        code.append(_load(f"ldr q{reg}, [x0, #{a0 + 16 * i}]", reg, "x0",
+                          f"A rows {2 * r}-{2 * r + 1}, k {8 * half}-{8 * half + 7}"))
+    b0 = step * plan.b_step_bytes()
+    for c, reg in enumerate(plan.b_packed):
+        code.append(_load(f"ldr q{reg}, [x1, #{b0 + 16 * c}]", reg, "x1",
+                          f"B columns {2 * c}-{2 * c + 1}, 16 k as nibbles"))
+    for c in range(plan.cp):
+        p, lo = plan.b_packed[c], plan.b_low[c]
+        code.append(_v(f"shl v{lo}.16b, v{p}.16b, #4", f"16 x k 0-7 of columns {2*c}-{2*c+1}",
+                       (f"v{lo}",), (f"v{p}",)))
+        code.append(_v(f"and v{p}.16b, v{p}.16b, v{plan.mask}.16b", "16 x k 8-15",
+                       (f"v{p}",), (f"v{p}", f"v{plan.mask}")))
+    for half, bregs in ((0, plan.b_low), (1, plan.b_packed)):
+        for r in range(plan.rp):
+            a = plan.a_regs[half * plan.rp + r]
+            for c in range(plan.cp):
+                acc = plan.acc(r, c)
+                code.append(Insn(f"smmla v{acc}.4s, v{a}.16b, v{bregs[c]}.16b", "mac",
+                                 defs=(f"v{acc}",), uses=(f"v{acc}", f"v{a}", f"v{bregs[c]}"),
+                                 instruction=plan.instruction))
+    return code
+
+
+def _advance(reg, amount, comment):
+    return Insn(f"add {reg}, {reg}, #{amount}", "alu", defs=(reg,), uses=(reg,), comment=comment)
+
+
+def inner_body(plan: Qdyn4Plan) -> list[Insn]:
+    """Two k-steps of a block (not its last two)."""
+    code = k_step(plan, 0) + k_step(plan, 1)
+    code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next two k-steps"),
+             _advance("x1", 2 * plan.b_step_bytes(), "B: next two k-steps"),
+             Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
+                  uses=(COUNT_REG,)),
+             Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
+    return code
+
+
+def pair_pointers(plan: Qdyn4Plan) -> list[str]:
+    """x9.. : one pointer per column pair for the LD1R loads of the column data."""
+    return [f"x{9 + i}" for i in range(2 * plan.cp)]
+
+
+def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str, first: int = 0) -> list[Insn]:
+    """LD1R .2d of each column pair's two 4-byte values at x1 + offset + 8 c: (c0 c1 c0 c1),
+    the 2x2 tile layout, from the compact per-column array (hp values) of the panel."""
+    code = []
+    for c, reg in enumerate(regs):
+        ptr = pair_pointers(plan)[first + c]
+        code.append(Insn(f"add {ptr}, x1, #{offset + 8 * c}", "alu", defs=(ptr,), uses=("x1",)))
+        code.append(_load(f"ld1r {{v{reg}.2d}}, [{ptr}]", reg, ptr,
+                          f"{what} of columns {2 * c}-{2 * c + 1}, twice"))
+    return code
+
+
+def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[Insn]:
+    """Accumulators = (-zp) x (16 x block sums) of the next block, B sums at x1 + offset."""
+    code = []
+    rows_zp = plan.rp * 16
+    for r, reg in enumerate(zp_regs):
+        code.append(_load(f"ldr q{reg}, [{ROWS_REG}, #{rows_zp + 16 * r}]", reg, ROWS_REG,
+                          f"-zp of rows {2 * r}-{2 * r + 1}"))
+    code += column_loads(plan, bsum_offset, bsum_regs, "16 x block sums", plan.cp)
+    for r in range(plan.rp):
+        for c in range(plan.cp):
+            acc = plan.acc(r, c)
+            code.append(_v(f"mul v{acc}.4s, v{zp_regs[r]}.4s, v{bsum_regs[c]}.4s",
+                           "-16 zp sum qb: the zero-point correction",
+                           (f"v{acc}",), (f"v{zp_regs[r]}", f"v{bsum_regs[c]}")))
+    return code
+
+
+def epilogue_regs(plan: Qdyn4Plan):
+    free = [v for v in plan.free_regs()]
+    scale = free[:plan.rp]
+    ws = free[plan.rp:plan.rp + plan.cp]
+    zp = free[plan.rp + plan.cp:2 * plan.rp + plan.cp]
+    bsum = free[2 * plan.rp + plan.cp:2 * plan.rp + 2 * plan.cp]
+    temps = free[2 * plan.rp + 2 * plan.cp:]
+    if not temps:
+        raise KernelPlanError(f"qdyn4 {plan.ep}x{plan.hp}: no register left for the epilogue")
+    return scale, ws, zp, bsum, temps
+
+
+def tail_body(plan: Qdyn4Plan) -> list[Insn]:
+    """The last two k-steps of a block, its fp32 epilogue (header order), the correction of the
+    next block (whose sums follow this block's scales in the panel), the pointer advance and
+    the block loop's branch."""
+    code = k_step(plan, 0) + k_step(plan, 1)
+    scale, ws, zp, bsum, temps = epilogue_regs(plan)
+    ws_offset = 2 * plan.b_step_bytes()
+    for r, reg in enumerate(scale):
+        code.append(_load(f"ldr q{reg}, [{ROWS_REG}, #{16 * r}]", reg, ROWS_REG,
+                          f"scale of rows {2 * r}-{2 * r + 1}"))
+    code += column_loads(plan, ws_offset, ws, "block scales")
+    k = 0
+    for r in range(plan.rp):
+        for c in range(plan.cp):
+            acc, s, t = plan.acc(r, c), plan.fsum(r, c), temps[k % len(temps)]
+            k += 1
+            code += [
+                _v(f"scvtf v{acc}.4s, v{acc}.4s, #4", "(float)acc: 16 acc with 4 fraction bits",
+                   (f"v{acc}",), (f"v{acc}",)),
+                _v(f"fmul v{t}.4s, v{scale[r]}.4s, v{ws[c]}.4s", "t = scale[m] * wscale[n][b]",
+                   (f"v{t}",), (f"v{scale[r]}", f"v{ws[c]}")),
+                _v(f"fmul v{acc}.4s, v{t}.4s, v{acc}.4s", "u = t * (float)acc",
+                   (f"v{acc}",), (f"v{t}", f"v{acc}")),
+                _v(f"fadd v{s}.4s, v{s}.4s, v{acc}.4s", "s = s + u",
+                   (f"v{s}",), (f"v{s}", f"v{acc}")),
+            ]
+    code += correction(plan, ws_offset + plan.hp * 4, zp, bsum)
+    code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next block"),
+             _advance("x1", 2 * plan.b_step_bytes() + 2 * plan.hp * 4,
+                      "B: past the scales and the next block's sums"),
+             Insn("subs x2, x2, #1", "alu", defs=("x2", "nzcv"), uses=("x2",),
+                  comment="blocks left"),
+             Insn("b.ne K_BLOCK", "branch", uses=("nzcv",))]
+    return code
+
+
+def final_code(plan: Qdyn4Plan) -> list[Insn]:
+    """After the last block: unzip the fp32 sums into rows, + bias, clamp, store."""
+    tplan = plan.tile_plan()
+    pool = [v for v in plan.free_regs() if v != plan.mask]
+    pool = [v for v in pool] + list(plan.acc_regs)
+    code, rows = ep_mod.tile_rows(tplan, pool)
+    lo, hi, bias, m = pool[:4]
+    code += [ep_mod._i(f"ldr x11, [x5, #{OFF['bias']}]", "args->bias", "load"),
+             ep_mod._i(f"ldp w12, w13, [x5, #{OFF['cmin']}]", "cmin, cmax", "load"),
+             ep_mod._i(f"dup v{lo}.4s, w12"), ep_mod._i(f"dup v{hi}.4s, w13")]
+    groups = max(len(r) for r in rows)
+    for g in range(groups):
+        code.append(ep_mod._i(f"ldr q{bias}, [x11, #{16 * g}]",
+                              f"bias of columns {4 * g}-{4 * g + 3}", "load"))
+        code += [ep_mod._i(f"fadd v{row[g][0]}.4s, v{row[g][0]}.4s, v{bias}.4s", f"row {r}: + bias")
+                 for r, row in enumerate(rows) if g < len(row)]
+    pieces = []
+    for r, row in enumerate(rows):
+        col, out = 0, []
+        for v, n in row:
+            code += [ep_mod._i(f"fcmgt v{m}.4s, v{lo}.4s, v{v}.4s", f"row {r}: x < cmin"),
+                     ep_mod._i(f"bit v{v}.16b, v{lo}.16b, v{m}.16b", "-> cmin"),
+                     ep_mod._i(f"fcmgt v{m}.4s, v{v}.4s, v{hi}.4s", "x > cmax"),
+                     ep_mod._i(f"bit v{v}.16b, v{hi}.16b, v{m}.16b", "-> cmax")]
+            out.append((v, 4 * n, 4 * col))
+            col += n
+        pieces.append(out)
+    return code, pieces
+
+
+def prologue(plan: Qdyn4Plan) -> list[Insn]:
+    code = [ep_mod._i(f"ldr {KPAIRS_REG}, [x5, #{OFF['kpairs']}]", "k-step pairs per block",
+                      "load"),
+            ep_mod._i(f"ldr {ROWS_REG}, [x5, #{OFF['rows']}]", "row scales and -zp", "load"),
+            ep_mod._i(f"movi v{plan.mask}.16b, #0xf0", "high-nibble mask")]
+    code += [ep_mod._i(f"movi v{s}.4s, #0x80, lsl #24", "s = -0.0 (-0.0 + u_0 = u_0)")
+             for s in plan.sum_regs]
+    scale, ws, zp, bsum, _ = epilogue_regs(plan)
+    code += [i for i in correction(plan, 0, zp, bsum)]
+    code.append(ep_mod._i(f"add x1, x1, #{plan.hp * 4}", "B: block 0's k-steps"))
+    return code
+
+
+def kernel_symbol(prefix: str, plan: Qdyn4Plan) -> str:
+    from .naming import cpu_suffix
+    return (f"{prefix}gemm_{SIGNATURE}_{INSTRUCTIONS[plan.instruction].mnemonic}_{plan.ep}x{plan.hp}x{LP}"
+            f"{cpu_suffix(plan.cpu)}")
+
+
+def panel_bytes_formula(plan: Qdyn4Plan) -> str:
+    return (f"hp*4 + blocks * (kb * {plan.b_step_bytes()} + hp*8) bytes per panel "
+            f"(kb = bl/16 k-steps, even)")
+
+
+def scheduled(body: list[Insn], cpu: str) -> list[Insn]:
+    """`body` ordered by gen.schedule, checked to keep every dependency (a body without a
+    branch, the per-channel tail, may end with any instruction)."""
+    from .loop import check_same_dependencies
+    order = schedule_loop(body, cpu)
+    end = [] if body[-1].kind == "branch" else [Insn("b 1f", "branch")]
+    check_same_dependencies(body + end, order + end)
+    return order
+
+
+def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
+    from encoder import rewrite_text
+    from .emit import (Kernel, arch_directive, callee_saved_used, frame_bytes,
+                       gp_registers_used, inst_features, restore_registers, save_registers)
+    if registers_needed(plan.ep, plan.hp) > 32:
+        raise KernelPlanError(f"qdyn4 {plan.ep}x{plan.hp}: more than 32 vector registers")
+    inst = INSTRUCTIONS[plan.instruction]
+    symbol = kernel_symbol(prefix, plan)
+    tplan = plan.tile_plan()
+    inner = scheduled(inner_body(plan), plan.cpu)
+    tail = scheduled(tail_body(plan), plan.cpu)
+    final, pieces = final_code(plan)
+    write = ep_mod.store_row_pieces(tplan, pieces)
+    everything = inner + tail + final + prologue(plan)
+    used = sorted({int(n) for i in everything for n in __import__("re").findall(
+        r"\bv(\d+)\b", i.text)})
+    saved = [f"d{r}" for r in range(8, 16) if r in used]
+    args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), tplan)
+    context = dict(
+        symbol=symbol, plan=plan, inst=inst, lp=LP, prefix=prefix, rl=False,
+        arch_directive=arch_directive(inst) if inst_mode == "never" else None,
+        save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
+        saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final,
+        store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
+        write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
+        a_step=plan.a_step_bytes(), b_step=plan.b_step_bytes(),
+        panel=panel_bytes_formula(plan))
+    text = env.get_template("kernel_qdyn4.S.j2").render(**context)
+    features = inst_features(inst_mode)
+    if features:
+        text = rewrite_text(text, features, filename=f"{symbol}.S")
+    entry = {
+        "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
+        "mnemonic": inst.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
+        "ep": plan.ep, "hp": plan.hp, "lp": LP, "a_step_bytes": plan.a_step_bytes(),
+        "blocked": plan.blocked, "panels": 1, "decode": False,
+        "b_step_bytes": plan.b_step_bytes(), "max_bl": QDYN4_MAX_BL,
+        "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,
+        "b_layout": panel_bytes_formula(plan), "variants": [],
+    }
+    return Kernel(symbol, f"{symbol}.S", text, entry)
+
+
+def c_struct(prefix: str) -> str:
+    """The argument block's C declaration; the drivers' ts_pack_internal.h declares the same
+    under the same guard (the layout is the ABI, tests/test_qdyn4.py compares them)."""
+    guard = f"{prefix.upper()}QDYN_ARGS_DEFINED"
+    lines = [f"#ifndef {guard}", f"#define {guard}", f"typedef struct {prefix}qdyn_args {{"]
+    for name, offset, ctype, comment in ARGS_FIELDS:
+        decl = f"    {ctype} {name};" if not ctype.endswith("*") else f"    {ctype}{name};"
+        lines.append(f"{decl:<34}/* {offset:2}: {comment} */" if comment else
+                     f"{decl:<34}/* {offset:2} */")
+    lines.append(f"}} {prefix}qdyn_args;")
+    lines.append(f"typedef void (*{prefix}qdyn_kernel_fn)(const void *a_packed, const void *b_packed, "
+                 f"size_t blocks,\n{' ' * 29}float *c, size_t ldc_bytes, "
+                 f"const {prefix}qdyn_args *args);")
+    lines.append("#endif")
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""qdyn int4 kernels (gen/qdyn4.py): the solver's register and operation accounting, the
+scheduled bodies, the argument block layout (generator, kernels.h and the drivers' header agree),
+and that every kernel assembles (GNU as -march=armv8-a, clang ELF / Mach-O / COFF) and passes
+`python3 -m encoder verify`. Their results (bit-identical to the scalar reference of
+tilesmith.h's formulas on every path and feature mask) are tests/test_drivers_qdyn.py's."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cross import CLANG, GCC, ROOT
+from gen import qdyn4
+from gen.cores import CORES
+from gen.drivers import DRIVERS
+from gen.emit import environment
+from gen.loop import check_same_dependencies
+from gen.schedule import Insn, op_class, schedule_loop
+import kernel_build
+
+from gen import qdyn4_rl
+
+VARIANTS = [("blocked", True)]
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    return lambda arch, inst="auto": kernel_build.cached_output(tmp_path_factory, arch, inst)
+
+
+def test_register_accounting_counts_unpack_mask_and_sums():
+    # 8x4 blocked: 8 int32 + 8 fp32 sums + 8 A + 2 packed B + 2 low nibbles + mask = 29,
+    # epilogue: 16 + 4 scales/-zp pairs x 2 + 2 x 2 column pairs + 2 temporaries = 30
+    assert qdyn4.registers_needed(8, 4) == 30
+    assert qdyn4.registers_needed(8, 8) > 32       # 16 + 16 sums: does not fit
+    for ep, hp, _ in qdyn4.candidates("smmla", "generic"):
+        assert qdyn4.registers_needed(ep, hp) <= 32
+    # two channels per byte, 16 rows x 1 panel: 16 R/L accumulators + 8 A + raw and low
+    # nibbles + mask = 27; epilogue 16 + mask + 8 scales + 2 column scales + 2 temps = 29
+    assert qdyn4_rl.registers_needed(16, 1) == 29
+    # decode, 7 panels: 14 accumulators + mask + 1 scale + 14 column scales + 2 temps = 32
+    assert qdyn4_rl.registers_needed(2, 7) == 32
+    for decode in (False, True):
+        for ep, panels, _ in qdyn4_rl.candidates("smmla", "generic", decode):
+            assert qdyn4_rl.registers_needed(ep, panels) <= 32
+
+
+def test_two_channels_per_byte_choices_and_counts():
+    pre, dec = qdyn4_rl.solve("smmla"), qdyn4_rl.solve("smmla", decode=True)
+    assert (pre.ep, pre.hp, dec.ep, dec.hp) == (16, 4, 2, 28)
+    for plan in (pre, dec):
+        regs = list(plan.a_regs + plan.b_packed + plan.b_low + (plan.mask,) + plan.acc_regs)
+        assert len(set(regs)) == len(regs) and max(regs) < 32
+        body = qdyn4_rl.inner_body(plan)     # two 8-k steps
+        c = qdyn4_rl.step_counts(plan.ep, plan.panels)
+        assert sum(op_class(i) == "smmla" for i in body) == 2 * c["mac"]
+        assert sum(i.text.startswith("and ") for i in body) == 2 * c["unpack"] == 2 * plan.panels
+    # decode bound from the mix: per 16 bytes a load, an and, two smmla (N2: 2 vector pipes)
+    assert round(qdyn4_rl.compute_bound(CORES["neoverse-n2"]), 2) == 10.67
+    assert round(qdyn4_rl.compute_bound(CORES["neoverse-v1"]), 2) == 21.33
+
+
+@pytest.mark.parametrize("decode", [False, True])
+def test_two_channels_per_byte_epilogue_and_schedule(decode):
+    plan = qdyn4_rl.solve("smmla", decode=decode)
+    body = qdyn4_rl.inner_body(plan)
+    check_same_dependencies(body, schedule_loop(body, "generic"))
+    ops = [i.text for i in qdyn4_rl.epilogue_body(plan) if i.text.split()[0] in
+           ("sub", "scvtf", "fmul")]
+    for j in range(0, len(ops), 7):       # per row pair and panel, the header's order
+        sub, s_lo, s_hi, t0, t1, u0, u1 = ops[j:j + 7]
+        hi, lo = re.match(r"sub (v\d+)\.4s, \1\.4s, (v\d+)\.4s", sub).groups()
+        assert s_lo == f"scvtf {lo}.4s, {lo}.4s" and s_hi == f"scvtf {hi}.4s, {hi}.4s, #4"
+        ta, tb = (re.match(r"fmul (v\d+)\.4s", t).group(1) for t in (t0, t1))
+        assert u0 == f"fmul {lo}.4s, {ta}.4s, {lo}.4s" and u1 == f"fmul {hi}.4s, {tb}.4s, {hi}.4s"
+
+
+@pytest.mark.parametrize("name,blocked", VARIANTS)
+def test_solver_choice_and_its_registers(name, blocked):
+    plan = qdyn4.solve("smmla", "generic")
+    assert (plan.ep, plan.hp) == (8, 4)
+    regs = list(plan.a_regs + plan.b_packed + plan.b_low + (plan.mask,) + plan.acc_regs)
+    regs += plan.sum_regs
+    assert len(set(regs)) == len(regs) and max(regs) < 32
+    scale, ws, zp, bsum, temps = qdyn4.epilogue_regs(plan)
+    assert temps and not set(scale + ws + zp + bsum + temps) & set(plan.acc_regs + plan.sum_regs)
+
+
+def test_counts_follow_the_kernel_mix():
+    c = qdyn4.block_counts(8, 4, 32)
+    # bl 32 = 2 k-steps of 16 k: 2 x (8 A + 2 B) loads, 2 x 16 smmla, 2 x 4 unpack
+    assert (c["mac"], c["unpack"], c["epilogue"]) == (32, 8, 40)
+    body = qdyn4.tail_body(qdyn4.solve("smmla"))
+    kinds = [op_class(i) for i in body]
+    assert kinds.count("smmla") == c["mac"]
+    assert sum(i.text.startswith(("shl", "and")) for i in body) == c["unpack"]
+    assert sum(i.text.startswith(("mul", "scvtf", "fmul", "fadd")) for i in body) == c["epilogue"]
+    assert kinds.count("vint") + kinds.count("vfp") == c["unpack"] + c["epilogue"]
+
+
+@pytest.mark.parametrize("name,blocked", VARIANTS)
+def test_scheduled_bodies_keep_dependencies(name, blocked):
+    plan = qdyn4.solve("smmla", "generic")
+    for body in (qdyn4.inner_body(plan), qdyn4.tail_body(plan)):
+        scheduled = schedule_loop(body, "generic")
+        if body[-1].kind != "branch":     # the per-channel tail is no loop: no branch to keep
+            end = Insn("b.ne 1b", "branch", uses=("nzcv",))
+            body, scheduled = body + [end], scheduled + [end]
+        check_same_dependencies(body, scheduled)
+
+
+def test_epilogue_order_is_the_headers():
+    """Per accumulator: scvtf #4, t = scale * wscale, u = t * (float)acc, s = s + u (no FMA)."""
+    body = qdyn4.tail_body(qdyn4.solve("smmla"))
+    ops = [i.text for i in body if i.text.startswith(("scvtf", "fmul", "fadd"))]
+    for j in range(0, len(ops), 4):
+        scvtf, t, u, s = ops[j:j + 4]
+        acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s, #4", scvtf).group(1)
+        tr = re.match(r"fmul (v\d+)\.4s, v\d+\.4s, v\d+\.4s", t).group(1)
+        assert u == f"fmul {acc}.4s, {tr}.4s, {acc}.4s"
+        assert re.match(rf"fadd (v\d+)\.4s, \1\.4s, {acc}\.4s$", s)
+    assert not any(re.match(r"f[nm]*(mla|mls|madd|msub)", i.text) for i in body)
+
+
+def test_args_layout_agrees_with_the_drivers_header():
+    header = (DRIVERS / "src" / "ts_pack_internal.h").read_text()
+    struct = re.search(r"typedef struct ts_qdyn_args \{(.*?)\} ts_qdyn_args;", header, re.S)
+    fields = re.findall(r"(\w+);\s*/\*\s*(\d+)", struct.group(1))
+    assert [(n, int(o)) for n, o in fields] == [(n, o) for n, o, _, _ in qdyn4.ARGS_FIELDS]
+    text = qdyn4.c_struct("ts_")
+    assert "TS_QDYN_ARGS_DEFINED" in text and "TS_QDYN_ARGS_DEFINED" in header
+
+
+def test_manifest_and_header_name_both_kernels(outputs):
+    out, manifest = outputs("v86")
+    q = manifest["qdyn_kernels"]
+    assert [(k["symbol"], k["blocked"], k["decode"]) for k in q] == [
+        ("ts_gemm_s8s4f32_smmla_8x4x16", True, False),
+        ("ts_gemm_s8s4f32_smmla_16x4x8_pc", False, False),
+        ("ts_gemm_s8s4f32_smmla_2x28x8_pc", False, True)]
+    header = (out / "ts_kernels.h").read_text()
+    for k in q:
+        assert f"void {k['symbol']}(" in header
+    dispatch = (out / "ts_dispatch.c").read_text()
+    assert dispatch.count("ts_gemm_s8s4f32_smmla_8x4x16") == 2     # name and function
+    for arch in ("v8", "v82"):               # no i8mm: no qdyn int4 kernel
+        assert "qdyn_kernels" not in outputs(arch)[1]
+
+
+@pytest.mark.parametrize("inst", ["auto", "never", "always"])
+def test_kernels_assemble_and_verify(outputs, tmp_path, inst):
+    out, manifest = outputs("v86", inst)
+    for k in manifest["qdyn_kernels"]:
+        src = out / k["file"]
+        subprocess.run([GCC, "-march=armv8-a", "-c", src, "-o", tmp_path / "k.o"], check=True)
+        for target, prefix in (("arm64-apple-macos", "_"), ("aarch64-pc-windows-msvc", ""),
+                               ("aarch64-linux-gnu", "")):
+            subprocess.run([CLANG, f"--target={target}", "-c", src, "-o", tmp_path / "c.o"],
+                           check=True)
+            nm = subprocess.run(["llvm-nm-19", "--defined-only", "--extern-only", tmp_path / "c.o"],
+                                capture_output=True, text=True, check=True).stdout.split()
+            assert nm[-2:] == ["T", prefix + k["symbol"]]
+        if inst != "never":
+            proc = subprocess.run([sys.executable, "-m", "encoder", "verify", str(src)],
+                                  cwd=ROOT, capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_callee_saved_registers_are_saved(outputs):
+    out, manifest = outputs("v86")
+    for k in manifest["qdyn_kernels"]:
+        text = (out / k["file"]).read_text()
+        used = {int(n) for n in re.findall(r"\bv(\d+)\.", text)}
+        for r in range(8, 16):
+            if r in used:
+                assert re.search(rf"stp d\d+, d\d+, \[sp|str d{r}", text)
+                assert f"d{r}" in text.split("K_DONE:")[1]
+        assert not re.search(r"\bx(1[89]|2\d)\b", text.split("#endif", 2)[-1])
