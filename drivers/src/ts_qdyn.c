@@ -6,21 +6,23 @@
  * operation below is its own statement, and no multiply may be fused with the add after it,
  * or the paths would not return the same bits as the documented order.
  *
- * How it runs: the weights are packed once (ts_pack_b_qs8 / _qs4) into the panels of the int8
- * kernel the dispatcher picks for TS_GEMM_QDYN (smmla -> sdot -> smlal), int4 widened to int8
- * at packing time, with the per-block weight sums and scales beside them. Per ep-row strip of A
- * the rows are quantised (or taken from a ts_packed_a) and packed; per hp-column panel of B
- * and per scale block the raw kernel computes sum qa*qb over the block into an int32 tile, and
- * the fp32 epilogue below subtracts zp[m] * sum qb (modulo 2^32: exact whenever the true block
- * sum fits, which the K bounds guarantee), scales and accumulates the blocks in fp32, then adds
- * the bias and clamps. The integer part is exact and the fp32 part is this one C function on
- * every path, hence the bit-identical results.
- *
- * Not yet (issue 12 deliverable 3): kernels that read int4 panels and unpack them in registers,
- * and a "dequant" epilogue variant of gen/epilogue.py doing the per-block steps above in the
- * kernel (the int32 tile starts from args->acc = -zp[m] * blocksum[n], so only SCVTF, FMUL
- * (t), FMUL (u), FADD (s) remain per 4 outputs and block; the fp32 running sum and the row
- * scales need two more argument fields). Until then this file is that epilogue's reference.
+ * How it runs. int4 weights on a path with qdyn int4 kernels (path->qdyn: i8mm; gen/qdyn4.py,
+ * README "qdyn int4 kernels") are packed for them, 4 bits per weight (pack_q4): per ep-row
+ * strip the rows are quantised (or taken from a ts_packed_a) and packed, and one kernel call
+ * per hp-column panel does everything else: int4 unpack, the zero-point correction, the
+ * per-block int32 sums, their fp32 dequantisation in the header's order, bias and clamp
+ * (qdyn_q4_strip). Everywhere else (int8 weights; int4 on the dotprod / Armv8.0 paths, which
+ * have no int4 kernel yet; an int4 block beyond the kernels' bound, 65793 k) the weights are
+ * packed (int4 widened to int8) into the panels of the raw int8 kernel of the path (smmla ->
+ * sdot -> smlal) with the per-block weight sums and scales beside them, the raw kernel computes
+ * sum qa*qb per block into an int32 tile, and the C epilogue below (dequant_block) subtracts
+ * zp[m] * sum qb (modulo 2^32: exact whenever the true block sum fits, which the K bounds
+ * guarantee), scales and accumulates the blocks in fp32, then adds the bias and clamps. The
+ * integer part is exact and both fp32 parts run the same IEEE operations in the same order
+ * (the kernels' s starts at -0.0 and a missing bias is -0.0: x + -0.0 == x for every x),
+ * hence the bit-identical results.
+ * Threads (the context's tasks) split the row strips and panels (for the int4 kernels: panel
+ * groups, one kernel call each) of the same calls, so the bits do not depend on the grid.
  * Plain C99. */
 #include <float.h>
 #include <math.h>
