@@ -288,7 +288,7 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
             for svl in SME_SVL_BYTES]
 
 
-# GEMM types whose driver (ts_gemm.c ts_gemm_run) dispatches on M to the GEMV / small-M kernels
+# GEMM types whose driver (the engine, ts_engine.c) dispatches on M to the GEMV / small-M kernels
 # (the fp16 types too: fmla .8h / fmlal GEMV kernels, or the fmla fp32 one on the converted
 # fp16, whose fp32 results the driver rounds to fp16 like the GEMM tile's); the qdyn type runs
 # its own loop (ts_qdyn.c) and gets none yet (its handles would only carry an unused second

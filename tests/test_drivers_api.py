@@ -214,7 +214,7 @@ def test_small_m_matches_gemm_path_bit_for_bit(arch, cpu, generated, harness):
                     cpu=cpu, check=False)
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     assert int(proc.stdout.split("shapes ")[1].split()[0]) >= 10 * len(CPU_MASKS[cpu])
-    # every type ts_gemm_run drives (registry GEMV_EPILOGUES): the harness's labels
+    # every type the engine (ts_engine.c) drives (registry GEMV_EPILOGUES): the harness's labels
     gemv_types = tuple(t.test_label for t in registry.GEMM_TYPES if registry.has_gemv(t))
     assert gemv_types == ("f32", "bf16", "f16", "f16f32", "int8", "u8s8", "u8u32")
     check_dispatch_lines(proc.stdout, paths, cpu, gemv_types)

@@ -263,10 +263,15 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  * the fp32 roundings of the epilogue). fp32 overflow of the epilogue gives +-Inf (NaN where
  * Inf * 0), only where the float64 value is beyond FLT_MAX too.
  *
- * ctx: the engine's context (threads, workspace); NULL = single thread, built-in defaults.
+ * ctx: the execution context (below: threads, workspace, feature mask); NULL = one thread,
+ * malloc, the global mask. The ep-row strips x hp-column panels of C are split over its threads;
+ * every scale block's int32 sum completes inside one kernel call, so results are bit-identical
+ * for every thread count and pool. A handle is tied to the path its ctx (or NULL) picked.
  * Errors: TS_EINVAL (NULL handle or output, NULL A or scales, NaN/Inf input, bad bl, K bound,
- * cmin > cmax or NaN bounds, NaN / Inf bias, C overlapping an input), TS_ENOMEM; nothing is
- * written to C or *out on error. */
+ * cmin > cmax or NaN bounds, NaN / Inf bias, C overlapping an input, a handle packed for another
+ * path than ctx picks now, ctx's workspace smaller than ts_context_workspace_size(ctx,
+ * TS_GEMM_QDYN, M, N, K) or overlapping a buffer of the call), TS_ENOMEM; nothing is written to
+ * C or *out on error. */
 #define TS_QDYN_S8_MAX_K  65793     /* 65793 * 255 * 128 <= 2^31 - 1 < 65794 * 255 * 128 */
 #define TS_QDYN_S4_MAX_BL 1052688   /* 1052688 * 255 * 8 <= 2^31 - 1 < 1052689 * 255 * 8 */
 typedef struct ts_context ts_context;   /* execution context (below); NULL = defaults */
