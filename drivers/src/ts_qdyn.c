@@ -257,42 +257,53 @@ static void q4_sums(unsigned char *dst, const uint8_t *B, size_t ldb, size_t N, 
     }
 }
 
+/* A handle of `panels` panels of `panel_bytes` for one of the qdyn int4 kernels: header and
+ * panels in one allocation (the header rounded up to 16 bytes), every other field zero or
+ * NULL; the caller sets the kernel-specific counts. Nonzero on overflow or a failed malloc. */
+static int new_kernel_handle(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N,
+                             size_t K, size_t panels, size_t panel_bytes, ts_packed_b **out)
+{
+    const size_t head = (sizeof(ts_packed_b) + 15) / 16 * 16;
+    size_t data, total;
+    if (ts_size_mul(panel_bytes, panels, &data) || ts_size_add(head, data, &total))
+        return -1;
+    unsigned char *mem = (unsigned char *)malloc(total);
+    if (mem == NULL)
+        return -1;
+    ts_packed_b *b = (ts_packed_b *)mem;
+    memset(b, 0, sizeof *b);
+    b->path = path;
+    b->K = K;
+    b->N = N;
+    b->panels = panels;
+    b->panel_bytes = panel_bytes;
+    b->data = mem + head;
+    b->owned = mem;
+    b->qdyn = kernel;
+    *out = b;
+    return 0;
+}
+
 static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, size_t K,
                    const uint8_t *B, size_t ldb, const float *scales, size_t block,
                    ts_packed_b **out)
 {
     const size_t hp = kernel->hp, blocks = K / block;
     const size_t kb = (block + 31) / 32 * 2;                   /* k-steps of 16 per block */
-    const size_t panels = N / hp + (N % hp != 0), head = (sizeof(ts_packed_b) + 15) / 16 * 16;
-    size_t per_block, panel_bytes, data, total;
+    const size_t panels = N / hp + (N % hp != 0);
+    size_t per_block, panel_bytes;
+    ts_packed_b *b;
     if (ts_size_mul(kb, hp * 8, &per_block) || ts_size_add(per_block, hp * 8, &per_block)
         || ts_size_mul(per_block, blocks, &panel_bytes)
         || ts_size_add(panel_bytes, hp * 4, &panel_bytes)
-        || ts_size_mul(panel_bytes, panels, &data) || ts_size_add(head, data, &total))
+        || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
         return TS_ENOMEM;
-    unsigned char *mem = (unsigned char *)malloc(total);
-    if (mem == NULL)
-        return TS_ENOMEM;
-    ts_packed_b *b = (ts_packed_b *)mem;
-    memset(b, 0, sizeof *b);
-    b->path = path;
-    b->K = K;
-    b->N = N;
     b->ksteps = blocks * kb;
-    b->panels = panels;
-    b->panel_bytes = panel_bytes;
-    b->data = mem + head;
-    b->col_sums = NULL;
-    b->owned = mem;
     b->bl = block;
     b->blocks = blocks;
-    b->wscales = NULL;
-    b->blk_sums = NULL;
-    b->gemv_data = NULL;
-    b->qdyn = kernel;
     b->qdyn_kpairs = kb / 2;
     for (size_t p = 0; p < panels; ++p) {
-        unsigned char *dst = mem + head + p * panel_bytes;
+        unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
         const size_t n0 = p * hp;
         q4_sums(dst, B, ldb, N, K, n0, hp, 0, blocks, block);
         dst += hp * 4;
@@ -327,37 +338,24 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
 {
     const size_t kpad = (K + 31) / 32 * 32;
     const size_t group = path->qdyn[2].kernel != NULL ? path->qdyn[2].panels : 1;
-    const size_t head = (sizeof(ts_packed_b) + 15) / 16 * 16;
-    size_t panels = (N + 3) / 4, panel_bytes, data, total;
+    size_t panels = (N + 3) / 4, panel_bytes;
+    ts_packed_b *b;
     panels = (panels + group - 1) / group * group;
     if (ts_size_mul(kpad, 2, &panel_bytes) || ts_size_add(panel_bytes, 32, &panel_bytes)
-        || ts_size_mul(panel_bytes, panels, &data) || ts_size_add(head, data, &total))
+        || new_kernel_handle(path, &path->qdyn[1], N, K, panels, panel_bytes, &b))
         return TS_ENOMEM;
-    unsigned char *mem = (unsigned char *)malloc(total);
-    if (mem == NULL)
-        return TS_ENOMEM;
-    ts_packed_b *b = (ts_packed_b *)mem;
-    memset(b, 0, sizeof *b);
-    b->path = path;
-    b->K = K;
-    b->N = N;
     b->ksteps = kpad / 8;
-    b->panels = panels;
-    b->panel_bytes = panel_bytes;
-    b->data = mem + head;
-    b->owned = mem;
     b->bl = K;
     b->blocks = 1;
-    b->qdyn = &path->qdyn[1];
     b->qdyn_kpairs = kpad / 16;
     /* the 4 columns of a panel as int8 weights (0 past N and K), decoded once per panel */
     int8_t *w = (int8_t *)malloc(4 * kpad);
     if (w == NULL) {
-        free(mem);
+        free(b->owned);
         return TS_ENOMEM;
     }
     for (size_t p = 0; p < panels; ++p) {
-        unsigned char *dst = mem + head + p * panel_bytes;
+        unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
         const size_t n0 = 4 * p;
         int32_t sum[4] = { 0, 0, 0, 0 };
         memset(w, 0, 4 * kpad);
