@@ -223,16 +223,46 @@ CORES: dict[str, CoreModel] = {c.name: c for c in (
 GENERIC = "generic"
 CPU_NAMES = (GENERIC, *CORES)
 
+# Core classes of the run-time variants: a CPU=generic build also emits, per instruction, the
+# kernel tuned for each class (tile and schedule for the class's cores only) wherever it differs
+# from the generic one; the driver picks a class per call from the core it runs on (MIDR_EL1,
+# drivers/src/ts_cpu.c). The class names are internal (symbol suffix `_<class>`, manifest
+# `core_class`); they are not CPU= values. Every named CPU belongs to exactly one class.
+CORE_CLASSES: dict[str, tuple[str, ...]] = {
+    "ooo": ("neoverse-n2", "cortex-a710", "neoverse-v1"),      # out-of-order
+    "inorder": ("cortex-a510", "cortex-a55"),
+}
+
+
+# MIDR_EL1 of each modeled core, r0p0 (implementer 0x41 Arm, architecture 0xF, the part number
+# from the core's Technical Reference Manual, "MIDR_EL1, Main ID Register": Neoverse N2 0xD49,
+# Cortex-A710 0xD47, Neoverse V1 0xD40, Cortex-A510 0xD46, Cortex-A55 0xD05; variant and
+# revision are 0 here, only the part number matters to dispatch, drivers/src/ts_cpu.c). The
+# bench runs a class's workloads with QEMU reporting its representative (CLASS_MIDR).
+MIDR = {"neoverse-n2": 0x410FD490, "cortex-a710": 0x410FD470, "neoverse-v1": 0x410FD400,
+        "cortex-a510": 0x410FD460, "cortex-a55": 0x410FD050}
+CLASS_MIDR = {"ooo": MIDR["neoverse-n2"], "inorder": MIDR["cortex-a510"]}
+
+
+def core_class(name: str) -> str:
+    """The class of a CPU= name ("generic" for generic)."""
+    check_cpu(name)
+    return next((k for k, cpus in CORE_CLASSES.items() if name in cpus), GENERIC)
+
 
 def check_cpu(name: str) -> str:
-    if name not in CPU_NAMES:
+    """A CPU= name or (internally: the generator's variant families) a core class."""
+    if name not in CPU_NAMES and name not in CORE_CLASSES:
         raise ValueError(f"unknown CPU {name!r}: valid values are {', '.join(CPU_NAMES)}")
     return name
 
 
 def cores_for(name: str) -> list[CoreModel]:
-    """The core models a CPU= choice must satisfy (all of them for "generic")."""
+    """The core models a CPU= choice (or a core class) must satisfy (all of them for
+    "generic")."""
     check_cpu(name)
+    if name in CORE_CLASSES:
+        return [CORES[c] for c in CORE_CLASSES[name]]
     return list(CORES.values()) if name == GENERIC else [CORES[name]]
 
 

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 from .blocking import block_sizes, cache_sizes, whole_k_steps
-from .cores import CPU_NAMES, GENERIC
-from .registry import BY_KEY, dispatch_paths  # noqa: F401  (dispatch_paths: public here too)
+from .cores import CPU_NAMES, GENERIC, core_class
+from .registry import BY_KEY, dispatch_paths, manifest_dispatch_paths, qdyn_kind  # noqa: F401  (public here too)
 from .templating import template_environment
 
 DRIVERS = Path(__file__).resolve().parent.parent / "drivers"
@@ -65,20 +65,25 @@ def copy_drivers(prefix: str, out_dir, names=None) -> dict[str, Path]:
 
 def with_blocks(dispatch: dict, cpu: str) -> dict:
     """dispatch_paths with each path's cache blocks (gen.blocking: KC, MC and the longest K
-    run unsplit) for a CPU= build."""
-    return {key: [dict(path, **dict(zip(("kc_steps", "mc_panels", "kw_steps"), (*block_sizes(
-        cpu, path["instruction"], path["ep"], path["hp"], path["lp"]), whole_k_steps(
-        cpu, path["instruction"], path["ep"], path["hp"], path["lp"]))))) for path in paths]
-        for key, paths in dispatch.items()}
+    run unsplit) for a CPU= build; a core-class variant's for its class's cores (it runs on
+    those only)."""
+    def blocks(path: dict) -> dict:
+        where = path.get("core_class", GENERIC) if cpu == GENERIC else cpu
+        shape = (path["instruction"], path["ep"], path["hp"], path["lp"])
+        kc_steps, mc_panels = block_sizes(where, *shape)
+        return dict(path, kc_steps=kc_steps, mc_panels=mc_panels,
+                    kw_steps=whole_k_steps(where, *shape))
+    return {key: [blocks(path) for path in paths] for key, paths in dispatch.items()}
 
 
 def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: dict) -> dict:
     """The variables the generated driver file's template sees."""
     cpu = manifest.get("cpu", GENERIC)
     l1, l2 = cache_sizes(cpu)
+    cpus = [(name, core_class(name)) for name in CPU_NAMES]
     return dict(p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, l1=l1, l2=l2,
-                manifest=manifest, main=main,
-                dispatch=dispatch, cpu_names=CPU_NAMES, macros={key: BY_KEY[key].macro for key in dispatch})
+                manifest=manifest, main=main, dispatch=dispatch, cpus=cpus,
+                macros={key: BY_KEY[key].macro for key in dispatch})
 
 
 def render_templates(names, context: dict, out_dir) -> list[Path]:
@@ -94,27 +99,14 @@ def render_templates(names, context: dict, out_dir) -> list[Path]:
     return written
 
 
-def qdyn_kind(entry: dict) -> int:
-    """Index of a qdyn int4 kernel in ts_path.qdyn: 0 scale blocks, 1 per channel, 2 per
-    channel for decode (M <= its ep per pass over B)."""
-    return 0 if entry["blocked"] else 2 if entry["decode"] else 1
-
-
 def render_drivers(manifest: dict, out_dir) -> list[Path]:
     """The whole C side of a build into `out_dir`: the tree with the manifest's prefix, the
     dispatch tables of its kernels, and CMakeLists.txt (a static library target
     `<prefix>tilesmith` of every .c and the manifest's kernels). Returns the files written."""
     prefix = manifest["prefix"]
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
-    served = {k["symbol"]: k["instruction"] for k in main.values()}
-    gemv = {served[k["serves"]]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
-    sme_kernels = manifest.get("sme_kernels", [])
-    sme = {k["instruction"]: dict(k, variants=[v for v in sme_kernels if v["epilogue"] != "raw"
-                                               and v["instruction"] == k["instruction"]])
-           for k in sme_kernels if k["epilogue"] == "raw"}
-    qdyn = {(k["instruction"], qdyn_kind(k)): k for k in manifest.get("qdyn_kernels", [])}
     context = base_context(prefix, manifest["arch"], manifest, main,
-                           with_blocks(dispatch_paths(main, gemv=gemv, sme=sme, qdyn=qdyn),
+                           with_blocks(manifest_dispatch_paths(manifest),
                                        manifest.get("cpu", GENERIC)))
     copied = copy_drivers(prefix, out_dir)
     written = list(copied.values()) + render_templates(GENERATED, context, out_dir)

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from . import schedule_cache
-from .cores import CORES, CPU_NAMES, check_cpu
+from .cores import CORE_CLASSES, CORES, CPU_NAMES, GENERIC, check_cpu, core_class
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_features
 from . import gemv, qdyn4, qdyn4_rl
@@ -36,7 +36,7 @@ from .sme_tiling import solve as solve_za
 from .tiling import plan_for
 from .loop import KernelPlanError
 from .naming import check_prefix
-from .tile_policy import solve
+from .tile_policy import choose, estimate, solve
 from .tiling import TilingError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -73,6 +73,8 @@ def check_options(args) -> None:
     check_arch(args.arch)
     check_prefix(args.prefix)
     inst_features(args.inst)
+    if args.cpu in CORE_CLASSES:
+        raise UsageError(f"unknown CPU {args.cpu!r}: valid values are {', '.join(CPU_NAMES)}")
     check_cpu(args.cpu)
     if args.cpu in CORES:
         missing = sorted({i.feature for i in generated_for(args.arch)
@@ -94,16 +96,78 @@ def kernels_for(arch: str, cpu: str = "generic") -> list:
             or i.feature not in OPTIONAL_FEATURES[arch]]
 
 
+def _same_kernel(a, b) -> bool:
+    """Whether two raw kernels (a class variant and the generic one) are the same code: equal
+    text once the symbols and the schedule comment are taken out."""
+    def strip(k):
+        return [line.replace(k.symbol, "SYMBOL") for line in k.text.splitlines()
+                if "schedule for CPU" not in line]
+    return strip(a) == strip(b)
+
+
+def gains_on_class(instruction: str, cls: str) -> bool:
+    """Whether the class's tile models faster on the class's cores than the generic tile:
+    gen.tile_policy's estimate (out-of-order: the accumulator latency bound; in-order: the
+    issue model of the list-scheduled loop), worst core of the class, compared. A tile with
+    more accumulators than the class's cores need gains nothing there (fp32 14x8 vs 8x12 on
+    N2 / V1: both 100 %, and the whole GEMM measured slower), so it is not emitted."""
+    mine = choose(instruction, REGISTER_BUDGET, cls).candidate
+    generic = choose(instruction, REGISTER_BUDGET, GENERIC).candidate
+    if (mine.ep, mine.hp, mine.strategy) == (generic.ep, generic.hp, generic.strategy):
+        return True     # same tile: a schedule-only variant, kept if its text differs
+    return (estimate(mine, cls, searched=False).worst[1]
+            > estimate(generic, cls, searched=False).worst[1] + 1e-9)
+
+
+def class_families(arch: str, prefix: str, inst: str, generic: list, env) -> list:
+    """The run-time variants of a CPU=generic build: per core class (gen.cores.CORE_CLASSES)
+    and instruction some of its cores have, the kernel family tuned for that class, kept only
+    where it differs from the generic family's and its tile models faster on the class's
+    cores (gains_on_class)."""
+    out = []
+    for cls, cpus in CORE_CLASSES.items():
+        for i, family in zip(kernels_for(arch, GENERIC), generic):
+            if not any(CORES[c].has(i.feature) for c in cpus) or not gains_on_class(i.name, cls):
+                continue
+            mine = emit_kernels(solve(i.name, regs=REGISTER_BUDGET, cpu=cls), prefix, inst, cls, env)
+            if not _same_kernel(mine[0], family[0]):
+                out.append((cls, mine))
+    return out
+
+
+def _entry(family, core_class: str, role: str) -> dict:
+    raw, *variants = family
+    entry = dict(raw.manifest)
+    entry["variants"] = [{key: v.manifest[key] for key in VARIANT_KEYS} for v in variants]
+    entry.update(role=role, core_class=core_class)
+    return entry
+
+
+def _class_entry(family, cls: str, small_of: dict) -> dict:
+    """The manifest entry of a core-class variant. It shares the generic kernel's GEMV / small-M
+    kernel (small_of: {served instruction: GEMV entry}), served up to the M its own tile gives
+    (gemv_max_m; gen.gemv.max_m) with its own instructions per k-step for the narrow-B rule
+    (gemv_main_step_instructions); neither key when that GEMV tile would not serve it."""
+    entry = _entry(family, cls, "core_class")
+    small = small_of.get(entry["instruction"])
+    if small is None:
+        return entry
+    choice = gemv.choose(entry["instruction"], entry["ep"], entry["hp"], entry["strategy"],
+                         regs=REGISTER_BUDGET, cpu=GENERIC)
+    if choice is not None and (choice.candidate.ep, choice.candidate.hp) == (small["ep"], small["hp"]):
+        entry.update(gemv_max_m=choice.max_m,
+                     gemv_main_step_instructions=choice.main_step_instructions)
+    return entry
+
+
 def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "generic") -> dict:
-    """Every output file's text by name (manifest.json included), drivers excluded."""
+    """Every output file's text by name (manifest.json included), drivers excluded. Kernel
+    entries: the main kernel per instruction (role "main", core_class "generic" or the class of
+    the named CPU), then for CPU=generic the core-class variants (role "core_class")."""
     env = environment()
     families = [emit_kernels(solve(i.name, regs=REGISTER_BUDGET, cpu=cpu), prefix, inst, cpu, env)
                 for i in kernels_for(arch, cpu)]
-    entries = []
-    for raw, *variants in families:
-        entry = dict(raw.manifest)
-        entry["variants"] = [{key: v.manifest[key] for key in VARIANT_KEYS} for v in variants]
-        entries.append(entry)
+    entries = [_entry(f, core_class(cpu), "main") for f in families]
     # GEMV / small-M kernels (gen.gemv): raw only, next to each GEMM kernel they relieve.
     small = []
     for entry in list(entries):
@@ -112,11 +176,18 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
         if choice is None:
             continue
         kernel = emit_kernel(plan_for(choice.candidate, cpu), prefix, inst, cpu, env)
-        gemv_entry = dict(kernel.manifest, role="gemv", max_m=choice.max_m, variants=[],
+        gemv_entry = dict(kernel.manifest, role="gemv", core_class=core_class(cpu),
+                          max_m=choice.max_m, variants=[],
                           serves=entry["symbol"], step_instructions=choice.step_instructions,
                           main_step_instructions=choice.main_step_instructions)
         entries.append(gemv_entry)
         small.append(kernel)
+    if cpu == GENERIC:
+        served = {e["symbol"]: e["instruction"] for e in entries if e["role"] == "main"}
+        small_of = {served[e["serves"]]: e for e in entries if e["role"] == "gemv"}
+        for cls, family in class_families(arch, prefix, inst, families, env):
+            families.append(family)
+            entries.append(_class_entry(family, cls, small_of))
     # SME kernels (ARCH v92): vector-length agnostic, their own manifest list (their tile
     # sizes are multiples of S = SVL/32, known only at run time).
     sme = [k for i in sme_generated_for(arch)

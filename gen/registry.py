@@ -282,7 +282,7 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
                  c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
                  ep=int(kernel["tr"]) * svl // 4, hp=int(kernel["tc"]) * svl // 4,
                  lp=int(kernel["lp"]), feature=feature_macro(SME_INSTRUCTIONS[p.instruction].feature),
-                 gemv=None, svl_bytes=svl,
+                 gemv=None, svl_bytes=svl, core_class="generic",
                  requant=next((v["symbol"] for v in kernel.get("variants", [])
                                if v["epilogue"] == "requant"), None))
             for svl in SME_SVL_BYTES]
@@ -301,13 +301,52 @@ def has_gemv(t: GemmType) -> bool:
     return t.epilogue in GEMV_EPILOGUES
 
 
+def _gemv_dict(small: dict | None, kernel: dict) -> dict | None:
+    """The GEMV / small-M kernel `small` (manifest entry, role "gemv") as it serves `kernel`:
+    its max_m and the GEMM tile's instructions per k-step are those of the kernel it was chosen
+    for, or for a core-class variant the variant's own (its entry's gemv_max_m and
+    gemv_main_step_instructions; none there: the variant has no GEMV kernel)."""
+    if small is None:
+        return None
+    if kernel.get("role", "main") == "main":
+        max_m, main_step = small["max_m"], small["main_step_instructions"]
+    elif "gemv_max_m" in kernel:
+        max_m, main_step = kernel["gemv_max_m"], kernel["gemv_main_step_instructions"]
+    else:
+        return None
+    return dict(symbol=small["symbol"], ep=int(small["ep"]), hp=int(small["hp"]),
+                lp=int(small["lp"]), max_m=int(max_m), step=int(small["step_instructions"]),
+                main_step=int(main_step))
+
+
+def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict) -> dict:
+    """The path dict (dispatch_paths) of kernel entry `kernel` (main or core-class variant)."""
+    return dict(
+        instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
+        pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
+        c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
+        ep=int(kernel["ep"]), hp=int(kernel["hp"]), lp=int(kernel["lp"]),
+        feature=feature_macro(INSTRUCTIONS[p.instruction].feature),
+        core_class=kernel.get("core_class", "generic"),
+        gemv=_gemv_dict(gemv.get(p.instruction) if has_gemv(t) else None, kernel),
+        requant=next((v["symbol"] for v in kernel.get("variants", [])
+                      if v["epilogue"] == "requant"), None),
+        svl_bytes=0,
+        qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
+                   max_bl=int(q["max_bl"]), panels=int(q["panels"]))
+              if q is not None and t.epilogue == "dequant" else None
+              for q in (qdyn.get((p.instruction, kind)) for kind in range(3))])
+
+
 def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
-                   sme: dict | None = None, qdyn: dict | None = None) -> dict:
+                   sme: dict | None = None, qdyn: dict | None = None,
+                   classes: dict | None = None) -> dict:
     """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
     suffixes, the result bytes, the feature macro suffix (None when Armv8.0 has it), the
-    symbol of its fused requant variant (None: none) and
+    symbol of its fused requant variant (None: none), the core class ("generic", or a
+    gen.cores.CORE_CLASSES key) and
     `gemv`: the GEMV / small-M kernel serving the path's instruction ({served instruction:
     manifest entry with role "gemv"}, gen.gemv; its own instruction may be a GEMV form of the
     path's) as a dict (symbol, ep, hp, lp, max_m, step and main_step: the instructions of one
@@ -316,41 +355,56 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     gen.qdyn4_rl; kind 0 scale blocks, 1 per channel, 2 per channel for decode), given to the
     "dequant" type's paths of that instruction as `qdyn`: a list by kind, each a dict (symbol,
     ep, hp, max_bl, panels) or None.
+    `classes` ({instruction: [manifest entries of its core-class variants]}) puts each
+    instruction's class variants just before its generic kernel: dispatch takes the first path
+    whose features are usable and whose class is the running core's or generic; a variant
+    shares the generic kernel's GEMV kernel (_gemv_dict) and qdyn kernels. `sme`
+    ({instruction: raw SME kernel entry}) puts the type's SME paths first (sme_dispatch_paths).
     ValueError when a type has no Armv8.0 kernel in `main`."""
     gemv = gemv or {}
     qdyn = qdyn or {}
+    classes = classes or {}
     paths = {}
     for t in types:
         paths[t.key] = sme_dispatch_paths(t, sme or {})
         for p in t.chain:
             if p.instruction not in main:
                 continue
-            kernel = main[p.instruction]
-            paths[t.key].append(dict(
-                instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
-                pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
-                c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
-                ep=int(kernel["ep"]), hp=int(kernel["hp"]), lp=int(kernel["lp"]),
-                feature=feature_macro(INSTRUCTIONS[p.instruction].feature),
-                gemv=(dict(symbol=gemv[p.instruction]["symbol"], ep=int(gemv[p.instruction]["ep"]),
-                           hp=int(gemv[p.instruction]["hp"]), lp=int(gemv[p.instruction]["lp"]),
-                           max_m=int(gemv[p.instruction]["max_m"]),
-                           step=int(gemv[p.instruction]["step_instructions"]),
-                           main_step=int(gemv[p.instruction]["main_step_instructions"]))
-                      if p.instruction in gemv and has_gemv(t) else None),
-                requant=next((v["symbol"] for v in kernel.get("variants", [])
-                              if v["epilogue"] == "requant"), None),
-                svl_bytes=0,
-                qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
-                           max_bl=int(q["max_bl"]), panels=int(q["panels"]))
-                      if q is not None and t.epilogue == "dequant" else None
-                      for q in (qdyn.get((p.instruction, kind)) for kind in range(3))]))
+            for variant in classes.get(p.instruction, ()):
+                paths[t.key].append(_path_dict(t, p, variant, gemv, qdyn))
+            paths[t.key].append(_path_dict(t, p, main[p.instruction], gemv, qdyn))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]
             raise ValueError(f"manifest has no Armv8.0 kernel for the {t.key} GEMM "
                              f"(needs one of {baseline})")
     return paths
+
+
+def manifest_dispatch_paths(manifest: dict, types=GEMM_TYPES) -> dict:
+    """dispatch_paths of a generated manifest: its main kernels, their GEMV / small-M kernels
+    (by the instruction of the kernel they serve), the core-class variants, the SME kernels
+    (raw, with their epilogue variants) and the qdyn int4 kernels."""
+    kernels = manifest["kernels"]
+    main = {k["instruction"]: k for k in kernels if k.get("role", "main") == "main"}
+    served = {k["symbol"]: k["instruction"] for k in main.values()}
+    gemv = {served[k["serves"]]: k for k in kernels if k.get("role") == "gemv"}
+    classes: dict = {}
+    for k in kernels:
+        if k.get("role") == "core_class":
+            classes.setdefault(k["instruction"], []).append(k)
+    sme_kernels = manifest.get("sme_kernels", [])
+    sme = {k["instruction"]: dict(k, variants=[v for v in sme_kernels if v["epilogue"] != "raw"
+                                               and v["instruction"] == k["instruction"]])
+           for k in sme_kernels if k["epilogue"] == "raw"}
+    qdyn = {(k["instruction"], qdyn_kind(k)): k for k in manifest.get("qdyn_kernels", [])}
+    return dispatch_paths(main, types, gemv, sme, qdyn, classes)
+
+
+def qdyn_kind(entry: dict) -> int:
+    """Index of a qdyn int4 kernel in ts_path.qdyn: 0 scale blocks, 1 per channel, 2 per
+    channel for decode (M <= its ep per pass over B)."""
+    return 0 if entry["blocked"] else 2 if entry["decode"] else 1
 
 
 check_registry()

@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 
 from . import schedule_cache
-from .cores import CORES, GENERIC, MAC_KEYS, CoreModel, check_cpu
+from .cores import CORES, GENERIC, MAC_KEYS, CoreModel, check_cpu, cores_for
 from .isa import INSTRUCTIONS
 from .issue_model import IssueOp, IssueState, compile_ops, cycles_per_iteration
 
@@ -209,12 +209,14 @@ def priorities(body: list[Insn], core: CoreModel) -> list[int]:
 def targets(body: list[Insn], cpu: str) -> list[CoreModel]:
     """The core models an order for `cpu` is judged on."""
     check_cpu(cpu)
-    if cpu != GENERIC:
+    if cpu in CORES:
         return [CORES[cpu]]
     keys = {insn.instruction for insn in body if insn.kind == "mac"}
     features = {INSTRUCTIONS[k].feature for k in keys}
-    return [core for core in CORES.values()
-            if core.in_order and all(core.has(f) for f in features)] or [CORES["cortex-a510"]]
+    cores = [core for core in cores_for(cpu) if all(core.has(f) for f in features)]
+    # generic and the in-order class: judged on their in-order cores (the out-of-order ones
+    # reorder); the out-of-order class on its own cores
+    return [core for core in cores if core.in_order] or cores or [CORES["cortex-a510"]]
 
 
 def mac_bound(body: list[Insn], core: CoreModel) -> float:

@@ -8,7 +8,8 @@ no tile that runs well everywhere: bfmmla needs >= 20 accumulators on Neoverse V
 4 per cycle), and every such tile loads ~13 B registers per 24 MACs, more than Cortex-A510's
 3-wide in-order issue feeds with its pointer updates (modeled ~60 % of peak there).
 
-Policy (CPU=generic; a named core keeps the solver's choice):
+Policy (CPU=generic and the core classes of its run-time variants, gen.cores.CORE_CLASSES;
+a named core keeps the solver's choice):
   1. The solver's first choice is estimated on every covered core (below). When it reaches
      every target (TARGETS: >= 97 % of peak on out-of-order cores, >= 80 % on in-order ones,
      the issue's goals), it is kept.
@@ -112,7 +113,7 @@ def _tile(c: Candidate) -> tuple:
 def choose(instruction: str, regs: int = DEFAULT_REGS, cpu: str = GENERIC) -> Choice:
     """The tile `make gen` generates for `instruction` on `cpu` (see the module comment)."""
     ranked = candidates(instruction, regs, cpu)
-    if cpu != GENERIC:
+    if cpu in CORES:
         return Choice(ranked[0], None, (), f"solver's choice for {cpu}")
     first = estimate(ranked[0], cpu, searched=True)
     if first.meets_targets():

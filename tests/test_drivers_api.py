@@ -12,24 +12,30 @@ import pytest
 
 from cross import ROOT, TEST_C, compile_aarch64, run_qemu
 from gen import registry
+from gen.isa import INSTRUCTIONS
 from gen.drivers import dispatch_paths, render_drivers
 from gen.gemv import GEMV_FORMS, GEMV_INSTRUCTIONS
 
 FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
 ALL = 0xFFFFFFFF
-# What each qemu CPU model reports (QEMU 7.2: cortex-a57 Armv8.0, neoverse-n1 adds dotprod and
-# fp16 (no FHM), max has dotprod, i8mm, bf16, fp16, FHM and SME -- the v86 builds here have no
-# SME path; tests/test_drivers_sme.py runs the v92 build at every streaming vector length).
-CPU_FEATURES = {"cortex-a57": 0, "neoverse-n1": FEAT["DOTPROD"] | FEAT["FP16"],
+# What each qemu CPU model reports (QEMU 7.2: cortex-a57 and cortex-a53 Armv8.0, neoverse-n1
+# adds dotprod and fp16 (no FHM), max has dotprod, i8mm, bf16, fp16, FHM and SME -- the v86
+# builds here have no SME path; tests/test_drivers_sme.py runs the v92 build at every streaming
+# vector length).
+CPU_FEATURES = {"cortex-a57": 0, "cortex-a53": 0, "neoverse-n1": FEAT["DOTPROD"] | FEAT["FP16"],
                 "max": FEAT["DOTPROD"] | FEAT["I8MM"] | FEAT["BF16"] | FEAT["FP16"]
                 | FEAT["FHM"] | FEAT["SME"]}
+# The core class each model's MIDR_EL1 (measured under this qemu with `mrs x0, midr_el1`)
+# belongs to: part numbers from the Arm TRMs (Cortex-A57 0xD07 and Neoverse N1 0xD0C are
+# out-of-order, Cortex-A53 0xD03 in-order); "max" reports implementer 0 (0x000f0510), unknown.
+CPU_CLASS = {"cortex-a57": "ooo", "cortex-a53": "inorder", "neoverse-n1": "ooo", "max": "generic"}
 # Feature masks to run per CPU: every cap that changes some path on that CPU (on max: each
 # feature alone, and FHM without FP16 — f16 falls back while f16f32 keeps fmlal).
-CPU_MASKS = {"cortex-a57": [ALL], "neoverse-n1": [ALL, 0],
+CPU_MASKS = {"cortex-a57": [ALL], "cortex-a53": [ALL], "neoverse-n1": [ALL, 0],
              "max": [ALL, FEAT["DOTPROD"], FEAT["I8MM"], FEAT["BF16"], FEAT["FP16"],
                      FEAT["FHM"], 0]}
 # (ARCH, CPU) pairs: the full v86 build everywhere, the v8 / v82 builds where they differ.
-RUNS = [("v86", "cortex-a57"), ("v86", "neoverse-n1"), ("v86", "max"),
+RUNS = [("v86", "cortex-a57"), ("v86", "cortex-a53"), ("v86", "neoverse-n1"), ("v86", "max"),
         ("v8", "max"), ("v82", "neoverse-n1")]
 # harness label -> dispatch key, every GEMM type of the registry
 TYPES = {t.test_label: t.key for t in registry.GEMM_TYPES}
@@ -67,17 +73,34 @@ def harness(generated, tmp_path_factory):
 
 
 def manifest_paths(folder):
+    """{type key: [path]}: the manifest's main kernels and core-class variants."""
     manifest = json.loads((folder / "manifest.json").read_text())
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
-    return dispatch_paths(main)
+    classes = {}
+    for k in manifest["kernels"]:
+        if k["role"] == "core_class":
+            classes.setdefault(k["instruction"], {})[k["core_class"]] = k
+    paths = {}
+    for t in registry.GEMM_TYPES:
+        paths[t.key] = [dict(instruction=p.instruction, symbol=main[p.instruction]["symbol"],
+                             classes={c: k["symbol"]
+                                      for c, k in classes.get(p.instruction, {}).items()},
+                             ep=main[p.instruction]["ep"], hp=main[p.instruction]["hp"],
+                             lp=main[p.instruction]["lp"],
+                             tiles=[(k["ep"], k["hp"], k["lp"]) for k in
+                                    [main[p.instruction], *classes.get(p.instruction, {}).values()]],
+                             feature=registry.feature_macro(INSTRUCTIONS[p.instruction].feature))
+                        for p in t.chain if p.instruction in main]
+    return paths
 
 
-def expected_kernel(paths, usable):
-    """The symbol dispatch must pick: the first path whose feature is usable (independent
-    restatement of the policy, from the manifest)."""
+def expected_kernel(paths, usable, core_class="generic"):
+    """The symbol dispatch must pick (independent restatement of the policy, from the
+    manifest): the first instruction whose feature is usable; its variant for the core's class
+    when the build has one, else its generic kernel."""
     for path in paths:
         if path["feature"] is None or FEAT[path["feature"]] & usable:
-            return path["symbol"]
+            return path["classes"].get(core_class, path["symbol"])
     raise AssertionError("no baseline path")
 
 
@@ -88,16 +111,15 @@ def check_dispatch_lines(stdout, paths, cpu, types):
         fields = dict(item.split("=") for item in line.split())
         assert int(fields["mask"]) == mask
         for label in types:
-            want = expected_kernel(paths[TYPES[label]], CPU_FEATURES[cpu] & mask)
+            want = expected_kernel(paths[TYPES[label]], CPU_FEATURES[cpu] & mask, CPU_CLASS[cpu])
             assert fields[label] == want, f"{cpu} mask {mask:#x} {label}: {fields[label]} != {want}"
 
 
 def gemm_shapes(paths):
     """M, N, K around every tile size of the build (ep-1, ep, ep+1, 2ep+1 ...), 0 and 1, plus a
     few larger ones; N stays <= 512 (harness quant arrays)."""
-    eps = {p["ep"] for ps in paths.values() for p in ps}
-    hps = {p["hp"] for ps in paths.values() for p in ps}
-    lps = {p["lp"] for ps in paths.values() for p in ps}
+    tiles = {t for ps in paths.values() for p in ps for t in p["tiles"]}   # variants' too
+    eps, hps, lps = ({t[i] for t in tiles} for i in range(3))
     ms = sorted({0, 1} | {v for e in eps for v in (e - 1, e, e + 1, 2 * e + 1)})
     ns = sorted({0, 1} | {v for h in hps for v in (h - 1, h, h + 1, 2 * h + 1)})
     ks = sorted({0, 1, 2, 3, 33} | {v for lp in lps for v in (lp - 1, lp + 1, 2 * lp, 3 * lp + 1)} - {-1})
@@ -221,8 +243,12 @@ def test_small_m_matches_gemm_path_bit_for_bit(arch, cpu, generated, harness):
     # dispatch on M and N, restated from the manifest: the GEMV kernel for M <= max_m unless its
     # panels over N take more instructions per k-step than the GEMM tile's
     manifest = json.loads((generated(arch) / "manifest.json").read_text())
-    gemv = {k["serves"]: k for k in manifest["kernels"] if k["role"] == "gemv"}
-    main = {k["symbol"]: k for k in manifest["kernels"] if k["role"] == "main"}
+    # the GEMV kernel by the instruction of the kernel it serves (its own may be a GEMV form)
+    served = {k["symbol"]: k["instruction"] for k in manifest["kernels"] if k["role"] == "main"}
+    gemv = {served[k["serves"]]: k for k in manifest["kernels"] if k["role"] == "gemv"}
+    # the kernel dispatch chose for the type (main or core-class variant); a variant is served
+    # by its instruction's GEMV kernel up to its own max_m (gemv_max_m)
+    main = {k["symbol"]: k for k in manifest["kernels"] if k["role"] in ("main", "core_class")}
     picks = [line.split() for line in proc.stdout.splitlines() if line.startswith("pick ")]
     seen_gemv = seen_main = 0
     for line in proc.stdout.splitlines():
@@ -231,9 +257,12 @@ def test_small_m_matches_gemm_path_bit_for_bit(arch, cpu, generated, harness):
         elif line.startswith("pick "):
             _, label, m, n, symbol = line.split()
             m, n, chosen = int(m), int(n), main[fields[label]]
-            g = gemv[chosen["symbol"]]
-            use = (m <= g["max_m"] and -(-n // g["hp"]) * g["step_instructions"]
-                   <= -(-n // chosen["hp"]) * g["main_step_instructions"])
+            g = gemv[chosen["instruction"]]
+            max_m, main_step = ((g["max_m"], g["main_step_instructions"])
+                                if chosen["role"] == "main" else
+                                (chosen["gemv_max_m"], chosen["gemv_main_step_instructions"]))
+            use = (m <= max_m and -(-n // g["hp"]) * g["step_instructions"]
+                   <= -(-n // chosen["hp"]) * main_step)
             assert symbol == (g["symbol"] if use else chosen["symbol"]), line
             seen_gemv += use
             seen_main += not use

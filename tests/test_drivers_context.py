@@ -8,6 +8,7 @@ and too small (TS_EINVAL, C untouched); conv2d likewise. Also: the cache blocks 
 dispatch table carries come from gen.blocking, and the tree builds without pthreads."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -74,6 +75,16 @@ def test_dispatch_tables_carry_the_cache_blocks(v86):
             if kw > kc:
                 assert streams_from_l2("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
                 assert (mc * p["ep"] + p["hp"]) * kw * p["lp"] * elem <= l2
+    # a core-class variant runs on its class's cores only: its blocks are theirs
+    manifest = json.loads((v86 / "manifest.json").read_text())
+    variants = [k for k in manifest["kernels"] if k["role"] == "core_class"]
+    assert variants     # v86: bfmmla_12x8x4_ooo (tests/test_drivers_variants.py)
+    for k in variants:
+        shape = (k["instruction"], k["ep"], k["hp"], k["lp"])
+        want = (*block_sizes(k["core_class"], *shape), whole_k_steps(k["core_class"], *shape))
+        row = re.search(re.escape(f'"{k["symbol"]}"')
+                        + r".*?\n.*?\n\s+\w+, (\d+), (\d+), (\d+),\n", text)
+        assert row and tuple(map(int, row.groups())) == want, k["symbol"]
 
 
 def test_k_split_only_where_l2_cannot_stream_the_micro_panels():

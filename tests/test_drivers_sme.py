@@ -138,7 +138,7 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
                             and k["epilogue"] == "requant"), "NULL")
             row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
                    rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,\s+{requant},'
-                   rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL \}}')
+                   rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC \}}')
             assert re.search(row, dispatch), row
     assert "ts_gemm_s8s32_smopa_1vlx4vlx4_requant," in dispatch
     # the SME kernels are in the CMake library too

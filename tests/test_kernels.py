@@ -22,7 +22,7 @@ INST_MODES = ("auto", "always", "never")
 MANIFEST_KEYS = {"symbol", "file", "instruction", "mnemonic", "signature", "a_type", "b_type",
                  "c_type", "source_type", "feature", "arch", "ep", "hp", "lp", "strategy",
                  "regs_a", "regs_b", "regs_c", "vregs_used", "gpregs_used", "callee_saved_used",
-                 "a_layout", "b_layout", "role", "epilogue", "out_type", "variants"}
+                 "a_layout", "b_layout", "role", "epilogue", "out_type", "variants", "core_class"}
 
 
 @pytest.fixture(scope="module")
@@ -51,20 +51,27 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
     names = [i.name for i in generated_for(arch)]
     # the GEMM kernels, then one GEMV / small-M kernel per instruction of gen/gemv.py
     # GEMV_INSTRUCTIONS (fmla_f16 and fmlal have none yet), of that instruction or a GEMV form
-    # of it (gen/gemv.py GEMV_FORMS), in the order of the kernels they serve
+    # of it (gen/gemv.py GEMV_FORMS), in the order of the kernels they serve, then the
+    # core-class variants (CPU=generic): role core_class, symbol suffix _<class>
     small = [n for n in names if n in GEMV_INSTRUCTIONS]
     main = {k["symbol"]: k["instruction"] for k in kernels if k["role"] == "main"}
-    assert [k["instruction"] for k in kernels[:len(names)]] == names
-    assert [main[k["serves"]] for k in kernels[len(names):]] == small
-    for k in kernels[len(names):]:
+    head = kernels[:len(names) + len(small)]
+    assert [k["instruction"] for k in head[:len(names)]] == names
+    assert [main[k["serves"]] for k in head[len(names):]] == small
+    for k in head[len(names):]:
         assert k["instruction"] in (main[k["serves"]], *GEMV_FORMS.get(main[k["serves"]], ()))
-    assert [k["role"] for k in kernels] == ["main"] * len(names) + ["gemv"] * len(small)
+    assert [k["role"] for k in head] == ["main"] * len(names) + ["gemv"] * len(small)
+    assert {k["role"] for k in kernels[len(head):]} <= {"core_class"}
     for k in kernels:
         assert MANIFEST_KEYS <= set(k)
         i = INSTRUCTIONS[k["instruction"]]
-        assert k["symbol"] == f"ts_gemm_{signature(i)}_{i.mnemonic}_{k['ep']}x{k['hp']}x{k['lp']}"
+        suffix = "_" + k["core_class"] if k["role"] == "core_class" else ""
+        assert k["symbol"] == (f"ts_gemm_{signature(i)}_{i.mnemonic}_{k['ep']}x{k['hp']}x{k['lp']}"
+                               f"{suffix}")
         assert k["file"] == k["symbol"] + ".S" and (out / k["file"]).is_file()
         assert (k["feature"], k["arch"], k["lp"]) == (i.feature, i.arch, i.k)
+        assert (k["role"], k["core_class"]) in {("main", "generic"), ("gemv", "generic"),
+                                                ("core_class", "ooo"), ("core_class", "inorder")}
         assert k["regs_c"] == i.c_regs(k["ep"], k["hp"])
     sme = manifest.get("sme_kernels", [])     # ARCH v92: tests/test_sme_kernels.py
     assert ([k["instruction"] for k in sme if k["epilogue"] == "raw"]
@@ -245,8 +252,10 @@ def test_kernel_header_matches_manifest(outputs, tmp_path):
         i += "_GEMV" if k["role"] == "gemv" else ""
         checks += [f"ts_microkernel_fn f_{k['symbol']} = {k['symbol']};",
                    f"_Static_assert({s}_EP == {k['ep']} && {s}_HP == {k['hp']} && "
-                   f"{s}_LP == {k['lp']}, \"{s}\");",
-                   f"_Static_assert(TS_KERNEL_{i}_EP == {k['ep']} && TS_HAVE_KERNEL_{i}, \"{i}\");"]
+                   f"{s}_LP == {k['lp']}, \"{s}\");"]
+        if k["role"] == "main":   # TS_KERNEL_<INSTRUCTION>: the generic kernel, not a variant
+            checks.append(f"_Static_assert(TS_KERNEL_{i}_EP == {k['ep']} && "
+                          f"TS_HAVE_KERNEL_{i}, \"{i}\");")
         checks += [f"ts_microkernel_fn f_{v['symbol']} = {v['symbol']};" for v in k["variants"]]
     # the argument block's layout is the ABI's (gen.epilogue.ARGS_FIELDS)
     checks += [f"_Static_assert(offsetof(ts_tile_args, {name}) == {offset}, \"{name}\");"

@@ -54,8 +54,12 @@ def test_variants_follow_the_table(tmp_path_factory):
             continue
         want = EPILOGUE_VARIANTS[k["instruction"]]
         assert (k["epilogue"],) + tuple(v["epilogue"] for v in k["variants"]) == want
+        # a core-class kernel's class suffix comes last: <raw tile>_<epilogue>_<class>
+        cls = "_" + k["core_class"] if k["role"] == "core_class" else ""
+        stem = k["symbol"][:len(k["symbol"]) - len(cls)]
+        assert stem + cls == k["symbol"]
         for v in k["variants"]:
-            assert v["symbol"] == k["symbol"] + EPILOGUES[v["epilogue"]].suffix
+            assert v["symbol"] == stem + EPILOGUES[v["epilogue"]].suffix + cls
             assert (out / v["file"]).is_file()
         assert k["variants"] or want == ("raw",)
     header = (out / "ts_kernels.h").read_text()

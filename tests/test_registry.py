@@ -15,6 +15,7 @@ import pytest
 
 from bench import workloads
 from cross import ROOT, TEST_C
+from gen.cores import CORE_CLASSES
 from gen import registry
 from gen.drivers import DRIVERS, apply_prefix, render_drivers
 from gen.emit import emit_kernel
@@ -59,6 +60,14 @@ def problems(types, dispatch_text, *, header=HEADER, harnesses=HARNESSES, api=AP
             rows = re.findall(r"\{ TS_GEMM_(\w+), \"(\w+)\"", table.group(1))
             insts = [next(i for i in INSTRUCTIONS if f"_{INSTRUCTIONS[i].mnemonic}_" in s
                           and (i != "fmla_f32" or "_f32_" in s)) for _, s in rows]
+            # an instruction's core-class variants (symbol suffix _<class>) come just before
+            # its generic kernel: one entry per instruction once they are folded
+            generic = [i for (_, sym), i in zip(rows, insts)
+                       if not any(sym.endswith(f"_{c}") for c in CORE_CLASSES)]
+            folded = [i for j, i in enumerate(insts) if j == 0 or insts[j - 1] != i]
+            if folded != generic:
+                out.append(f"{where}: class variants not next to their generic kernel: {rows}")
+            insts = generic
             want = [p.instruction for p in t.chain if p.instruction in GENERATED["v86"]]
             if insts != want or any(m != t.macro for m, _ in rows):
                 out.append(f"{where}: dispatch table {rows} != chain {want}")

@@ -167,9 +167,15 @@ int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, si
 
 /* ---- prepacked weights: pack B (or a conv filter) once, run many times -------------------
  * A ts_packed_b holds B (K x N) in the panel layout of the kernel the dispatcher chose when it
- * was packed, and remembers that kernel and the GEMM type. A *_prepacked call returns
- * TS_EINVAL (nothing written) when the handle was packed for another GEMM type or when the
- * dispatcher would now choose another kernel (e.g. after ts_set_feature_mask): pack again.
+ * was packed, and remembers that kernel and the GEMM type. Dispatch picks a kernel per call,
+ * from the CPU features, the feature mask and the core the calling thread runs on (a build may
+ * hold a kernel variant per core class, e.g. out-of-order vs in-order, see README "C API and
+ * runtime dispatch"). A handle runs with the kernel chosen for the call when that kernel reads
+ * the same B panels (same tile width hp, k-step lp and element conversion; the tile height ep
+ * may differ). A *_prepacked call returns TS_EINVAL (nothing written) when the handle was
+ * packed for another GEMM type or when the kernel chosen now reads another B layout (e.g.
+ * after ts_set_feature_mask, or on a core of another class whose variant has another tile
+ * width; ts_packed_kernel and ts_gemm_kernel name both): pack again.
  * An SME handle's layout is that of the streaming vector length it was packed at: after the
  * SVL changed (Linux prctl PR_SME_SET_VL) it is another kernel's layout, TS_EINVAL likewise.
  * Handles are read-only while in use: any number of threads may share one.
@@ -319,7 +325,11 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
  * outputs are bit-identical and fp32 outputs identical (same order of operations) for every
  * thread count and pool. Setters must not run while a call uses the context; any number of
  * calls may share a context otherwise (the built-in pool runs one call's tasks at a time).
- * Built with TS_NO_THREADS defined (no pthreads), ts_context_set_num_threads accepts 1 only. */
+ * Built with TS_NO_THREADS defined (no pthreads), ts_context_set_num_threads accepts 1 only.
+ * The CPU choice picks the kernel variant: a CPU= name runs that name's core class's kernels
+ * (e.g. "cortex-a55": the in-order variants) on whatever core the call runs; "auto" (default,
+ * and a NULL context) reads the running core's class per call (MIDR_EL1 on Linux / Android;
+ * elsewhere the generic kernels). */
 typedef void (*ts_task_fn)(void *arg, size_t task);
 /* run task(arg, i) for every i in [0, n), on any threads; return when all are done */
 typedef void (*ts_parallel_for_fn)(void *pool, size_t n, ts_task_fn task, void *arg);

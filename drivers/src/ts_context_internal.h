@@ -41,10 +41,10 @@ unsigned ts_context_threads(const ts_context *ctx);
 /* task(arg, i) for i in [0, n) with ctx's parallel_for (NULL ctx: in order, this thread). */
 void ts_context_run(const ts_context *ctx, size_t n, ts_task_fn task, void *arg);
 
-/* ---- dispatch with a context (ts_cpu.c; names: the generated ts_dispatch.c) ---------------- */
-/* The CPU= names of this build's generator (gen/cores.py CPU_NAMES), *count of them. */
-const char *const *ts_cpu_names(size_t *count);
-/* ts_select_path with ctx's feature mask (the global one when ctx is NULL or has none). */
+/* ---- dispatch with a context (ts_cpu.c; CPU names: ts_pack_internal.h ts_cpu_names) -------- */
+/* The path a call with ctx runs: ctx's feature mask (the global one when ctx is NULL or has
+ * none) and ctx's CPU (ts_context_set_cpu: that name's core class; "auto" or NULL ctx: the
+ * class of the core the calling thread runs on, MIDR_EL1 read per call). */
 const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type);
 
 #ifdef __cplusplus

@@ -152,12 +152,16 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
                                const int8_t *input, const ts_packed_b *filter,
                                const ts_quant *q, int8_t *output, void *workspace)
 {
-    if (!conv_args_ok(ctx, c, input, q, output, workspace) || filter == NULL
-        || filter->path != ts_select_path_ctx(ctx, TS_GEMM_INT8)
+    const ts_path *run = ts_select_path_ctx(ctx, TS_GEMM_INT8);   /* once: the thread may
+                                                                     migrate */
+    if (!conv_args_ok(ctx, c, input, q, output, workspace) || filter == NULL || run == NULL
+        || filter->path->gemm_type != TS_GEMM_INT8 || !ts_same_b_layout(filter->path, run)
         || filter->K != conv_k(c) || filter->N != c->out_c
         || conv_buffers_overlap(ctx, c, input, NULL, 0, filter, q, output, workspace))
         return TS_EINVAL;
-    ts_b_source b = { filter, 0, NULL, 0, 0 };
+    ts_packed_b as_run = *filter;   /* the same panels, read by this call's kernel variant */
+    as_run.path = run;
+    ts_b_source b = { &as_run, 0, NULL, 0, 0 };
     run_conv(ctx, c, input, &b, q, output, ts_align16(workspace));
     return TS_OK;
 }

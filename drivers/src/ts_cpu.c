@@ -1,8 +1,21 @@
-/* ts_cpu.c — runtime CPU-feature detection, the feature mask and the choice of micro-kernel
- * per GEMM type. The kernel paths of a build are the generated tables of ts_dispatch.c
- * (ts_paths_of); a path that needs an extension is chosen only when the CPU reports it and the
- * feature mask allows it. Plain C99. */
+/* ts_cpu.c — runtime CPU-feature detection, the feature mask, the core class of the running
+ * core and the choice of micro-kernel per GEMM type. The kernel paths of a build are the
+ * generated tables of ts_dispatch.c (ts_paths_of); a path that needs an extension is chosen
+ * only when the CPU reports it and the feature mask allows it, and a core-class variant only on
+ * a core of its class.
+ *
+ * The core: Linux / Android read MIDR_EL1 with `mrs` on every selection (the thread may have
+ * moved between big and LITTLE cores since the last call). User-space reads of MIDR_EL1 trap
+ * and the kernel emulates them with the value of the CPU the thread runs on, advertised by
+ * HWCAP_CPUID (Linux Documentation/arch/arm64/cpu-feature-registers.rst, section 4; one trap,
+ * about a microsecond, per GEMM call); qemu-user emulates it too. Elsewhere (Apple, Windows,
+ * other systems) the running core's class is not determined: macOS offers no per-thread core
+ * identity (only hw.perflevel* sizes), Windows' registry MIDR values (CentralProcessor\N
+ * "CP 4000") describe a processor but not the one the thread runs on; those systems get the
+ * generic kernels unless a context names a CPU. Plain C99. */
 #include "ts_context_internal.h"
+
+#include <string.h>
 
 #if defined(__aarch64__) || defined(_M_ARM64)
 #  if defined(__linux__) || defined(__ANDROID__)
@@ -20,6 +33,9 @@
 #    endif
 #    ifndef HWCAP_ASIMDFHM
 #      define HWCAP_ASIMDFHM (1UL << 23)
+#    endif
+#    ifndef HWCAP_CPUID
+#      define HWCAP_CPUID (1UL << 11)
 #    endif
 #    ifndef HWCAP_ASIMDDP
 #      define HWCAP_ASIMDDP (1UL << 20)
@@ -142,30 +158,148 @@ void ts_set_feature_mask(unsigned mask)
     TS_STORE(feature_mask, mask);
 }
 
-/* The first path of gemm_type whose features are all in `usable`. */
-static const ts_path *first_usable(int gemm_type, unsigned usable)
+/* ---- the running core's class --------------------------------------------------------------
+ * MIDR_EL1 fields (Arm ARM D23.2 "MIDR_EL1"): implementer [31:24], variant [23:20],
+ * architecture [19:16], part number [15:4], revision [3:0]. Part numbers of Arm Ltd
+ * (implementer 0x41) from each core's Technical Reference Manual, "MIDR_EL1, Main ID Register"
+ * (the same values as Linux arch/arm64/include/asm/cputype.h ARM_CPU_PART_*). Classes: the
+ * in-order pipelines (Cortex-A35/A53/A55/A510/A520) and the out-of-order ones; other
+ * implementers and parts not listed are unknown and get the generic kernels. */
+typedef struct {
+    unsigned part;
+    int core_class;
+} midr_part;
+
+static const midr_part ARM_PARTS[] = {
+    { 0xD04, TS_CORE_INORDER },   /* Cortex-A35 */
+    { 0xD03, TS_CORE_INORDER },   /* Cortex-A53 */
+    { 0xD05, TS_CORE_INORDER },   /* Cortex-A55 */
+    { 0xD46, TS_CORE_INORDER },   /* Cortex-A510 */
+    { 0xD80, TS_CORE_INORDER },   /* Cortex-A520 */
+    { 0xD07, TS_CORE_OOO },       /* Cortex-A57 */
+    { 0xD08, TS_CORE_OOO },       /* Cortex-A72 */
+    { 0xD09, TS_CORE_OOO },       /* Cortex-A73 */
+    { 0xD0A, TS_CORE_OOO },       /* Cortex-A75 */
+    { 0xD0B, TS_CORE_OOO },       /* Cortex-A76 */
+    { 0xD0C, TS_CORE_OOO },       /* Neoverse N1 */
+    { 0xD0D, TS_CORE_OOO },       /* Cortex-A77 */
+    { 0xD40, TS_CORE_OOO },       /* Neoverse V1 */
+    { 0xD41, TS_CORE_OOO },       /* Cortex-A78 */
+    { 0xD44, TS_CORE_OOO },       /* Cortex-X1 */
+    { 0xD47, TS_CORE_OOO },       /* Cortex-A710 */
+    { 0xD48, TS_CORE_OOO },       /* Cortex-X2 */
+    { 0xD49, TS_CORE_OOO },       /* Neoverse N2 */
+    { 0xD4D, TS_CORE_OOO },       /* Cortex-A715 */
+    { 0xD4E, TS_CORE_OOO },       /* Cortex-X3 */
+    { 0xD4F, TS_CORE_OOO },       /* Neoverse V2 */
+    { 0xD81, TS_CORE_OOO },       /* Cortex-A720 */
+    { 0xD82, TS_CORE_OOO },       /* Cortex-X4 */
+};
+
+int ts_core_class_of_midr(uint64_t midr)
 {
+    const unsigned implementer = (unsigned)(midr >> 24) & 0xFFu;
+    const unsigned part = (unsigned)(midr >> 4) & 0xFFFu;
+    if (implementer != 0x41u)   /* 0x41: Arm Limited */
+        return TS_CORE_GENERIC;
+    for (size_t i = 0; i < sizeof ARM_PARTS / sizeof ARM_PARTS[0]; ++i)
+        if (ARM_PARTS[i].part == part)
+            return ARM_PARTS[i].core_class;
+    return TS_CORE_GENERIC;
+}
+
+int ts_current_core_class(void)
+{
+#if defined(TS_DETECT_LINUX) && defined(__GNUC__)
+    if (getauxval(AT_HWCAP) & HWCAP_CPUID) {
+        uint64_t midr;
+        __asm__ volatile("mrs %0, midr_el1" : "=r"(midr));
+        return ts_core_class_of_midr(midr);
+    }
+#endif
+    return TS_CORE_GENERIC;
+}
+
+/* ---- path selection ----------------------------------------------------------------------- */
+
+int ts_cpu_lookup(const char *cpu, int *core_class)
+{
+    if (cpu == NULL || core_class == NULL)
+        return TS_EINVAL;
+    if (strcmp(cpu, "auto") == 0) {
+        *core_class = TS_CORE_AUTO;
+        return TS_OK;
+    }
+    size_t count;
+    const char *const *names = ts_cpu_names(&count);
+    for (size_t i = 0; i < count; ++i)
+        if (strcmp(cpu, names[i]) == 0) {
+            *core_class = ts_cpu_class_at(i);
+            return TS_OK;
+        }
+    return TS_EINVAL;
+}
+
+const ts_path *ts_select_path_class(int gemm_type, unsigned feature_mask, int core_class)
+{
+    unsigned usable = ts_cpu_features() & feature_mask;
     size_t count;
     const ts_path *paths = ts_paths_of(gemm_type, &count);
+    if (core_class == TS_CORE_AUTO)
+        core_class = ts_current_core_class();
     for (size_t i = 0; i < count; ++i)
-        if ((paths[i].features & ~usable) == 0 && ts_sme_path_fits(&paths[i]))
+        if ((paths[i].features & ~usable) == 0 && ts_sme_path_fits(&paths[i])
+            && (paths[i].core_class == TS_CORE_GENERIC || paths[i].core_class == core_class))
             return &paths[i];
-    return NULL;   /* unknown type (every type ends with an Armv8.0 path) */
+    return NULL;   /* unknown type (every type ends with a generic Armv8.0 path) */
+}
+
+const ts_path *ts_select_path_cpu(int gemm_type, unsigned feature_mask, const char *cpu)
+{
+    int core_class;
+    if (ts_cpu_lookup(cpu, &core_class) != TS_OK)
+        return NULL;
+    return ts_select_path_class(gemm_type, feature_mask, core_class);
 }
 
 const ts_path *ts_select_path(int gemm_type)
 {
-    return first_usable(gemm_type, ts_cpu_features() & TS_LOAD(feature_mask));
+    return ts_select_path_class(gemm_type, TS_LOAD(feature_mask), TS_CORE_AUTO);
 }
 
-/* The one place a context's choices pick a kernel path: its feature mask today; its CPU
- * (ctx->cpu, the index of the ts_context_set_cpu name in ts_cpu_names, -1 for "auto") is where
- * a per-core variant selection hooks in. */
+/* Whether two paths' qdyn int4 kernels (README "qdyn int4 kernels") are the same code: a
+ * handle's int4 layout is that of its path's qdyn kernels. */
+static int same_qdyn(const ts_qdyn_kernel *a, const ts_qdyn_kernel *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    for (size_t i = 0; i < 3; ++i)
+        if ((a[i].symbol == NULL) != (b[i].symbol == NULL)
+            || (a[i].symbol != NULL && strcmp(a[i].symbol, b[i].symbol) != 0))
+            return 0;
+    return 1;
+}
+
+int ts_same_b_layout(const ts_path *packed_for, const ts_path *run)
+{
+    return packed_for->gemm_type == run->gemm_type && packed_for->hp == run->hp
+           && packed_for->lp == run->lp && packed_for->pack == run->pack
+           && (packed_for->gemv.kernel == NULL) == (run->gemv.kernel == NULL)
+           && packed_for->gemv.hp == run->gemv.hp && packed_for->gemv.lp == run->gemv.lp
+           && packed_for->svl_bytes == run->svl_bytes && same_qdyn(packed_for->qdyn, run->qdyn);
+}
+
+/* The one place a context's choices pick a kernel path: its feature mask (the global one when
+ * ctx is NULL or has none) and its CPU (ctx->cpu, the index of the ts_context_set_cpu name in
+ * ts_cpu_names: that name's core class; -1 "auto": the class of the core the thread runs on,
+ * read per call). */
 const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type)
 {
-    if (ctx == NULL || !ctx->has_mask)
+    if (ctx == NULL)
         return ts_select_path(gemm_type);
-    return first_usable(gemm_type, ts_cpu_features() & ctx->feature_mask);
+    unsigned mask = ctx->has_mask ? ctx->feature_mask : TS_LOAD(feature_mask);
+    int core_class = ctx->cpu < 0 ? TS_CORE_AUTO : ts_cpu_class_at((size_t)ctx->cpu);
+    return ts_select_path_class(gemm_type, mask, core_class);
 }
 
 const char *ts_gemm_kernel(int gemm_type)

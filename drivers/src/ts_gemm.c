@@ -75,12 +75,13 @@ static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
     return (op->output == OUT_U8 ? ts_quant_validate_u8(q, N) : ts_quant_validate(q, N)) == TS_OK;
 }
 
-/* A handle usable for `op` now: packed for its GEMM type and for the kernel the dispatcher
- * picks at this moment (else its layout is not what would run), K within op's bound. */
-static int packed_ok(const ts_context *ctx, const ts_packed_b *b, const gemm_op *op)
+/* A handle usable for `op` with the kernel `run` the dispatcher picked for this call: packed
+ * for its GEMM type with the B panel layout `run` reads (the same kernel, or a core-class
+ * variant of the same hp, lp and conversion), K within op's bound. */
+static int packed_ok(const ts_packed_b *b, const gemm_op *op, const ts_path *run)
 {
     return b != NULL && b->path->gemm_type == op->gemm_type
-           && b->path == ts_select_path_ctx(ctx, op->gemm_type) && b->K <= op->max_k;
+           && ts_same_b_layout(b->path, run) && b->K <= op->max_k;
 }
 
 /* Valid arguments of a GEMM with a row-major B: K within the bound, matrices as matrix_ok, q
@@ -104,11 +105,11 @@ static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, si
 
 /* As unpacked_args_ok with B a handle for op (packed_ok): C shares no byte with A, the handle
  * or q's arrays. */
-static int prepacked_args_ok(const ts_context *ctx, const gemm_op *op, size_t M,
-                             const void *A, size_t lda, const ts_packed_b *B,
-                             const ts_quant *q, const void *C, size_t ldc)
+static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, const void *A,
+                             size_t lda, const ts_packed_b *B, const ts_quant *q,
+                             const void *C, size_t ldc)
 {
-    if (!packed_ok(ctx, B, op))
+    if (!packed_ok(B, op, run))
         return 0;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
@@ -276,7 +277,9 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
                           size_t lda, const ts_packed_b *B, const ts_quant *q, void *C,
                           size_t ldc)
 {
-    if (!prepacked_args_ok(ctx, op, M, A, lda, B, q, C, ldc))
+    const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);   /* once: the thread may
+                                                                       migrate */
+    if (path == NULL || !prepacked_args_ok(op, path, M, A, lda, B, q, C, ldc))
         return TS_EINVAL;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
@@ -286,7 +289,9 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
     spans.p[3] = B->gemv_data;
     spans.len[3] = B->gemv_panels * B->gemv_panel_bytes;
     ts_c_sink out = sink_of(op, C, ldc, q);
-    return run(ctx, B->path, B, M, B->N, B->K, A, lda, NULL, 0, &out, &spans);
+    ts_packed_b as_run = *B;      /* the same panels, read by this call's kernel variant */
+    as_run.path = path;
+    return run(ctx, path, &as_run, M, B->N, B->K, A, lda, NULL, 0, &out, &spans);
 }
 
 /* Packs row-major B for the raw op of a GEMM type (the largest K bound of that type). */

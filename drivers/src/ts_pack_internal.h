@@ -81,6 +81,17 @@ typedef struct {
     size_t panels;             /* per-channel kernels: B panels of 4 columns per call */
 } ts_qdyn_kernel;
 
+/* Core classes of the run-time kernel variants (gen/cores.py CORE_CLASSES): a CPU=generic
+ * build holds, per instruction, the generic kernel and the class variants whose tile or
+ * schedule differs from it; a call runs the variant of the class of the core it runs on, or
+ * the generic kernel when there is none (or the core is unknown). */
+typedef enum {
+    TS_CORE_GENERIC = 0,
+    TS_CORE_OOO = 1,          /* out-of-order: tuned for Neoverse N2 / V1, Cortex-A710 */
+    TS_CORE_INORDER = 2       /* in-order: tuned for Cortex-A510 / A55 */
+} ts_core_class;
+#define TS_CORE_AUTO (-1)     /* select: the class of the core the calling thread runs on */
+
 /* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
 typedef struct {
     int gemm_type;             /* TS_GEMM_* */
@@ -103,7 +114,13 @@ typedef struct {
                                   [0] for scale blocks (gen/qdyn4.py), [1] per channel and [2]
                                   per channel for M <= its ep (gen/qdyn4_rl.py: the same packed
                                   layout, two channels per byte); kernel NULL: none */
+    int core_class;            /* ts_core_class it is tuned for (TS_CORE_GENERIC: any core) */
 } ts_path;
+
+/* The CPU= names of this build's generator (gen/cores.py CPU_NAMES), *count of them, and the
+ * core class of names[index] (generated: ts_dispatch.c). */
+const char *const *ts_cpu_names(size_t *count);
+int ts_cpu_class_at(size_t index);
 
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
  * quantized form subtracts a_zero_point * sum_k B[k][n] (int8 B). */
@@ -112,10 +129,33 @@ static inline int ts_keeps_col_sums(int gemm_type)
     return gemm_type == TS_GEMM_INT8 || gemm_type == TS_GEMM_U8S8;
 }
 
-/* The path the next call of `gemm_type` uses: the most preferred one whose features are in
- * ts_cpu_features() & the feature mask (and, for an SME path, ts_sme_path_fits). NULL for an
- * unknown gemm_type. */
+/* ---- path selection (cpu.c; ts_select_path_ctx, ts_context_internal.h, builds on these):
+ *
+ *   ts_cpu_lookup("auto" | a CPU name, &cls)        TS_OK and cls = TS_CORE_AUTO or the name's
+ *                                                   class; TS_EINVAL for any other string/NULL
+ *   ts_select_path_class(type, mask, cls)           the path a call of `type` runs with the
+ *                                                   features ts_cpu_features() & mask on a core
+ *                                                   of class cls (TS_CORE_AUTO: detect now)
+ *   ts_select_path_cpu(type, mask, "auto" | name)   the same from a CPU name (NULL if unknown)
+ *   ts_select_path(type)                            the global mask, "auto": what the public
+ *                                                   entry points without a context use
+ *
+ * Selection: the first path (most preferred first: the SME paths, then the NEON chain with
+ * each instruction's class variants before its generic kernel) whose features are all usable,
+ * whose class is `cls` or generic and, for an SME path, that ts_sme_path_fits. All return NULL
+ * for an unknown gemm_type. */
+int ts_cpu_lookup(const char *cpu, int *core_class);
+const ts_path *ts_select_path_class(int gemm_type, unsigned feature_mask, int core_class);
+const ts_path *ts_select_path_cpu(int gemm_type, unsigned feature_mask, const char *cpu);
 const ts_path *ts_select_path(int gemm_type);
+/* The class of the core the calling thread runs on now (TS_CORE_GENERIC when unknown), and the
+ * class of a MIDR_EL1 value (exposed for tests). */
+int ts_current_core_class(void);
+int ts_core_class_of_midr(uint64_t midr);
+/* Whether B panels packed for path `packed_for` are what path `run` reads (same GEMM type,
+ * hp, lp and B conversion, the same GEMV layout and streaming vector length: ep and the core
+ * class may differ). */
+int ts_same_b_layout(const ts_path *packed_for, const ts_path *run);
 /* Every path of `gemm_type` compiled into this build (*count of them), for worst-case sizing. */
 const ts_path *ts_paths_of(int gemm_type, size_t *count);
 

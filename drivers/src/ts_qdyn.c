@@ -882,8 +882,10 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
                      const ts_packed_a *pa, const ts_packed_b *B, const float *bias, float cmin,
                      float cmax, float *C, size_t ldc)
 {
+    /* A handle runs with the path it was packed for when the path chosen now (another core
+     * class's variant) reads the same layout: the same int4 kernels, correct on any core. */
     if (B == NULL || B->path->gemm_type != TS_GEMM_QDYN
-        || B->path != qdyn_path(ctx) || isnan(cmin) || isnan(cmax) || cmin > cmax
+        || !ts_same_b_layout(B->path, qdyn_path(ctx)) || isnan(cmin) || isnan(cmax) || cmin > cmax
         || !matrix_ok(C, M, B->N, ldc, sizeof(float)))
         return TS_EINVAL;
     const size_t K = B->K, N = B->N;

@@ -1,0 +1,132 @@
+"""Run-time kernel variants per core class (gen.cores.CORE_CLASSES, drivers/src/ts_cpu.c), run
+under qemu-aarch64 on CPU models of each class (tests/c/drv_variants.c): the class read from
+MIDR_EL1, the MIDR part table, what each CPU name selects (the engine's ts_context_set_cpu
+path), that every variant of an instruction gives the same bits (and int paths the reference),
+and which packed handles a prepacked call accepts when another variant runs."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cross import ROOT, TEST_C, compile_aarch64, run_qemu
+from gen import registry
+from gen.cores import CORE_CLASSES, CPU_NAMES, core_class
+from gen.isa import INSTRUCTIONS
+
+FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
+CLASS_NUM = {"generic": 0, "ooo": 1, "inorder": 2}     # ts_core_class
+# MIDR_EL1 values and their class, restated from the Arm TRMs ("MIDR_EL1, Main ID Register":
+# implementer 0x41, part numbers below); qemu's values measured with `mrs x0, midr_el1`.
+MIDRS = {
+    0x410FD034: "inorder",   # Cortex-A53 r0p4 (qemu cortex-a53)
+    0x412FD050: "inorder",   # Cortex-A55 r2p0
+    0x410FD460: "inorder",   # Cortex-A510 r0p0
+    0x411FD070: "ooo",       # Cortex-A57 r1p0 (qemu cortex-a57)
+    0x414FD0C1: "ooo",       # Neoverse N1 r4p1 (qemu neoverse-n1)
+    0x414FD0B1: "ooo",       # Cortex-A76 r4p1 (qemu cortex-a76)
+    0x410FD490: "ooo",       # Neoverse N2 r0p0
+    0x411FD401: "ooo",       # Neoverse V1 r1p1
+    0x410FD470: "ooo",       # Cortex-A710 r0p0
+    0x000F0510: "generic",   # qemu max: implementer 0
+    0x410FD990: "generic",   # an Arm part the table does not know
+    0x611F0221: "generic",   # Apple (implementer 0x61)
+    0x51AF8014: "generic",   # Qualcomm Kryo (implementer 0x51)
+}
+# qemu CPU model -> (features it reports, class of its MIDR); QEMU 7.2's neoverse-n1 and
+# cortex-a76 have dotprod and fp16 without FHM (as tests/test_drivers_api.py CPU_FEATURES)
+N1 = FEAT["DOTPROD"] | FEAT["FP16"]
+QEMU_CPUS = {"cortex-a53": (0, "inorder"), "cortex-a57": (0, "ooo"),
+             "neoverse-n1": (N1, "ooo"), "cortex-a76": (N1, "ooo"),
+             "max": (FEAT["DOTPROD"] | FEAT["I8MM"] | FEAT["BF16"] | FEAT["FP16"] | FEAT["FHM"]
+                     | FEAT["SME"], "generic")}
+# harness label -> registry type key: every GEMM type (the harness prints each one's selection)
+LABELS = {t.test_label: t.key for t in registry.GEMM_TYPES}
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen_v86")
+    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v86", "--out", str(out)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    sources = sorted(out.glob("*.c")) + sorted(out.glob("*.S")) + [TEST_C / "drv_variants.c"]
+    binary = compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_variants",
+                             includes=[out], flags=["-std=c99", "-Werror"])
+    return json.loads((out / "manifest.json").read_text()), binary
+
+
+def expected(manifest, type_key, usable, cls):
+    """The symbol a call must run (restated from the manifest): the first instruction of the
+    type's chain the features allow; its variant for `cls` if the build has one."""
+    kernels = manifest["kernels"]
+    for path in registry.BY_KEY[type_key].chain:
+        feature = INSTRUCTIONS[path.instruction].feature
+        if feature is not None and not FEAT[registry.feature_macro(feature)] & usable:
+            continue
+        for k in kernels:
+            if k["instruction"] == path.instruction and k["core_class"] == cls:
+                return k["symbol"]
+        return next(k["symbol"] for k in kernels
+                    if k["instruction"] == path.instruction and k["role"] == "main")
+    raise AssertionError("no path")
+
+
+def test_build_has_class_variants_only_where_they_differ(build):
+    manifest, _ = build
+    variants = [k for k in manifest["kernels"] if k["role"] == "core_class"]
+    assert {k["core_class"] for k in variants} <= set(CORE_CLASSES)
+    main = {k["instruction"]: k for k in manifest["kernels"] if k["role"] == "main"}
+    for k in variants:
+        assert k["symbol"].endswith("_" + k["core_class"])
+    # v86 today: bfmmla's generic 8x8x4 tile has 16 accumulators, Neoverse V1 needs 20
+    # (latency 5 x 4 per cycle): the out-of-order class gets its 12x8x4; every other generic
+    # tile already has enough accumulators for N2 / V1 (gen.generate_cli.gains_on_class)
+    assert sorted((k["instruction"], k["core_class"]) for k in variants) == [("bfmmla", "ooo")]
+    assert set(main) >= {k["instruction"] for k in variants}
+
+
+@pytest.mark.parametrize("cpu", list(QEMU_CPUS))
+def test_variant_choice_per_core(cpu, build):
+    manifest, binary = build
+    usable, cls = QEMU_CPUS[cpu]
+    proc = run_qemu(binary, *[hex(m) for m in MIDRS], cpu=cpu, check=False)
+    out = proc.stdout
+    assert proc.returncode == 0 and out.rstrip().endswith("failures 0"), out[-3000:]
+    lines = out.splitlines()
+    assert lines[0] == f"features={usable} class={CLASS_NUM[cls]}"
+    for midr, want in MIDRS.items():
+        assert f"midr={midr:#x} class={CLASS_NUM[want]}" in lines
+    sel = {line.split()[0][4:]: dict(item.split("=", 1) for item in line.split()[1:])
+           for line in lines if line.startswith("cpu=")}
+    for name in (*CPU_NAMES, "auto"):
+        c = cls if name == "auto" else core_class(name)
+        assert sel[name]["rc"] == "0"
+        for label, key in LABELS.items():
+            assert sel[name][label] == expected(manifest, key, usable, c), (name, label)
+    # a context naming each CPU (ts_context_set_cpu) runs that name's class; "auto" (and a
+    # rejected name, which leaves the context at "auto") the class of the MIDR qemu reports
+    ctx = {line.split()[0][4:]: dict(item.split("=", 1) for item in line.split()[1:])
+           for line in lines if line.startswith("ctx=")}
+    assert set(ctx) == {*CPU_NAMES, "auto", "cortex-a99"}
+    for name, want_rc in [(n, "0") for n in (*CPU_NAMES, "auto")] + [("cortex-a99", "-1")]:
+        c = core_class(name) if name in CPU_NAMES else cls
+        assert ctx[name]["rc"] == want_rc
+        for label, key in LABELS.items():
+            assert ctx[name][label] == expected(manifest, key, usable, c), (name, label)
+    for bad in ("cortex-a99", "Generic", ""):
+        assert sel[bad]["rc"] == "-1" and all(sel[bad][label] == "NULL" for label in LABELS)
+    auto = dict(item.split("=", 1) for item in next(l for l in lines if l.startswith("auto ")).split()[1:])
+    for label, key in LABELS.items():
+        assert auto[label] == expected(manifest, key, usable, cls)
+    # every instruction the CPU runs that has an ooo variant was compared with it, bit for bit
+    same = [line for line in lines if line.startswith("same ")]
+    runnable = [k for k in manifest["kernels"] if k["role"] == "core_class"
+                and (k["feature"] is None or FEAT[registry.feature_macro(k["feature"])] & usable)]
+    for k in runnable:
+        assert any(line.split()[3] == k["symbol"] or line.split()[2] == k["symbol"] for line in same), k["symbol"]
+    handles = [line for line in lines if line.startswith("handle ")]
+    assert any(line.endswith("rc=0") for line in handles)
+    if usable:   # another instruction's layout (sdot 8x12x4 vs smmla 8x8x8, smlal): rejected
+        assert any(line.endswith("rc=-1") for line in handles)
