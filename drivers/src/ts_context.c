@@ -2,7 +2,6 @@
  * (ts_context_workspace_size lives with the GEMM's workspace layout, in ts_gemm.c.)
  * Plain C99. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "ts_context_internal.h"
 
@@ -14,7 +13,7 @@ int ts_context_create(ts_context **out)
     if (ctx == NULL)
         return TS_ENOMEM;
     ctx->threads = 1;
-    ctx->cpu = -1;
+    ctx->core_class = TS_CORE_AUTO;
     *out = ctx;
     return TS_OK;
 }
@@ -81,21 +80,11 @@ int ts_context_set_feature_mask(ts_context *ctx, unsigned mask)
 
 int ts_context_set_cpu(ts_context *ctx, const char *cpu)
 {
-    size_t count;
-    const char *const *names = ts_cpu_names(&count);
-    if (ctx == NULL || cpu == NULL)
+    int core_class;
+    if (ctx == NULL || ts_cpu_lookup(cpu, &core_class) != TS_OK)
         return TS_EINVAL;
-    if (strcmp(cpu, "auto") == 0) {
-        ctx->cpu = -1;
-        return TS_OK;
-    }
-    for (size_t i = 0; i < count; ++i) {
-        if (strcmp(cpu, names[i]) == 0) {
-            ctx->cpu = (int)i;
-            return TS_OK;
-        }
-    }
-    return TS_EINVAL;
+    ctx->core_class = core_class;
+    return TS_OK;
 }
 
 int ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes)

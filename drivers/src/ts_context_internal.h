@@ -27,7 +27,7 @@ struct ts_context {
     unsigned threads;                  /* how many tasks may run at once (split target) */
     int has_mask;                      /* feature_mask set: it replaces the global mask */
     unsigned feature_mask;
-    int cpu;                           /* -1 "auto", else an index of ts_cpu_names */
+    int core_class;                    /* ts_context_set_cpu: TS_CORE_AUTO ("auto") or a class */
     void *workspace;                   /* caller's buffer, or NULL: allocate per call */
     size_t workspace_bytes;
 };

@@ -290,16 +290,14 @@ int ts_same_b_layout(const ts_path *packed_for, const ts_path *run)
 }
 
 /* The one place a context's choices pick a kernel path: its feature mask (the global one when
- * ctx is NULL or has none) and its CPU (ctx->cpu, the index of the ts_context_set_cpu name in
- * ts_cpu_names: that name's core class; -1 "auto": the class of the core the thread runs on,
- * read per call). */
+ * ctx is NULL or has none) and its CPU (ctx->core_class: the class of the ts_context_set_cpu
+ * name; TS_CORE_AUTO for "auto": the class of the core the thread runs on, read per call). */
 const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type)
 {
     if (ctx == NULL)
         return ts_select_path(gemm_type);
     unsigned mask = ctx->has_mask ? ctx->feature_mask : TS_LOAD(feature_mask);
-    int core_class = ctx->cpu < 0 ? TS_CORE_AUTO : ts_cpu_class_at((size_t)ctx->cpu);
-    return ts_select_path_class(gemm_type, mask, core_class);
+    return ts_select_path_class(gemm_type, mask, ctx->core_class);
 }
 
 const char *ts_gemm_kernel(int gemm_type)
