@@ -268,6 +268,20 @@ def result_bytes(instruction: str) -> int:
 SME_SVL_BYTES = (16, 32, 64, 128, 256)
 
 
+def _path_fields(p, kernel: dict, feature, ep: int, hp: int, **fields) -> dict:
+    """The fields every path dict (NEON or SME) has, for KernelPath or SmePath `p` run by the
+    manifest entry `kernel` with tile ep x hp, plus the kind-specific `fields`: the instruction,
+    packed elements and pack enums of A and B, result bytes, symbol, lp, feature macro and the
+    symbol of the kernel's fused requant variant (None: none)."""
+    return dict(instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
+                pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
+                c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
+                ep=ep, hp=hp, lp=int(kernel["lp"]), feature=feature_macro(feature),
+                requant=next((v["symbol"] for v in kernel.get("variants", [])
+                              if v["epilogue"] == "requant"), None),
+                **fields)
+
+
 def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
     """The SME paths of GEMM type `t` for the raw SME kernels in `sme` ({instruction: manifest
     sme_kernels entry, with `variants`: the entries of its epilogue variants, whose _requant
@@ -277,14 +291,10 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
     if t.sme is None or t.sme.instruction not in sme:
         return []
     kernel, p = sme[t.sme.instruction], t.sme
-    return [dict(instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
-                 pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
-                 c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
-                 ep=int(kernel["tr"]) * svl // 4, hp=int(kernel["tc"]) * svl // 4,
-                 lp=int(kernel["lp"]), feature=feature_macro(SME_INSTRUCTIONS[p.instruction].feature),
-                 gemv=None, svl_bytes=svl, core_class="generic",
-                 requant=next((v["symbol"] for v in kernel.get("variants", [])
-                               if v["epilogue"] == "requant"), None))
+    feature = SME_INSTRUCTIONS[p.instruction].feature
+    return [_path_fields(p, kernel, feature, ep=int(kernel["tr"]) * svl // 4,
+                         hp=int(kernel["tc"]) * svl // 4, gemv=None, svl_bytes=svl,
+                         core_class="generic")
             for svl in SME_SVL_BYTES]
 
 
@@ -321,16 +331,10 @@ def _gemv_dict(small: dict | None, kernel: dict) -> dict | None:
 
 def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict) -> dict:
     """The path dict (dispatch_paths) of kernel entry `kernel` (main or core-class variant)."""
-    return dict(
-        instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
-        pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
-        c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
-        ep=int(kernel["ep"]), hp=int(kernel["hp"]), lp=int(kernel["lp"]),
-        feature=feature_macro(INSTRUCTIONS[p.instruction].feature),
+    return _path_fields(
+        p, kernel, INSTRUCTIONS[p.instruction].feature, ep=int(kernel["ep"]), hp=int(kernel["hp"]),
         core_class=kernel.get("core_class", "generic"),
         gemv=_gemv_dict(gemv.get(p.instruction) if has_gemv(t) else None, kernel),
-        requant=next((v["symbol"] for v in kernel.get("variants", [])
-                      if v["epilogue"] == "requant"), None),
         svl_bytes=0,
         qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
                    max_bl=int(q["max_bl"]), panels=int(q["panels"]))
