@@ -26,3 +26,15 @@ def test_tree_compiles_as_is(compiler, tmp_path):
                "-o", str(tmp_path / (source.stem + ".o"))]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("flag", ["-ffast-math", "-Ofast", "-ffinite-math-only"])
+def test_fast_math_builds_stop_with_a_clear_error(flag, tmp_path):
+    """The fp32 sources' bit-exact results and NaN / Inf checks need IEEE semantics: a
+    finite-math build must fail at compile time, naming the flags, not run wrong."""
+    for name in ("ts_gemm.c", "ts_pack.c", "ts_qdyn.c", "ts_engine.c"):
+        cmd = [*COMPILERS["gcc"], flag, "-I", str(DRIVERS / "include"), "-I",
+               str(DRIVERS / "src"), "-c", str(DRIVERS / "src" / name), "-o",
+               str(tmp_path / "x.o")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode != 0 and "-ffast-math" in proc.stderr, f"{' '.join(cmd)}\n{proc.stderr}"

@@ -19,6 +19,7 @@ extern "C" {
 #define TS_OK      0
 #define TS_EINVAL (-1)   /* bad argument: nothing written */
 #define TS_ENOMEM (-2)
+#define TS_EBUSY  (-3)   /* the context's workspace is in use by another call: nothing written */
 
 /* ---- CPU features and dispatch -------------------------------------------------------- */
 #define TS_FEAT_DOTPROD 1u
@@ -324,7 +325,10 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
  * malloc, the global feature mask). Results do not depend on the context's threads: integer
  * outputs are bit-identical and fp32 outputs identical (same order of operations) for every
  * thread count and pool. Setters must not run while a call uses the context; any number of
- * calls may share a context otherwise (the built-in pool runs one call's tasks at a time).
+ * calls may share a context otherwise (the built-in pool runs one call's tasks at a time),
+ * except that a workspace serves one call at a time: a call that finds the context's
+ * workspace in use by another returns TS_EBUSY with nothing written (give each calling
+ * thread its own context, or its own workspace).
  * Built with TS_NO_THREADS defined (no pthreads), ts_context_set_num_threads accepts 1 only.
  * The CPU choice picks the kernel variant: a CPU= name runs that name's core class's kernels
  * (e.g. "cortex-a55": the in-order variants) on whatever core the call runs; "auto" (default,

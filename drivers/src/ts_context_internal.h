@@ -30,7 +30,18 @@ struct ts_context {
     int core_class;                    /* ts_context_set_cpu: TS_CORE_AUTO ("auto") or a class */
     void *workspace;                   /* caller's buffer, or NULL: allocate per call */
     size_t workspace_bytes;
+    unsigned workspace_busy;           /* 1 while a call uses the workspace (TS_EBUSY) */
 };
+
+/* The workspace guard: a call claims ctx's workspace with one atomic exchange (acquire) and
+ * gives it back with a release store, so calls sharing a context never share scratch memory.
+ * The field is mutable state of a const context, like the built-in pool's. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define TS_TRY_CLAIM(x) (__atomic_exchange_n(&(x), 1u, __ATOMIC_ACQUIRE) == 0u)
+#  define TS_UNCLAIM(x)   __atomic_store_n(&(x), 0u, __ATOMIC_RELEASE)
+#else
+#  error "tilesmith's drivers need GCC / Clang atomic builtins (__atomic_exchange_n)"
+#endif
 
 /* Tasks a caller's parallel_for is assumed to run at once (the work split of a context with a
  * caller's pool; balanced shares for 1, 2, 4 and 8 threads). */

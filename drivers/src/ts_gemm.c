@@ -134,12 +134,21 @@ int ts_call_memory(const ts_context *ctx, size_t bytes, const void *const *spans
         for (int i = 0; i < n_spans; ++i)
             if (ts_spans_overlap(ctx->workspace, bytes, spans[i], span_len[i]))
                 return TS_EINVAL;
+        if (!TS_TRY_CLAIM(((ts_context *)ctx)->workspace_busy))
+            return TS_EBUSY;
         *mem = ctx->workspace;
         return TS_OK;
     }
     *owned = malloc(bytes != 0 ? bytes : 1);
     *mem = *owned;
     return *owned != NULL ? TS_OK : TS_ENOMEM;
+}
+
+void ts_call_memory_done(const ts_context *ctx, void *owned)
+{
+    if (ctx != NULL && ctx->workspace != NULL)
+        TS_UNCLAIM(((ts_context *)ctx)->workspace_busy);
+    free(owned);
 }
 
 /* Bytes a call with path needs with ctx's threads: B's panels (unless prepacked) and the
@@ -250,7 +259,7 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
     }
     ts_a_source a = { A, lda, NULL, 0 };
     ts_gemm_exec(ctx, &b, M, &a, out, base + b_bytes);
-    free(owned);
+    ts_call_memory_done(ctx, owned);
     return TS_OK;
 }
 

@@ -59,11 +59,14 @@ int ts_gemm_stage_of_type(int gemm_type, const ts_path *path);
 int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
                        int im2col, unsigned threads, size_t *out);
 
-/* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, or a fresh malloc block
- * (*owned, to free; NULL with a workspace). TS_EINVAL when the workspace is too small or
- * shares a byte with one of the `n_spans` caller buffers, TS_ENOMEM when malloc fails. */
+/* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, claimed for this call, or a
+ * fresh malloc block (*owned; NULL with a workspace). TS_EINVAL when the workspace is too
+ * small or shares a byte with one of the `n_spans` caller buffers, TS_EBUSY when another call
+ * holds it, TS_ENOMEM when malloc fails. Every TS_OK is paired with one ts_call_memory_done,
+ * which frees *owned or gives the workspace back. */
 int ts_call_memory(const struct ts_context *ctx, size_t bytes, const void *const *spans,
                    const size_t *span_len, int n_spans, void **mem, void **owned);
+void ts_call_memory_done(const struct ts_context *ctx, void *owned);
 
 /* ts_context_workspace_size for TS_GEMM_QDYN (ts_qdyn.c): the largest need of any qdyn path
  * for M x N x K with ctx's threads, 0 on size_t overflow. */

@@ -921,11 +921,11 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     const size_t span_len[6] = { c_len, a_len, qlen, pa != NULL ? sizeof *pa : 0,
                                  bias != NULL ? N * sizeof(float) : 0,
                                  B->panels * B->panel_bytes };
+    if (ctx != NULL && ctx->workspace != NULL && ts_packed_b_overlaps(B, ctx->workspace, bytes))
+        return TS_EINVAL;
     int err = ts_call_memory(ctx, bytes, spans, span_len, 6, &mem, &owned);
     if (err != TS_OK)
         return err;
-    if (ctx != NULL && ctx->workspace != NULL && ts_packed_b_overlaps(B, mem, bytes))
-        return TS_EINVAL;
     c.b = B;
     c.M = M;
     c.A = A;
@@ -938,7 +938,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     c.ldc = ldc;
     c.scratch = (unsigned char *)ts_align16(mem);
     ts_context_run(ctx, c.m_tasks * c.n_tasks, qdyn_task, &c);
-    free(owned);
+    ts_call_memory_done(ctx, owned);
     return TS_OK;
 }
 

@@ -85,6 +85,24 @@ static void recording_parallel_for(void *pool, size_t n, ts_task_fn task, void *
         if (r->counts[i] != 1) { r->bad++; break; }
 }
 
+/* A caller's parallel_for that, before running the tasks of its first call, makes a second
+ * call on the same context (second(second_arg), rc kept): while the first call holds the
+ * context's workspace, the second must return TS_EBUSY with nothing written. */
+typedef struct {
+    int (*second)(void *);
+    void *second_arg;
+    int rc, calls;
+} nester;
+
+static void nesting_parallel_for(void *pool, size_t n, ts_task_fn task, void *arg)
+{
+    nester *r = (nester *)pool;
+    if (r->calls++ == 0)
+        r->rc = r->second(r->second_arg);
+    for (size_t i = 0; i < n; ++i)
+        task(arg, i);
+}
+
 /* ---- one GEMM call through the _ctx twins --------------------------------------------------- */
 typedef struct { int32_t bias[512], mult[512], shift[512]; ts_quant q; } quant_store;
 
@@ -128,6 +146,23 @@ static int call(const ts_context *ctx, enum kind kind, int prepacked, size_t M, 
     }
     ts_packed_free(pb);
     return rc;
+}
+
+typedef struct {
+    const ts_context *ctx;
+    enum kind kind;
+    int prepacked;
+    size_t M, N, K, lda, ldb, ldc;
+    const void *A, *B;
+    const ts_quant *q;
+    void *C;
+} call_args;
+
+static int call_from_args(void *p)
+{
+    call_args *a = (call_args *)p;
+    return call(a->ctx, a->kind, a->prepacked, a->M, a->N, a->K, a->A, a->lda, a->B, a->ldb,
+                a->q, a->C, a->ldc);
 }
 
 /* ---- independent reference -------------------------------------------------------------------- */
@@ -313,6 +348,26 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
     rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
     CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
           "%s %zux%zux%zu: caller workspace differs (rc %d)", kind_name[kind], M, N, K, rc);
+    if (M > 0 && N > 0) {   /* a second call while this one holds the workspace: TS_EBUSY */
+        unsigned char *C2 = guarded(c_bytes + 1);
+        memset(C2, 0xA5, c_bytes);
+        call_args second = { ctx, kind, prepacked, M, N, K, lda, ldb, ldc, A, B, q, C2 };
+        nester nest = { call_from_args, &second, 0, 0 };
+        ts_context_set_parallel_for(ctx, nesting_parallel_for, &nest);
+        memset(C, 0xA5, c_bytes);
+        rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+        CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0 && nest.calls > 0
+              && nest.rc == TS_EBUSY && all_bytes(C2, c_bytes, 0xA5),
+              "%s %zux%zux%zu: call during a call on the workspace: rc %d / %d, C %s, C2 %s",
+              kind_name[kind], M, N, K, rc, nest.rc,
+              memcmp(C, want, c_bytes) == 0 ? "right" : "wrong",
+              all_bytes(C2, c_bytes, 0xA5) ? "untouched" : "written");
+        ts_context_set_parallel_for(ctx, NULL, NULL);
+        memset(C, 0xA5, c_bytes);   /* the workspace is free again once the call returned */
+        rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
+        CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
+              "%s %zux%zux%zu: workspace not released (rc %d)", kind_name[kind], M, N, K, rc);
+    }
     if (M > 0 && N > 0) {   /* the size is the largest over the type's paths: 16 bytes */
         ts_context_set_workspace(ctx, w + ws - 16, 16);
         memset(C, 0xA5, c_bytes);
@@ -385,6 +440,22 @@ static int qdyn_call(const ts_context *ctx, int packed_a, size_t M, size_t K, co
     return rc;
 }
 
+typedef struct {
+    const ts_context *ctx;
+    int packed_a;
+    size_t M, K, lda, ldc;
+    const float *A, *bias;
+    const ts_packed_b *pb;
+    float *C;
+} qdyn_args;
+
+static int qdyn_call_args(void *p)
+{
+    qdyn_args *a = (qdyn_args *)p;
+    return qdyn_call(a->ctx, a->packed_a, a->M, a->K, a->A, a->lda, a->pb, a->bias, a->C,
+                     a->ldc);
+}
+
 static void run_qdyn(int bits, size_t bl, int packed_a, size_t M, size_t N, size_t K)
 {
     size_t lda = K + 1, ldc = N + 3, row = bits == 8 ? K : (K + 1) / 2, ldb = row + 2;
@@ -446,6 +517,17 @@ static void run_qdyn(int bits, size_t bl, int packed_a, size_t M, size_t N, size
     rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
     CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
           "qdyn%d %zux%zux%zu: caller workspace differs (rc %d)", bits, M, N, K, rc);
+    unsigned char *C2 = guarded(c_bytes + 1);   /* a call during a call: TS_EBUSY */
+    memset(C2, 0xA5, c_bytes);
+    qdyn_args second = { ctx, packed_a, M, K, lda, ldc, A, bias, pb, (float *)C2 };
+    nester nest = { qdyn_call_args, &second, 0, 0 };
+    ts_context_set_parallel_for(ctx, nesting_parallel_for, &nest);
+    memset(C, 0xA5, c_bytes);
+    rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
+    CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0 && nest.rc == TS_EBUSY
+          && all_bytes(C2, c_bytes, 0xA5), "qdyn%d %zux%zux%zu: call during a call on the "
+          "workspace: rc %d / %d", bits, M, N, K, rc, nest.rc);
+    ts_context_set_parallel_for(ctx, NULL, NULL);
     ts_context_set_workspace(ctx, w + ws - 16, 16);
     memset(C, 0xA5, c_bytes);
     rc = qdyn_call(ctx, packed_a, M, K, A, lda, pb, bias, (float *)C, ldc);
