@@ -328,10 +328,21 @@ def main(argv=None) -> int:
     except OSError as error:
         print(f"python3 -m gen generate: error: cannot write --out {out}: {error}", file=sys.stderr)
         return EXIT_FAILED
-    manifest = json.loads(files[MANIFEST])
-    kernels = manifest["kernels"]
-    print(f"{out}: {len(kernels)} kernels ({', '.join(k['symbol'] for k in kernels)})")
-    sme = manifest.get("sme_kernels", [])
-    if sme:
-        print(f"{out}: {len(sme)} SME kernels ({', '.join(k['symbol'] for k in sme)})")
+    print_summary(out, json.loads(files[MANIFEST]))
     return EXIT_OK
+
+
+def print_summary(out, manifest: dict) -> None:
+    """One line per manifest kernel list (GEMM / GEMV kernels with their epilogue variants, qdyn,
+    SME), then the total of kernel files written."""
+    written = 0
+    for key, what in (("kernels", "kernels"), ("qdyn_kernels", "qdyn kernels"),
+                      ("sme_kernels", "SME kernels")):
+        kernels = manifest.get(key, [])
+        variants = [v for k in kernels for v in k.get("variants", ())]
+        written += len(kernels) + len(variants)
+        if kernels:
+            extra = f" + {len(variants)} epilogue variants" if variants else ""
+            print(f"{out}: {len(kernels)} {what}{extra} "
+                  f"({', '.join(k['symbol'] for k in kernels)})")
+    print(f"{out}: {written} kernel files (.S)")

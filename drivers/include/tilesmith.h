@@ -331,7 +331,8 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
  * thread its own context, or its own workspace).
  * Built with TS_NO_THREADS defined (no pthreads), ts_context_set_num_threads accepts 1 only.
  * The CPU choice picks the kernel variant: a CPU= name runs that name's core class's kernels
- * (e.g. "cortex-a55": the in-order variants) on whatever core the call runs; "auto" (default,
+ * (its class variants where the build has them, else the generic ones; README "Per-core
+ * kernel variants") on whatever core the call runs; "auto" (default,
  * and a NULL context) reads the running core's class per call (MIDR_EL1 on Linux / Android;
  * elsewhere the generic kernels). */
 typedef void (*ts_task_fn)(void *arg, size_t task);
