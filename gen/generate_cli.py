@@ -195,10 +195,13 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # qdyn int4 kernels (gen.qdyn4): int4 unpack and the fp32 epilogue in the kernel; their own
     # manifest list (another contract: scale blocks, the qdyn argument block).
     built = {i.name for i in kernels_for(arch, cpu)}
-    qdyn = [k for name in qdyn4.QDYN4_INSTRUCTIONS if name in built
-            for k in (qdyn4.emit(qdyn4.solve(name, cpu), prefix, inst, env),
-                      qdyn4_rl.emit(qdyn4_rl.solve(name, cpu), prefix, inst, env),
-                      qdyn4_rl.emit(qdyn4_rl.solve(name, cpu, decode=True), prefix, inst, env))]
+    # Per instruction of the qdyn chain: scale blocks (gen.qdyn4: smmla), then per channel
+    # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode.
+    qdyn = [k for name in qdyn4_rl.QDYN4_RL_INSTRUCTIONS if name in built
+            for k in ([qdyn4.emit(qdyn4.solve(name, cpu), prefix, inst, env)]
+                      if name in qdyn4.QDYN4_INSTRUCTIONS else [])
+            + [qdyn4_rl.emit(qdyn4_rl.solve(name, cpu, decode), prefix, inst, env)
+               for decode in (False, True)]]
     manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
     if qdyn:
         manifest["qdyn_kernels"] = [k.manifest for k in qdyn]

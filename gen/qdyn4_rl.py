@@ -4,9 +4,9 @@ The unpack of gen/qdyn4.py (shl + and: two vector operations per 16 packed bytes
 loop at 2 of every 2 + 2R vector operations. Here a byte holds, at the same k, weight w_lo of
 one column in its low nibble as w_lo + 8 (0..15) and weight w_hi of another column in its high
 nibble (two's complement): as an int8 the byte is b = 16 w_hi + w_lo + 8 (-128..127). Per packed
-register one `and #0x0f` gives L = w_lo + 8; smmla on the raw bytes and on L then give
+register one `and #0x0f` gives L = w_lo + 8; the MACs on the raw bytes and on L then give
   R = sum qa (16 w_hi + w_lo + 8) = 16 D_hi + D_lo + 8 sum qa,   L = D_lo + 8 sum qa
-(D = sum qa w), so one vector operation per two smmla B registers (issue 12's "two output
+(D = sum qa w), so one vector operation per two B registers (issue 12's "two output
 channels sharing a byte, recovered from two dot products and the activation row sum").
 The accumulators start at L0 = -8 sum_k qa[m] - zp[m] sum_k w_lo and R0 = L0 - 16 zp[m] sum_k w_hi;
 at the end L = S_lo and R - L = 16 S_hi exactly (S = sum (qa - zp) w, the header's acc), modulo
@@ -14,15 +14,29 @@ at the end L = S_lo and R - L = 16 S_hi exactly (S = sum (qa - zp) w, the header
 `scvtf` (L) and `scvtf #4` (R - L) give (float)S exactly; then t = scale * wscale, s = t * f, as
 the header says for one block (s = u_0), + bias, clamp (gen.qdyn4.final_code).
 
-Layout (B, panels of 4 columns c0..c3): 32 bytes of column data: int32 sum w_lo of c0, c1; int32
-sum w_lo + 16 sum w_hi for (c0, c2), (c1, c3); fp32 scales of c0..c3; then per 8-k step 16
-bytes: bytes 0-7 hold k = 0..7 of (c0 low nibble, c2 high), bytes 8-15 of (c1, c3). So L is the
-2x2 tile of columns c0, c1 and R - L the tile of c2, c3.
+One scheme, three MAC families (`FAMILIES`, the instruction is the plan's parameter): a B
+register is 16 bytes = `lp` k of `columns` columns, the low nibbles holding columns
+0 .. columns/2 - 1 and the high nibbles the others (column j + columns/2 shares column j's byte):
+- smmla (i8mm), lp 8, 4 columns: bytes 0-7 k = 0..7 of (c0 low, c2 high), bytes 8-15 (c1, c3);
+  the accumulators are 2x2 tiles (rows 2i, 2i+1 x columns c0 c1 in L, c2 c3 in R).
+- sdot (dotprod), lp 4, 8 columns: bytes 4j..4j+3 k = 0..3 of (cj low, cj+4 high); `sdot` by
+  element (A: 4 rows x 4 k per register, the int8 sdot kernels' A layout) gives one row x 4
+  columns per accumulator: L columns c0-c3, R (then R - L) c4-c7.
+- smlal (the Armv8.0 path), the sdot layout: per row a `ld1r` replicates its 4 k, `smull` /
+  `smull2` multiply 8 bytes (2 columns x 4 k) into int16 products (exact: |qa b| <= 2^14) and
+  `sadalp` adds their pairs into int32 lanes (c0 k0+k1, c0 k2+k3, c1 ..): two accumulators per
+  4 columns, reduced once by `addp` after the loop (their initial values are L0 and R0 zipped
+  with zeros, so the pair sums start at them). The path's own kernels read int16 (smlal by
+  element); these read the int8 A of sdot.
+Column data before the nibbles of a panel (8 x columns bytes): int32 sum w_lo of the columns/2
+low columns, int32 sum w_lo + 16 sum w_hi of each (low, high) pair, fp32 scales of every column.
 
-Two kernels: prefill (many rows, one panel per call) and decode (ep = 2: M <= 2 per call, P
-panels per call, each its own B stream, `args->b_stride` apart: enough accumulators for the
-MAC latency with one row pair). The solver (`candidates`) counts per 8-k step: smmla, ands,
-loads, all instructions and each accumulator's MAC chain, per covered core.
+Two kernels per family: prefill (many rows, one panel per call) and decode (M <= the family's
+row unit per pass, P panels per call, each its own B stream, `args->b_stride` apart: enough
+accumulators for the MAC latency with one row or row pair). The solver (`candidates`) counts per
+k-step: MACs, ands, loads, all instructions and each accumulator's MAC chain, per covered core,
+and the registers the loop, the prologue and the epilogue need (unpacked nibbles, the mask,
+product temporaries, row and column data).
 """
 from __future__ import annotations
 
@@ -37,55 +51,137 @@ from .qdyn4 import OFF, QDYN4_MAX_BL, SIGNATURE, _advance, _load, _v, final_code
 from .schedule import Insn, best_body
 from .tiling import covered_cores
 
-LP = 8                  # k per k-step: one smmla
 ROWS_REG, COUNT_REG, STRIDE_REG = "x6", "x7", "x8"
-PANEL_HEAD = 32         # column data before the nibbles of a panel
+BODY_K = 16             # k per loop iteration (K is padded to a multiple of 32)
+LP = 8                  # smmla's k per k-step (the other families: Family.lp)
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one MAC instruction family runs the scheme (see the module docstring)."""
+    key: str            # gen.isa key of the qdyn path's instruction: the path that runs it
+    mnemonic: str       # in the kernel symbol
+    mac: str            # gen.isa / gen.cores key the MAC operations are timed as
+    lp: int             # k per k-step (per 16-byte B register)
+    row_unit: int       # rows per accumulator register
+    accs: int           # accumulator registers per row unit and panel
+    mac_ops: int        # MAC-pipe operations per row unit, panel and k-step
+    temps: int          # product temporaries of the k-loop
+    prologue_temps: int  # registers the prologue needs besides the column sums
+    eps: tuple          # prefill tile rows the solver tries
+
+    @property
+    def columns(self) -> int:
+        """Columns per panel: 16 bytes hold lp k of columns/2 bytes-sharing column pairs."""
+        return 32 // self.lp
+
+    @property
+    def steps(self) -> int:
+        return BODY_K // self.lp
+
+    @property
+    def head(self) -> int:
+        """Bytes of column data before a panel's nibbles."""
+        return 8 * self.columns
+
+    def a_registers(self, ep: int) -> int:
+        if self.key == "smmla":
+            return ep // 2                 # a row pair x 8 k per register
+        if self.key == "sdot":
+            return -(-ep // 4)             # 4 rows x 4 k per register
+        return ep                          # one ld1r'd row each
+
+    def a_loads(self, ep: int) -> float:
+        """A loads per k-step."""
+        return {"smmla": ep / 2, "sdot": ep / 4}.get(self.key, ep)
+
+
+# smull / sadalp are timed as the smlal class: the integer multiply(-accumulate) operations of
+# the same SIMD pipes in the LLVM 19 models gen/cores.py reads (an approximation for sadalp).
+FAMILIES = {f.key: f for f in (
+    Family("smmla", "smmla", "smmla", 8, 2, 2, 2, 0, 2, tuple(range(2, 17, 2))),
+    Family("sdot", "sdot", "sdot", 4, 1, 2, 2, 0, 3, (4, 8, 12, 16)),
+    Family("smlal", "sadalp", "smlal", 4, 1, 4, 8, 4, 4, tuple(range(1, 9))),
+)}
+QDYN4_RL_INSTRUCTIONS = tuple(FAMILIES)
 
 
 @dataclass(frozen=True)
 class RLPlan:
     instruction: str
     ep: int
-    panels: int                 # panels of 4 columns per call (decode > 1)
+    panels: int                 # panels of `columns` columns per call (decode > 1)
     cpu: str = "generic"
+    decode: bool = False        # the decode kernel (M <= ep per pass over B)
     blocked = False
 
     @property
+    def family(self) -> Family:
+        return FAMILIES[self.instruction]
+
+    @property
+    def lp(self) -> int:
+        return self.family.lp
+
+    @property
     def hp(self) -> int:
-        return 4 * self.panels
+        return self.family.columns * self.panels
 
     @property
     def rp(self) -> int:
-        return self.ep // 2
+        """Row units: row pairs (smmla) or rows."""
+        return self.ep // self.family.row_unit
 
     @property
     def a_regs(self):
-        return tuple(range(self.rp))
+        return tuple(range(self.family.a_registers(self.ep)))
 
     @property
     def b_packed(self):
-        return tuple(range(self.rp, self.rp + self.panels))
+        n = len(self.a_regs)
+        return tuple(range(n, n + self.panels))
 
     @property
     def b_low(self):
-        return tuple(range(self.rp + self.panels, self.rp + 2 * self.panels))
+        n = len(self.a_regs) + self.panels
+        return tuple(range(n, n + self.panels))
 
     @property
     def mask(self) -> int:
-        return self.rp + 2 * self.panels
+        return len(self.a_regs) + 2 * self.panels
+
+    @property
+    def temps(self):
+        """Product temporaries of the k-loop (smull / sadalp)."""
+        return tuple(range(self.mask + 1, self.mask + 1 + self.family.temps))
 
     @property
     def acc_regs(self):
-        n = 2 * self.rp * self.panels
+        n = self.family.accs * self.rp * self.panels
         return tuple(range(32 - n, 32))
 
     sum_regs = acc_regs
 
-    def low(self, r, p):          # L: columns 4p, 4p+1 of row pair r
-        return self.acc_regs[r * 2 * self.panels + 2 * p]
+    def _acc(self, r, p, i):
+        return self.acc_regs[(r * self.panels + p) * self.family.accs + i]
 
-    def high(self, r, p):         # R, then R - L: columns 4p+2, 4p+3
-        return self.acc_regs[r * 2 * self.panels + 2 * p + 1]
+    def low(self, r, p):          # L: the low-nibble columns of row unit r, panel p
+        return self._acc(r, p, 0)
+
+    def high(self, r, p):         # R, then R - L: the high-nibble columns
+        return self._acc(r, p, 1)
+
+    def low2(self, r, p):         # smlal family: the second pair-sum register of L ...
+        return self._acc(r, p, 2)
+
+    def high2(self, r, p):        # ... and of R
+        return self._acc(r, p, 3)
+
+    @property
+    def result_regs(self):
+        """The tile after the epilogue, row unit by row unit, columns left to right."""
+        return tuple(reg for r in range(self.rp) for p in range(self.panels)
+                     for reg in (self.low(r, p), self.high(r, p)))
 
     def free_regs(self):
         used = set(self.acc_regs) | {self.mask}
@@ -93,85 +189,158 @@ class RLPlan:
 
     def tile_plan(self) -> TilePlan:
         temps = tuple(self.free_regs())
-        return TilePlan(self.instruction, self.ep, self.hp, LP, "resident", temps[:0], temps,
-                        self.acc_regs, 0.0, self.cpu)
+        return TilePlan(self.family.mac, self.ep, self.hp, self.lp, "resident", temps[:0], temps,
+                        self.result_regs, 0.0, self.cpu)
 
     def b_pointer(self, p) -> str:
         """x9..: panel p's nibble stream (x1 stays at panel 0's start for the epilogue)."""
         return f"x{9 + p}"
 
 
-def registers_needed(ep: int, panels: int) -> int:
-    """accumulators (R and L per row pair and panel) + A (one per row pair) + B (raw and low
-    nibbles per panel) + the mask; prologue and epilogue: + 2 per row pair (scale / -zp and the
-    row term) + 2 per panel (column data) + 1 temporary, over the A/B registers."""
-    rp = ep // 2
-    acc = 2 * rp * panels
-    return max(acc + rp + 2 * panels + 1, acc + 1 + max(2 * panels + 2, rp + 2 * panels + 2))
+def registers_needed(ep: int, panels: int, instruction: str = "smmla") -> int:
+    """The most vector registers live at once: in the loop the accumulators + A + B (raw and low
+    nibbles per panel) + the mask + product temporaries; in the prologue the accumulators, the
+    mask, 2 column-sum registers per panel and the row data (-zp, the row term, a broadcast);
+    in the epilogue the accumulators, the mask, the row scales (one register per row pair),
+    2 column-scale registers per panel and 2 temporaries."""
+    f = FAMILIES[instruction]
+    acc = f.accs * (ep // f.row_unit) * panels
+    loop = acc + f.a_registers(ep) + 2 * panels + 1 + f.temps
+    pro = acc + 1 + 2 * panels + f.prologue_temps
+    epi = acc + 1 + -(-ep // 2) + 2 * panels + 2
+    return max(loop, pro, epi)
 
 
-def step_counts(ep: int, panels: int) -> dict:
-    rp = ep // 2
-    return dict(mac=2 * rp * panels, unpack=panels, loads=rp + panels, alu=1 + panels / 2)
+def step_counts(ep: int, panels: int, instruction: str = "smmla") -> dict:
+    """Instructions per k-step (the loop's pointer adds, count and branch spread over its
+    steps)."""
+    f = FAMILIES[instruction]
+    rp = ep // f.row_unit
+    adds = panels + (0 if f.key == "smlal" else 1)       # smlal: A post-indexed
+    alu = 1 + panels / 2 if f.key == "smmla" else (adds + 2) / f.steps
+    return dict(mac=f.mac_ops * rp * panels, unpack=panels, loads=f.a_loads(ep) + panels, alu=alu)
 
 
-def step_cycles(ep: int, panels: int, core: CoreModel, latency: bool = True) -> float:
-    """Modeled cycles of one 8-k step: vector pipes (smmla and the ands share them on every
+def step_cycles(ep: int, panels: int, core: CoreModel, latency: bool = True,
+                instruction: str = "smmla") -> float:
+    """Modeled cycles of one k-step: vector pipes (MACs and the ands share them on every
     modeled core), load pipes, issue width, and (latency) each accumulator's MAC chain."""
-    c = step_counts(ep, panels)
-    pipes = (c["mac"] + c["unpack"]) / core.throughput("smmla")
+    c = step_counts(ep, panels, instruction)
+    mac = FAMILIES[instruction].mac
+    pipes = (c["mac"] + c["unpack"]) / core.throughput(mac)
     return max(pipes, c["loads"] / core.loads_per_cycle, sum(c.values()) / core.issue_width,
-               core.latency("smmla") if latency else 0)
+               core.latency(mac) if latency else 0)
 
 
-def compute_bound(core: CoreModel, panels: int = 64) -> float:
-    """int4 weight bytes per cycle no decode kernel of this scheme beats on `core` (ep = 2, many
-    panels: per 16 bytes one load, one and, two smmla; A's load amortised; no latency)."""
-    return 16 * panels / step_cycles(2, panels, core, latency=False)
+def compute_bound(core: CoreModel, panels: int = 64, instruction: str = "smmla") -> float:
+    """int4 weight bytes per cycle no decode kernel of this scheme beats on `core` (one row
+    unit, many panels: per 16 bytes one load, one and, the family's MACs; A's load amortised;
+    no latency)."""
+    f = FAMILIES[instruction]
+    return 16 * panels / step_cycles(f.row_unit, panels, core, latency=False,
+                                     instruction=instruction)
 
 
 def candidates(instruction: str = "smmla", cpu: str = "generic", decode: bool = False) -> list:
-    """(ep, panels, worst modeled fraction of the smmla peak) of every fitting tile, best first.
-    decode: ep = 2 only (M <= 2 per B pass), ranked the same (per byte of B, which for a fixed
-    ep is per smmla)."""
+    """(ep, panels, worst modeled fraction of the MAC peak) of every fitting tile, best first.
+    decode: one row unit only (M <= its rows per B pass), ranked the same (per byte of B, which
+    for a fixed ep is per MAC)."""
+    f = FAMILIES[instruction]
     cores = covered_cores(INSTRUCTIONS[instruction], cpu)
     out = []
-    for ep in ((2,) if decode else range(2, 17, 2)):
+    for ep in ((f.row_unit,) if decode else f.eps):
         for panels in range(1, 9 if decode else 3):
-            if registers_needed(ep, panels) > 32 or (panels > 1 and not decode):
+            if registers_needed(ep, panels, instruction) > 32 or (panels > 1 and not decode):
                 continue
-            macs = step_counts(ep, panels)["mac"]
-            worst = min(macs / core.throughput(instruction) / step_cycles(ep, panels, core)
+            macs = step_counts(ep, panels, instruction)["mac"]
+            worst = min(macs / core.throughput(f.mac)
+                        / step_cycles(ep, panels, core, instruction=instruction)
                         for core in cores)
             out.append((ep, panels, worst))
-    return sorted(out, key=lambda t: (-round(t[2], 6), registers_needed(t[0], t[1]), -t[0],
-                                      t[1]))
+    return sorted(out, key=lambda t: (-round(t[2], 6), registers_needed(t[0], t[1], instruction),
+                                      -t[0], t[1]))
 
 
 def solve(instruction: str = "smmla", cpu: str = "generic", decode: bool = False) -> RLPlan:
+    if instruction not in FAMILIES:
+        raise KernelPlanError(f"no per-channel qdyn int4 kernel for {instruction}")
     ep, panels, _ = candidates(instruction, cpu, decode)[0]
-    return RLPlan(instruction, ep, panels, cpu)
+    return RLPlan(instruction, ep, panels, cpu, decode)
 
 
 # ---- instruction lists ---------------------------------------------------------------------------
-def k_step(plan: RLPlan, step: int) -> list[Insn]:
-    code = []
-    for r, reg in enumerate(plan.a_regs):
-        code.append(_load(f"ldr q{reg}, [x0, #{(step * plan.rp + r) * 16}]", reg, "x0",
-                          f"A rows {2 * r}-{2 * r + 1}, 8 k"))
+def a_loads(plan: RLPlan, step: int) -> list[Insn]:
+    """The A loads of k-step `step` of a loop body (x0: the body's first k-step)."""
+    f, code = plan.family, []
+    if f.key == "smmla":
+        for r, reg in enumerate(plan.a_regs):
+            code.append(_load(f"ldr q{reg}, [x0, #{(step * plan.rp + r) * 16}]", reg, "x0",
+                              f"A rows {2 * r}-{2 * r + 1}, 8 k"))
+    elif f.key == "sdot":             # row r of step s at byte 4 (s ep + r): 4 per register
+        for r in range(0, plan.ep, 4) if plan.ep % 4 == 0 else range(plan.ep):
+            off = (step * plan.ep + r) * 4
+            if off % 16 == 0:
+                reg = plan.a_regs[off // 16 % len(plan.a_regs)]
+                code.append(_load(f"ldr q{reg}, [x0, #{off}]", reg, "x0",
+                                  f"A: 16 bytes from row {r} of k-step {step} (4 k per row)"))
+    else:                             # smlal: each row's 4 k replicated, post-indexed
+        for r, reg in enumerate(plan.a_regs):
+            code.append(Insn(f"ld1r {{v{reg}.4s}}, [x0], #4", "load", defs=(f"v{reg}", "x0"),
+                             uses=("x0",), comment=f"A row {r}: its 4 k, 4 times"))
+    return code
+
+
+def macs(plan: RLPlan, step: int) -> list[Insn]:
+    """The MAC operations of k-step `step`: per row unit and panel, R from the raw bytes and L
+    from the low nibbles."""
+    f, code = plan.family, []
+
+    def mac(text, acc, *uses):
+        return Insn(text, "mac", defs=(f"v{acc}",), uses=(f"v{acc}",) + tuple(f"v{u}" for u in uses),
+                    instruction=f.mac)
+    t = 0
+    for r in range(plan.rp):
+        if f.key == "sdot":
+            pos = step * plan.ep + r
+            a, lane = plan.a_regs[pos // 4 % len(plan.a_regs)], pos % 4
+        else:
+            a = plan.a_regs[r]
+        for p in range(plan.panels):
+            raw, low = plan.b_packed[p], plan.b_low[p]
+            if f.key == "smmla":
+                for acc, b in ((plan.high(r, p), raw), (plan.low(r, p), low)):
+                    code.append(mac(f"smmla v{acc}.4s, v{a}.16b, v{b}.16b", acc, a, b))
+            elif f.key == "sdot":
+                for acc, b in ((plan.high(r, p), raw), (plan.low(r, p), low)):
+                    code.append(mac(f"sdot v{acc}.4s, v{b}.16b, v{a}.4b[{lane}]", acc, a, b))
+            else:
+                for acc, b, half in ((plan.high(r, p), raw, ""), (plan.high2(r, p), raw, "2"),
+                                     (plan.low(r, p), low, ""), (plan.low2(r, p), low, "2")):
+                    tmp = plan.temps[t % len(plan.temps)]
+                    t += 1
+                    arr = "16b" if half else "8b"
+                    code.append(Insn(f"smull{half} v{tmp}.8h, v{b}.{arr}, v{a}.{arr}", "mac",
+                                     defs=(f"v{tmp}",), uses=(f"v{b}", f"v{a}"),
+                                     instruction=f.mac,
+                                     comment=f"2 columns x 4 k, exact int16 products"))
+                    code.append(mac(f"sadalp v{acc}.4s, v{tmp}.8h", acc, tmp))
+    return code
+
+
+def b_loads(plan: RLPlan, step: int) -> list[Insn]:
+    """Per panel: its 16 bytes of k-step `step` and the low nibbles."""
+    code, f = [], plan.family
     for p in range(plan.panels):
         raw, low, ptr = plan.b_packed[p], plan.b_low[p], plan.b_pointer(p)
         code.append(_load(f"ldr q{raw}, [{ptr}, #{16 * step}]", raw, ptr,
-                          f"panel {p}: 16 w_hi + w_lo + 8 of 4 columns, 8 k"))
+                          f"panel {p}: 16 w_hi + w_lo + 8 of {f.columns} columns, {f.lp} k"))
         code.append(_v(f"and v{low}.16b, v{raw}.16b, v{plan.mask}.16b", "w_lo + 8",
                        (f"v{low}",), (f"v{raw}", f"v{plan.mask}")))
-    for r, a in enumerate(plan.a_regs):
-        for p in range(plan.panels):
-            for acc, b in ((plan.high(r, p), plan.b_packed[p]), (plan.low(r, p), plan.b_low[p])):
-                code.append(Insn(f"smmla v{acc}.4s, v{a}.16b, v{b}.16b", "mac",
-                                 defs=(f"v{acc}",), uses=(f"v{acc}", f"v{a}", f"v{b}"),
-                                 instruction=plan.instruction))
     return code
+
+
+def k_step(plan: RLPlan, step: int) -> list[Insn]:
+    return a_loads(plan, step) + b_loads(plan, step) + macs(plan, step)
 
 
 # ld1 form (one panel): each load from a pointer register of its own, A four registers per
@@ -181,19 +350,24 @@ LD1_POINTERS = tuple(f"x{n}" for n in range(10, 18))
 
 
 def ld1_pointers(plan: RLPlan) -> list[tuple[str, str, int]]:
-    """(pointer, base, offset) of every ld1 of the two-step body: A chunks of up to 4
-    registers per step, then B per step."""
-    out, regs = [], iter(LD1_POINTERS)
-    for step in range(2):
-        for first in range(0, plan.rp, 4):
-            out.append((next(regs), "x0", (step * plan.rp + first) * 16))
-    for step in range(2):
+    """(pointer, base, offset) of every ld1 of the loop body: A chunks of up to 4 registers
+    per step, then B per step."""
+    out, regs, n = [], iter(LD1_POINTERS), len(plan.a_regs)
+    for step in range(plan.family.steps):
+        for first in range(0, n, 4):
+            out.append((next(regs), "x0", (step * n + first) * 16))
+    for step in range(plan.family.steps):
         out.append((next(regs), plan.b_pointer(0), 16 * step))
     return out
 
 
 def ld1_form_fits(plan: RLPlan) -> bool:
-    return plan.panels == 1 and 2 * -(-plan.rp // 4) + 2 <= len(LD1_POINTERS)
+    """One panel, A in whole registers per k-step (not the smlal family's ld1r), and a pointer
+    register for every load."""
+    f = plan.family
+    whole = f.key == "smmla" or (f.key == "sdot" and plan.ep % 4 == 0)
+    return (plan.panels == 1 and whole
+            and f.steps * (-(-len(plan.a_regs) // 4) + 1) <= len(LD1_POINTERS))
 
 
 def ld1_setup(plan: RLPlan) -> list[Insn]:
@@ -203,82 +377,119 @@ def ld1_setup(plan: RLPlan) -> list[Insn]:
 
 def ld1_loads(plan: RLPlan, step: int) -> list[Insn]:
     ptrs = ld1_pointers(plan)
-    a_chunks = -(-plan.rp // 4)
+    a_chunks = -(-len(plan.a_regs) // 4)
     code = []
-    for j, first in enumerate(range(0, plan.rp, 4)):
+    for j, first in enumerate(range(0, len(plan.a_regs), 4)):
         regs = plan.a_regs[first:first + 4]
         ptr = ptrs[step * a_chunks + j][0]
         code.append(Insn(f"ld1 {{v{regs[0]}.16b-v{regs[-1]}.16b}}, [{ptr}]" if len(regs) > 1
                          else f"ld1 {{v{regs[0]}.16b}}, [{ptr}]", "load",
                          defs=tuple(f"v{r}" for r in regs), uses=(ptr,),
-                         comment=f"A rows {2 * first}-{2 * (first + len(regs)) - 1}, 8 k"))
-    raw, ptr = plan.b_packed[0], ptrs[2 * a_chunks + step][0]
+                         comment=f"A rows {plan.family.row_unit * first}-"
+                                 f"{plan.family.row_unit * (first + len(regs)) - 1}, "
+                                 f"{plan.lp} k" if plan.family.key == "smmla" else
+                                 f"A: {len(regs)} x 4 rows, 4 k"))
+    raw = plan.b_packed[0]
+    ptr = ptrs[plan.family.steps * a_chunks + step][0]
     code.append(Insn(f"ld1 {{v{raw}.16b}}, [{ptr}]", "load", defs=(f"v{raw}",), uses=(ptr,),
-                     comment="16 w_hi + w_lo + 8 of 4 columns, 8 k"))
+                     comment=f"16 w_hi + w_lo + 8 of {plan.family.columns} columns, {plan.lp} k"))
     return code
+
+
+def loop_end(plan: RLPlan, advances: list[Insn]) -> list[Insn]:
+    return advances + [Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
+                            uses=(COUNT_REG,)),
+                       Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
 
 
 def inner_body(plan: RLPlan, form: str = "ldr") -> list[Insn]:
-    """Two 8-k steps; the loop runs K/16 times (K padded to a multiple of 32). form "ldr":
-    immediate offsets from x0 and the panel pointers; "ld1": see LD1_POINTERS."""
+    """The k-steps of 16 k; the loop runs K/16 times (K padded to a multiple of 32). form
+    "ldr": immediate offsets from x0 and the panel pointers; "ld1": see LD1_POINTERS."""
+    f = plan.family
     if form == "ld1":
         code = []
-        for step in range(2):
+        for step in range(f.steps):
             body = k_step(plan, step)
             code += ld1_loads(plan, step) + [i for i in body if i.kind != "load"]
-        code += [_advance(ptr, 2 * plan.ep * LP if base == "x0" else 32, "next two k-steps")
-                 for ptr, base, _ in ld1_pointers(plan)]
-        code += [Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
-                      uses=(COUNT_REG,)),
-                 Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
-        return code
-    code = k_step(plan, 0) + k_step(plan, 1)
-    code.append(_advance("x0", 2 * plan.ep * LP, "A: next two k-steps"))
-    code += [_advance(plan.b_pointer(p), 32, f"B panel {p}: next two k-steps")
-             for p in range(plan.panels)]
-    code += [Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
-                  uses=(COUNT_REG,)),
-             Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
-    return code
+        return code + loop_end(plan, [_advance(ptr, BODY_K * plan.ep if base == "x0" else 16 * f.steps,
+                                        "next 16 k") for ptr, base, _ in ld1_pointers(plan)])
+    code = [i for step in range(f.steps) for i in k_step(plan, step)]
+    advances = [] if f.key == "smlal" else [_advance("x0", BODY_K * plan.ep, "A: next 16 k")]
+    advances += [_advance(plan.b_pointer(p), 16 * f.steps, f"B panel {p}: next 16 k")
+                 for p in range(plan.panels)]
+    return code + loop_end(plan, advances)
+
+
+def row_data_load(plan: RLPlan, reg: int, array: int, pair: int, what: str) -> Insn:
+    """Row pair `pair`'s entries (r r r' r') of row-data array `array` (0 scales, 1 -zp, 2 -8 sum
+    qa; each 2 ep 4-byte entries); an odd last row: its 2 entries (ldr d)."""
+    off = 8 * plan.ep * array + 16 * pair
+    size = "q" if 2 * pair + 1 < plan.ep else "d"
+    return _load(f"ldr {size}{reg}, [{ROWS_REG}, #{off}]", reg, ROWS_REG,
+                 f"{what} of rows {2 * pair}-{2 * pair + 1}")
 
 
 def epilogue_body(plan: RLPlan) -> list[Insn]:
     """R - L, both converted, times scale[m] * wscale[n] (header order; one block: s = u)."""
+    f = plan.family
     free = [v for v in plan.free_regs()]
-    scale = free[:plan.rp]
-    ws = free[plan.rp:plan.rp + 2 * plan.panels]
-    temps = free[plan.rp + 2 * plan.panels:]
+    nscale = -(-plan.ep // 2)
+    scale = free[:nscale]
+    ws = free[nscale:nscale + 2 * plan.panels]
+    temps = free[nscale + 2 * plan.panels:]
     code = []
-    for r, reg in enumerate(scale):
-        code.append(_load(f"ldr q{reg}, [{ROWS_REG}, #{16 * r}]", reg, ROWS_REG,
-                          f"scale of rows {2 * r}-{2 * r + 1}"))
-    for p in range(plan.panels):       # column scales: (c0 c1 c0 c1), (c2 c3 c2 c3)
+    if f.key == "smlal":              # the pair sums of each 2 columns, once
+        for r in range(plan.rp):
+            for p in range(plan.panels):
+                for a, b in ((plan.low(r, p), plan.low2(r, p)), (plan.high(r, p), plan.high2(r, p))):
+                    code.append(_v(f"addp v{a}.4s, v{a}.4s, v{b}.4s", "pair sums: 4 columns",
+                                   (f"v{a}",), (f"v{a}", f"v{b}")))
+    for j, reg in enumerate(scale):
+        code.append(row_data_load(plan, reg, 0, j, "scale") if f.key != "smmla" else
+                    _load(f"ldr q{reg}, [{ROWS_REG}, #{16 * j}]", reg, ROWS_REG,
+                          f"scale of rows {2 * j}-{2 * j + 1}"))
+    for p in range(plan.panels):       # column scales
         ptr = f"x{9 + p}"
-        code.append(Insn(f"add {ptr}, x1, #16" if p == 0 else f"add {ptr}, x{8 + p}, {STRIDE_REG}",
+        code.append(Insn(f"add {ptr}, x1, #{4 * f.columns}" if p == 0 else
+                         f"add {ptr}, x{8 + p}, {STRIDE_REG}",
                          "alu", defs=(ptr,), uses=("x1",) if p == 0 else (f"x{8 + p}", STRIDE_REG)))
-        for h in range(2):
-            reg = ws[2 * p + h]
-            code.append(_load(f"ld1r {{v{reg}.2d}}, [{ptr}]" if h == 0 else
-                              f"ldr d{reg}, [{ptr}, #8]", reg, ptr,
-                              f"panel {p}: scales of columns {2 * h}-{2 * h + 1}"))
-        code.append(_v(f"zip1 v{ws[2 * p + 1]}.2d, v{ws[2 * p + 1]}.2d, v{ws[2 * p + 1]}.2d",
-                       "twice", (f"v{ws[2 * p + 1]}",), (f"v{ws[2 * p + 1]}",)))
+        if f.key == "smmla":           # (c0 c1 c0 c1), (c2 c3 c2 c3)
+            for h in range(2):
+                reg = ws[2 * p + h]
+                code.append(_load(f"ld1r {{v{reg}.2d}}, [{ptr}]" if h == 0 else
+                                  f"ldr d{reg}, [{ptr}, #8]", reg, ptr,
+                                  f"panel {p}: scales of columns {2 * h}-{2 * h + 1}"))
+            code.append(_v(f"zip1 v{ws[2 * p + 1]}.2d, v{ws[2 * p + 1]}.2d, v{ws[2 * p + 1]}.2d",
+                           "twice", (f"v{ws[2 * p + 1]}",), (f"v{ws[2 * p + 1]}",)))
+        else:                          # c0-c3, c4-c7
+            for h in range(2):
+                reg = ws[2 * p + h]
+                code.append(_load(f"ldr q{reg}, [{ptr}, #{16 * h}]", reg, ptr,
+                                  f"panel {p}: scales of columns {4 * h}-{4 * h + 3}"))
     k = 0
     for r in range(plan.rp):
         for p in range(plan.panels):
             lo, hi = plan.low(r, p), plan.high(r, p)
             t0, t1 = temps[k % len(temps)], temps[(k + 1) % len(temps)]
             k += 2
+            if f.key == "smmla":
+                ts = [_v(f"fmul v{t}.4s, v{scale[r]}.4s, v{ws[2 * p + h]}.4s",
+                         "t = scale[m] * wscale[n]" if h == 0 else "",
+                         (f"v{t}",), (f"v{scale[r]}", f"v{ws[2 * p + h]}"))
+                      for h, t in enumerate((t0, t1))]
+            else:                      # wscale[n] * scale[m]: the same product
+                s, lane = scale[r // 2], 2 * (r % 2)
+                ts = [_v(f"fmul v{t}.4s, v{ws[2 * p + h]}.4s, v{s}.s[{lane}]",
+                         f"t = scale[{r}] * wscale[n]" if h == 0 else "",
+                         (f"v{t}",), (f"v{s}", f"v{ws[2 * p + h]}"))
+                      for h, t in enumerate((t0, t1))]
             code += [
-                _v(f"sub v{hi}.4s, v{hi}.4s, v{lo}.4s", "R - L = 16 acc of columns 2-3",
+                _v(f"sub v{hi}.4s, v{hi}.4s, v{lo}.4s", "R - L = 16 acc of the high columns",
                    (f"v{hi}",), (f"v{hi}", f"v{lo}")),
-                _v(f"scvtf v{lo}.4s, v{lo}.4s", "(float)acc, columns 0-1", (f"v{lo}",), (f"v{lo}",)),
-                _v(f"scvtf v{hi}.4s, v{hi}.4s, #4", "(float)acc, columns 2-3",
+                _v(f"scvtf v{lo}.4s, v{lo}.4s", "(float)acc, low columns", (f"v{lo}",), (f"v{lo}",)),
+                _v(f"scvtf v{hi}.4s, v{hi}.4s, #4", "(float)acc, high columns",
                    (f"v{hi}",), (f"v{hi}",)),
-                _v(f"fmul v{t0}.4s, v{scale[r]}.4s, v{ws[2 * p]}.4s", "t = scale[m] * wscale[n]",
-                   (f"v{t0}",), (f"v{scale[r]}", f"v{ws[2 * p]}")),
-                _v(f"fmul v{t1}.4s, v{scale[r]}.4s, v{ws[2 * p + 1]}.4s", "",
-                   (f"v{t1}",), (f"v{scale[r]}", f"v{ws[2 * p + 1]}")),
+                *ts,
                 _v(f"fmul v{lo}.4s, v{t0}.4s, v{lo}.4s", "s = u = t * (float)acc",
                    (f"v{lo}",), (f"v{t0}", f"v{lo}")),
                 _v(f"fmul v{hi}.4s, v{t1}.4s, v{hi}.4s", "", (f"v{hi}",), (f"v{t1}", f"v{hi}")),
@@ -288,57 +499,122 @@ def epilogue_body(plan: RLPlan) -> list[Insn]:
 
 def prologue(plan: RLPlan) -> list[Insn]:
     """Pointers, the mask, and the accumulators L0 = -8 sum qa - zp sum w_lo, R0 = L0 - 16 zp
-    sum w_hi from the rows (-zp, -8 sum qa per row pair) and each panel's column data."""
+    sum w_hi from the rows (-zp, -8 sum qa per row) and each panel's column data (smlal
+    family: zipped with zeros into the pair-sum registers)."""
     i = ep_mod._i
+    f = plan.family
     code = [i(f"ldr {ROWS_REG}, [x5, #{OFF['rows']}]", "row scales, -zp, -8 sum qa", "load"),
             i(f"ldr {STRIDE_REG}, [x5, #{OFF['b_stride']}]", "bytes from one panel to the next",
               "load"),
             i(f"movi v{plan.mask}.16b, #0x0f", "low-nibble mask")]
     free = plan.free_regs()
     ylo, yhi = free[:plan.panels], free[plan.panels:2 * plan.panels]
-    zp, rowterm = free[2 * plan.panels], free[2 * plan.panels + 1]
+    zp, rowterm, bcast, zero = free[2 * plan.panels:2 * plan.panels + 4] + [None] * (
+        4 - len(free[2 * plan.panels:2 * plan.panels + 4]))
+    if f.key == "smlal":
+        code.append(i(f"movi v{zero}.4s, #0", "zeros: the second lane of each pair sum"))
     for p in range(plan.panels):
         ptr = plan.b_pointer(p)
         code.append(i(f"mov {ptr}, x1" if p == 0 else f"add {ptr}, x{8 + p}, {STRIDE_REG}",
                       f"panel {p}"))
-        code.append(i(f"ldr q{ylo[p]}, [{ptr}]", f"panel {p}: sums of w_lo; w_lo + 16 w_hi",
-                      "load"))
-        code.append(i(f"zip2 v{yhi[p]}.2d, v{ylo[p]}.2d, v{ylo[p]}.2d", "(c0,c2) (c1,c3) twice"))
-        code.append(i(f"zip1 v{ylo[p]}.2d, v{ylo[p]}.2d, v{ylo[p]}.2d", "(c0 c1) twice"))
+        if f.key == "smmla":
+            code += [i(f"ldr q{ylo[p]}, [{ptr}]", f"panel {p}: sums of w_lo; w_lo + 16 w_hi",
+                       "load"),
+                     i(f"zip2 v{yhi[p]}.2d, v{ylo[p]}.2d, v{ylo[p]}.2d", "(c0,c2) (c1,c3) twice"),
+                     i(f"zip1 v{ylo[p]}.2d, v{ylo[p]}.2d, v{ylo[p]}.2d", "(c0 c1) twice")]
+        else:
+            code += [i(f"ldr q{ylo[p]}, [{ptr}]", f"panel {p}: sums of w_lo, columns 0-3", "load"),
+                     i(f"ldr q{yhi[p]}, [{ptr}, #16]", "sums of w_lo + 16 w_hi (columns j, j+4)",
+                       "load")]
     for r in range(plan.rp):
-        code += [i(f"ldr q{zp}, [{ROWS_REG}, #{16 * (plan.rp + r)}]", f"-zp, rows {2*r}-{2*r+1}",
-                   "load"),
-                 i(f"ldr q{rowterm}, [{ROWS_REG}, #{16 * (2 * plan.rp + r)}]", "-8 sum qa", "load")]
+        if f.key == "smmla":
+            code += [i(f"ldr q{zp}, [{ROWS_REG}, #{16 * (plan.rp + r)}]",
+                       f"-zp, rows {2*r}-{2*r+1}", "load"),
+                     i(f"ldr q{rowterm}, [{ROWS_REG}, #{16 * (2 * plan.rp + r)}]", "-8 sum qa",
+                       "load")]
+            for p in range(plan.panels):
+                lo, hi = plan.low(r, p), plan.high(r, p)
+                code += [i(f"mul v{lo}.4s, v{zp}.4s, v{ylo[p]}.4s"),
+                         i(f"add v{lo}.4s, v{lo}.4s, v{rowterm}.4s", "L0"),
+                         i(f"mul v{hi}.4s, v{zp}.4s, v{yhi[p]}.4s"),
+                         i(f"add v{hi}.4s, v{hi}.4s, v{rowterm}.4s", "R0")]
+            continue
+        lane = 2 * (r % 2)
+        if r % 2 == 0:
+            code += [row_data_load(plan, zp, 1, r // 2, "-zp"),
+                     row_data_load(plan, rowterm, 2, r // 2, "-8 sum qa")]
+        code.append(i(f"dup v{bcast}.4s, v{rowterm}.s[{lane}]", f"row {r}: -8 sum qa, 4 times"))
         for p in range(plan.panels):
-            lo, hi = plan.low(r, p), plan.high(r, p)
-            code += [i(f"mul v{lo}.4s, v{zp}.4s, v{ylo[p]}.4s"),
-                     i(f"add v{lo}.4s, v{lo}.4s, v{rowterm}.4s", "L0"),
-                     i(f"mul v{hi}.4s, v{zp}.4s, v{yhi[p]}.4s"),
-                     i(f"add v{hi}.4s, v{hi}.4s, v{rowterm}.4s", "R0")]
-    code += [i(f"add {plan.b_pointer(p)}, {plan.b_pointer(p)}, #{PANEL_HEAD}",
+            for y, acc, second in ((ylo[p], plan.low(r, p), "low2"), (yhi[p], plan.high(r, p), "high2")):
+                dst = getattr(plan, second)(r, p) if f.key == "smlal" else acc
+                code += [i(f"mul v{dst}.4s, v{y}.4s, v{zp}.s[{lane}]", f"row {r}: -zp x column sums"),
+                         i(f"add v{dst}.4s, v{dst}.4s, v{bcast}.4s", "L0" if y == ylo[p] else "R0")]
+                if f.key == "smlal":
+                    code += [i(f"zip1 v{acc}.4s, v{dst}.4s, v{zero}.4s", "(x0 0 x1 0)"),
+                             i(f"zip2 v{dst}.4s, v{dst}.4s, v{zero}.4s", "(x2 0 x3 0)")]
+    code += [i(f"add {plan.b_pointer(p)}, {plan.b_pointer(p)}, #{f.head}",
                f"panel {p}: its nibbles") for p in range(plan.panels)]
-    code.append(i(f"ldr {COUNT_REG}, [x5, #{OFF['kpairs']}]", "k-step pairs", "load"))
+    code.append(i(f"ldr {COUNT_REG}, [x5, #{OFF['kpairs']}]", "16-k steps (K / 16)", "load"))
     return code
 
 
 def kernel_symbol(prefix: str, plan: RLPlan) -> str:
     from .naming import cpu_suffix
-    return (f"{prefix}gemm_{SIGNATURE}_{INSTRUCTIONS[plan.instruction].mnemonic}_"
-            f"{plan.ep}x{plan.hp}x{LP}_pc{cpu_suffix(plan.cpu)}")
+    return (f"{prefix}gemm_{SIGNATURE}_{plan.family.mnemonic}_"
+            f"{plan.ep}x{plan.hp}x{plan.lp}_pc{cpu_suffix(plan.cpu)}")
+
+
+def doc_lines(plan: RLPlan) -> list[str]:
+    """The kernel file's description of its operands and its loop."""
+    f = plan.family
+    half = f.columns // 2
+    if f.key == "smmla":
+        a = (f"K/8 k-steps (K padded to a multiple of 32) of the smmla A layout ({plan.ep} rows "
+             f"x 8 int8, row pairs of 16 bytes): {plan.ep * f.lp} bytes each.")
+        nib = ("per 8 k 16 bytes: bytes 0-7 k = 0..7 of c0 (low nibble, w + 8) and c2 (high "
+               "nibble), bytes 8-15 of c1 and c3.")
+        mac = "smmla into R and L"
+    else:
+        a = (f"K/4 k-steps (K padded to a multiple of 32) of the sdot A layout ({plan.ep} rows "
+             f"x 4 int8, row r's 4 k contiguous): {plan.ep * f.lp} bytes each.")
+        nib = ("per 4 k 16 bytes: bytes 4j..4j+3 k = 0..3 of cj (low nibble, w + 8) and cj+4 "
+               "(high nibble).")
+        mac = ("sdot (by element: one row, 4 columns) into R and L" if f.key == "sdot" else
+               "ld1r (a row's 4 k, 4 times), smull / smull2 (int16 products) and sadalp (pair "
+               "sums, reduced by addp after the loop) into R and L")
+    sums = ", ".join([f"sum w[c{j}]" for j in range(half)]
+                     + [f"sum w[c{j}] + 16 sum w[c{j + half}]" for j in range(half)])
+    return [
+        f"  x0 a_packed  {a}",
+        f"  x1 b_packed  {plan.panels} panel(s) of {f.columns} columns c0..c{f.columns - 1}, "
+        f"args->b_stride bytes apart: int32 {sums}; fp32 scales of c0..c{f.columns - 1}; then "
+        f"{nib}",
+        "  x2 blocks    1 (one scale per output channel); x3 c, x4 ldc_bytes: fp32 C tile.",
+        "  x5 args      m_rem, n_rem, kpairs (K/16), rows (per row pair fp32x4 scale, int32x4 "
+        "-zp, int32x4 -8 sum_k qa, each as r0 r0 r1 r1), bias (hp fp32, -0.0f for none), cmin, "
+        "cmax, b_stride.",
+        f"Two channels per byte (gen/qdyn4_rl.py): per panel one load and one and #0x0f give R "
+        f"(raw bytes, 16 w_hi + w_lo + 8) and L (w_lo + 8); {mac} from L0 = -8 sum qa - zp sum "
+        f"w_lo, R0 = L0 - 16 zp sum w_hi; at the end L = acc of the low columns, R - L = 16 acc "
+        f"of the high ones; scvtf (#4), t = scale * wscale, s = t * (float)acc (one block: "
+        f"s = u_0).",
+    ]
 
 
 def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
     import re
+    import textwrap
     from encoder import rewrite_text
     from .emit import (Kernel, arch_directive, frame_bytes, gp_registers_used, inst_features,
                        restore_registers, save_registers)
-    if registers_needed(plan.ep, plan.panels) > 32:
+    f = plan.family
+    if registers_needed(plan.ep, plan.panels, plan.instruction) > 32:
         raise KernelPlanError(f"qdyn4 pc {plan.ep}x{plan.hp}: more than 32 vector registers")
     inst = INSTRUCTIONS[plan.instruction]
     symbol = kernel_symbol(prefix, plan)
     tplan = plan.tile_plan()
     forms = ["ldr"] + (["ld1"] if ld1_form_fits(plan) else [])
-    bodies = [inner_body(plan, f) for f in forms]
+    bodies = [inner_body(plan, form) for form in forms]
     form = forms[best_body(bodies, plan.cpu)]          # the model's pick per CPU
     inner = scheduled(bodies[forms.index(form)], plan.cpu)
     tail = scheduled(epilogue_body(plan), plan.cpu)
@@ -349,27 +625,30 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
                    for n in re.findall(r"\b[vqd](\d+)\b", i.text)})
     saved = [f"d{r}" for r in range(8, 16) if r in used]
     args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), tplan)
-    layout = (f"panels of 4 columns, {PANEL_HEAD} bytes of column data then 16 bytes per 8 k "
-              f"(K padded to 32); {plan.panels} panel(s) per call, args->b_stride apart")
+    layout = (f"panels of {f.columns} columns, {f.head} bytes of column data then 16 bytes per "
+              f"{f.lp} k (K padded to 32); {plan.panels} panel(s) per call, args->b_stride apart")
+    doc = [w for line in doc_lines(plan)
+           for w in textwrap.wrap(line, 96, subsequent_indent=" " * (15 if line[:2] == "  " else 0))]
     context = dict(
-        symbol=symbol, plan=plan, inst=inst, lp=LP, prefix=prefix, rl=True,
+        symbol=symbol, plan=plan, inst=inst, lp=f.lp, prefix=prefix, rl=True, doc=doc,
+        mnemonic="smull / smull2, sadalp" if f.key == "smlal" else inst.mnemonic,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
         saved=saved, prologue=pro + (ld1_setup(plan) if form == "ld1" else []), inner=inner,
         tail=tail, final=final,
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
-        a_step=plan.ep * LP, b_step=16, panel=layout)
+        a_step=plan.ep * f.lp, b_step=16, panel=layout)
     text = env.get_template("kernel_qdyn4.S.j2").render(**context)
     features = inst_features(inst_mode)
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")
     entry = {
         "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
-        "mnemonic": inst.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
-        "ep": plan.ep, "hp": plan.hp, "lp": LP, "a_step_bytes": plan.ep * LP,
+        "mnemonic": f.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
+        "ep": plan.ep, "hp": plan.hp, "lp": f.lp, "a_step_bytes": plan.ep * f.lp,
         "b_step_bytes": 16, "blocked": False, "panels": plan.panels,
-        "decode": plan.ep == 2 and plan.panels > 1, "max_bl": QDYN4_MAX_BL,
+        "decode": plan.decode, "max_bl": QDYN4_MAX_BL,
         "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,
         "b_layout": layout, "variants": [],
     }

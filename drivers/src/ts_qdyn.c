@@ -328,38 +328,54 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
 }
 
 /* ---- per-channel int4 handles (gen/qdyn4_rl.py: two channels per byte) -----------------------
- * Panels of 4 columns c0..c3: int32 sum w[c0], sum w[c1], sum w[c0] + 16 sum w[c2],
- * sum w[c1] + 16 sum w[c3]; fp32 scales of c0..c3; then per 8 k (K padded to 32) 16 bytes:
- * byte t < 8 holds k = t of c0 (low nibble, w + 8) and c2 (high nibble), bytes 8..15 of c1 and
- * c3. Columns past N are weight 0 (low nibble 8). The panel count is rounded up to a multiple
- * of the decode kernel's panels per call. */
+ * One layout per MAC family, given by the columns per panel pc (4 for smmla, 8 for sdot and the
+ * Armv8.0 path's smull / sadalp kernels; gen/qdyn4_rl.py Family.columns): 16 bytes hold lp =
+ * 32 / pc k of the panel, byte t holding k = t % lp of column t / lp (low nibble, w + 8) and of
+ * column t / lp + pc/2 (high nibble). A panel: int32 sum w[c] of the pc/2 low columns, int32
+ * sum w[c] + 16 sum w[c + pc/2] of each pair, fp32 scales of the pc columns (8 pc bytes), then
+ * per lp k (K padded to 32) 16 bytes. For smmla: sum w[c0], sum w[c1], sum w[c0] + 16 sum w[c2],
+ * sum w[c1] + 16 sum w[c3], scales, then bytes 0-7 k = 0..7 of (c0, c2), bytes 8-15 of (c1, c3).
+ * Columns past N are weight 0 (low nibble 8). The panel count is rounded up to a multiple of
+ * the decode kernel's panels per call. */
+static size_t rl_columns(const ts_qdyn_kernel *kern)
+{
+    return kern->hp / kern->panels;
+}
+
+static size_t rl_lp(const ts_qdyn_kernel *kern)
+{
+    return 32 / rl_columns(kern);
+}
+
 static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, size_t ldb,
                    const float *scales, ts_packed_b **out)
 {
+    const ts_qdyn_kernel *kern = &path->qdyn[1];
+    const size_t pc = rl_columns(kern), half = pc / 2, lp = rl_lp(kern);
     const size_t kpad = (K + 31) / 32 * 32;
     const size_t group = path->qdyn[2].kernel != NULL ? path->qdyn[2].panels : 1;
-    size_t panels = (N + 3) / 4, panel_bytes;
+    size_t panels = (N + pc - 1) / pc, panel_bytes;
     ts_packed_b *b;
     panels = (panels + group - 1) / group * group;
-    if (ts_size_mul(kpad, 2, &panel_bytes) || ts_size_add(panel_bytes, 32, &panel_bytes)
-        || new_kernel_handle(path, &path->qdyn[1], N, K, panels, panel_bytes, &b))
+    if (ts_size_mul(kpad, pc / 2, &panel_bytes) || ts_size_add(panel_bytes, 8 * pc, &panel_bytes)
+        || new_kernel_handle(path, kern, N, K, panels, panel_bytes, &b))
         return TS_ENOMEM;
-    b->ksteps = kpad / 8;
+    b->ksteps = kpad / lp;
     b->bl = K;
     b->blocks = 1;
     b->qdyn_kpairs = kpad / 16;
-    /* the 4 columns of a panel as int8 weights (0 past N and K), decoded once per panel */
-    int8_t *w = (int8_t *)malloc(4 * kpad);
+    /* the pc columns of a panel as int8 weights (0 past N and K), decoded once per panel */
+    int8_t *w = (int8_t *)malloc(pc * kpad);
     if (w == NULL) {
         free(b->owned);
         return TS_ENOMEM;
     }
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
-        const size_t n0 = 4 * p;
-        int32_t sum[4] = { 0, 0, 0, 0 };
-        memset(w, 0, 4 * kpad);
-        for (size_t c = 0; c < 4 && n0 + c < N; ++c) {
+        const size_t n0 = pc * p;
+        int32_t sum[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+        memset(w, 0, pc * kpad);
+        for (size_t c = 0; c < pc && n0 + c < N; ++c) {
             const uint8_t *row = B + (n0 + c) * ldb;
             for (size_t k = 0; k < K; ++k) {
                 unsigned nib = (unsigned)(row[k / 2] >> (4 * (k % 2))) & 15u;
@@ -367,18 +383,21 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
                 sum[c] += w[c * kpad + k];               /* |sum| <= 8 K: fits */
             }
         }
-        int32_t y[4] = { sum[0], sum[1], sum[0] + 16 * sum[2], sum[1] + 16 * sum[3] };
-        memcpy(dst, y, 16);
-        for (size_t c = 0; c < 4; ++c) {
-            float s = n0 + c < N ? scales[n0 + c] : 0.0f;
-            memcpy(dst + 16 + 4 * c, &s, 4);
+        for (size_t c = 0; c < half; ++c) {
+            int32_t y[2] = { sum[c], sum[c] + 16 * sum[c + half] };
+            memcpy(dst + 4 * c, &y[0], 4);
+            memcpy(dst + 4 * (half + c), &y[1], 4);
         }
-        dst += 32;
-        for (size_t k0 = 0; k0 < kpad; k0 += 8)
+        for (size_t c = 0; c < pc; ++c) {
+            float s = n0 + c < N ? scales[n0 + c] : 0.0f;
+            memcpy(dst + 4 * pc + 4 * c, &s, 4);
+        }
+        dst += 8 * pc;
+        for (size_t k0 = 0; k0 < kpad; k0 += lp)
             for (size_t t = 0; t < 16; ++t, ++dst) {
-                size_t lo = t / 8, k = k0 + t % 8;
+                size_t lo = t / lp, k = k0 + t % lp;
                 unsigned l = (unsigned)(w[lo * kpad + k] + 8);
-                unsigned h = (unsigned)w[(lo + 2) * kpad + k] & 15u;
+                unsigned h = (unsigned)w[(lo + half) * kpad + k] & 15u;
                 *dst = (unsigned char)(l | h << 4);
             }
     }
@@ -594,11 +613,14 @@ static void qdyn_q4_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size
     const ts_path *path = b->path;
     const size_t ep = kern->ep, hp = kern->hp, K = b->K;
     const int per_channel = kern != &path->qdyn[0];
+    /* int8 A in k-steps of lp k (the smmla layout: lp 8; the sdot layout: lp 4, also for the
+     * Armv8.0 path's int4 kernels, whose own int8 kernel reads int16) */
+    const size_t lp = per_channel ? rl_lp(kern) : path->lp;
     ts_path view = *path;
     view.ep = ep;
-    size_t packed = 0, want = b->ksteps * (per_channel ? 8 : TS_Q4_LP) * ep;
-    ts_panel_bytes(&view, ep, K, &packed);
-    ts_pack_panel_as(path->pack_a, &view, a_panel, q, rows, ep, K, K, 1);
+    view.lp = lp;
+    size_t packed = (K + lp - 1) / lp * lp * ep, want = b->ksteps * (per_channel ? lp : TS_Q4_LP) * ep;
+    ts_pack_panel_as(TS_PACK_S8, &view, a_panel, q, rows, ep, K, K, 1);
     memset(a_panel + packed, 0, want - packed);
     float *rs = (float *)row_data;
     int32_t *rz = (int32_t *)(rs + 2 * ep), *rt = rz + 2 * ep;
@@ -622,7 +644,7 @@ static void qdyn_q4_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size
     args.b_stride = b->panel_bytes;
     const size_t step = per_channel ? kern->panels : 1;   /* handle panels per call */
     for (size_t p = p_begin; p < p_end; p += step) {
-        size_t n0 = p * (per_channel ? 4 : hp);
+        size_t n0 = p * (per_channel ? rl_columns(kern) : hp);
         if (n0 >= b->N)
             break;
         args.n_rem = b->N - n0 < hp ? b->N - n0 : hp;
@@ -645,7 +667,7 @@ static const ts_qdyn_kernel *qdyn_q4_kernel(const ts_packed_b *b, size_t M)
 static int qdyn_q4_task_bytes(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t *a_panel,
                               size_t *out)
 {
-    const size_t ep = kern->ep, kbytes = b->qdyn == &b->path->qdyn[1] ? 8 : 16;
+    const size_t ep = kern->ep, kbytes = b->qdyn == &b->path->qdyn[1] ? rl_lp(b->qdyn) : 16;
     size_t bias, q;
     /* bias: every packed column (a call reads hp, rounded up to 4, from its first) + 64 */
     return ts_size_mul(b->ksteps, kbytes * ep, a_panel) || ts_size_mul(b->panels, b->qdyn->hp, &bias)
@@ -867,8 +889,9 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
                 view.panels = N / q->hp + (N % q->hp != 0);
             } else {
                 size_t group = paths[i].qdyn[2].kernel != NULL ? paths[i].qdyn[2].panels : 1;
-                view.ksteps = (K + 31) / 32 * 4;
-                view.panels = ((N + 3) / 4 + group - 1) / group * group;
+                size_t pc = rl_columns(q);
+                view.ksteps = (K + 31) / 32 * 32 / rl_lp(q);
+                view.panels = ((N + pc - 1) / pc + group - 1) / group * group;
             }
             if (q4_call_bytes(ctx, &view, M, &m_tasks, &n_tasks, &a_panel, &per_task, &bytes))
                 return 0;
