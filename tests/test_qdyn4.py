@@ -136,7 +136,7 @@ def test_args_layout_agrees_with_the_drivers_header():
 def test_manifest_and_header_name_both_kernels(outputs):
     out, manifest = outputs("v86")
     q = manifest["qdyn_kernels"]
-    assert [(k["symbol"], k["blocked"], k["decode"]) for k in q] == [
+    assert [(k["symbol"], k["blocked"], k["decode"]) for k in q[:3]] == [
         ("ts_gemm_s8s4f32_smmla_8x4x16", True, False),
         ("ts_gemm_s8s4f32_smmla_16x4x8_pc", False, False),
         ("ts_gemm_s8s4f32_smmla_2x28x8_pc", False, True)]
@@ -145,14 +145,20 @@ def test_manifest_and_header_name_both_kernels(outputs):
         assert f"void {k['symbol']}(" in header
     dispatch = (out / "ts_dispatch.c").read_text()
     assert dispatch.count("ts_gemm_s8s4f32_smmla_8x4x16") == 2     # name and function
-    for arch in ("v8", "v82"):               # no i8mm: no qdyn int4 kernel
-        assert "qdyn_kernels" not in outputs(arch)[1]
+    # no i8mm: the per-channel kernels of the dotprod and Armv8.0 paths only
+    assert [(k["symbol"], k["instruction"], k["decode"]) for k in outputs("v82")[1]["qdyn_kernels"]] == [
+        ("ts_gemm_s8s4f32_sdot_8x8x4_pc", "sdot", False),
+        ("ts_gemm_s8s4f32_sdot_1x32x4_pc", "sdot", True),
+        ("ts_gemm_s8s4f32_sadalp_5x8x4_pc", "smlal", False),
+        ("ts_gemm_s8s4f32_sadalp_1x8x4_pc", "smlal", True)]
+    assert [k["instruction"] for k in outputs("v8")[1]["qdyn_kernels"]] == ["smlal", "smlal"]
+    assert [k["symbol"] for k in q[3:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
 
 
 @pytest.mark.parametrize("inst", ["auto", "never", "always"])
 def test_kernels_assemble_and_verify(outputs, tmp_path, inst):
     out, manifest = outputs("v86", inst)
-    for k in manifest["qdyn_kernels"]:
+    for k in manifest["qdyn_kernels"]:     # every family (the v8 / v82 kernels are the same)
         src = out / k["file"]
         subprocess.run([GCC, "-march=armv8-a", "-c", src, "-o", tmp_path / "k.o"], check=True)
         for target, prefix in (("arm64-apple-macos", "_"), ("aarch64-pc-windows-msvc", ""),
@@ -178,3 +184,67 @@ def test_callee_saved_registers_are_saved(outputs):
                 assert re.search(rf"stp d\d+, d\d+, \[sp|str d{r}", text)
                 assert f"d{r}" in text.split("K_DONE:")[1]
         assert not re.search(r"\bx(1[89]|2\d)\b", text.split("#endif", 2)[-1])
+
+
+# ---- the per-channel kernels of the other MAC families (gen/qdyn4_rl.py FAMILIES) ----------------
+@pytest.mark.parametrize("name", ["sdot", "smlal"])
+def test_other_families_choices_registers_and_counts(name):
+    pre, dec = qdyn4_rl.solve(name), qdyn4_rl.solve(name, decode=True)
+    # sdot: 8 rows x 8 columns (16 accumulators, 2 A, raw + low, mask); decode 1 row x 4
+    # panels (the tie at 2/3 of the peak, bound by the ands, broken by fewer registers);
+    # smlal (smull / sadalp): 5 rows x 8 columns (20 pair-sum accumulators), decode 1 x 8
+    want = {"sdot": ((8, 8), (1, 32)), "smlal": ((5, 8), (1, 8))}[name]
+    assert ((pre.ep, pre.hp), (dec.ep, dec.hp)) == want
+    assert dec.decode and not pre.decode
+    for plan in (pre, dec):
+        regs = list(plan.a_regs + plan.b_packed + plan.b_low + (plan.mask,) + plan.temps
+                    + plan.acc_regs)
+        assert len(set(regs)) == len(regs) and max(regs) < 32
+        assert qdyn4_rl.registers_needed(plan.ep, plan.panels, name) <= 32
+        body = qdyn4_rl.inner_body(plan)     # 16 k
+        c = qdyn4_rl.step_counts(plan.ep, plan.panels, name)
+        steps = 16 // plan.lp
+        mnemonics = [i.text.split()[0] for i in body]
+        if name == "sdot":
+            assert mnemonics.count("sdot") == steps * c["mac"] == steps * 2 * plan.ep * plan.panels
+        else:
+            assert (mnemonics.count("smull") + mnemonics.count("smull2") == mnemonics.count("sadalp")
+                    == steps * c["mac"] // 2 == steps * 4 * plan.ep * plan.panels)
+            assert mnemonics.count("ld1r") == steps * plan.ep
+        assert mnemonics.count("and") == steps * c["unpack"] == steps * plan.panels
+        assert sum(i.kind == "load" for i in body) == steps * c["loads"]
+        check_same_dependencies(body, schedule_loop(body, "generic"))
+    # the accounting counts the unpack and its registers: one more panel than fits is refused
+    assert qdyn4_rl.registers_needed(1, 8, "sdot") > 32 and qdyn4_rl.registers_needed(1, 7, "sdot") <= 32
+    assert qdyn4_rl.registers_needed(12, 1, "sdot") > 32
+
+
+def test_sdot_decode_bound_from_its_mix():
+    """per 16 weight bytes a load, an and and two sdot: N2 (2 vector pipes) 10.67 bytes per
+    cycle, V1 (4) 21.33, A55 (sdot and the 128-bit and 1 per cycle each) 5.33."""
+    bound = {c: round(qdyn4_rl.compute_bound(CORES[c], instruction="sdot"), 2)
+             for c in ("neoverse-n2", "neoverse-v1", "cortex-a510", "cortex-a55")}
+    assert bound == {"neoverse-n2": 10.67, "neoverse-v1": 21.33, "cortex-a510": 10.67,
+                     "cortex-a55": 5.33}
+
+
+@pytest.mark.parametrize("name", ["sdot", "smlal"])
+@pytest.mark.parametrize("decode", [False, True])
+def test_other_families_epilogue_order(name, decode):
+    """Per row and panel, the header's order as in the smmla kernels: R - L, scvtf (#4),
+    t = scale * wscale (by element: the same product), u = t * (float)acc; no FMA."""
+    plan = qdyn4_rl.solve(name, decode=decode)
+    body = qdyn4_rl.epilogue_body(plan)
+    if name == "smlal":                  # the pair sums first
+        addp = [i.text for i in body if i.text.startswith("addp")]
+        assert len(addp) == 2 * plan.rp * plan.panels
+    ops = [i.text for i in body if i.text.split()[0] in ("sub", "scvtf", "fmul")]
+    assert len(ops) == 7 * plan.rp * plan.panels
+    for j in range(0, len(ops), 7):
+        sub, s_lo, s_hi, t0, t1, u0, u1 = ops[j:j + 7]
+        hi, lo = re.match(r"sub (v\d+)\.4s, \1\.4s, (v\d+)\.4s", sub).groups()
+        assert s_lo == f"scvtf {lo}.4s, {lo}.4s" and s_hi == f"scvtf {hi}.4s, {hi}.4s, #4"
+        ta, tb = (re.match(r"fmul (v\d+)\.4s, v\d+\.4s, v\d+\.s\[[02]\]$", t).group(1)
+                  for t in (t0, t1))
+        assert u0 == f"fmul {lo}.4s, {ta}.4s, {lo}.4s" and u1 == f"fmul {hi}.4s, {tb}.4s, {hi}.4s"
+    assert not any(re.match(r"f[nm]*(mla|mls|madd|msub)", i.text) for i in body)
