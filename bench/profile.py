@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gen.isa import INSTRUCTIONS, signature
 
-from gen.qdyn4 import QDYN4_INSTRUCTIONS, SIGNATURE as QDYN4_SIGNATURE
+from gen.qdyn4 import SIGNATURE as QDYN4_SIGNATURE
+from gen.qdyn4_rl import FAMILIES as QDYN4_FAMILIES
 
 from . import symbols as sym
 from .mca import CycleModel
@@ -47,8 +48,8 @@ def instruction_of(symbol: str, prefix: str) -> str | None:
     for key, inst in INSTRUCTIONS.items():
         if (signature(inst), inst.mnemonic) == named:
             return key
-    if named[0] == QDYN4_SIGNATURE:          # the qdyn int4 kernels (gen/qdyn4.py)
-        return next((k for k in QDYN4_INSTRUCTIONS if INSTRUCTIONS[k].mnemonic == named[1]), None)
+    if named[0] == QDYN4_SIGNATURE:          # the qdyn int4 kernels (gen/qdyn4*.py): the path's
+        return next((k for k, f in QDYN4_FAMILIES.items() if f.mnemonic == named[1]), None)
     return None
 
 

@@ -133,8 +133,8 @@ def decode_metrics(profile: dict, cpu: str) -> dict | None:
     kernels = profile.get("kernels") or {}
     bound = compute_bound(key, core)
     if kernels and f"_{QDYN4_SIGNATURE}_" in max(kernels, key=kernels.get):
-        weight //= 2            # a qdyn int4 kernel (gen/qdyn4*.py) reads 4-bit weights
-        bound = qdyn4_rl.compute_bound(core)     # its mix: per 16 bytes ld, and, 2 smmla
+        weight = n * k // 2     # a qdyn int4 kernel (gen/qdyn4*.py) reads 4-bit weights
+        bound = qdyn4_rl.compute_bound(core, instruction=key)   # its mix per 16 bytes
     out = dict(weight_bytes=weight, modeled=weight / cycles, compute_bound=bound)
     out["of_compute_bound"] = out["modeled"] / out["compute_bound"]
     roof = roofline(profile, cpu)
@@ -533,7 +533,8 @@ def render_markdown(report, charts: dict) -> str:
     parts += ["## Decode GEMV (M = 1, B prepacked): weight bytes per modeled cycle", "",
               "Packed weight bytes (K × N × the B element the kernel reads: fp32 4, bf16 2, "
               "the qdyn int4 kernels (`_s8s4f32_`) 0.5, their bound from their own mix per 16 "
-              "bytes: a load, an and, two smmla, `gen/qdyn4_rl.py` compute_bound; "
+              "bytes: a load, an and, two smmla or sdot (smull, smull2 and two sadalp per 8 bytes on the "
+              "Armv8.0 path), `gen/qdyn4_rl.py` compute_bound; "
               "int8 1, the Armv8.0 int8 path's int16 2) ÷ modeled cycles, and in brackets % of "
               "the compute bound from the instruction mix (`gen/gemv.py` compute_bound: one MAC "
               "per 16-byte B register at the core's MAC rate, B loaded by 4-register ld1, the "
