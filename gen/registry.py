@@ -170,7 +170,8 @@ GEMM_TYPES: tuple[GemmType, ...] = (
     # Dynamically quantised int8 activations x int8 / int4 symmetric weights -> fp32 (LLM
     # inference, issue 12): the int8 kernels' raw sums per scale block, then the fp32
     # dequantisation epilogue in C (ts_qdyn.c, no fused kernel variant; exact int32 per block, fixed fp32 order, so every path
-    # returns the same bits). int4 weights are widened to int8 when packed.
+    # returns the same bits). int4 weights: the qdyn int4 kernels of gen/qdyn4*.py where the path
+    # has one for their scales (per channel: every path; blocks: smmla), else widened to int8.
     GemmType("qdyn", "QDYN", "int8", "int8", "int32",
              (KernelPath("smmla", "s8", "s8", "i8mm"),
               KernelPath("sdot", "s8", "s8", "dotprod"),

@@ -14,7 +14,8 @@ from cross import run_qemu
 from test_drivers_api import (CPU_FEATURES, CPU_MASKS, check_dispatch_lines, generated,  # noqa: F401
                               harness, manifest_paths)
 
-RUNS = [("v86", "cortex-a57"), ("v86", "neoverse-n1"), ("v86", "max"), ("v8", "max")]
+RUNS = [("v86", "cortex-a57"), ("v86", "neoverse-n1"), ("v86", "max"), ("v8", "max"),
+        ("v82", "neoverse-n1")]
 HASHES = {}
 
 

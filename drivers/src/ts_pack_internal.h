@@ -85,7 +85,8 @@ typedef struct {
     ts_qdyn_kernel_fn kernel;
     size_t ep, hp;
     size_t max_bl;             /* longest scale block (16 * block sum fits int32) */
-    size_t panels;             /* per-channel kernels: B panels of 4 columns per call */
+    size_t panels;             /* per-channel kernels: B panels per call (of hp / panels columns:
+                                  4 for smmla, 8 for sdot and the Armv8.0 kernels) */
 } ts_qdyn_kernel;
 
 /* Core classes of the run-time kernel variants (gen/cores.py CORE_CLASSES): a CPU=generic

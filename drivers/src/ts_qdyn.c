@@ -6,13 +6,14 @@
  * operation below is its own statement, and no multiply may be fused with the add after it,
  * or the paths would not return the same bits as the documented order.
  *
- * How it runs. int4 weights on a path with qdyn int4 kernels (path->qdyn: i8mm; gen/qdyn4.py,
- * README "qdyn int4 kernels") are packed for them, 4 bits per weight (pack_q4): per ep-row
+ * How it runs. int4 weights on a path with a qdyn int4 kernel for their scales (path->qdyn:
+ * per channel on every path, gen/qdyn4_rl.py; scale blocks on i8mm, gen/qdyn4.py; README "qdyn
+ * int4 kernels") are packed for it, 4 bits per weight (pack_rl, pack_q4): per ep-row
  * strip the rows are quantised (or taken from a ts_packed_a) and packed, and one kernel call
  * per hp-column panel does everything else: int4 unpack, the zero-point correction, the
  * per-block int32 sums, their fp32 dequantisation in the header's order, bias and clamp
- * (qdyn_q4_strip). Everywhere else (int8 weights; int4 on the dotprod / Armv8.0 paths, which
- * have no int4 kernel yet; an int4 block beyond the kernels' bound, 65793 k) the weights are
+ * (qdyn_q4_strip). Everywhere else (int8 weights; int4 scale blocks on the dotprod / Armv8.0
+ * paths; an int4 block beyond the kernels' bound, 65793 k) the weights are
  * packed (int4 widened to int8) into the panels of the raw int8 kernel of the path (smmla ->
  * sdot -> smlal) with the per-block weight sums and scales beside them, the raw kernel computes
  * sum qa*qb per block into an int32 tile, and the C epilogue below (dequant_block) subtracts

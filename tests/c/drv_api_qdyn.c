@@ -457,6 +457,11 @@ int main(int argc, char **argv)
         /* per-channel decode kernel (M <= 4, in passes of 2 rows): many panel groups, odd N */
         run_case(4, 0, 1, 301, 1056, 1, 1); ++cases;
         run_case(4, 0, 4, 29, 544, 0, 0); ++cases;
+        /* the sdot / Armv8.0 per-channel kernels (8-column panels, decode 1 row per pass):
+         * K in the thousands, odd N over several decode panel groups, a partial last group */
+        run_case(4, 0, 1, 67, 4100, 1, 1); ++cases;
+        run_case(4, 0, 3, 45, 2048, 0, 0); ++cases;
+        run_case(4, 0, 11, 19, 1000, 1, 0); ++cases;
         test_quantisation_identity();
         test_nibbles();
         test_weight_quantisers();
