@@ -40,7 +40,7 @@ product temporaries, row and column data).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import epilogue as ep_mod
 from .cores import CoreModel
@@ -113,6 +113,8 @@ class RLPlan:
     panels: int                 # panels of `columns` columns per call (decode > 1)
     cpu: str = "generic"
     decode: bool = False        # the decode kernel (M <= ep per pass over B)
+    banks: int = 1              # B register banks: k-step s uses bank s % banks (2: the next
+                                # step's loads need not wait for this step's MACs)
     blocked = False
 
     @property
@@ -139,16 +141,24 @@ class RLPlan:
     @property
     def b_packed(self):
         n = len(self.a_regs)
-        return tuple(range(n, n + self.panels))
+        return tuple(range(n, n + self.panels * self.banks))
 
     @property
     def b_low(self):
-        n = len(self.a_regs) + self.panels
-        return tuple(range(n, n + self.panels))
+        n = len(self.a_regs) + self.panels * self.banks
+        return tuple(range(n, n + self.panels * self.banks))
+
+    def raw(self, p, step):
+        """Panel p's packed bytes in k-step `step`."""
+        return self.b_packed[step % self.banks * self.panels + p]
+
+    def lows(self, p, step):
+        """... and its low nibbles."""
+        return self.b_low[step % self.banks * self.panels + p]
 
     @property
     def mask(self) -> int:
-        return len(self.a_regs) + 2 * self.panels
+        return len(self.a_regs) + 2 * self.panels * self.banks
 
     @property
     def temps(self):
@@ -197,7 +207,7 @@ class RLPlan:
         return f"x{9 + p}"
 
 
-def registers_needed(ep: int, panels: int, instruction: str = "smmla") -> int:
+def registers_needed(ep: int, panels: int, instruction: str = "smmla", banks: int = 1) -> int:
     """The most vector registers live at once: in the loop the accumulators + A + B (raw and low
     nibbles per panel) + the mask + product temporaries; in the prologue the accumulators, the
     mask, 2 column-sum registers per panel and the row data (-zp, the row term, a broadcast);
@@ -205,7 +215,7 @@ def registers_needed(ep: int, panels: int, instruction: str = "smmla") -> int:
     2 column-scale registers per panel and 2 temporaries."""
     f = FAMILIES[instruction]
     acc = f.accs * (ep // f.row_unit) * panels
-    loop = acc + f.a_registers(ep) + 2 * panels + 1 + f.temps
+    loop = acc + f.a_registers(ep) + 2 * panels * banks + 1 + f.temps
     pro = acc + 1 + 2 * panels + f.prologue_temps
     epi = acc + 1 + -(-ep // 2) + 2 * panels + 2
     return max(loop, pro, epi)
@@ -306,7 +316,7 @@ def macs(plan: RLPlan, step: int) -> list[Insn]:
         else:
             a = plan.a_regs[r]
         for p in range(plan.panels):
-            raw, low = plan.b_packed[p], plan.b_low[p]
+            raw, low = plan.raw(p, step), plan.lows(p, step)
             if f.key == "smmla":
                 for acc, b in ((plan.high(r, p), raw), (plan.low(r, p), low)):
                     code.append(mac(f"smmla v{acc}.4s, v{a}.16b, v{b}.16b", acc, a, b))
@@ -331,7 +341,7 @@ def b_loads(plan: RLPlan, step: int) -> list[Insn]:
     """Per panel: its 16 bytes of k-step `step` and the low nibbles."""
     code, f = [], plan.family
     for p in range(plan.panels):
-        raw, low, ptr = plan.b_packed[p], plan.b_low[p], plan.b_pointer(p)
+        raw, low, ptr = plan.raw(p, step), plan.lows(p, step), plan.b_pointer(p)
         code.append(_load(f"ldr q{raw}, [{ptr}, #{16 * step}]", raw, ptr,
                           f"panel {p}: 16 w_hi + w_lo + 8 of {f.columns} columns, {f.lp} k"))
         code.append(_v(f"and v{low}.16b, v{raw}.16b, v{plan.mask}.16b", "w_lo + 8",
@@ -389,7 +399,7 @@ def ld1_loads(plan: RLPlan, step: int) -> list[Insn]:
                                  f"{plan.family.row_unit * (first + len(regs)) - 1}, "
                                  f"{plan.lp} k" if plan.family.key == "smmla" else
                                  f"A: {len(regs)} x 4 rows, 4 k"))
-    raw = plan.b_packed[0]
+    raw = plan.raw(0, step)
     ptr = ptrs[plan.family.steps * a_chunks + step][0]
     code.append(Insn(f"ld1 {{v{raw}.16b}}, [{ptr}]", "load", defs=(f"v{raw}",), uses=(ptr,),
                      comment=f"16 w_hi + w_lo + 8 of {plan.family.columns} columns, {plan.lp} k"))
@@ -608,15 +618,20 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
     from .emit import (Kernel, arch_directive, frame_bytes, gp_registers_used, inst_features,
                        restore_registers, save_registers)
     f = plan.family
-    if registers_needed(plan.ep, plan.panels, plan.instruction) > 32:
+    if registers_needed(plan.ep, plan.panels, plan.instruction, plan.banks) > 32:
         raise KernelPlanError(f"qdyn4 pc {plan.ep}x{plan.hp}: more than 32 vector registers")
     inst = INSTRUCTIONS[plan.instruction]
     symbol = kernel_symbol(prefix, plan)
+    # the load form and (sdot, smlal) the B register banks: the model's pick per CPU among those
+    # that fit the registers
+    choices = [(plan, "ldr")] + ([(plan, "ld1")] if ld1_form_fits(plan) else [])
+    double = replace(plan, banks=2)
+    if f.key != "smmla" and registers_needed(plan.ep, plan.panels, plan.instruction, 2) <= 32:
+        choices.append((double, "ldr"))
+    bodies = [inner_body(p, form) for p, form in choices]
+    plan, form = choices[best_body(bodies, plan.cpu)]
+    inner = scheduled(inner_body(plan, form), plan.cpu)
     tplan = plan.tile_plan()
-    forms = ["ldr"] + (["ld1"] if ld1_form_fits(plan) else [])
-    bodies = [inner_body(plan, form) for form in forms]
-    form = forms[best_body(bodies, plan.cpu)]          # the model's pick per CPU
-    inner = scheduled(bodies[forms.index(form)], plan.cpu)
     tail = scheduled(epilogue_body(plan), plan.cpu)
     final, pieces = final_code(plan)
     write = ep_mod.store_row_pieces(tplan, pieces)
