@@ -17,14 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-from gen.cores import CORES, MEMORY, check_cpu
+from gen.cores import CLASS_MIDR, CORES, MEMORY, check_cpu
 from gen.emit import inst_features
 from gen.isa import check_arch
 
 from . import report as rep
 from . import sme
 from .mca import CycleModel, McaError, llvm_mca_version
-from .profile import QEMU_CPU, profile_all
+from .profile import QEMU_CPU, profile_all, qemu_cpu, variant_instructions
 from .tbcount import QEMU, ProfileError, build_plugin
 from .workloads import all_workloads, build_program, with_threads
 
@@ -201,13 +201,15 @@ def main(argv=None) -> int:
         model.check_cpus(cpus)
         print(f"bench: {len(runs)} profiled runs (ARCH={args.arch}), {args.jobs} at a time")
         caches = {} if args.no_cache else {c: MEMORY[c] for c in cpus if c in MEMORY}
+        variants = variant_instructions(json.loads((gen_dir / "manifest.json").read_text()))
         profiles = profile_all(program, runs, plugin, out_dir / args.arch / "profiles", model, cpus,
-                               prefix=PREFIX, jobs=args.jobs, caches=caches)
+                               prefix=PREFIX, jobs=args.jobs, caches=caches, variants=variants)
     except (ValueError, FileNotFoundError, RuntimeError, ProfileError, McaError) as e:
         return fail(str(e))
     table, table_error = load_kernel_table(gen_dir)
     meta = dict(arch=args.arch, cpu=args.cpu, inst=args.inst, gen_dir=str(gen_dir),
                 date=datetime.date.today().isoformat(), qemu=qemu_version(), qemu_cpu=QEMU_CPU,
+                class_qemu_cpu={c: qemu_cpu(c) for c in CLASS_MIDR if c in variants},
                 llvm_mca=llvm_mca_version(),
                 memory={c: dataclasses.asdict(m) for c, m in caches.items()})
     report = rep.build_report(profiles, cpus=cpus, meta=meta, kernel_table=table,

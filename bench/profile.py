@@ -18,6 +18,15 @@ A profile is a plain dict (it goes into report.json as is):
   threads            with the cache model: {cpu: {"cycles": {vcpu: modeled cycles},
                       "l1_misses": {vcpu: n}, "l2_misses": {vcpu: n}, "balance": max/mean}}
   checksum, qemu_seconds, error (None, or why the run produced nothing)
+  variants           {cpu: {"core_class" (the class whose run models the core), "kernel" (the
+                      kernel symbol that ran most on that run), "checksum"}}
+
+Per-core kernel variants (README "Per-core kernel variants"): dispatch picks a core class's
+variant from MIDR_EL1, so each core is modeled on a run whose QEMU CPU reports a MIDR of its
+class (qemu_cpu). A (workload, path) runs once per class that has a variant of the path's
+instruction (class_runs) and once as "generic" for the cores whose class has none; each core's
+cycles, memory and threads come from its own run, the instructions and kernels from the first
+run (generic when any core uses it).
 """
 from __future__ import annotations
 
@@ -25,6 +34,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+from gen.cores import CLASS_MIDR, CORES, GENERIC, core_class
 from gen.isa import INSTRUCTIONS, signature
 
 from gen.qdyn4 import SIGNATURE as QDYN4_SIGNATURE
@@ -37,6 +47,35 @@ from .workloads import DispatchPath, Workload
 
 QEMU_CPU = "max,sve=off"   # -cpu max (dotprod, i8mm, bf16) without SVE: glibc then takes its
                            # NEON string routines, which every modeled core (A55 too) can run
+
+
+def qemu_cpu(cls: str) -> str:
+    """-cpu for a run whose dispatch should see a core of class `cls`: max's features with the
+    MIDR_EL1 of the class's representative core (gen.cores.CLASS_MIDR), set through the ARM CPU
+    property `midr` (QEMU target/arm/cpu.c arm_cpu_properties; qemu-user returns it to `mrs
+    midr_el1` at EL0). "generic": max's own MIDR (implementer 0), which dispatch does not know."""
+    midr = CLASS_MIDR.get(cls)
+    return QEMU_CPU if midr is None else f"{QEMU_CPU},midr={midr:#x}"
+
+
+def variant_instructions(manifest: dict) -> dict:
+    """{core class: gen.isa keys of the instructions the build has that class's variant of}
+    (manifest kernels of role "core_class")."""
+    out = {}
+    for k in manifest.get("kernels", ()):
+        if k.get("role") == "core_class":
+            out.setdefault(k["core_class"], set()).add(k["instruction"])
+    return out
+
+
+def class_runs(cpus, instruction: str, variants: dict) -> dict:
+    """{cpu: the class of the run that models it}: the core's class when the build has that
+    class's variant of `instruction` (variants: variant_instructions), else generic (dispatch
+    gives every core the generic kernel then; cores unknown to gen.cores too)."""
+    def run_of(cpu):
+        cls = core_class(cpu) if cpu in CORES else GENERIC
+        return cls if instruction in variants.get(cls, ()) else GENERIC
+    return {cpu: run_of(cpu) for cpu in cpus}
 
 
 def instruction_of(symbol: str, prefix: str) -> str | None:
@@ -237,15 +276,18 @@ def _profile_skeleton(w: Workload, p: DispatchPath) -> dict:
                 expected_instruction=p.instruction, error=None)
 
 
-def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None, caches=None):
-    """Run one workload on one path, counting from the `mark` address on (simulating the
-    `caches` of bench.tbcount.run_profiled); returns (profile skeleton, blocks)."""
-    profile = _profile_skeleton(w, p)
+def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None, caches=None,
+            cls=GENERIC):
+    """Run one workload on one path on a core of class `cls`, counting from the `mark` address
+    on (simulating the `caches` of bench.tbcount.run_profiled); returns (profile skeleton,
+    blocks)."""
+    profile = dict(_profile_skeleton(w, p), run_class=cls)
     start = time.monotonic()
+    suffix = "" if cls == GENERIC else f".{cls}"
     try:
         blocks, stdout = run_profiled(program, w.args(p), plugin,
-                                      work_dir / f"{w.name}.{p.name}.tb", cpu=QEMU_CPU, mark=mark,
-                                      caches=caches)
+                                      work_dir / f"{w.name}.{p.name}{suffix}.tb",
+                                      cpu=qemu_cpu(cls), mark=mark, caches=caches)
     except ProfileError as e:
         profile["error"] = str(e).strip().splitlines()[0][:500]
         profile["error_detail"] = str(e)[-3000:]
@@ -257,44 +299,68 @@ def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None, 
 
 
 def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix="ts_",
-                jobs=2, progress=print, caches=None) -> list[dict]:
+                jobs=2, progress=print, caches=None, variants=None) -> list[dict]:
     """Profile every (workload, path) of `runs`, `jobs` QEMU processes at a time, then model
     every executed block of the operations on every core in `cpus`. `caches` ({core:
     gen.cores.MemoryModel}, cores of `cpus`) adds the cache simulation: "memory" and
-    "threads" in each profile."""
+    "threads" in each profile. `variants` (variant_instructions of the build; none by default):
+    each core is modeled on the run of its class's variant (module comment)."""
     table = sym.SymbolTable.from_elf(program)
     mark = table.address_of(sym.MARK) if any(s.name == sym.MARK for s in table.symbols) else None
     work_dir.mkdir(parents=True, exist_ok=True)
-    order = sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first
-    results = [None] * len(runs)
+    own = [class_runs(cpus, p.instruction, variants or {}) for _, p in runs]
+    # each class's run simulates the caches of the cores it models only
+    jobs_list = [(i, cls, {c: m for c, m in (caches or {}).items() if own[i].get(c) == cls})
+                 for i in sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first
+                 for cls in _run_order(own[i])]
+    results = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir, mark, caches): i
-                   for i in order}
+        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir, mark, simulated, cls):
+                   (i, cls) for i, cls, simulated in jobs_list}
         for future in futures:
-            i = futures[future]
-            results[i] = future.result()
-            prof = results[i][0]
-            progress(f"  {prof['workload']:<24} {prof['path']:<8} "
+            i, cls = futures[future]
+            results[i, cls] = future.result()
+            prof = results[i, cls][0]
+            tag = "" if cls == GENERIC else f" [{cls}]"
+            progress(f"  {prof['workload']:<24} {prof['path']:<8}{tag} "
                      + (f"error: {prof['error']}" if prof["error"] else f"{prof['qemu_seconds']:.1f} s"))
-    classified = []
-    for profile, blocks in results:
+    classified = {}
+    for key, (profile, blocks) in results.items():
         groups, kernels = classify(blocks, table, prefix)
-        classified.append((profile, blocks, groups, kernels))
+        classified[key] = (profile, blocks, groups, kernels)
     codes = set()
-    for _, blocks, groups, _ in classified:
+    for _, blocks, groups, _ in classified.values():
         codes |= run_codes(blocks) | {b.code for b in blocks}
     progress(f"  llvm-mca: {len(codes)} distinct blocks x {len(cpus)} cores")
     model.prepare(cpus, codes)
-    profiles = []
-    for profile, blocks, groups, kernels in classified:
-        if not profile["error"]:
-            profile["kernels"] = kernels
-            profile["kernel_instruction"] = dominant_kernel_instruction(kernels, prefix)
-            profile["instructions"], profile["setup_instructions"] = instruction_profile(blocks, groups)
-            profile["cycles"] = {cpu: cycle_profile(blocks, groups, model, cpu) for cpu in cpus}
-            if caches:
-                profile["memory"] = {cpu: memory_profile(blocks, groups, cpu) for cpu in caches}
-                profile["threads"] = {cpu: thread_profile(blocks, groups, model, cpu)
-                                      for cpu in caches}
-        profiles.append(profile)
-    return profiles
+    return [_merged_profile([classified[i, cls] for cls in _run_order(own[i])],
+                            {cpu: classified[i, own[i][cpu]] for cpu in cpus},
+                            model, prefix, caches)
+            for i in range(len(runs))]
+
+
+def _run_order(own: dict) -> list[str]:
+    """The classes run for one (workload, path), generic first."""
+    return sorted(set(own.values()), key=lambda c: (c != GENERIC, c))
+
+
+def _merged_profile(ran, own, model, prefix, caches) -> dict:
+    """One (workload, path)'s profile from its class runs `ran` (the first gives the
+    instructions and kernels) and each core's own run (`own`: {cpu: classified run})."""
+    profile, blocks, groups, kernels = ran[0]
+    failed = next((r[0] for r in ran if r[0]["error"]), None)
+    if failed is not None:
+        profile.update(error=failed["error"], error_detail=failed.get("error_detail"))
+        return profile
+    profile["kernels"] = kernels
+    profile["kernel_instruction"] = dominant_kernel_instruction(kernels, prefix)
+    profile["instructions"], profile["setup_instructions"] = instruction_profile(blocks, groups)
+    profile["cycles"] = {cpu: cycle_profile(r[1], r[2], model, cpu) for cpu, r in own.items()}
+    profile["variants"] = {cpu: dict(core_class=r[0]["run_class"], checksum=r[0].get("checksum"),
+                                     kernel=max(r[3], key=r[3].get) if r[3] else None)
+                           for cpu, r in own.items()}
+    if caches:
+        profile["memory"] = {cpu: memory_profile(own[cpu][1], own[cpu][2], cpu) for cpu in caches}
+        profile["threads"] = {cpu: thread_profile(own[cpu][1], own[cpu][2], model, cpu)
+                              for cpu in caches}
+    return profile

@@ -239,7 +239,35 @@ def notes(profiles, missing_paths) -> list[str]:
                 out.append(f"{tag} on {cpu}: {100 * (1 - m['modeled_fraction']):.3f} % of the "
                            f"instructions unmodeled ({reasons})")
     out.extend(checksum_notes(profiles))
+    out.extend(variant_notes(profiles))
     return out
+
+
+def variant_notes(profiles) -> list[str]:
+    """The class runs of one workload and path (bench.profile class_runs) must print the same
+    checksum: a core-class variant gives the generic kernel's results (int exact; fp32 / bf16
+    the same fused multiply-add chain per output, whatever the tile)."""
+    out = []
+    for p in profiles:
+        sums = {v["core_class"]: v["checksum"] for v in (p.get("variants") or {}).values()}
+        if len(set(sums.values())) > 1:
+            out.append(f"{p['workload']} [{p['path']}]: checksums differ between the core-class "
+                       f"runs {sums}")
+    return out
+
+
+def variants_table(report) -> str | None:
+    """The kernel each core ran, for the runs where some core ran its class's variant (None
+    when no core did)."""
+    cpus = report["meta"]["cores"]
+    rows = []
+    for p in report["profiles"]:
+        v = p.get("variants") or {}
+        if p["error"] or all(v.get(c, {}).get("core_class", "generic") == "generic" for c in cpus):
+            continue
+        rows.append([p["title"], p["path"], *(f"`{v[c]['kernel']}` ({v[c]['core_class']} run)"
+                                              if v[c]["kernel"] else "—" for c in cpus)])
+    return _table(["workload", "path", *cpus], rows) if rows else None
 
 
 def checksum_notes(profiles) -> list[str]:
@@ -513,6 +541,22 @@ def render_markdown(report, charts: dict) -> str:
         speedup_table(report),
         "",
     ]
+    variants = variants_table(report)
+    if variants:
+        parts += [
+            "## Per-core kernel variants",
+            "",
+            "Each core is modeled on the run of the kernel dispatch picks on it: where the build "
+            "has a variant of the path's instruction for the core's class, that workload also "
+            "runs under `qemu-aarch64` with "
+            + ", ".join(f"`-cpu {q}` ({c})" for c, q in meta.get("class_qemu_cpu", {}).items())
+            + " (QEMU reports the MIDR_EL1 of a core of that class, gen/cores.py CLASS_MIDR) and "
+            "the core's cycles, cache misses and threads come from that run; the instruction "
+            "counts and group tables from the generic run. The kernel each core ran:",
+            "",
+            variants,
+            "",
+        ]
     if "speedups" in charts:
         parts += [f"![speedups]({charts['speedups']})", ""]
     parts += [

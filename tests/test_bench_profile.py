@@ -7,12 +7,14 @@ import pytest
 
 from bench import symbols as sym
 from bench.mca import CycleModel
-from bench.profile import (classify, fallthrough_runs, instruction_profile, profile_all,
-                           run_codes, run_cycles)
+from bench.profile import (QEMU_CPU, class_runs, classify, fallthrough_runs,
+                           instruction_profile, profile_all, qemu_cpu, run_codes, run_cycles,
+                           variant_instructions)
 from bench.report import build_report, render_markdown
 from bench.tbcount import Block, ProfileError, build_plugin, parse_profile, run_profiled
 from bench.workloads import DispatchPath, Workload
 from cross import GCC
+from gen.cores import CLASS_MIDR
 
 # One function per group: (symbol, group, loop trip count, extra instructions in the loop body).
 # Each function is `mov x9,#T; loop: body…; subs; b.ne loop; ret`: 2 + T * (body + 2) instructions.
@@ -223,3 +225,95 @@ def test_a_loop_split_at_a_page_boundary_is_modeled_as_one_loop(built, tmp_path)
     # modeled alone, the pieces' accumulator chains cost more than the whole loop
     alone = sum(model.cycles("neoverse-v1", p.code) for p in pieces)
     assert alone > got * 1.2
+
+
+# ---- per-core kernel variants: each core modeled on its own class's run ------------------------
+# A toy dispatcher: reads MIDR_EL1 and calls the kernel of the part's class (N2 0xD49: the ooo
+# variant, A510 0xD46: the in-order one, anything else: the generic kernel), each a loop of its
+# own trip count, so the run a core was modeled on shows in its kernel and its cycles.
+VARIANT_KERNELS = {"generic": ("ts_gemm_s8s32_smmla_8x12x8", 1000),
+                   "ooo": ("ts_gemm_s8s32_smmla_12x8x8_ooo", 300),
+                   "inorder": ("ts_gemm_s8s32_smmla_4x4x8_inorder", 3000)}
+
+
+def variant_program_source():
+    kernels = VARIANT_KERNELS
+    lines = ["    .text", "    .global _start", "_start:", "    mrs x0, midr_el1",
+             "    ubfx x1, x0, #4, #12", "    mov x2, #0xd49", "    cmp x1, x2", "    b.eq 1f",
+             "    mov x2, #0xd46", "    cmp x1, x2", "    b.eq 2f",
+             f"    bl {kernels['generic'][0]}", "    b 3f",
+             f"1:  bl {kernels['ooo'][0]}", "    b 3f",
+             f"2:  bl {kernels['inorder'][0]}",
+             "3:  mov x0, #0", "    mov x8, #93", "    svc #0"]
+    for name, trip in kernels.values():
+        lines += [f"    .type {name}, %function", f"{name}:", f"    mov x9, #{trip}", "4:",
+                  *["    smmla v0.4s, v1.16b, v2.16b"] * 4, "    subs x9, x9, #1", "    b.ne 4b",
+                  "    ret", f"    .size {name}, .-{name}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def variant_program(built, tmp_path_factory):
+    d = tmp_path_factory.mktemp("bench_variants")
+    src = d / "variants.S"
+    src.write_text(variant_program_source())
+    program = d / "variants"
+    subprocess.run([GCC, "-march=armv8.6-a+i8mm", "-nostdlib", "-static", "-no-pie", str(src),
+                    "-o", str(program)], check=True)
+    return program
+
+
+def test_qemu_reports_the_class_midr(built, variant_program, tmp_path):
+    """qemu_cpu(class) makes `mrs midr_el1` return the class's representative core's MIDR, and
+    generic leaves max's own (no Arm part: the generic kernel)."""
+    _, _, plugin = built
+    table = sym.SymbolTable.from_elf(variant_program)
+    for cls, (kernel, trip) in VARIANT_KERNELS.items():
+        blocks, _ = run_profiled(variant_program, [], plugin, tmp_path / f"{cls}.tb",
+                                 cpu=qemu_cpu(cls))
+        _, kernels = classify(blocks, table, "ts_")
+        assert kernels == {kernel: function_insns(trip, 4)}, cls
+    assert qemu_cpu("generic") == QEMU_CPU
+    assert qemu_cpu("ooo") == f"{QEMU_CPU},midr={CLASS_MIDR['ooo']:#x}"
+
+
+def test_class_runs_follow_the_build_variants():
+    cpus = ["neoverse-n2", "neoverse-v1", "cortex-a510", "cortex-a55", "apple-m1"]
+    variants = {"ooo": {"bfmmla"}}
+    assert class_runs(cpus, "bfmmla", variants) == {
+        "neoverse-n2": "ooo", "neoverse-v1": "ooo", "cortex-a510": "generic",
+        "cortex-a55": "generic", "apple-m1": "generic"}
+    assert set(class_runs(cpus, "fmla", variants).values()) == {"generic"}
+    manifest = {"kernels": [dict(role="main", core_class="generic", instruction="bfmmla"),
+                            dict(role="core_class", core_class="ooo", instruction="bfmmla"),
+                            dict(role="core_class", core_class="inorder", instruction="smmla")]}
+    assert variant_instructions(manifest) == {"ooo": {"bfmmla"}, "inorder": {"smmla"}}
+
+
+def test_each_core_is_modeled_on_its_class_run(built, variant_program, tmp_path):
+    _, _, plugin = built
+    workload = Workload("toy", "toy GEMM", "gemm", "s8", (8, 12, 8000), "toy")
+    path = DispatchPath("i8mm", "dotprod+i8mm", "smmla")
+    cpus = ["neoverse-n2", "neoverse-v1", "cortex-a510"]
+    model = CycleModel(tmp_path / "cache.json")
+    seen = []
+    [profile] = profile_all(variant_program, [(workload, path)], plugin, tmp_path, model, cpus,
+                            progress=seen.append,
+                            variants={"ooo": {"smmla"}, "inorder": {"smmla"}})
+    assert profile["error"] is None
+    assert sum("toy" in line for line in seen) == 2             # no core needs the generic run
+    kernel = {c: profile["variants"][c]["kernel"] for c in cpus}
+    assert kernel == {"neoverse-n2": VARIANT_KERNELS["ooo"][0],
+                      "neoverse-v1": VARIANT_KERNELS["ooo"][0],
+                      "cortex-a510": VARIANT_KERNELS["inorder"][0]}
+    assert profile["variants"]["cortex-a510"]["core_class"] == "inorder"
+    # the instructions come from the first class run (by name: inorder)
+    assert profile["kernels"] == {VARIANT_KERNELS["inorder"][0]: function_insns(3000, 4)}
+    # the kernel cycles per core follow its own run's trip count: against the generic run
+    [generic] = profile_all(variant_program, [(workload, path)], plugin, tmp_path / "g", model,
+                            cpus, progress=lambda _: None)
+    assert {v["core_class"] for v in generic["variants"].values()} == {"generic"}
+    for cpu in cpus:
+        trip = VARIANT_KERNELS[profile["variants"][cpu]["core_class"]][1]
+        ratio = profile["cycles"][cpu]["kernel"] / generic["cycles"][cpu]["kernel"]
+        assert ratio == pytest.approx(trip / VARIANT_KERNELS["generic"][1], rel=0.02), cpu

@@ -204,3 +204,31 @@ def test_large_workloads_by_hand():
     assert ws["conv-resnet50-3x3"].args(c.paths("v86")[0])[-1] == "1"   # batch 1: no argument
     assert {w.name for w in all_workloads() if w.newest_only} == {
         "prefill512-f32", "prefill512-s8", "conv-resnet50-3x3-b4"}
+
+
+def with_variants(profile, runs):
+    """profile with bench.profile's `variants`: runs {cpu: (class, kernel, checksum)}."""
+    profile["variants"] = {c: dict(core_class=cls, kernel=k, checksum=s)
+                           for c, (cls, k, s) in runs.items()}
+    return profile
+
+
+def test_variants_table_names_each_core_kernel_and_checksums_must_agree():
+    runs = {"neoverse-n2": ("ooo", "ts_gemm_bf16f32_bfmmla_12x8x4_ooo", "ab"),
+            "cortex-a55": ("generic", "ts_gemm_bf16f32_bfmmla_8x8x4", "ab"),
+            "cortex-x9": ("generic", "ts_gemm_bf16f32_bfmmla_8x8x4", "ab")}
+    plain = {c: ("generic", "ts_gemm_f32_fmla_8x12x1", "cd") for c in CPUS}
+    report = make_report([with_variants(fake_profile("bf16", "bfmmla", 8e6), runs),
+                          with_variants(fake_profile("f32", "fmla", 20e6), plain)])
+    table = rep.variants_table(report)
+    assert table.count("\n") == 2                  # header, rule, the bf16 row: f32 ran generic
+    assert "`ts_gemm_bf16f32_bfmmla_12x8x4_ooo` (ooo run)" in table
+    assert "## Per-core kernel variants" in rep.render_markdown(report, {})
+    assert not any("checksums differ" in n for n in report["notes"])
+    runs["neoverse-n2"] = ("ooo", runs["neoverse-n2"][1], "ff")
+    report = make_report([with_variants(fake_profile("bf16", "bfmmla", 8e6), runs)])
+    assert any("checksums differ between the core-class runs" in n for n in report["notes"])
+    # without any class run there is no section
+    report = make_report([with_variants(fake_profile("f32", "fmla", 20e6), plain)])
+    assert rep.variants_table(report) is None
+    assert "Per-core kernel variants" not in rep.render_markdown(report, {})
