@@ -13,6 +13,11 @@
 #else
 #  define TS_HAVE_NEON 0
 #endif
+#if TS_HAVE_NEON && (defined(__GNUC__) || defined(__clang__))
+#  define TS_HAVE_BFCVT 1     /* GNU inline asm: BFCVTN for bf16 packing (bf16_cvt_x8) */
+#else
+#  define TS_HAVE_BFCVT 0
+#endif
 
 /* Helpers specialised by inlining them with constant arguments. */
 #if defined(__GNUC__)
@@ -97,7 +102,58 @@ static inline uint16x4_t bf16_bits_x4(float32x4_t x)
 {
     return vget_low_u16(bf16_bits_x8(x, x));
 }
+
+/* The same 8 values with BFCVTN / BFCVTN2 (FEAT_BF16: 2 instructions instead of ~12). They
+ * round by FPCR (Arm ARM, BFCVTN: FPConvertBF with FPCR.RMode, FZ, DN, AH, FIZ), which gives
+ * f32_to_bf16's bits exactly when all of those are 0 — round to nearest even, denormals kept,
+ * NaNs quieted with their payload truncated (FPProcessNaN then the kept half) — and raise FP
+ * exceptions, harmless while no trap is enabled. bf16_hw_usable() checks both per packed
+ * panel. The assembler gets the instruction through .arch_extension (GCC / Clang inline asm;
+ * other compilers keep the integer form). */
+#if TS_HAVE_BFCVT
+static inline uint16x8_t bf16_cvt_x8(float32x4_t lo, float32x4_t hi)
+{
+    uint16x8_t r;
+    __asm__(".arch_extension bf16\n\tbfcvtn %0.4h, %1.4s\n\tbfcvtn2 %0.8h, %2.4s"
+            : "=&w"(r) : "w"(lo), "w"(hi));
+    return r;
+}
+#else
+static inline uint16x8_t bf16_cvt_x8(float32x4_t lo, float32x4_t hi)
+{
+    return bf16_bits_x8(lo, hi);
+}
 #endif
+
+/* f32_to_bf16 of lo (lanes 0-3) and hi (lanes 4-7): BFCVTN when `hw` (bf16_hw_usable), else
+ * the integer form; inlined with hw a constant, each packer below has one loop per form. */
+static TS_ALWAYS_INLINE uint16x8_t bf16_x8(int hw, float32x4_t lo, float32x4_t hi)
+{
+    return hw ? bf16_cvt_x8(lo, hi) : bf16_bits_x8(lo, hi);
+}
+#endif
+
+/* Whether the bf16 packers of `path` may use BFCVTN: its kernels need FEAT_BF16 (a path is
+ * chosen only where the CPU has its features, ts_select_path_ctx) and the FPCR fields below
+ * are 0 — FIZ [0], AH [1], the trap enables IOE..IXE [12:8] and IDE [15], RMode [23:22],
+ * FZ [24], DN [25] (Arm ARM, FPCR) — as they are by default (Linux starts every thread with
+ * FPCR 0); otherwise the integer form, the same bits. */
+#define TS_FPCR_BFCVT_FIELDS 0x03C09F03u
+
+static int bf16_hw_usable(const ts_path *path)
+{
+#if TS_HAVE_BFCVT
+    uint64_t fpcr;
+    if (!(path->features & TS_FEAT_BF16))
+        return 0;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return (fpcr & TS_FPCR_BFCVT_FIELDS) == 0;
+#else
+    (void)path;
+    return 0;
+#endif
+}
+
 /* ---- IEEE binary16 <-> fp32 --------------------------------------------------------------- */
 
 float ts_f16_to_f32(uint16_t h)
@@ -486,25 +542,34 @@ static inline void store_row_pair(unsigned char *d, size_t step_bytes, int64x2_t
     vst1q_u8(d + step_bytes, vreinterpretq_u8_s64(vzip2q_s64(a, b)));
 }
 
-/* bf16, lp 4: 8 values of each row of a pair, rounded. */
-static size_t pack_rows_bf16_paired(uint16_t *dst, const float *src, size_t rows, size_t step,
-                                    size_t K, size_t row_stride, size_t *k_done)
+/* bf16, lp 4: a k-step of a row pair is 4 values of each row, i.e. the 8 lanes of one
+ * conversion (row a's 4 fp32 in lanes 0-3, row b's in 4-7); 8 k per row at a time. */
+static TS_ALWAYS_INLINE size_t pack_rows_bf16_paired_as(int hw, uint16_t *dst, const float *src,
+                                                        size_t rows, size_t step, size_t K,
+                                                        size_t row_stride, size_t *k_done)
 {
     const size_t k_end = K / 8 * 8;
     size_t r = 0;
     for (; r + 2 <= rows; r += 2) {
-        const float *row = src + r * row_stride;
+        const float *a = src + r * row_stride, *b = a + row_stride;
         uint16_t *d = dst + r * 4;
         for (size_t k = 0; k < k_end; k += 8, d += 2 * step) {
-            const float *a = row + k, *b = row + row_stride + k;
-            const uint16x8_t bits_a = bf16_bits_x8(vld1q_f32(a), vld1q_f32(a + 4));
-            const uint16x8_t bits_b = bf16_bits_x8(vld1q_f32(b), vld1q_f32(b + 4));
-            store_row_pair((unsigned char *)d, step * 2, vreinterpretq_s64_u16(bits_a),
-                           vreinterpretq_s64_u16(bits_b));
+            const float32x4_t a0 = vld1q_f32(a + k), a1 = vld1q_f32(a + k + 4);
+            const float32x4_t b0 = vld1q_f32(b + k), b1 = vld1q_f32(b + k + 4);
+            vst1q_u16(d, bf16_x8(hw, a0, b0));
+            vst1q_u16(d + step, bf16_x8(hw, a1, b1));
         }
     }
     *k_done = k_end;
     return r;
+}
+
+static size_t pack_rows_bf16_paired(int hw, uint16_t *dst, const float *src, size_t rows,
+                                    size_t step, size_t K, size_t row_stride, size_t *k_done)
+{
+    return hw
+           ? pack_rows_bf16_paired_as(1, dst, src, rows, step, K, row_stride, k_done)
+           : pack_rows_bf16_paired_as(0, dst, src, rows, step, K, row_stride, k_done);
 }
 
 /* Four rows' 16 bytes of 4-byte k-steps (q[i]: row i, k-steps 0-3) -> k-step j's 16 bytes
@@ -654,8 +719,9 @@ static TS_ALWAYS_INLINE void convert_run(ts_pack_kind kind, void *dst, const voi
 /* Rows with contiguous k: each k-step's lp values of a row are one run. */
 static TS_ALWAYS_INLINE void pack_rows(ts_pack_kind kind, void *dst, const void *src,
                                        size_t rows, size_t step, size_t K, size_t lp,
-                                       size_t row_stride)
+                                       size_t row_stride, int bfcvt)
 {
+    (void)bfcvt;   /* bf16 lp 4 only (pack_rows_bf16_paired) */
     const size_t db = packed_size(kind), sb = source_size(kind);
     size_t grouped = 0, k_grouped = 0;   /* rows, and their k, packed by a NEON path */
 #if TS_HAVE_NEON
@@ -663,7 +729,7 @@ static TS_ALWAYS_INLINE void pack_rows(ts_pack_kind kind, void *dst, const void 
         grouped = pack_rows_s8_grouped((int8_t *)dst, (const int8_t *)src, rows, step, K, lp,
                                        row_stride, &k_grouped);
     else if (kind == TS_PACK_BF16 && lp == 4)
-        grouped = pack_rows_bf16_paired((uint16_t *)dst, (const float *)src, rows, step, K,
+        grouped = pack_rows_bf16_paired(bfcvt, (uint16_t *)dst, (const float *)src, rows, step, K,
                                         row_stride, &k_grouped);
     else if ((kind == TS_PACK_BF16 || kind == TS_PACK_F16) && lp == 2)
         grouped = pack_rows_16bit_lp2(kind, (uint16_t *)dst, src, rows, step, K, row_stride,
@@ -753,7 +819,8 @@ static TS_ALWAYS_INLINE void pack_columns(ts_pack_kind kind, void *dst, const vo
 /* The panel from k-step k_begin / lp on (k_begin a multiple of lp; 0 for a whole panel). */
 static TS_ALWAYS_INLINE void pack_panel_kind(ts_pack_kind kind, void *dst, const void *src,
                                              size_t rows, size_t width, size_t K, size_t lp,
-                                             size_t row_stride, size_t k_stride, size_t k_begin)
+                                             size_t row_stride, size_t k_stride, size_t k_begin,
+                                             int bfcvt)
 {
     const size_t db = packed_size(kind);
     size_t step = width * lp, ksteps = K / lp + (K % lp != 0);   /* elements per k-step */
@@ -778,11 +845,11 @@ static TS_ALWAYS_INLINE void pack_panel_kind(ts_pack_kind kind, void *dst, const
 #endif
         /* lp as a constant: each k-step's lp values become one fixed-size move */
         switch (lp) {
-        case 1: pack_rows(kind, dst, src, rows, step, K, 1, row_stride); return;
-        case 2: pack_rows(kind, dst, src, rows, step, K, 2, row_stride); return;
-        case 4: pack_rows(kind, dst, src, rows, step, K, 4, row_stride); return;
-        case 8: pack_rows(kind, dst, src, rows, step, K, 8, row_stride); return;
-        default: pack_rows(kind, dst, src, rows, step, K, lp, row_stride); return;
+        case 1: pack_rows(kind, dst, src, rows, step, K, 1, row_stride, bfcvt); return;
+        case 2: pack_rows(kind, dst, src, rows, step, K, 2, row_stride, bfcvt); return;
+        case 4: pack_rows(kind, dst, src, rows, step, K, 4, row_stride, bfcvt); return;
+        case 8: pack_rows(kind, dst, src, rows, step, K, 8, row_stride, bfcvt); return;
+        default: pack_rows(kind, dst, src, rows, step, K, lp, row_stride, bfcvt); return;
         }
     }
     pack_columns(kind, dst, src, rows, step, K, lp, row_stride, k_stride, k_begin);
@@ -920,14 +987,14 @@ static TS_ALWAYS_INLINE void pack_b_groups_s8(const ts_packed_b *b, const int8_t
 
 /* 4 rows of `cols` (8 or 4) floats from src (row stride ld) -> bf16, per column its 4 values;
  * groups of 4 columns (32 bytes) to dst[0 .. cols/4 - 1] + offset. */
-static TS_ALWAYS_INLINE void transpose_bf16_lp4(const float *src, size_t ld,
+static TS_ALWAYS_INLINE void transpose_bf16_lp4(int hw, const float *src, size_t ld,
                                                     unsigned char *const dst[2], size_t offset,
                                                     size_t cols)
 {
     uint16x8_t r[4];
     for (size_t i = 0; i < 4; ++i) {
         const float32x4_t lo = vld1q_f32(src + i * ld);
-        r[i] = bf16_bits_x8(lo, cols == 8 ? vld1q_f32(src + i * ld + 4) : lo);
+        r[i] = bf16_x8(hw, lo, cols == 8 ? vld1q_f32(src + i * ld + 4) : lo);
     }
     for (size_t half = 0; 4 * half < cols; ++half) {
         const uint16x8_t a = half ? vzip2q_u16(r[0], r[1]) : vzip1q_u16(r[0], r[1]);
@@ -939,7 +1006,8 @@ static TS_ALWAYS_INLINE void transpose_bf16_lp4(const float *src, size_t ld,
     }
 }
 
-static void pack_b_groups_bf16(const ts_packed_b *b, const float *B, size_t ldb, size_t groups)
+static TS_ALWAYS_INLINE void pack_b_groups_bf16_as(int hw, const ts_packed_b *b, const float *B,
+                                                   size_t ldb, size_t groups)
 {
     const size_t kstep_bytes = b->path->hp * 4 * 2;
     for (size_t s = 0; s < b->K / 4; ++s) {
@@ -950,12 +1018,20 @@ static void pack_b_groups_bf16(const ts_packed_b *b, const float *B, size_t ldb,
             dst[0] = next_group(&cursor);
             if (g + 1 < groups) {
                 dst[1] = next_group(&cursor);
-                transpose_bf16_lp4(rows + 4 * g, ldb, dst, s * kstep_bytes, 8);
+                transpose_bf16_lp4(hw, rows + 4 * g, ldb, dst, s * kstep_bytes, 8);
             } else {
-                transpose_bf16_lp4(rows + 4 * g, ldb, dst, s * kstep_bytes, 4);
+                transpose_bf16_lp4(hw, rows + 4 * g, ldb, dst, s * kstep_bytes, 4);
             }
         }
     }
+}
+
+static void pack_b_groups_bf16(const ts_packed_b *b, const float *B, size_t ldb, size_t groups)
+{
+    if (bf16_hw_usable(b->path))
+        pack_b_groups_bf16_as(1, b, B, ldb, groups);
+    else
+        pack_b_groups_bf16_as(0, b, B, ldb, groups);
 }
 
 /* 16-bit kinds (bf16 from fp32, fp16), lp 2: rows 2s and 2s+1 of B, 8 (or the last 4) columns
@@ -1016,14 +1092,18 @@ static size_t pack_b_transposed(const ts_packed_b *b, const void *B, size_t ldb)
 }
 #endif /* TS_HAVE_NEON */
 
-/* One instance of the packer per conversion (kind a constant in each case). */
-static void pack_panel_from(ts_pack_kind kind, size_t lp, void *dst, const void *src,
+/* One instance of the packer per conversion (kind a constant in each case); bf16 from fp32
+ * with BFCVTN where the path allows it (bf16_hw_usable). */
+static void pack_panel_from(const ts_path *path, ts_pack_kind kind, void *dst, const void *src,
                             size_t rows, size_t width, size_t K, size_t row_stride,
                             size_t k_stride, size_t k_begin)
 {
+    const size_t lp = path->lp;
+    const int bfcvt = kind == TS_PACK_BF16 && bf16_hw_usable(path);
     switch (kind) {
 #define TS_PACK_CASE(k) \
-    case k: pack_panel_kind(k, dst, src, rows, width, K, lp, row_stride, k_stride, k_begin); break;
+    case k: pack_panel_kind(k, dst, src, rows, width, K, lp, row_stride, k_stride, k_begin, \
+                            bfcvt); break;
     TS_PACK_CASE(TS_PACK_F32)
     TS_PACK_CASE(TS_PACK_F32_BF16)
     TS_PACK_CASE(TS_PACK_BF16)
@@ -1039,13 +1119,13 @@ static void pack_panel_from(ts_pack_kind kind, size_t lp, void *dst, const void 
 void ts_pack_panel(const ts_path *path, void *dst, const void *src, size_t rows,
                    size_t width, size_t K, size_t row_stride, size_t k_stride)
 {
-    pack_panel_from(path->pack, path->lp, dst, src, rows, width, K, row_stride, k_stride, 0);
+    pack_panel_from(path, path->pack, dst, src, rows, width, K, row_stride, k_stride, 0);
 }
 
 void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const void *src,
                       size_t rows, size_t width, size_t K, size_t row_stride, size_t k_stride)
 {
-    pack_panel_from(kind, path->lp, dst, src, rows, width, K, row_stride, k_stride, 0);
+    pack_panel_from(path, kind, dst, src, rows, width, K, row_stride, k_stride, 0);
 }
 
 
@@ -1225,7 +1305,7 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
         size_t c0 = j * path->hp;
         size_t cols = part.N - c0 < path->hp ? part.N - c0 : path->hp;
         const void *src = (const unsigned char *)B + c0 * n_stride * src_elem;
-        pack_panel_from(path->pack, path->lp, (unsigned char *)part.data + j * part.panel_bytes,
+        pack_panel_from(path, path->pack, (unsigned char *)part.data + j * part.panel_bytes,
                         src, cols, path->hp, part.K, n_stride, k_stride,
                         j < transposed ? part.K / path->lp * path->lp : 0);
     }

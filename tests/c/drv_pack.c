@@ -196,10 +196,13 @@ static void fill_source(ts_pack_kind kind, void *p, size_t n)
     }
 }
 
+static unsigned path_features;   /* the TS_FEAT_* bits of the paths make_path builds */
+
 static ts_path make_path(ts_pack_kind kind, size_t width, size_t lp)
 {
     ts_path path;
     memset(&path, 0, sizeof path);
+    path.features = path_features;
     path.gemm_type = kind == TS_PACK_F32 ? TS_GEMM_F32
                    : is_float_kind(kind) ? TS_GEMM_BF16
                    : is_half_kind(kind) ? TS_GEMM_F16 : TS_GEMM_INT8;
@@ -393,14 +396,11 @@ static void check_half_conversions(void)
     }
 }
 
-int main(void)
+/* Every panel and packed-B case of the kinds kinds[0 .. n-1]. */
+static void check_kinds(const ts_pack_kind *kinds, size_t n)
 {
-    static const ts_pack_kind kinds[] = {
-        TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16, TS_PACK_U16,
-        TS_PACK_F16, TS_PACK_F32_F16 };
-    check_half_conversions();
     static const size_t lps[] = { 1, 2, 4, 8 }, widths[] = { 4, 8, 12, 16, 24 };
-    for (size_t ki = 0; ki < sizeof kinds / sizeof kinds[0]; ++ki)
+    for (size_t ki = 0; ki < n; ++ki)
         for (size_t li = 0; li < 4; ++li)
             for (size_t wi = 0; wi < 5; ++wi) {
                 const ts_pack_kind kind = kinds[ki];
@@ -420,6 +420,42 @@ int main(void)
                     }
                 }
             }
+}
+
+#if defined(__aarch64__)
+static uint64_t get_fpcr(void)
+{
+    uint64_t v;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+
+static void set_fpcr(uint64_t v)
+{
+    __asm__ volatile("msr fpcr, %0" : : "r"(v));
+}
+#endif
+
+int main(void)
+{
+    static const ts_pack_kind kinds[] = {
+        TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16, TS_PACK_U16,
+        TS_PACK_F16, TS_PACK_F32_F16 };
+    static const ts_pack_kind bf16_kinds[] = { TS_PACK_F32_BF16, TS_PACK_BF16 };
+    check_half_conversions();
+    check_kinds(kinds, sizeof kinds / sizeof kinds[0]);
+    path_features = TS_FEAT_BF16;
+    check_kinds(bf16_kinds, 2);
+#if defined(__aarch64__)
+    /* FPCR.RMode = round toward zero [23:22], FZ [24], DN [25] (Arm ARM, FPCR) */
+    static const uint64_t fpcrs[] = { 3u << 22, 1u << 24, 1u << 25 };
+    const uint64_t fpcr = get_fpcr();
+    for (size_t i = 0; i < 3; ++i) {
+        set_fpcr(fpcr | fpcrs[i]);
+        check_kinds(bf16_kinds, 2);
+        set_fpcr(fpcr);
+    }
+#endif
     printf("checked %zu\nfailures %d\n", checked, failures);
     return failures != 0;
 }
