@@ -111,25 +111,40 @@ static inline uint16x4_t bf16_bits_x4(float32x4_t x)
  * panel. The assembler gets the instruction through .arch_extension (GCC / Clang inline asm;
  * other compilers keep the integer form). */
 #if TS_HAVE_BFCVT
-static inline uint16x8_t bf16_cvt_x8(float32x4_t lo, float32x4_t hi)
+/* Four conversions (val[i]: lo.val[i] in lanes 0-3, hi.val[i] in 4-7) in one statement: the
+ * four BFCVTN before the four BFCVTN2, so an in-order core (Cortex-A510: latency 4) does not
+ * wait on each conversion's first half. */
+static inline uint16x8x4_t bf16_cvt_x8x4(float32x4x4_t lo, float32x4x4_t hi)
 {
-    uint16x8_t r;
-    __asm__(".arch_extension bf16\n\tbfcvtn %0.4h, %1.4s\n\tbfcvtn2 %0.8h, %2.4s"
-            : "=&w"(r) : "w"(lo), "w"(hi));
+    uint16x8x4_t r;
+    __asm__(".arch_extension bf16\n\t"
+            "bfcvtn  %0.4h, %4.4s\n\tbfcvtn  %1.4h, %5.4s\n\t"
+            "bfcvtn  %2.4h, %6.4s\n\tbfcvtn  %3.4h, %7.4s\n\t"
+            "bfcvtn2 %0.8h, %8.4s\n\tbfcvtn2 %1.8h, %9.4s\n\t"
+            "bfcvtn2 %2.8h, %10.4s\n\tbfcvtn2 %3.8h, %11.4s"
+            : "=&w"(r.val[0]), "=&w"(r.val[1]), "=&w"(r.val[2]), "=&w"(r.val[3])
+            : "w"(lo.val[0]), "w"(lo.val[1]), "w"(lo.val[2]), "w"(lo.val[3]),
+              "w"(hi.val[0]), "w"(hi.val[1]), "w"(hi.val[2]), "w"(hi.val[3]));
     return r;
-}
-#else
-static inline uint16x8_t bf16_cvt_x8(float32x4_t lo, float32x4_t hi)
-{
-    return bf16_bits_x8(lo, hi);
 }
 #endif
 
-/* f32_to_bf16 of lo (lanes 0-3) and hi (lanes 4-7): BFCVTN when `hw` (bf16_hw_usable), else
- * the integer form; inlined with hw a constant, each packer below has one loop per form. */
-static TS_ALWAYS_INLINE uint16x8_t bf16_x8(int hw, float32x4_t lo, float32x4_t hi)
+/* f32_to_bf16 of lo.val[i] (lanes 0-3 of val[i]) and hi.val[i] (lanes 4-7), i = 0..3: BFCVTN
+ * when `hw` (bf16_hw_usable), else the integer form; inlined with hw a constant, each packer
+ * below has one loop per form. */
+static TS_ALWAYS_INLINE uint16x8x4_t bf16_x8x4(int hw, float32x4x4_t lo, float32x4x4_t hi)
 {
-    return hw ? bf16_cvt_x8(lo, hi) : bf16_bits_x8(lo, hi);
+    uint16x8x4_t r;
+#if TS_HAVE_BFCVT
+    if (hw)
+        return bf16_cvt_x8x4(lo, hi);
+#endif
+    (void)hw;
+    r.val[0] = bf16_bits_x8(lo.val[0], hi.val[0]);
+    r.val[1] = bf16_bits_x8(lo.val[1], hi.val[1]);
+    r.val[2] = bf16_bits_x8(lo.val[2], hi.val[2]);
+    r.val[3] = bf16_bits_x8(lo.val[3], hi.val[3]);
+    return r;
 }
 #endif
 
@@ -543,7 +558,8 @@ static inline void store_row_pair(unsigned char *d, size_t step_bytes, int64x2_t
 }
 
 /* bf16, lp 4: a k-step of a row pair is 4 values of each row, i.e. the 8 lanes of one
- * conversion (row a's 4 fp32 in lanes 0-3, row b's in 4-7); 8 k per row at a time. */
+ * conversion (row a's 4 fp32 in lanes 0-3, row b's in 4-7); 16 k per row at a time (4
+ * k-steps), then 8. */
 static TS_ALWAYS_INLINE size_t pack_rows_bf16_paired_as(int hw, uint16_t *dst, const float *src,
                                                         size_t rows, size_t step, size_t K,
                                                         size_t row_stride, size_t *k_done)
@@ -553,11 +569,17 @@ static TS_ALWAYS_INLINE size_t pack_rows_bf16_paired_as(int hw, uint16_t *dst, c
     for (; r + 2 <= rows; r += 2) {
         const float *a = src + r * row_stride, *b = a + row_stride;
         uint16_t *d = dst + r * 4;
-        for (size_t k = 0; k < k_end; k += 8, d += 2 * step) {
-            const float32x4_t a0 = vld1q_f32(a + k), a1 = vld1q_f32(a + k + 4);
-            const float32x4_t b0 = vld1q_f32(b + k), b1 = vld1q_f32(b + k + 4);
-            vst1q_u16(d, bf16_x8(hw, a0, b0));
-            vst1q_u16(d + step, bf16_x8(hw, a1, b1));
+        size_t k = 0;
+        for (; k + 16 <= k_end; k += 16, d += 4 * step) {
+            const uint16x8x4_t out = bf16_x8x4(hw, vld1q_f32_x4(a + k), vld1q_f32_x4(b + k));
+            vst1q_u16(d, out.val[0]);
+            vst1q_u16(d + step, out.val[1]);
+            vst1q_u16(d + 2 * step, out.val[2]);
+            vst1q_u16(d + 3 * step, out.val[3]);
+        }
+        for (; k < k_end; k += 8, d += 2 * step) {
+            vst1q_u16(d, bf16_bits_x8(vld1q_f32(a + k), vld1q_f32(b + k)));
+            vst1q_u16(d + step, bf16_bits_x8(vld1q_f32(a + k + 4), vld1q_f32(b + k + 4)));
         }
     }
     *k_done = k_end;
@@ -991,11 +1013,20 @@ static TS_ALWAYS_INLINE void transpose_bf16_lp4(int hw, const float *src, size_t
                                                     unsigned char *const dst[2], size_t offset,
                                                     size_t cols)
 {
-    uint16x8_t r[4];
-    for (size_t i = 0; i < 4; ++i) {
-        const float32x4_t lo = vld1q_f32(src + i * ld);
-        r[i] = bf16_x8(hw, lo, cols == 8 ? vld1q_f32(src + i * ld + 4) : lo);
+    float32x4x4_t lo, hi;
+    lo.val[0] = vld1q_f32(src);
+    lo.val[1] = vld1q_f32(src + ld);
+    lo.val[2] = vld1q_f32(src + 2 * ld);
+    lo.val[3] = vld1q_f32(src + 3 * ld);
+    hi = lo;
+    if (cols == 8) {
+        hi.val[0] = vld1q_f32(src + 4);
+        hi.val[1] = vld1q_f32(src + ld + 4);
+        hi.val[2] = vld1q_f32(src + 2 * ld + 4);
+        hi.val[3] = vld1q_f32(src + 3 * ld + 4);
     }
+    const uint16x8x4_t t = bf16_x8x4(hw, lo, hi);
+    const uint16x8_t r[4] = { t.val[0], t.val[1], t.val[2], t.val[3] };
     for (size_t half = 0; 4 * half < cols; ++half) {
         const uint16x8_t a = half ? vzip2q_u16(r[0], r[1]) : vzip1q_u16(r[0], r[1]);
         const uint16x8_t b = half ? vzip2q_u16(r[2], r[3]) : vzip1q_u16(r[2], r[3]);
@@ -1026,9 +1057,44 @@ static TS_ALWAYS_INLINE void pack_b_groups_bf16_as(int hw, const ts_packed_b *b,
     }
 }
 
+/* bf16, lp 4, hp a multiple of 8, the whole k-steps of the first `panels` panels: k-step s of a
+ * panel holds each column's 4 values (rows 4s .. 4s+3 of B) in turn, so ST4 of the 4 rows'
+ * converted values of 8 columns writes those 8 columns' k-step (64 bytes) with no transposes. */
+static TS_ALWAYS_INLINE void pack_b_bf16_st4_as(int hw, const ts_packed_b *b, const float *B,
+                                                size_t ldb, size_t panels, size_t hp)
+{
+    const size_t kstep_bytes = hp * 4 * 2;
+    for (size_t s = 0; s < b->K / 4; ++s) {
+        const float *row = B + 4 * s * ldb;
+        unsigned char *panel = (unsigned char *)b->data + s * kstep_bytes;
+        for (size_t j = 0; j < panels; ++j, panel += b->panel_bytes)
+            for (size_t c = 0; c < hp; c += 8) {
+                const float *p = row + j * hp + c;
+                float32x4x4_t lo, hi;
+                lo.val[0] = vld1q_f32(p);
+                hi.val[0] = vld1q_f32(p + 4);
+                lo.val[1] = vld1q_f32(p + ldb);
+                hi.val[1] = vld1q_f32(p + ldb + 4);
+                lo.val[2] = vld1q_f32(p + 2 * ldb);
+                hi.val[2] = vld1q_f32(p + 2 * ldb + 4);
+                lo.val[3] = vld1q_f32(p + 3 * ldb);
+                hi.val[3] = vld1q_f32(p + 3 * ldb + 4);
+                vst4q_u16((uint16_t *)(void *)(panel + c * 8), bf16_x8x4(hw, lo, hi));
+            }
+    }
+}
+
 static void pack_b_groups_bf16(const ts_packed_b *b, const float *B, size_t ldb, size_t groups)
 {
-    if (bf16_hw_usable(b->path))
+    const int hw = bf16_hw_usable(b->path);
+    const size_t hp = b->path->hp;
+    if (hp == 8 && hw)              /* the bfmmla tiles' hp: a constant, one ST4 per panel */
+        pack_b_bf16_st4_as(1, b, B, ldb, groups / 2, 8);
+    else if (hp % 8 == 0 && hw)
+        pack_b_bf16_st4_as(1, b, B, ldb, groups * 4 / hp, hp);
+    else if (hp % 8 == 0)
+        pack_b_bf16_st4_as(0, b, B, ldb, groups * 4 / hp, hp);
+    else if (hw)
         pack_b_groups_bf16_as(1, b, B, ldb, groups);
     else
         pack_b_groups_bf16_as(0, b, B, ldb, groups);
