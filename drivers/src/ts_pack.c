@@ -127,6 +127,22 @@ static inline uint16x8x4_t bf16_cvt_x8x4(float32x4x4_t lo, float32x4x4_t hi)
               "w"(hi.val[0]), "w"(hi.val[1]), "w"(hi.val[2]), "w"(hi.val[3]));
     return r;
 }
+
+/* bf16_cvt_x8x4, then ST4 of the four results to dst (64 bytes): converted straight into
+ * v16-v19, the registers ST4 takes in a row (no moves). */
+static inline void bf16_cvt_st4(uint16_t *dst, float32x4x4_t lo, float32x4x4_t hi)
+{
+    __asm__(".arch_extension bf16\n\t"
+            "bfcvtn  v16.4h, %1.4s\n\tbfcvtn  v17.4h, %2.4s\n\t"
+            "bfcvtn  v18.4h, %3.4s\n\tbfcvtn  v19.4h, %4.4s\n\t"
+            "bfcvtn2 v16.8h, %5.4s\n\tbfcvtn2 v17.8h, %6.4s\n\t"
+            "bfcvtn2 v18.8h, %7.4s\n\tbfcvtn2 v19.8h, %8.4s\n\t"
+            "st4     {v16.8h, v17.8h, v18.8h, v19.8h}, [%9]"
+            : "=m"(*(uint16_t (*)[32])dst)
+            : "w"(lo.val[0]), "w"(lo.val[1]), "w"(lo.val[2]), "w"(lo.val[3]),
+              "w"(hi.val[0]), "w"(hi.val[1]), "w"(hi.val[2]), "w"(hi.val[3]), "r"(dst)
+            : "v16", "v17", "v18", "v19");
+}
 #endif
 
 /* f32_to_bf16 of lo.val[i] (lanes 0-3 of val[i]) and hi.val[i] (lanes 4-7), i = 0..3: BFCVTN
@@ -145,6 +161,18 @@ static TS_ALWAYS_INLINE uint16x8x4_t bf16_x8x4(int hw, float32x4x4_t lo, float32
     r.val[2] = bf16_bits_x8(lo.val[2], hi.val[2]);
     r.val[3] = bf16_bits_x8(lo.val[3], hi.val[3]);
     return r;
+}
+
+/* vst4q_u16(dst, bf16_x8x4(hw, lo, hi)). */
+static TS_ALWAYS_INLINE void bf16_st4(int hw, uint16_t *dst, float32x4x4_t lo, float32x4x4_t hi)
+{
+#if TS_HAVE_BFCVT
+    if (hw) {
+        bf16_cvt_st4(dst, lo, hi);
+        return;
+    }
+#endif
+    vst4q_u16(dst, bf16_x8x4(hw, lo, hi));
 }
 #endif
 
@@ -1079,7 +1107,7 @@ static TS_ALWAYS_INLINE void pack_b_bf16_st4_as(int hw, const ts_packed_b *b, co
                 hi.val[2] = vld1q_f32(p + 2 * ldb + 4);
                 lo.val[3] = vld1q_f32(p + 3 * ldb);
                 hi.val[3] = vld1q_f32(p + 3 * ldb + 4);
-                vst4q_u16((uint16_t *)(void *)(panel + c * 8), bf16_x8x4(hw, lo, hi));
+                bf16_st4(hw, (uint16_t *)(void *)(panel + c * 8), lo, hi);
             }
     }
 }
