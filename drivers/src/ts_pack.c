@@ -785,7 +785,8 @@ static TS_ALWAYS_INLINE void pack_rows(ts_pack_kind kind, void *dst, const void 
         grouped = pack_rows_16bit_lp2(kind, (uint16_t *)dst, src, rows, step, K, row_stride,
                                       &k_grouped);
 #endif
-    for (size_t r = 0; r < rows; ++r) {
+    /* the rows a NEON path packed whole need nothing more */
+    for (size_t r = k_grouped == K ? grouped : 0; r < rows; ++r) {
         const size_t k_begin = r < grouped ? k_grouped : 0;
         const unsigned char *row = (const unsigned char *)src + r * row_stride * sb;
         unsigned char *d = (unsigned char *)dst + (r * lp + k_begin / lp * step) * db;
