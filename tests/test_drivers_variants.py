@@ -126,6 +126,20 @@ def test_variant_choice_per_core(cpu, build):
                 and (k["feature"] is None or FEAT[registry.feature_macro(k["feature"])] & usable)]
     for k in runnable:
         assert any(line.split()[3] == k["symbol"] or line.split()[2] == k["symbol"] for line in same), k["symbol"]
+    # a variant's last A panel of up to a generic tile's rows runs on that generic kernel (the
+    # same instruction and layouts: bfmmla 12x8x4_ooo -> 8x8x4 for 1..8 rows); generic paths
+    # have no tail path. The bit-for-bit comparison above (M = 31: 7 rows left) covers it.
+    tails = {line.split()[1]: dict(item.split("=") for item in line.split()[2:])
+             for line in lines if line.startswith("tail ")}
+    main = {k["instruction"]: k for k in manifest["kernels"] if k["role"] == "main"}
+    for k in manifest["kernels"]:
+        if k["symbol"] not in tails or k["role"] == "gemv":
+            continue
+        generic = main[k["instruction"]]
+        want = {str(r): (generic["symbol"] if k["role"] == "core_class" and r <= generic["ep"] < k["ep"]
+                         else "NULL") for r in range(1, k["ep"])}
+        assert tails[k["symbol"]] == want, k["symbol"]
+    assert any(k["role"] == "core_class" for k in manifest["kernels"] if k["symbol"] in tails)
     handles = [line for line in lines if line.startswith("handle ")]
     assert any(line.endswith("rc=0") for line in handles)
     if usable:   # another instruction's layout (sdot 8x12x4 vs smmla 8x8x8, smlal): rejected

@@ -289,6 +289,23 @@ int ts_same_b_layout(const ts_path *packed_for, const ts_path *run)
            && packed_for->svl_bytes == run->svl_bytes && same_qdyn(packed_for->qdyn, run->qdyn);
 }
 
+const ts_path *ts_tail_path(const ts_path *path, size_t rows)
+{
+    size_t count;
+    const ts_path *paths = ts_paths_of(path->gemm_type, &count), *best = NULL;
+    if (path->core_class == TS_CORE_GENERIC || rows >= path->ep)
+        return NULL;
+    for (size_t i = 0; i < count; ++i) {
+        const ts_path *p = &paths[i];
+        if (p->core_class == TS_CORE_GENERIC && p->features == path->features
+            && ts_same_b_layout(path, p) && p->pack_a == path->pack_a
+            && p->c_bytes == path->c_bytes && (p->requant == NULL) == (path->requant == NULL)
+            && rows <= p->ep && p->ep < path->ep && (best == NULL || p->ep < best->ep))
+            best = p;
+    }
+    return best;
+}
+
 /* The one place a context's choices pick a kernel path: its feature mask (the global one when
  * ctx is NULL or has none) and its CPU (ctx->core_class: the class of the ts_context_set_cpu
  * name; TS_CORE_AUTO for "auto": the class of the core the thread runs on, read per call). */

@@ -16,7 +16,8 @@
  * the requantized and fp16-narrowed ones in a 4-byte staging copy of C (int32 / fp32); the
  * fused _requant kernel runs on the last K block only, otherwise the staged tile goes to C
  * after its last K block (ts_requant_rows, ts_narrow_rows_f16). Partial tiles are stored by
- * the kernel (m_rem, n_rem). Every output element is computed by the same kernel calls over
+ * the kernel (m_rem, n_rem); on a core-class variant, a last A panel that a generic tile of the
+ * same instruction holds runs on that smaller kernel (ts_tail_path: no padding rows computed). Every output element is computed by the same kernel calls over
  * the same K blocks whatever the grid, so the results do not depend on the number of threads
  * (fp32: the same fused multiply-add chain).
  * Plain C99. */
@@ -185,6 +186,7 @@ typedef struct {
     ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
     int fused, stage;
     int32_t rounding;           /* fused: the kernels' rounding mode (ts_kernel_rounding) */
+    const ts_path *tail;        /* the last A panel's path when it is not `path` (ts_tail_path) */
     size_t pack_tasks, m_tasks, n_tasks;
 } call;
 
@@ -293,6 +295,10 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
     const size_t b_step = hp * path->lp * ts_pack_elem_bytes(path->pack);
     const size_t pp = params_panel_bytes(path);
     struct ts_tile_args args = r->args;
+    /* the last A panel runs on c->tail's kernel when there is one */
+    const size_t tail_panel = c->tail != NULL ? c->a_panels - 1 : (size_t)-1;
+    const ts_kernel_fn tail_kernel = c->tail == NULL ? NULL
+                                     : r->kernel == path->kernel ? c->tail->kernel : c->tail->requant;
     for (size_t j = j0; j < j1; ++j) {
         const size_t n0 = j * hp;
         const unsigned char *b = (const unsigned char *)c->b->data + j * c->b->panel_bytes
@@ -304,8 +310,9 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
             const size_t m0 = i * ep;
             args.m_rem = c->M - m0 < ep ? c->M - m0 : ep;
             args.acc = r->acc != NULL ? r->acc + m0 * r->acc_ld + n0 * r->acc_elem : NULL;
-            r->kernel(block + (i - ib) * panel_bytes, b, steps,
-                      r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
+            (i == tail_panel ? tail_kernel : r->kernel)(
+                block + (i - ib) * panel_bytes, b, steps,
+                r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
             if (!r->last || c->stage == TS_STAGE_NONE || c->fused)
                 continue;
             const int32_t *staged = c->c32 + m0 * c->N + n0;
@@ -334,8 +341,9 @@ static void pack_a_block(const call *c, size_t ib, size_t ie, size_t s0, size_t 
     for (size_t i = ib; i < ie; ++i) {
         size_t m0 = i * path->ep, rows = c->M - m0 < path->ep ? c->M - m0 : path->ep, lda;
         const unsigned char *src = (const unsigned char *)a_rows(c, m0, rows, im2col, &lda);
-        ts_pack_panel_as(path->pack_a, path, block + (i - ib) * panel_bytes,
-                         src + k0 * src_elem, rows, path->ep, klen, lda, 1);
+        const ts_path *as = i + 1 == c->a_panels && c->tail != NULL ? c->tail : path;
+        ts_pack_panel_as(path->pack_a, as, block + (i - ib) * panel_bytes,
+                         src + k0 * src_elem, rows, as->ep, klen, lda, 1);
     }
 }
 
@@ -412,6 +420,7 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     c.K = b->K;
     c.ksteps = b->ksteps;
     c.a_panels = div_up(M, path->ep);
+    c.tail = M % path->ep != 0 ? ts_tail_path(path, M % path->ep) : NULL;
     ts_gemm_grid(c.a_panels, b->panels, threads, &c.m_tasks, &c.n_tasks);
     a_block_bytes(path, b->K, div_up(c.a_panels, c.m_tasks), &c.a_block_bytes);
     c.stage = ts_gemm_stage(path, out);

@@ -12,6 +12,8 @@
  *                                            ts_select_path_ctx picks (the engine's choice)
  *   auto <type>=<symbol> ...                 ts_gemm_kernel
  *   same <type> <symbol> <symbol>            two variants of one instruction, bit-identical
+ *   tail <symbol> <rows>=<symbol|NULL> ...   ts_tail_path of each path for 1 .. ep-1 rows (the
+ *                                            kernel of a call's last, shorter A panel)
  *   handle <type> <packed symbol> rc=<rc>    a *_prepacked call (M rows, then M = 1: the GEMV
  *                                            kernel where the path has one) with a handle
  *                                            packed for that path
@@ -189,6 +191,21 @@ static void check_handles(const gemm_type_name *t)
     }
 }
 
+/* ts_tail_path of every path of the type for each shorter last panel. */
+static void print_tails(const gemm_type_name *t)
+{
+    size_t count;
+    const ts_path *paths = ts_paths_of(t->type, &count);
+    for (size_t i = 0; i < count; ++i) {
+        printf("tail %s", paths[i].symbol);
+        for (size_t rows = 1; rows < paths[i].ep; ++rows) {
+            const ts_path *tail = ts_tail_path(&paths[i], rows);
+            printf(" %zu=%s", rows, tail != NULL ? tail->symbol : "NULL");
+        }
+        printf("\n");
+    }
+}
+
 static void print_selection(const char *cpu)
 {
     int cls = 99;
@@ -252,6 +269,7 @@ int main(int argc, char **argv)
     for (size_t t = 0; t < N_TYPES; ++t) {
         if (!TYPES[t].run)
             continue;
+        print_tails(&TYPES[t]);
         check_variants_agree(&TYPES[t]);
         check_handles(&TYPES[t]);
     }
