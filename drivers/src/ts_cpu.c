@@ -297,8 +297,11 @@ const ts_path *ts_tail_path(const ts_path *path, size_t rows)
         return NULL;
     for (size_t i = 0; i < count; ++i) {
         const ts_path *p = &paths[i];
+        /* the engine's B panels only (its path may be a copy without the GEMV layout) */
         if (p->core_class == TS_CORE_GENERIC && p->features == path->features
-            && ts_same_b_layout(path, p) && p->pack_a == path->pack_a
+            && p->hp == path->hp && p->lp == path->lp && p->pack == path->pack
+            && p->svl_bytes == path->svl_bytes && same_qdyn(p->qdyn, path->qdyn)
+            && p->pack_a == path->pack_a
             && p->c_bytes == path->c_bytes && (p->requant == NULL) == (path->requant == NULL)
             && rows <= p->ep && p->ep < path->ep && (best == NULL || p->ep < best->ep))
             best = p;

@@ -166,7 +166,7 @@ int ts_core_class_of_midr(uint64_t midr);
 int ts_same_b_layout(const ts_path *packed_for, const ts_path *run);
 /* The path whose kernel runs the last A panel of a call on core-class variant `path` when
  * that panel has only `rows` rows: the generic kernel of the same instruction (same features,
- * B layout, A conversion, result size and fused epilogue) whose smaller tile still holds them
+ * B panels, A conversion, result size and fused epilogue; GEMV layouts are not compared) whose smaller tile still holds them
  * (ts_engine.c: a 12-row variant does not compute 4 padding rows of a 512-row GEMM); NULL when
  * `path` is generic or no such kernel exists. Results are the same bits (README "Per-core
  * kernel variants"). */

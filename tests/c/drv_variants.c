@@ -200,6 +200,9 @@ static void print_tails(const gemm_type_name *t)
         printf("tail %s", paths[i].symbol);
         for (size_t rows = 1; rows < paths[i].ep; ++rows) {
             const ts_path *tail = ts_tail_path(&paths[i], rows);
+            const ts_path single = ts_single_layout_path(&paths[i]);   /* the engine's copy */
+            CHECK(ts_tail_path(&single, rows) == tail, "%s: tail of its single-layout copy",
+                  paths[i].symbol);
             printf(" %zu=%s", rows, tail != NULL ? tail->symbol : "NULL");
         }
         printf("\n");
