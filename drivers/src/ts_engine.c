@@ -295,10 +295,6 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
     const size_t b_step = hp * path->lp * ts_pack_elem_bytes(path->pack);
     const size_t pp = params_panel_bytes(path);
     struct ts_tile_args args = r->args;
-    /* the last A panel runs on c->tail's kernel when there is one */
-    const size_t tail_panel = c->tail != NULL ? c->a_panels - 1 : (size_t)-1;
-    const ts_kernel_fn tail_kernel = c->tail == NULL ? NULL
-                                     : r->kernel == path->kernel ? c->tail->kernel : c->tail->requant;
     for (size_t j = j0; j < j1; ++j) {
         const size_t n0 = j * hp;
         const unsigned char *b = (const unsigned char *)c->b->data + j * c->b->panel_bytes
@@ -310,9 +306,8 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
             const size_t m0 = i * ep;
             args.m_rem = c->M - m0 < ep ? c->M - m0 : ep;
             args.acc = r->acc != NULL ? r->acc + m0 * r->acc_ld + n0 * r->acc_elem : NULL;
-            (i == tail_panel ? tail_kernel : r->kernel)(
-                block + (i - ib) * panel_bytes, b, steps,
-                r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
+            r->kernel(block + (i - ib) * panel_bytes, b, steps,
+                      r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
             if (!r->last || c->stage == TS_STAGE_NONE || c->fused)
                 continue;
             const int32_t *staged = c->c32 + m0 * c->N + n0;
@@ -369,7 +364,16 @@ static void compute_task(void *arg, size_t t)
         for (size_t ib = i0; ib < i1; ib += mc) {
             const size_t ie = i1 - ib < mc ? i1 : ib + mc;
             pack_a_block(c, ib, ie, s0, steps, block, panel_bytes, im2col);
-            run_tiles(c, &r, block, panel_bytes, ib, ie, j0, j1, s0, steps);
+            if (c->tail != NULL && ie == c->a_panels) {
+                /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
+                block_run tail = r;
+                tail.kernel = r.kernel == path->kernel ? c->tail->kernel : c->tail->requant;
+                run_tiles(c, &r, block, panel_bytes, ib, ie - 1, j0, j1, s0, steps);
+                run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes, ie - 1,
+                          ie, j0, j1, s0, steps);
+            } else {
+                run_tiles(c, &r, block, panel_bytes, ib, ie, j0, j1, s0, steps);
+            }
         }
     }
 }
