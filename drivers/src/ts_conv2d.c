@@ -1,11 +1,13 @@
 /* ts_conv2d.c — int8 conv2d as a GEMM: C[M = batch*out_h*out_w][N = out_c]
  * = im2col(input)[M][K = k_h*k_w*in_c] * filter^T, requantized per output channel.
  *
- * The filter (OHWI) is B transposed: B[k][n] = filter[n*K + k], packed straight from it. The
- * im2col rows are built one A panel (ep rows) at a time into the workspace, padded taps equal
- * to a_zero_point so they add nothing once the zero point is subtracted; a 1x1 stride-1
- * unpadded conv reads the input as A directly. Everything lives in the caller's workspace: no
- * allocation. Plain C99. */
+ * The filter (OHWI) is B transposed: B[k][n] = filter[n*K + k], packed straight from it.
+ * Implicit im2col: the engine packs each MC x KC block of A straight from the NHWC input
+ * (ts_pack_conv_panels), padded taps equal to a_zero_point so they add nothing once the zero
+ * point is subtracted; the im2col matrix is never written, not even a panel's rows. A 1x1
+ * stride-1 unpadded conv reads the input as A directly (a matrix A, row stride in_c).
+ * Everything lives in the caller's workspace (the packed filter, the engine's work area with
+ * one padding row of in_c bytes): no allocation. Plain C99. */
 #include "ts_context_internal.h"
 #include "ts_gemm_internal.h"
 #include "ts_quant_internal.h"
@@ -35,8 +37,8 @@ static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threa
     size_t filter, work;
     return ts_packed_b_bytes(path, conv_k(c), c->out_c, &filter)
            || ts_size_round_up(filter, 16, &filter)
-           || ts_gemm_work_bytes(path, conv_m(c), c->out_c, conv_k(c), 1, !is_pointwise(c),
-                                 threads, &work)
+           || ts_gemm_work_bytes(path, conv_m(c), c->out_c, conv_k(c), 1,
+                                 is_pointwise(c) ? 0 : c->in_c, threads, &work)
            || ts_size_add(filter, work, out);
 }
 

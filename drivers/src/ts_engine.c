@@ -9,8 +9,8 @@
  *      kw_steps k-steps, beyond that as few blocks of at most kc_steps as possible, of equal
  *      length: the split depends on K only), for each M block of A panels (mc_panels, more
  *      when the K block is shorter than kc_steps: m_block_panels): pack
- *      that MC x KC block of A into the task's own area (conv2d: im2col rows built on the
- *      way), then for each B panel, for each A panel: one kernel call. kc_steps, mc_panels
+ *      that MC x KC block of A into the task's own area (conv2d: straight from the input,
+ *      ts_pack_conv_panels), then for each B panel, for each A panel: one kernel call. kc_steps, mc_panels
  *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py).
  * K blocks accumulate with the kernels' acc argument (contract v2): raw outputs in place in C,
  * the requantized and fp16-narrowed ones in a 4-byte staging copy of C (int32 / fp32); the
@@ -33,7 +33,7 @@
 /* Byte offsets of the work areas (each 16-aligned) from the aligned start. */
 typedef struct {
     size_t a_blocks;     /* per compute task, one MC x KC block of packed A */
-    size_t im2col;       /* conv: per compute task, ep im2col rows of K bytes */
+    size_t pad_row;      /* conv: in_c bytes of the pad value (its padding taps read them) */
     size_t col_offset;   /* requantize: N int32, bias - a_zero_point * column sums of B */
     size_t params;       /* fused requantize: column parameters per B panel */
     size_t c32;          /* int32 results M x N, when requantized K blocks accumulate */
@@ -135,7 +135,7 @@ static int a_block_bytes(const ts_path *path, size_t K, size_t task_panels, size
 
 /* `fused` may be -1: size for either (the larger). */
 static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int stage,
-                       int fused, int im2col, unsigned threads, work_layout *l)
+                       int fused, size_t pad_bytes, unsigned threads, work_layout *l)
 {
     size_t end = 0, bytes, a_block, m_tasks, n_tasks, panels = div_up(M, path->ep);
     memset(l, 0, sizeof *l);
@@ -143,9 +143,7 @@ static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int st
     if (a_block_bytes(path, K, div_up(panels, m_tasks), &a_block)
         || ts_size_mul(a_block, m_tasks * n_tasks, &bytes) || place(bytes, &end, &l->a_blocks))
         return -1;
-    if (im2col && (ts_size_mul(K, path->ep, &bytes)
-                   || ts_size_mul(bytes, m_tasks * n_tasks, &bytes)
-                   || place(bytes, &end, &l->im2col)))
+    if (pad_bytes != 0 && place(pad_bytes, &end, &l->pad_row))
         return -1;
     if (stage == TS_STAGE_REQUANT
         && (ts_size_mul(N, sizeof(int32_t), &bytes) || place(bytes, &end, &l->col_offset)
@@ -165,10 +163,10 @@ static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int st
 }
 
 int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
-                       int im2col, unsigned threads, size_t *out)
+                       size_t pad_bytes, unsigned threads, size_t *out)
 {
     work_layout l;
-    return layout_work(path, M, N, K, stage, -1, im2col, threads, &l)
+    return layout_work(path, M, N, K, stage, -1, pad_bytes, threads, &l)
            || ts_size_add(l.total, 15, out);
 }
 
@@ -181,7 +179,8 @@ typedef struct {
     const ts_a_source *a;
     const ts_c_sink *out;
     size_t M, N, K, ksteps, a_panels, a_block_bytes;
-    unsigned char *a_blocks, *im2col, *params;
+    unsigned char *a_blocks, *params;
+    const int8_t *pad_row;      /* conv: in_c bytes of the pad value */
     int32_t *col_offset, *c32;
     ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
     int fused, stage;
@@ -195,19 +194,6 @@ static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *e
 {
     *begin = count * t / parts;
     *end = count * (t + 1) / parts;
-}
-
-/* Rows m0 .. m0+rows-1 of A: a pointer to them and their row stride in elements. */
-static const void *a_rows(const call *c, size_t m0, size_t rows, int8_t *im2col, size_t *lda)
-{
-    const ts_a_source *a = c->a;
-    if (a->conv == NULL) {
-        *lda = a->lda;
-        return (const unsigned char *)a->A + m0 * a->lda * ts_source_elem_bytes(c->path->pack_a);
-    }
-    ts_im2col_rows_s8(a->conv, (const int8_t *)a->A, a->pad_value, m0, rows, im2col, c->K);
-    *lda = c->K;
-    return im2col;
 }
 
 /* Phase 1, task t: B panels, column offsets and parameters of share t. */
@@ -326,19 +312,26 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
 }
 
 /* Packs A panels ib .. ie-1 over k-steps s0 .. s0+steps-1 into block (panel p at
- * (p - ib) * panel_bytes); im2col: the task's rows buffer. */
+ * (p - ib) * panel_bytes): from the matrix, or (conv) straight from the input. */
 static void pack_a_block(const call *c, size_t ib, size_t ie, size_t s0, size_t steps,
-                         unsigned char *block, size_t panel_bytes, int8_t *im2col)
+                         unsigned char *block, size_t panel_bytes)
 {
     const ts_path *path = c->path;
+    const ts_a_source *a = c->a;
     const size_t k0 = s0 * path->lp, klen = c->K - k0 < steps * path->lp ? c->K - k0 : steps * path->lp;
-    const size_t src_elem = c->a->conv != NULL ? 1 : ts_source_elem_bytes(path->pack_a);
+    const size_t m_end = c->M < ie * path->ep ? c->M : ie * path->ep;
+    if (a->conv != NULL) {
+        ts_pack_conv_panels(path, a->conv, (const int8_t *)a->A, c->pad_row, ib * path->ep,
+                            m_end - ib * path->ep, k0, klen, block, panel_bytes);
+        return;
+    }
+    const size_t src_elem = ts_source_elem_bytes(path->pack_a);
     for (size_t i = ib; i < ie; ++i) {
-        size_t m0 = i * path->ep, rows = c->M - m0 < path->ep ? c->M - m0 : path->ep, lda;
-        const unsigned char *src = (const unsigned char *)a_rows(c, m0, rows, im2col, &lda);
+        size_t m0 = i * path->ep, rows = m_end - m0 < path->ep ? m_end - m0 : path->ep;
+        const unsigned char *src = (const unsigned char *)a->A + (m0 * a->lda + k0) * src_elem;
         const ts_path *as = i + 1 == c->a_panels && c->tail != NULL ? c->tail : path;
-        ts_pack_panel_as(path->pack_a, as, block + (i - ib) * panel_bytes,
-                         src + k0 * src_elem, rows, as->ep, klen, lda, 1);
+        ts_pack_panel_as(path->pack_a, as, block + (i - ib) * panel_bytes, src, rows, as->ep,
+                         klen, a->lda, 1);
     }
 }
 
@@ -354,7 +347,6 @@ static void compute_task(void *arg, size_t t)
     const size_t n_kb = k_blocks(path, c->ksteps);
     const size_t mc = m_block_panels(path, kc);
     unsigned char *block = c->a_blocks + t * c->a_block_bytes;
-    int8_t *im2col = (int8_t *)c->im2col + t * path->ep * c->K;
     ts_panel_bytes(path, path->ep, kc * path->lp, &panel_bytes);
     ts_size_round_up(panel_bytes, 16, &panel_bytes);
     for (size_t kb = 0; kb < n_kb; ++kb) {
@@ -363,7 +355,7 @@ static void compute_task(void *arg, size_t t)
         setup_block(c, kb == 0, kb + 1 == n_kb, &r);
         for (size_t ib = i0; ib < i1; ib += mc) {
             const size_t ie = i1 - ib < mc ? i1 : ib + mc;
-            pack_a_block(c, ib, ie, s0, steps, block, panel_bytes, im2col);
+            pack_a_block(c, ib, ie, s0, steps, block, panel_bytes);
             if (c->tail != NULL && ie == c->a_panels) {
                 /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
                 block_run tail = r;
@@ -424,15 +416,20 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     c.K = b->K;
     c.ksteps = b->ksteps;
     c.a_panels = div_up(M, path->ep);
-    c.tail = M % path->ep != 0 ? ts_tail_path(path, M % path->ep) : NULL;
+    /* conv panels are gathered at the path's ep (ts_pack_conv_panels): no tail path there */
+    c.tail = M % path->ep != 0 && a->conv == NULL ? ts_tail_path(path, M % path->ep) : NULL;
     ts_gemm_grid(c.a_panels, b->panels, threads, &c.m_tasks, &c.n_tasks);
     a_block_bytes(path, b->K, div_up(c.a_panels, c.m_tasks), &c.a_block_bytes);
     c.stage = ts_gemm_stage(path, out);
     c.fused = fused_requant(path, requantize, out->u8_output);
-    layout_work(path, M, c.N, c.K, c.stage, c.fused, a->conv != NULL, threads, &l);
+    const size_t pad_bytes = a->conv != NULL ? a->conv->in_c : 0;
+    layout_work(path, M, c.N, c.K, c.stage, c.fused, pad_bytes, threads, &l);
     unsigned char *base = (unsigned char *)ts_align16(work);
     c.a_blocks = base + l.a_blocks;
-    c.im2col = base + l.im2col;
+    if (pad_bytes != 0) {
+        memset(base + l.pad_row, (unsigned char)a->pad_value, pad_bytes);
+        c.pad_row = (const int8_t *)(base + l.pad_row);
+    }
     c.col_offset = (int32_t *)(base + l.col_offset);
     c.params = base + l.params;
     c.c32 = (int32_t *)(base + l.c32);

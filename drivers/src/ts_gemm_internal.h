@@ -14,7 +14,8 @@ extern "C" {
 #endif
 
 /* Where the rows of A come from: a row-major matrix (conv == NULL), or the im2col rows of a
- * conv2d input, built an A panel at a time (padded taps = pad_value). */
+ * conv2d input, packed straight from the input an A block at a time (implicit im2col,
+ * ts_pack_conv_panels; padded taps = pad_value). */
 typedef struct {
     const void *A;            /* matrix, or the conv input (NHWC) */
     size_t lda;               /* matrix row stride in elements */
@@ -55,9 +56,21 @@ int ts_gemm_stage_of_type(int gemm_type, const ts_path *path);
 
 /* Work-area bytes ts_gemm_exec needs for this path and shape with `threads` tasks at once
  * (including 15 bytes to align an arbitrary pointer to 16), B's packed panels excluded, for
- * `stage` (TS_STAGE_*). Returns 0, or -1 on size_t overflow. */
+ * `stage` (TS_STAGE_*); pad_bytes: a conv's padding row (its in_c: A from ts_a_source.conv),
+ * 0 for a matrix A. Returns 0, or -1 on size_t overflow. */
 int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
-                       int im2col, unsigned threads, size_t *out);
+                       size_t pad_bytes, unsigned threads, size_t *out);
+
+/* Implicit im2col (ts_conv_pack.c): rows m0 .. m0+rows-1 of the im2col matrix of conv c
+ * (ts_im2col_rows_s8's rows), over k = k0 .. k0+klen-1 of K = k_h*k_w*in_c (a K block: k0 a
+ * multiple of path->lp), packed straight from the input as consecutive A panels of path->ep
+ * rows (conversion path->pack_a), panel p at dst + p * panel_bytes: each as ts_pack_panel_as
+ * packs those rows and k of the matrix (rows past `rows` and k past klen zero). A padding tap
+ * reads pad_row (in_c bytes of the pad value). Preconditions: c validated,
+ * m0 + rows <= batch*out_h*out_w, k0 + klen <= K. */
+void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *input,
+                         const int8_t *pad_row, size_t m0, size_t rows, size_t k0, size_t klen,
+                         void *dst, size_t panel_bytes);
 
 /* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, claimed for this call, or a
  * fresh malloc block (*owned; NULL with a workspace). TS_EINVAL when the workspace is too

@@ -1223,6 +1223,159 @@ void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const v
     pack_panel_from(path, kind, dst, src, rows, width, K, row_stride, k_stride, 0);
 }
 
+/* ---- gathered rows: each row of a panel from its own pointer (implicit im2col) ---------------
+ * A k-range [k0, k0 + n) of a panel whose row r reads n consecutive source elements at src[r]
+ * (a conv tap: in_c channels of one input pixel, a kernel row's run of taps, or the padding
+ * row). Whole k-steps of 8-bit A panels with lp 8 / 4 go through the same NEON pair / quad
+ * interleave as pack_rows (store_row_pair, store_quad_steps); partial k-steps (a tap boundary
+ * inside a k-step) and the other conversions element by element or run by run. */
+
+void ts_panel_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
+                            size_t width, size_t K)
+{
+    const size_t db = packed_size(kind), step = width * lp, ksteps = K / lp + (K % lp != 0);
+    if (rows < width)
+        memset(dst, 0, ksteps * step * db);
+    else if (K % lp != 0)
+        memset((unsigned char *)dst + (ksteps - 1) * step * db, 0, step * db);
+}
+
+/* Elements k0 .. k0+n-1 (within one k-step) of every row, one by one, row r from
+ * src[r] + src_offset elements. */
+static TS_ALWAYS_INLINE void pack_gather_elements(ts_pack_kind kind, size_t lp, size_t step,
+                                                  void *dst, const void *const *src,
+                                                  size_t rows, size_t k0, size_t n,
+                                                  size_t src_offset)
+{
+    const size_t sb = source_size(kind), base = k0 / lp * step + k0 % lp;
+    for (size_t r = 0; r < rows; ++r) {
+        const unsigned char *s = (const unsigned char *)src[r] + src_offset * sb;
+        for (size_t i = 0; i < n; ++i)
+            convert_one(kind, dst, base + r * lp + i, s, i);
+    }
+}
+
+#if TS_HAVE_NEON
+/* int8, lp 8: k-steps 0 .. steps-1 (a multiple of 2) of the row pair a, b into d (k-step 0,
+ * row 0 of the pair), 64 bytes (8 k-steps) of each row per round, then 16. */
+static TS_ALWAYS_INLINE void gather_pair_lp8(int8_t *d, size_t step, const int8_t *a,
+                                             const int8_t *b, size_t bytes)
+{
+    size_t k = 0;
+    for (; k + 64 <= bytes; k += 64, d += 8 * step) {
+        unsigned char *o = (unsigned char *)d;
+        const int64x2_t a0 = vreinterpretq_s64_s8(vld1q_s8(a + k));
+        const int64x2_t a1 = vreinterpretq_s64_s8(vld1q_s8(a + k + 16));
+        const int64x2_t a2 = vreinterpretq_s64_s8(vld1q_s8(a + k + 32));
+        const int64x2_t a3 = vreinterpretq_s64_s8(vld1q_s8(a + k + 48));
+        const int64x2_t b0 = vreinterpretq_s64_s8(vld1q_s8(b + k));
+        const int64x2_t b1 = vreinterpretq_s64_s8(vld1q_s8(b + k + 16));
+        const int64x2_t b2 = vreinterpretq_s64_s8(vld1q_s8(b + k + 32));
+        const int64x2_t b3 = vreinterpretq_s64_s8(vld1q_s8(b + k + 48));
+        store_row_pair(o, step, a0, b0);
+        store_row_pair(o + 2 * step, step, a1, b1);
+        store_row_pair(o + 4 * step, step, a2, b2);
+        store_row_pair(o + 6 * step, step, a3, b3);
+    }
+    for (; k < bytes; k += 16, d += 2 * step)
+        store_row_pair((unsigned char *)d, step, vreinterpretq_s64_s8(vld1q_s8(a + k)),
+                       vreinterpretq_s64_s8(vld1q_s8(b + k)));
+}
+
+/* int8, lp 4: the same for a row quad p[0..3], 16 bytes (4 k-steps) of each row per round. */
+static TS_ALWAYS_INLINE void gather_quad_lp4(int8_t *d, size_t step, const int8_t *const p[4],
+                                             size_t bytes)
+{
+    for (size_t k = 0; k < bytes; k += 16, d += 4 * step) {
+        const int32x4_t q[4] = { vreinterpretq_s32_s8(vld1q_s8(p[0] + k)),
+                                 vreinterpretq_s32_s8(vld1q_s8(p[1] + k)),
+                                 vreinterpretq_s32_s8(vld1q_s8(p[2] + k)),
+                                 vreinterpretq_s32_s8(vld1q_s8(p[3] + k)) };
+        store_quad_steps((unsigned char *)d, step, q);
+    }
+}
+#endif
+
+/* Whole k-steps: `steps` of them from k-step s0, row r reading at src[r] + src_offset elements. */
+static TS_ALWAYS_INLINE void pack_gather_steps(ts_pack_kind kind, size_t lp, size_t step,
+                                               void *dst, const void *const *src, size_t rows,
+                                               size_t s0, size_t steps, size_t src_offset)
+{
+    const size_t db = packed_size(kind), sb = source_size(kind);
+    unsigned char *panel = (unsigned char *)dst + s0 * step * db;
+    size_t r = 0, done = 0;   /* rows r and k-steps done packed by the NEON groups */
+#if TS_HAVE_NEON
+    if (kind == TS_PACK_S8 && (lp == 8 || lp == 4)) {
+        const size_t group = lp == 8 ? 2 : 4, per16 = 16 / lp;
+        done = steps / per16 * per16;
+        for (; r + group <= rows; r += group) {
+            const int8_t *p[4];
+            for (size_t i = 0; i < group; ++i)
+                p[i] = (const int8_t *)src[r + i] + src_offset;
+            if (lp == 8)
+                gather_pair_lp8((int8_t *)panel + r * lp, step, p[0], p[1], done * lp);
+            else
+                gather_quad_lp4((int8_t *)panel + r * lp, step, p, done * lp);
+        }
+    }
+#endif
+    if (r == rows && done == steps)
+        return;
+    for (size_t row = 0; row < rows; ++row) {
+        const size_t first = row < r ? done : 0;   /* k-steps the NEON groups already packed */
+        const unsigned char *s = (const unsigned char *)src[row] + (src_offset + first * lp) * sb;
+        unsigned char *d = panel + (first * step + row * lp) * db;
+        for (size_t i = first; i < steps; ++i, s += lp * sb, d += step * db)
+            convert_run(kind, d, s, lp);
+    }
+}
+
+size_t ts_pack_gather_group(ts_pack_kind kind, size_t lp)
+{
+#if TS_HAVE_NEON
+    if (kind == TS_PACK_S8 && (lp == 8 || lp == 4))
+        return lp == 8 ? 2 : 4;
+#endif
+    (void)kind;
+    (void)lp;
+    return 0;
+}
+
+/* The whole gather with kind and lp as constants where inlined (lp a power of two: the
+ * divisions by lp become shifts): a partial k-step head, whole k-steps, a partial tail. */
+static TS_ALWAYS_INLINE void pack_gather_lp(ts_pack_kind kind, size_t lp, size_t width,
+                                            void *dst, const void *const *src, size_t rows,
+                                            size_t k0, size_t n)
+{
+    const size_t step = width * lp;
+    size_t head = (lp - k0 % lp) % lp;
+    if (head > n)
+        head = n;
+    if (head != 0)
+        pack_gather_elements(kind, lp, step, dst, src, rows, k0, head, 0);
+    const size_t k = k0 + head, steps = (n - head) / lp, tail = (n - head) % lp;
+    if (steps != 0)
+        pack_gather_steps(kind, lp, step, dst, src, rows, k / lp, steps, head);
+    if (tail != 0)
+        pack_gather_elements(kind, lp, step, dst, src, rows, k + steps * lp, tail,
+                             head + steps * lp);
+}
+
+void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
+                    const void *const *src, size_t rows, size_t k0, size_t n)
+{
+    /* the A panels of the int8 kernels specialised: smmla (lp 8), sdot / smopa (lp 4), smlal
+     * (int16, lp 1) */
+    if (kind == TS_PACK_S8 && lp == 8)
+        pack_gather_lp(TS_PACK_S8, 8, width, dst, src, rows, k0, n);
+    else if (kind == TS_PACK_S8 && lp == 4)
+        pack_gather_lp(TS_PACK_S8, 4, width, dst, src, rows, k0, n);
+    else if (kind == TS_PACK_S16 && lp == 1)
+        pack_gather_lp(TS_PACK_S16, 1, width, dst, src, rows, k0, n);
+    else
+        pack_gather_lp(kind, lp, width, dst, src, rows, k0, n);
+}
+
 
 /* ---- packed B ---------------------------------------------------------------------------------- */
 

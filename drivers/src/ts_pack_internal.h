@@ -216,6 +216,19 @@ void ts_pack_panel(const ts_path *path, void *dst, const void *src, size_t rows,
 void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const void *src,
                       size_t rows, size_t width, size_t K, size_t row_stride, size_t k_stride);
 
+/* Implicit im2col: A panels gathered row by row. ts_panel_clear_padding zeroes what a panel of
+ * `rows` (< width: the rows past them) over K (the k past K) holds beyond the data, as
+ * ts_pack_panel does; ts_pack_gather then writes k = k0 .. k0+n-1 of rows 0..rows-1 of the
+ * panel at dst (width rows, k-step lp, conversion kind), row r from the n source elements at
+ * src[r]. Any k0 and n (partial k-steps element by element). */
+void ts_panel_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
+                            size_t width, size_t K);
+void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
+                    const void *const *src, size_t rows, size_t k0, size_t n);
+/* Rows ts_pack_gather interleaves together (its NEON row group: 2 for 8-bit lp 8, 4 for lp 4),
+ * 0 when any count suits it: callers gathering rows in groups of this size keep it whole. */
+size_t ts_pack_gather_group(ts_pack_kind kind, size_t lp);
+
 /* B (K x N) packed for one path: panels of hp columns, and when the path has a GEMV kernel
  * (path->gemv.kernel) a second copy in panels of gemv.hp columns, which the small-M calls
  * (M <= gemv.max_m) read. Both layouts serve the same handle: prefill (GEMM kernel) and

@@ -1,0 +1,181 @@
+/* ts_conv_pack.c — implicit im2col: the A panels of a conv2d GEMM packed straight from the
+ * NHWC input, never writing im2col rows. Row m of the (virtual) im2col matrix is output pixel
+ * m = (b*out_h + oy)*out_w + ox, its K = k_h*k_w*in_c values in (kh, kw, ic) order, as
+ * ts_im2col_s8 writes them (geometry: ts_im2col.c). Each tap (kh, kw) of a row is in_c
+ * contiguous input bytes, or a padding tap: the panels are gathered tap by tap from one
+ * pointer per row (ts_pack_gather), padding taps pointing at a row of in_c pad values; a kernel
+ * row that no window of a row group pads (and dilation_w 1) is one run of k_w*in_c bytes per
+ * row. The engine packs A per MC x KC block (ts_engine.c pack_a_block): a call packs a k-range
+ * [k0, k0 + klen) of K, the kernel rows and taps it cuts taken in part.
+ * Plain C99. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ts_gemm_internal.h"
+
+/* Rows gathered per ts_pack_gather call (a panel's rows are taken in chunks of this many). */
+#define GATHER_ROWS 16
+
+/* The input window of one output pixel: its image, the input coordinates (y, x) of its
+ * top-left tap (negative inside the top / left padding), and its kernel rows ky_lo .. ky_hi-1
+ * and columns kw_lo .. kw_hi-1 that land inside the input (computed once per window). */
+typedef struct {
+    const int8_t *image;
+    ptrdiff_t y, x;
+    size_t ky_lo, ky_hi, kw_lo, kw_hi;
+} window;
+
+/* What every kernel row of one call shares: the conv, where padding taps read, the panel
+ * layout, and the k-range [k0, k1) of K being packed. */
+typedef struct {
+    const ts_path *path;
+    ts_pack_kind kind;
+    const ts_conv2d *c;
+    const int8_t *input;
+    const int8_t *pad_row;
+    size_t out_h, out_w, row_len, k0, k1;
+} conv_pack;
+
+/* Taps [*lo, *hi) of k, dilation d, whose coordinate origin + tap*d is in [0, in). */
+static void im2col_taps_inside(ptrdiff_t origin, size_t in, size_t k, size_t d, size_t *lo,
+                               size_t *hi)
+{
+    size_t l = 0, h = k;
+    if (origin >= 0 && origin + (ptrdiff_t)((k - 1) * d) < (ptrdiff_t)in) {
+        *lo = 0;            /* the common case, an interior window: every tap inside */
+        *hi = k;
+        return;
+    }
+    while (l < k && origin + (ptrdiff_t)(l * d) < 0)
+        ++l;
+    while (h > l && origin + (ptrdiff_t)((h - 1) * d) >= (ptrdiff_t)in)
+        --h;
+    *lo = l;
+    *hi = h;
+}
+
+/* Where tap (kh, kw) of window w reads its in_c channels: the input pixel, or pad_row. */
+static const int8_t *im2col_tap(const conv_pack *p, const window *w, size_t kh, size_t kw)
+{
+    const ts_conv2d *c = p->c;
+    if (kh < w->ky_lo || kh >= w->ky_hi || kw < w->kw_lo || kw >= w->kw_hi)
+        return p->pad_row;
+    const size_t y = (size_t)(w->y + (ptrdiff_t)(kh * c->dilation_h));
+    const size_t x = (size_t)(w->x + (ptrdiff_t)(kw * c->dilation_w));
+    return w->image + (y * c->in_w + x) * c->in_c;
+}
+
+/* Whether kernel row kh of windows w[0..n-1] has no padding tap and adjacent taps. */
+static int im2col_rows_inside(const ts_conv2d *c, const window *w, size_t n, size_t kh)
+{
+    if (c->dilation_w != 1)
+        return 0;
+    for (size_t r = 0; r < n; ++r)
+        if (kh < w[r].ky_lo || kh >= w[r].ky_hi || w[r].kw_lo != 0 || w[r].kw_hi != c->k_w)
+            return 0;
+    return 1;
+}
+
+/* The part [lo, hi) of kernel row kh (its k from kh * row_len) in the call's k-range, of
+ * windows w[0..n-1], into the panel at dst (row 0 of the group): one run per window when
+ * `inside` (im2col_rows_inside: no tap of theirs is padding and the taps are adjacent), else
+ * tap by tap. */
+static void pack_conv_kernel_row(const conv_pack *p, void *dst, const window *w, size_t n,
+                                 size_t kh, size_t lo, size_t hi, int inside)
+{
+    const ts_conv2d *c = p->c;
+    const ts_path *path = p->path;
+    const size_t base = kh * p->row_len;
+    const void *src[GATHER_ROWS];
+    if (inside) {           /* every tap in the input: the run starts at the window's corner */
+        const size_t dy = kh * c->dilation_h, skip = lo - base;
+        for (size_t r = 0; r < n; ++r)
+            src[r] = w[r].image + (((size_t)w[r].y + dy) * c->in_w + (size_t)w[r].x) * c->in_c
+                     + skip;
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, lo - p->k0, hi - lo);
+        return;
+    }
+    for (size_t kw = (lo - base) / c->in_c; kw < c->k_w; ++kw) {
+        const size_t t0 = base + kw * c->in_c;      /* the tap's k */
+        const size_t a = lo > t0 ? lo : t0, e = hi < t0 + c->in_c ? hi : t0 + c->in_c;
+        if (a >= e)
+            break;
+        for (size_t r = 0; r < n; ++r)
+            src[r] = im2col_tap(p, &w[r], kh, kw) + (a - t0);
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, a - p->k0, e - a);
+    }
+}
+
+/* The windows of rows oy, ox (of image b) on: n of them, advancing *b, *oy, *ox. */
+static void im2col_windows(const conv_pack *p, size_t *b, size_t *oy, size_t *ox, window *w,
+                           size_t n)
+{
+    const ts_conv2d *c = p->c;
+    const size_t image_len = c->in_h * c->in_w * c->in_c;
+    size_t ky_lo = 0, ky_hi = 0;
+    ptrdiff_t y = (ptrdiff_t)(*oy * c->stride_h) - (ptrdiff_t)c->pad_top;
+    im2col_taps_inside(y, c->in_h, c->k_h, c->dilation_h, &ky_lo, &ky_hi);
+    for (size_t r = 0; r < n; ++r) {
+        w[r].image = p->input + *b * image_len;
+        w[r].y = y;
+        w[r].x = (ptrdiff_t)(*ox * c->stride_w) - (ptrdiff_t)c->pad_left;
+        w[r].ky_lo = ky_lo;
+        w[r].ky_hi = ky_hi;
+        im2col_taps_inside(w[r].x, c->in_w, c->k_w, c->dilation_w, &w[r].kw_lo, &w[r].kw_hi);
+        if (++*ox == p->out_w) {       /* next output row: its vertical taps */
+            *ox = 0;
+            if (++*oy == p->out_h) { *oy = 0; ++*b; }
+            y = (ptrdiff_t)(*oy * c->stride_h) - (ptrdiff_t)c->pad_top;
+            im2col_taps_inside(y, c->in_h, c->k_h, c->dilation_h, &ky_lo, &ky_hi);
+        }
+    }
+}
+
+/* One chunk of n <= GATHER_ROWS rows of a panel (at dst: its row 0) with windows w: kernel row
+ * by kernel row over the call's k-range; a kernel row that no window pads is gathered for all
+ * rows at once, otherwise group by group (the gather's NEON row group), so a padded window
+ * slows only its own group. */
+static void pack_conv_chunk(const conv_pack *p, unsigned char *dst, const window *w, size_t n,
+                            size_t group, size_t row_bytes)
+{
+    const ts_conv2d *c = p->c;
+    for (size_t kh = p->k0 / p->row_len; kh < c->k_h && kh * p->row_len < p->k1; ++kh) {
+        const size_t base = kh * p->row_len;
+        const size_t lo = p->k0 > base ? p->k0 : base;
+        const size_t hi = p->k1 < base + p->row_len ? p->k1 : base + p->row_len;
+        if (im2col_rows_inside(c, w, n, kh)) {
+            pack_conv_kernel_row(p, dst, w, n, kh, lo, hi, 1);
+            continue;
+        }
+        for (size_t g = 0; g < n; g += group) {
+            const size_t m = n - g < group ? n - g : group;
+            pack_conv_kernel_row(p, dst + g * row_bytes, w + g, m, kh, lo, hi,
+                                 im2col_rows_inside(c, w + g, m, kh));
+        }
+    }
+}
+
+void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *input,
+                         const int8_t *pad_row, size_t m0, size_t rows, size_t k0, size_t klen,
+                         void *dst, size_t panel_bytes)
+{
+    conv_pack p = { path, path->pack_a, c, input, pad_row, ts_conv2d_out_h(c),
+                    ts_conv2d_out_w(c), c->k_w * c->in_c, k0, k0 + klen };
+    const size_t row_bytes = path->lp * ts_pack_elem_bytes(p.kind);
+    /* rows per group: the gather's NEON row group, so a padded window slows only its own */
+    size_t group = ts_pack_gather_group(p.kind, path->lp);
+    size_t ox = m0 % p.out_w, oy = m0 / p.out_w % p.out_h, b = m0 / p.out_w / p.out_h;
+    if (group == 0 || group > GATHER_ROWS)
+        group = GATHER_ROWS;
+    for (size_t r = 0; r < rows; r += path->ep) {
+        unsigned char *panel = (unsigned char *)dst + r / path->ep * panel_bytes;
+        const size_t panel_rows = rows - r < path->ep ? rows - r : path->ep;
+        ts_panel_clear_padding(p.kind, path->lp, panel, panel_rows, path->ep, klen);
+        for (size_t r0 = 0; r0 < panel_rows; r0 += GATHER_ROWS) {
+            window w[GATHER_ROWS];
+            const size_t n = panel_rows - r0 < GATHER_ROWS ? panel_rows - r0 : GATHER_ROWS;
+            im2col_windows(&p, &b, &oy, &ox, w, n);
+            pack_conv_chunk(&p, panel + r0 * row_bytes, w, n, group, row_bytes);
+        }
+    }
+}
