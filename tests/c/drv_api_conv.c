@@ -34,6 +34,22 @@ static const ts_conv2d shapes[] = {
     { 1, 7, 7, 1, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 },     /* one input channel */
     { 2, 11, 11, 3, 7, 5, 5, 2, 2, 2, 2, 4, 4, 4, 4 },    /* batch 2, 5x5, stride 2, dilation 2 */
     { 1, 12, 12, 33, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },  /* M 144, N 40, K 297 */
+    /* implicit im2col: in_c a multiple of the k-step (whole taps per k-step, NEON gather of
+     * 16-byte runs, unpadded kernel rows gathered as one run) */
+    { 1, 10, 10, 16, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },  /* 3x3 padded, in_c 16 */
+    { 2, 9, 9, 32, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 },     /* batch 2, stride 2, in_c 32 */
+    { 1, 9, 9, 16, 8, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2 },     /* dilation 2, in_c 16 */
+    { 1, 7, 7, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },      /* in_c 8: one smmla k-step per tap */
+    { 1, 6, 6, 4, 9, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0 },      /* in_c 4, no padding: rows of 12 */
+    { 1, 8, 8, 24, 16, 3, 3, 2, 1, 1, 2, 0, 1, 1, 0 },    /* stride (2,1), dilation (1,2) */
+    { 3, 6, 6, 64, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* 1x1 direct, batch 3, in_c 64 */
+    { 2, 14, 14, 64, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },  /* ResNet-like 3x3 64, batch 2 */
+    /* K = k_h*k_w*in_c beyond every int8 path's unsplit K (kw_steps k-steps: smmla 409 x 8,
+     * sdot 546 x 4, smlal 1092 x 1 at most, gen/blocking.py whole_k_steps; the SME paths split
+     * at kc_steps): the engine packs A per K block, whose boundaries cut kernel rows and taps */
+    { 1, 5, 5, 380, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* K 3420, in_c off the k-step */
+    { 1, 6, 6, 384, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0 },    /* K 3456, stride 2, in_c 384 */
+    { 1, 7, 7, 136, 5, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2 },    /* K 3400, 5x5 dilation 2 */
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 

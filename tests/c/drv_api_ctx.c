@@ -605,6 +605,7 @@ int main(int argc, char **argv)
         run_conv(3, 1, 1, 5, 11);
         run_conv(3, 2, 0, 8, 17);
         run_conv(1, 1, 0, 24, 40);
+        run_conv(3, 1, 1, 380, 9);     /* K 3420: several K blocks on every int8 path */
         run_qdyn(8, 0, 0, 19, 45, 70);     /* several strips and panels, odd N */
         run_qdyn(8, 0, 1, 1, 77, 64);      /* decode: N split */
         run_qdyn(4, 0, 0, 3, 50, 33);      /* int4 per channel, odd K */
