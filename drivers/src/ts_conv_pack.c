@@ -88,11 +88,11 @@ static void pack_conv_kernel_row(const conv_pack *p, void *dst, const window *w,
     const size_t base = kh * p->row_len;
     const void *src[GATHER_ROWS];
     if (inside) {           /* every tap in the input: the run starts at the window's corner */
-        const size_t dy = kh * c->dilation_h, skip = lo - base;
+        const size_t dy = kh * c->dilation_h;
+        const ts_gather_runs g = { lo - p->k0, hi - lo, 1, lo - base, 0 };
         for (size_t r = 0; r < n; ++r)
-            src[r] = w[r].image + (((size_t)w[r].y + dy) * c->in_w + (size_t)w[r].x) * c->in_c
-                     + skip;
-        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, lo - p->k0, hi - lo);
+            src[r] = w[r].image + (((size_t)w[r].y + dy) * c->in_w + (size_t)w[r].x) * c->in_c;
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
         return;
     }
     for (size_t kw = (lo - base) / c->in_c; kw < c->k_w; ++kw) {
@@ -100,9 +100,50 @@ static void pack_conv_kernel_row(const conv_pack *p, void *dst, const window *w,
         const size_t a = lo > t0 ? lo : t0, e = hi < t0 + c->in_c ? hi : t0 + c->in_c;
         if (a >= e)
             break;
+        const ts_gather_runs g = { a - p->k0, e - a, 1, a - t0, 0 };
         for (size_t r = 0; r < n; ++r)
-            src[r] = im2col_tap(p, &w[r], kh, kw) + (a - t0);
-        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, a - p->k0, e - a);
+            src[r] = im2col_tap(p, &w[r], kh, kw);
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
+    }
+}
+
+/* Whether window w has every tap of kernel rows kh0 .. kh1-1 in the input, adjacent. */
+static int im2col_window_inside(const ts_conv2d *c, const window *w, size_t kh0, size_t kh1)
+{
+    return c->dilation_w == 1 && w->kw_lo == 0 && w->kw_hi == c->k_w && w->ky_lo <= kh0
+           && w->ky_hi >= kh1;
+}
+
+/* Windows w[0..n-1], inside for every kernel row from kh0 the call's k-range touches: the
+ * whole k-range in at most three gathers (a kernel row cut by k0, the whole kernel rows as runs
+ * one input row apart, a kernel row cut by k1). */
+static void pack_conv_inside(const conv_pack *p, void *dst, const window *w, size_t n,
+                             size_t kh0)
+{
+    const ts_conv2d *c = p->c;
+    const ts_path *path = p->path;
+    const size_t rs = c->dilation_h * c->in_w * c->in_c;     /* one kernel row to the next */
+    const void *src[GATHER_ROWS];
+    for (size_t r = 0; r < n; ++r)
+        src[r] = w[r].image + ((size_t)w[r].y * c->in_w + (size_t)w[r].x) * c->in_c;
+    size_t k = p->k0, kh = kh0;
+    if (k % p->row_len != 0) {                  /* kernel row kh0 from k0 on */
+        const size_t end = (kh0 + 1) * p->row_len < p->k1 ? (kh0 + 1) * p->row_len : p->k1;
+        const ts_gather_runs g = { 0, end - k, 1, kh0 * rs + k % p->row_len, 0 };
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
+        k = end;
+        ++kh;
+    }
+    const size_t whole = (p->k1 - k) / p->row_len;
+    if (whole != 0) {
+        const ts_gather_runs g = { k - p->k0, p->row_len, whole, kh * rs, rs };
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
+        k += whole * p->row_len;
+        kh += whole;
+    }
+    if (k < p->k1) {                            /* kernel row kh up to k1 */
+        const ts_gather_runs g = { k - p->k0, p->k1 - k, 1, kh * rs, 0 };
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
     }
 }
 
@@ -131,27 +172,37 @@ static void im2col_windows(const conv_pack *p, size_t *b, size_t *oy, size_t *ox
     }
 }
 
-/* One chunk of n <= GATHER_ROWS rows of a panel (at dst: its row 0) with windows w: kernel row
- * by kernel row over the call's k-range; a kernel row that no window pads is gathered for all
- * rows at once, otherwise group by group (the gather's NEON row group), so a padded window
+/* One chunk of n <= GATHER_ROWS rows of a panel (at dst: its row 0) with windows w, over the
+ * call's k-range (kernel rows kh0 .. kh1-1). Consecutive row groups (the gather's pair / quad)
+ * whose windows have no padding tap there go together (pack_conv_inside); a group with one is
+ * packed kernel row by kernel row, tap by tap where a window of it pads, so a padded window
  * slows only its own group. */
 static void pack_conv_chunk(const conv_pack *p, unsigned char *dst, const window *w, size_t n,
                             size_t group, size_t row_bytes)
 {
     const ts_conv2d *c = p->c;
-    for (size_t kh = p->k0 / p->row_len; kh < c->k_h && kh * p->row_len < p->k1; ++kh) {
-        const size_t base = kh * p->row_len;
-        const size_t lo = p->k0 > base ? p->k0 : base;
-        const size_t hi = p->k1 < base + p->row_len ? p->k1 : base + p->row_len;
-        if (im2col_rows_inside(c, w, n, kh)) {
-            pack_conv_kernel_row(p, dst, w, n, kh, lo, hi, 1);
+    const size_t kh0 = p->k0 / p->row_len;
+    const size_t kh1 = (p->k1 + p->row_len - 1) / p->row_len;
+    for (size_t g = 0; g < n;) {
+        size_t e = g;
+        while (e < n && im2col_window_inside(c, &w[e], kh0, kh1))
+            ++e;
+        if (e < n)
+            e = g + (e - g) / group * group;    /* whole groups only */
+        if (e > g) {
+            pack_conv_inside(p, dst + g * row_bytes, w + g, e - g, kh0);
+            g = e;
             continue;
         }
-        for (size_t g = 0; g < n; g += group) {
-            const size_t m = n - g < group ? n - g : group;
+        const size_t m = n - g < group ? n - g : group;
+        for (size_t kh = kh0; kh < kh1; ++kh) {
+            const size_t base = kh * p->row_len;
+            const size_t lo = p->k0 > base ? p->k0 : base;
+            const size_t hi = p->k1 < base + p->row_len ? p->k1 : base + p->row_len;
             pack_conv_kernel_row(p, dst + g * row_bytes, w + g, m, kh, lo, hi,
                                  im2col_rows_inside(c, w + g, m, kh));
         }
+        g += m;
     }
 }
 
@@ -162,11 +213,12 @@ void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *
     conv_pack p = { path, path->pack_a, c, input, pad_row, ts_conv2d_out_h(c),
                     ts_conv2d_out_w(c), c->k_w * c->in_c, k0, k0 + klen };
     const size_t row_bytes = path->lp * ts_pack_elem_bytes(p.kind);
-    /* rows per group: the gather's NEON row group, so a padded window slows only its own */
+    /* rows per group: the gather's pair / quad (1 when it packs rows one by one), so a padded
+     * window slows only its own group */
     size_t group = ts_pack_gather_group(p.kind, path->lp);
     size_t ox = m0 % p.out_w, oy = m0 / p.out_w % p.out_h, b = m0 / p.out_w / p.out_h;
     if (group == 0 || group > GATHER_ROWS)
-        group = GATHER_ROWS;
+        group = 1;
     for (size_t r = 0; r < rows; r += path->ep) {
         unsigned char *panel = (unsigned char *)dst + r / path->ep * panel_bytes;
         const size_t panel_rows = rows - r < path->ep ? rows - r : path->ep;

@@ -1224,11 +1224,11 @@ void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const v
 }
 
 /* ---- gathered rows: each row of a panel from its own pointer (implicit im2col) ---------------
- * A k-range [k0, k0 + n) of a panel whose row r reads n consecutive source elements at src[r]
- * (a conv tap: in_c channels of one input pixel, a kernel row's run of taps, or the padding
- * row). Whole k-steps of 8-bit A panels with lp 8 / 4 go through the same NEON pair / quad
- * interleave as pack_rows (store_row_pair, store_quad_steps); partial k-steps (a tap boundary
- * inside a k-step) and the other conversions element by element or run by run. */
+ * Runs of a panel whose row r reads consecutive source elements from its own pointer src[r]
+ * (a conv window: a kernel row's taps, one tap, or the padding row). Whole k-steps of 8-bit A
+ * panels with lp 8 / 4 go by row pairs / quads (gather_pair_lp8, store_quad_steps); partial
+ * k-steps (a tap boundary inside a k-step) and the other conversions element by element or run
+ * by run. */
 
 void ts_panel_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
                             size_t width, size_t K)
@@ -1255,46 +1255,45 @@ static TS_ALWAYS_INLINE void pack_gather_elements(ts_pack_kind kind, size_t lp, 
     }
 }
 
-#if TS_HAVE_NEON
-/* int8, lp 8: k-steps 0 .. steps-1 (a multiple of 2) of the row pair a, b into d (k-step 0,
- * row 0 of the pair), 64 bytes (8 k-steps) of each row per round, then 16. */
-static TS_ALWAYS_INLINE void gather_pair_lp8(int8_t *d, size_t step, const int8_t *a,
-                                             const int8_t *b, size_t bytes)
+/* 8 bytes at p as one general register (memcpy: no alignment or aliasing assumption), and
+ * back. */
+static TS_ALWAYS_INLINE uint64_t load8(const unsigned char *p)
 {
-    size_t k = 0;
-    for (; k + 64 <= bytes; k += 64, d += 8 * step) {
-        unsigned char *o = (unsigned char *)d;
-        const int64x2_t a0 = vreinterpretq_s64_s8(vld1q_s8(a + k));
-        const int64x2_t a1 = vreinterpretq_s64_s8(vld1q_s8(a + k + 16));
-        const int64x2_t a2 = vreinterpretq_s64_s8(vld1q_s8(a + k + 32));
-        const int64x2_t a3 = vreinterpretq_s64_s8(vld1q_s8(a + k + 48));
-        const int64x2_t b0 = vreinterpretq_s64_s8(vld1q_s8(b + k));
-        const int64x2_t b1 = vreinterpretq_s64_s8(vld1q_s8(b + k + 16));
-        const int64x2_t b2 = vreinterpretq_s64_s8(vld1q_s8(b + k + 32));
-        const int64x2_t b3 = vreinterpretq_s64_s8(vld1q_s8(b + k + 48));
-        store_row_pair(o, step, a0, b0);
-        store_row_pair(o + 2 * step, step, a1, b1);
-        store_row_pair(o + 4 * step, step, a2, b2);
-        store_row_pair(o + 6 * step, step, a3, b3);
-    }
-    for (; k < bytes; k += 16, d += 2 * step)
-        store_row_pair((unsigned char *)d, step, vreinterpretq_s64_s8(vld1q_s8(a + k)),
-                       vreinterpretq_s64_s8(vld1q_s8(b + k)));
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
 }
 
-/* int8, lp 4: the same for a row quad p[0..3], 16 bytes (4 k-steps) of each row per round. */
-static TS_ALWAYS_INLINE void gather_quad_lp4(int8_t *d, size_t step, const int8_t *const p[4],
-                                             size_t bytes)
+static TS_ALWAYS_INLINE void store8(unsigned char *p, uint64_t v)
 {
-    for (size_t k = 0; k < bytes; k += 16, d += 4 * step) {
-        const int32x4_t q[4] = { vreinterpretq_s32_s8(vld1q_s8(p[0] + k)),
-                                 vreinterpretq_s32_s8(vld1q_s8(p[1] + k)),
-                                 vreinterpretq_s32_s8(vld1q_s8(p[2] + k)),
-                                 vreinterpretq_s32_s8(vld1q_s8(p[3] + k)) };
-        store_quad_steps((unsigned char *)d, step, q);
+    memcpy(p, &v, 8);
+}
+
+/* int8, lp 8: k-steps 0 .. steps-1 of rows a and b into the pair's slots (k-step s at
+ * d + s * step), two k-steps per round in general registers: 16 bytes of each row (LDP), one
+ * k-step of the pair per 16-byte store (STP), the even and odd k-steps through two pointers so
+ * both stores take an immediate offset. Not NEON: on Neoverse N2 a vector store's data and a
+ * ZIP each take one of its two vector pipes, which bounds the NEON pair interleave at 8
+ * llvm-mca-19 cycles per 128 bytes; this loop takes 6 there (the load/store pipes) — V1 8
+ * against 5.4, Cortex-A510 32 against 16: the N2 conv target (README) decides. */
+static TS_ALWAYS_INLINE void gather_pair_lp8(unsigned char *d, size_t step,
+                                             const unsigned char *a, const unsigned char *b,
+                                             size_t steps)
+{
+    unsigned char *even = d, *odd = d + step;
+    const unsigned char *end = a + steps / 2 * 16;
+    for (; a != end; a += 16, b += 16, even += 2 * step, odd += 2 * step) {
+        const uint64_t a0 = load8(a), a1 = load8(a + 8), b0 = load8(b), b1 = load8(b + 8);
+        store8(even, a0);
+        store8(even + 8, b0);
+        store8(odd, a1);
+        store8(odd + 8, b1);
+    }
+    if (steps % 2 != 0) {
+        store8(even, load8(a));
+        store8(even + 8, load8(b));
     }
 }
-#endif
 
 /* Whole k-steps: `steps` of them from k-step s0, row r reading at src[r] + src_offset elements. */
 static TS_ALWAYS_INLINE void pack_gather_steps(ts_pack_kind kind, size_t lp, size_t step,
@@ -1303,26 +1302,35 @@ static TS_ALWAYS_INLINE void pack_gather_steps(ts_pack_kind kind, size_t lp, siz
 {
     const size_t db = packed_size(kind), sb = source_size(kind);
     unsigned char *panel = (unsigned char *)dst + s0 * step * db;
-    size_t r = 0, done = 0;   /* rows r and k-steps done packed by the NEON groups */
+    size_t r = 0, done = 0;   /* rows r and k-steps done packed by the pair / quad loops */
+    if (kind == TS_PACK_S8 && lp == 8) {
+        done = steps;
+        for (; r + 2 <= rows; r += 2)
+            gather_pair_lp8(panel + r * 8, step, (const unsigned char *)src[r] + src_offset,
+                            (const unsigned char *)src[r + 1] + src_offset, steps);
+    }
 #if TS_HAVE_NEON
-    if (kind == TS_PACK_S8 && (lp == 8 || lp == 4)) {
-        const size_t group = lp == 8 ? 2 : 4, per16 = 16 / lp;
-        done = steps / per16 * per16;
-        for (; r + group <= rows; r += group) {
+    if (kind == TS_PACK_S8 && lp == 4) {
+        done = steps / 4 * 4;
+        for (; r + 4 <= rows; r += 4) {
             const int8_t *p[4];
-            for (size_t i = 0; i < group; ++i)
+            for (size_t i = 0; i < 4; ++i)
                 p[i] = (const int8_t *)src[r + i] + src_offset;
-            if (lp == 8)
-                gather_pair_lp8((int8_t *)panel + r * lp, step, p[0], p[1], done * lp);
-            else
-                gather_quad_lp4((int8_t *)panel + r * lp, step, p, done * lp);
+            unsigned char *d = panel + r * 4;
+            for (size_t k = 0; k < done * 4; k += 16, d += 4 * step) {
+                const int32x4_t q[4] = { vreinterpretq_s32_s8(vld1q_s8(p[0] + k)),
+                                         vreinterpretq_s32_s8(vld1q_s8(p[1] + k)),
+                                         vreinterpretq_s32_s8(vld1q_s8(p[2] + k)),
+                                         vreinterpretq_s32_s8(vld1q_s8(p[3] + k)) };
+                store_quad_steps(d, step, q);
+            }
         }
     }
 #endif
     if (r == rows && done == steps)
         return;
     for (size_t row = 0; row < rows; ++row) {
-        const size_t first = row < r ? done : 0;   /* k-steps the NEON groups already packed */
+        const size_t first = row < r ? done : 0;   /* k-steps the groups already packed */
         const unsigned char *s = (const unsigned char *)src[row] + (src_offset + first * lp) * sb;
         unsigned char *d = panel + (first * step + row * lp) * db;
         for (size_t i = first; i < steps; ++i, s += lp * sb, d += step * db)
@@ -1332,50 +1340,53 @@ static TS_ALWAYS_INLINE void pack_gather_steps(ts_pack_kind kind, size_t lp, siz
 
 size_t ts_pack_gather_group(ts_pack_kind kind, size_t lp)
 {
+    if (kind == TS_PACK_S8 && lp == 8)
+        return 2;
 #if TS_HAVE_NEON
-    if (kind == TS_PACK_S8 && (lp == 8 || lp == 4))
-        return lp == 8 ? 2 : 4;
+    if (kind == TS_PACK_S8 && lp == 4)
+        return 4;
 #endif
-    (void)kind;
-    (void)lp;
     return 0;
 }
 
 /* The whole gather with kind and lp as constants where inlined (lp a power of two: the
- * divisions by lp become shifts): a partial k-step head, whole k-steps, a partial tail. */
+ * divisions by lp become shifts): per run a partial k-step head, whole k-steps, a partial
+ * tail. */
 static TS_ALWAYS_INLINE void pack_gather_lp(ts_pack_kind kind, size_t lp, size_t width,
                                             void *dst, const void *const *src, size_t rows,
-                                            size_t k0, size_t n)
+                                            const ts_gather_runs *g)
 {
     const size_t step = width * lp;
-    size_t head = (lp - k0 % lp) % lp;
-    if (head > n)
-        head = n;
-    if (head != 0)
-        pack_gather_elements(kind, lp, step, dst, src, rows, k0, head, 0);
-    const size_t k = k0 + head, steps = (n - head) / lp, tail = (n - head) % lp;
-    if (steps != 0)
-        pack_gather_steps(kind, lp, step, dst, src, rows, k / lp, steps, head);
-    if (tail != 0)
-        pack_gather_elements(kind, lp, step, dst, src, rows, k + steps * lp, tail,
-                             head + steps * lp);
+    for (size_t j = 0; j < g->runs; ++j) {
+        const size_t k0 = g->k0 + j * g->n, offset = g->offset + j * g->stride;
+        size_t head = (lp - k0 % lp) % lp;
+        if (head > g->n)
+            head = g->n;
+        if (head != 0)
+            pack_gather_elements(kind, lp, step, dst, src, rows, k0, head, offset);
+        const size_t k = k0 + head, steps = (g->n - head) / lp, tail = (g->n - head) % lp;
+        if (steps != 0)
+            pack_gather_steps(kind, lp, step, dst, src, rows, k / lp, steps, offset + head);
+        if (tail != 0)
+            pack_gather_elements(kind, lp, step, dst, src, rows, k + steps * lp, tail,
+                                 offset + head + steps * lp);
+    }
 }
 
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
-                    const void *const *src, size_t rows, size_t k0, size_t n)
+                    const void *const *src, size_t rows, const ts_gather_runs *g)
 {
     /* the A panels of the int8 kernels specialised: smmla (lp 8), sdot / smopa (lp 4), smlal
      * (int16, lp 1) */
     if (kind == TS_PACK_S8 && lp == 8)
-        pack_gather_lp(TS_PACK_S8, 8, width, dst, src, rows, k0, n);
+        pack_gather_lp(TS_PACK_S8, 8, width, dst, src, rows, g);
     else if (kind == TS_PACK_S8 && lp == 4)
-        pack_gather_lp(TS_PACK_S8, 4, width, dst, src, rows, k0, n);
+        pack_gather_lp(TS_PACK_S8, 4, width, dst, src, rows, g);
     else if (kind == TS_PACK_S16 && lp == 1)
-        pack_gather_lp(TS_PACK_S16, 1, width, dst, src, rows, k0, n);
+        pack_gather_lp(TS_PACK_S16, 1, width, dst, src, rows, g);
     else
-        pack_gather_lp(kind, lp, width, dst, src, rows, k0, n);
+        pack_gather_lp(kind, lp, width, dst, src, rows, g);
 }
-
 
 /* ---- packed B ---------------------------------------------------------------------------------- */
 

@@ -218,15 +218,22 @@ void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const v
 
 /* Implicit im2col: A panels gathered row by row. ts_panel_clear_padding zeroes what a panel of
  * `rows` (< width: the rows past them) over K (the k past K) holds beyond the data, as
- * ts_pack_panel does; ts_pack_gather then writes k = k0 .. k0+n-1 of rows 0..rows-1 of the
- * panel at dst (width rows, k-step lp, conversion kind), row r from the n source elements at
- * src[r]. Any k0 and n (partial k-steps element by element). */
+ * ts_pack_panel does; ts_pack_gather then writes `runs` runs of n k each into rows 0..rows-1
+ * of the panel at dst (width rows, k-step lp, conversion kind): run j is k = k0 + j*n ..
+ * k0 + (j+1)*n - 1, row r reading the n source elements at src[r] + offset + j*stride (a
+ * conv window's kernel rows: stride = one input row). Any k0 and n (partial k-steps element by
+ * element). */
+typedef struct {
+    size_t k0, n;             /* the first run's k, and k per run */
+    size_t runs;
+    size_t offset, stride;    /* in source elements, from src[r] */
+} ts_gather_runs;
 void ts_panel_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
                             size_t width, size_t K);
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
-                    const void *const *src, size_t rows, size_t k0, size_t n);
-/* Rows ts_pack_gather interleaves together (its NEON row group: 2 for 8-bit lp 8, 4 for lp 4),
- * 0 when any count suits it: callers gathering rows in groups of this size keep it whole. */
+                    const void *const *src, size_t rows, const ts_gather_runs *g);
+/* Rows ts_pack_gather packs together (2 for 8-bit lp 8, 4 for 8-bit lp 4 with NEON), 0 when
+ * any count suits it: callers gathering rows in groups of this size keep them whole. */
 size_t ts_pack_gather_group(ts_pack_kind kind, size_t lp);
 
 /* B (K x N) packed for one path: panels of hp columns, and when the path has a GEMV kernel
