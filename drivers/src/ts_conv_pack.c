@@ -25,15 +25,23 @@ typedef struct {
     size_t ky_lo, ky_hi, kw_lo, kw_hi;
 } window;
 
-/* What every kernel row of one call shares: the conv, where padding taps read, the panel
- * layout, and the k-range [k0, k1) of K being packed. */
+/* What every row of one call shares (set once per call: no division per panel or row): the
+ * conv, where padding taps read, the panel layout, the k-range [k0, k1) of K being packed and
+ * the kernel rows kh0 .. kh1-1 it touches, and that k-range of a window with no padding tap
+ * as at most three gathers from the window's corner (pack_conv_inside): a kernel row cut by
+ * k0, the whole kernel rows (runs one input row apart), a kernel row cut by k1 (n or runs 0:
+ * none). */
 typedef struct {
     const ts_path *path;
     ts_pack_kind kind;
     const ts_conv2d *c;
     const int8_t *input;
     const int8_t *pad_row;
-    size_t out_h, out_w, row_len, k0, k1;
+    size_t out_h, out_w, row_len, k0, k1, kh0, kh1;
+    size_t image_len, span_w;   /* bytes of one image; dilated kernel width - 1 */
+    size_t ox_lo, ox_hi;        /* output columns whose windows have every tap column inside,
+                                   adjacent (dilation_w 1; else none) */
+    ts_gather_runs head, whole, tail;
 } conv_pack;
 
 /* Taps [*lo, *hi) of k, dilation d, whose coordinate origin + tap*d is in [0, in). */
@@ -95,7 +103,7 @@ static void pack_conv_kernel_row(const conv_pack *p, void *dst, const window *w,
         ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
         return;
     }
-    for (size_t kw = (lo - base) / c->in_c; kw < c->k_w; ++kw) {
+    for (size_t kw = lo == base ? 0 : (lo - base) / c->in_c; kw < c->k_w; ++kw) {
         const size_t t0 = base + kw * c->in_c;      /* the tap's k */
         const size_t a = lo > t0 ? lo : t0, e = hi < t0 + c->in_c ? hi : t0 + c->in_c;
         if (a >= e)
@@ -114,37 +122,54 @@ static int im2col_window_inside(const ts_conv2d *c, const window *w, size_t kh0,
            && w->ky_hi >= kh1;
 }
 
-/* Windows w[0..n-1], inside for every kernel row from kh0 the call's k-range touches: the
- * whole k-range in at most three gathers (a kernel row cut by k0, the whole kernel rows as runs
- * one input row apart, a kernel row cut by k1). */
-static void pack_conv_inside(const conv_pack *p, void *dst, const window *w, size_t n,
-                             size_t kh0)
+/* The k-range of n windows inside for every kernel row of it, kernel row kh0 of window r at
+ * src[r]: at most three gathers (conv_pack head, whole, tail). */
+static void pack_conv_gathers(const conv_pack *p, void *dst, const void *const *src, size_t n)
+{
+    const ts_path *path = p->path;
+    if (p->head.n != 0)
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &p->head);
+    if (p->whole.runs != 0)
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &p->whole);
+    if (p->tail.n != 0)
+        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &p->tail);
+}
+
+/* Windows w[0..n-1], inside for every kernel row of the call's k-range. */
+static void pack_conv_inside(const conv_pack *p, void *dst, const window *w, size_t n)
 {
     const ts_conv2d *c = p->c;
-    const ts_path *path = p->path;
-    const size_t rs = c->dilation_h * c->in_w * c->in_c;     /* one kernel row to the next */
     const void *src[GATHER_ROWS];
+    const size_t y0 = p->kh0 * c->dilation_h;     /* kernel row kh0: inside, so y + y0 >= 0 */
     for (size_t r = 0; r < n; ++r)
-        src[r] = w[r].image + ((size_t)w[r].y * c->in_w + (size_t)w[r].x) * c->in_c;
-    size_t k = p->k0, kh = kh0;
-    if (k % p->row_len != 0) {                  /* kernel row kh0 from k0 on */
-        const size_t end = (kh0 + 1) * p->row_len < p->k1 ? (kh0 + 1) * p->row_len : p->k1;
-        const ts_gather_runs g = { 0, end - k, 1, kh0 * rs + k % p->row_len, 0 };
-        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
-        k = end;
-        ++kh;
-    }
-    const size_t whole = (p->k1 - k) / p->row_len;
-    if (whole != 0) {
-        const ts_gather_runs g = { k - p->k0, p->row_len, whole, kh * rs, rs };
-        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
-        k += whole * p->row_len;
-        kh += whole;
-    }
-    if (k < p->k1) {                            /* kernel row kh up to k1 */
-        const ts_gather_runs g = { k - p->k0, p->k1 - k, 1, kh * rs, 0 };
-        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
-    }
+        src[r] = w[r].image + ((size_t)(w[r].y + (ptrdiff_t)y0) * c->in_w + (size_t)w[r].x)
+                              * c->in_c;
+    pack_conv_gathers(p, dst, src, n);
+}
+
+/* The common case without windows: n rows from output pixel (b, oy, ox) that lie in one output
+ * row, every window inside for the call's kernel rows, so kernel row kh0 of row r starts
+ * r * stride_w pixels after row 0's. Returns 0 (nothing packed) when they are not such rows. */
+static int pack_conv_interior(const conv_pack *p, unsigned char *dst, size_t b, size_t oy,
+                              size_t ox, size_t n)
+{
+    const ts_conv2d *c = p->c;
+    const void *src[GATHER_ROWS];
+    size_t lo, hi;
+    if (ox < p->ox_lo || ox + n > p->ox_hi)
+        return 0;
+    const ptrdiff_t y = (ptrdiff_t)(oy * c->stride_h) - (ptrdiff_t)c->pad_top;
+    im2col_taps_inside(y, c->in_h, c->k_h, c->dilation_h, &lo, &hi);
+    if (lo > p->kh0 || hi < p->kh1)
+        return 0;
+    const size_t y0 = (size_t)(y + (ptrdiff_t)(p->kh0 * c->dilation_h));
+    const size_t dx = c->stride_w * c->in_c;
+    const int8_t *corner = p->input + b * p->image_len
+                           + (y0 * c->in_w + ox * c->stride_w - c->pad_left) * c->in_c;
+    for (size_t r = 0; r < n; ++r)
+        src[r] = corner + r * dx;
+    pack_conv_gathers(p, dst, src, n);
+    return 1;
 }
 
 /* The windows of rows oy, ox (of image b) on: n of them, advancing *b, *oy, *ox. */
@@ -152,17 +177,22 @@ static void im2col_windows(const conv_pack *p, size_t *b, size_t *oy, size_t *ox
                            size_t n)
 {
     const ts_conv2d *c = p->c;
-    const size_t image_len = c->in_h * c->in_w * c->in_c;
     size_t ky_lo = 0, ky_hi = 0;
     ptrdiff_t y = (ptrdiff_t)(*oy * c->stride_h) - (ptrdiff_t)c->pad_top;
     im2col_taps_inside(y, c->in_h, c->k_h, c->dilation_h, &ky_lo, &ky_hi);
     for (size_t r = 0; r < n; ++r) {
-        w[r].image = p->input + *b * image_len;
+        const ptrdiff_t x = (ptrdiff_t)(*ox * c->stride_w) - (ptrdiff_t)c->pad_left;
+        w[r].image = p->input + *b * p->image_len;
         w[r].y = y;
-        w[r].x = (ptrdiff_t)(*ox * c->stride_w) - (ptrdiff_t)c->pad_left;
+        w[r].x = x;
         w[r].ky_lo = ky_lo;
         w[r].ky_hi = ky_hi;
-        im2col_taps_inside(w[r].x, c->in_w, c->k_w, c->dilation_w, &w[r].kw_lo, &w[r].kw_hi);
+        if (x >= 0 && (size_t)x + p->span_w < c->in_w) {   /* interior: every column inside */
+            w[r].kw_lo = 0;
+            w[r].kw_hi = c->k_w;
+        } else {
+            im2col_taps_inside(x, c->in_w, c->k_w, c->dilation_w, &w[r].kw_lo, &w[r].kw_hi);
+        }
         if (++*ox == p->out_w) {       /* next output row: its vertical taps */
             *ox = 0;
             if (++*oy == p->out_h) { *oy = 0; ++*b; }
@@ -181,16 +211,15 @@ static void pack_conv_chunk(const conv_pack *p, unsigned char *dst, const window
                             size_t group, size_t row_bytes)
 {
     const ts_conv2d *c = p->c;
-    const size_t kh0 = p->k0 / p->row_len;
-    const size_t kh1 = (p->k1 + p->row_len - 1) / p->row_len;
+    const size_t kh0 = p->kh0, kh1 = p->kh1;
     for (size_t g = 0; g < n;) {
         size_t e = g;
         while (e < n && im2col_window_inside(c, &w[e], kh0, kh1))
             ++e;
         if (e < n)
-            e = g + (e - g) / group * group;    /* whole groups only */
+            e = g + ((e - g) & ~(group - 1));   /* whole groups only (group: a power of 2) */
         if (e > g) {
-            pack_conv_inside(p, dst + g * row_bytes, w + g, e - g, kh0);
+            pack_conv_inside(p, dst + g * row_bytes, w + g, e - g);
             g = e;
             continue;
         }
@@ -206,26 +235,77 @@ static void pack_conv_chunk(const conv_pack *p, unsigned char *dst, const window
     }
 }
 
+/* The k-range [k0, k1) of an inside window as gathers from its kernel row kh0 (conv_pack), and
+ * the output columns whose windows are inside horizontally. */
+static void plan_inside(conv_pack *p)
+{
+    const size_t rs = p->c->dilation_h * p->c->in_w * p->c->in_c;   /* kernel row to the next */
+    const ts_gather_runs none = { 0, 0, 0, 0, 0 };
+    size_t k = p->k0, kh = p->kh0;
+    p->head = p->whole = p->tail = none;
+    if (k % p->row_len != 0) {                  /* kernel row kh0 from k0 on */
+        const size_t end = (kh + 1) * p->row_len < p->k1 ? (kh + 1) * p->row_len : p->k1;
+        const ts_gather_runs g = { 0, end - k, 1, k % p->row_len, 0 };
+        p->head = g;
+        k = end;
+        ++kh;
+    }
+    const size_t whole = (p->k1 - k) / p->row_len;
+    if (whole != 0) {
+        const ts_gather_runs g = { k - p->k0, p->row_len, whole, (kh - p->kh0) * rs, rs };
+        p->whole = g;
+        k += whole * p->row_len;
+        kh += whole;
+    }
+    if (k < p->k1) {                            /* kernel row kh up to k1 */
+        const ts_gather_runs g = { k - p->k0, p->k1 - k, 1, (kh - p->kh0) * rs, 0 };
+        p->tail = g;
+    }
+    /* x = ox*stride_w - pad_left >= 0 and x + span_w <= in_w - 1 */
+    const ts_conv2d *c = p->c;
+    p->ox_lo = (c->pad_left + c->stride_w - 1) / c->stride_w;
+    p->ox_hi = 0;
+    if (c->dilation_w == 1 && c->in_w - 1 + c->pad_left >= p->span_w)
+        p->ox_hi = (c->in_w - 1 + c->pad_left - p->span_w) / c->stride_w + 1;
+    if (p->ox_hi > p->out_w)
+        p->ox_hi = p->out_w;
+}
+
 void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *input,
                          const int8_t *pad_row, size_t m0, size_t rows, size_t k0, size_t klen,
                          void *dst, size_t panel_bytes)
 {
+    const size_t row_len = c->k_w * c->in_c, k1 = k0 + klen;
     conv_pack p = { path, path->pack_a, c, input, pad_row, ts_conv2d_out_h(c),
-                    ts_conv2d_out_w(c), c->k_w * c->in_c, k0, k0 + klen };
-    const size_t row_bytes = path->lp * ts_pack_elem_bytes(p.kind);
+                    ts_conv2d_out_w(c), row_len, k0, k1, k0 / row_len,
+                    (k1 + row_len - 1) / row_len, c->in_h * c->in_w * c->in_c,
+                    (c->k_w - 1) * c->dilation_w, 0, 0,
+                    { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 } };
+    const size_t row_bytes = path->lp * ts_pack_elem_bytes(p.kind), ep = path->ep;
     /* rows per group: the gather's pair / quad (1 when it packs rows one by one), so a padded
      * window slows only its own group */
     size_t group = ts_pack_gather_group(p.kind, path->lp);
     size_t ox = m0 % p.out_w, oy = m0 / p.out_w % p.out_h, b = m0 / p.out_w / p.out_h;
+    unsigned char *panel = (unsigned char *)dst;
+    const int k_padded = klen % path->lp != 0;   /* the last k-step holds k past klen */
     if (group == 0 || group > GATHER_ROWS)
         group = 1;
-    for (size_t r = 0; r < rows; r += path->ep) {
-        unsigned char *panel = (unsigned char *)dst + r / path->ep * panel_bytes;
-        const size_t panel_rows = rows - r < path->ep ? rows - r : path->ep;
-        ts_panel_clear_padding(p.kind, path->lp, panel, panel_rows, path->ep, klen);
+    plan_inside(&p);
+    for (size_t r = 0; r < rows; r += ep, panel += panel_bytes) {
+        const size_t panel_rows = rows - r < ep ? rows - r : ep;
+        if (panel_rows < ep || k_padded)
+            ts_pack_clear_padding(p.kind, path->lp, panel, panel_rows, ep, klen);
         for (size_t r0 = 0; r0 < panel_rows; r0 += GATHER_ROWS) {
             window w[GATHER_ROWS];
             const size_t n = panel_rows - r0 < GATHER_ROWS ? panel_rows - r0 : GATHER_ROWS;
+            if (pack_conv_interior(&p, panel + r0 * row_bytes, b, oy, ox, n)) {
+                ox += n;                /* within the output row: at most to its end */
+                if (ox == p.out_w) {
+                    ox = 0;
+                    if (++oy == p.out_h) { oy = 0; ++b; }
+                }
+                continue;
+            }
             im2col_windows(&p, &b, &oy, &ox, w, n);
             pack_conv_chunk(&p, panel + r0 * row_bytes, w, n, group, row_bytes);
         }

@@ -1230,7 +1230,7 @@ void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const v
  * k-steps (a tap boundary inside a k-step) and the other conversions element by element or run
  * by run. */
 
-void ts_panel_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
+void ts_pack_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
                             size_t width, size_t K)
 {
     const size_t db = packed_size(kind), step = width * lp, ksteps = K / lp + (K % lp != 0);
@@ -1326,6 +1326,43 @@ static TS_ALWAYS_INLINE void pack_gather_steps(ts_pack_kind kind, size_t lp, siz
             }
         }
     }
+    if ((kind == TS_PACK_S16 || kind == TS_PACK_U16) && lp == 1) {
+        /* the widened panels of smlal: 8 k of 8 (then 4) rows transposed as pack_rows_lp1_widened
+         * does, one 16-byte (8-byte) store per k */
+        done = steps / 8 * 8;
+        for (; r + 8 <= rows; r += 8) {
+            const unsigned char *p[8];
+            for (size_t i = 0; i < 8; ++i)
+                p[i] = (const unsigned char *)src[r + i] + src_offset;
+            for (size_t k = 0; k < done; k += 8) {
+                int16x8_t lo[4], hi[4];   /* rows 0-3 / 4-7, k pairs 0|1, 2|3, 4|5, 6|7 */
+                transpose_s16_4x8(widen_x8(kind, p[0] + k), widen_x8(kind, p[1] + k),
+                                  widen_x8(kind, p[2] + k), widen_x8(kind, p[3] + k), lo);
+                transpose_s16_4x8(widen_x8(kind, p[4] + k), widen_x8(kind, p[5] + k),
+                                  widen_x8(kind, p[6] + k), widen_x8(kind, p[7] + k), hi);
+                int16_t *d = (int16_t *)(void *)panel + k * step + r;
+                store_k_pair_8(d, step, lo[0], hi[0]);
+                store_k_pair_8(d + 2 * step, step, lo[1], hi[1]);
+                store_k_pair_8(d + 4 * step, step, lo[2], hi[2]);
+                store_k_pair_8(d + 6 * step, step, lo[3], hi[3]);
+            }
+        }
+        for (; r + 4 <= rows; r += 4) {
+            const unsigned char *p[4];
+            for (size_t i = 0; i < 4; ++i)
+                p[i] = (const unsigned char *)src[r + i] + src_offset;
+            for (size_t k = 0; k < done; k += 8) {
+                int16x8_t q[4];
+                transpose_s16_4x8(widen_x8(kind, p[0] + k), widen_x8(kind, p[1] + k),
+                                  widen_x8(kind, p[2] + k), widen_x8(kind, p[3] + k), q);
+                int16_t *d = (int16_t *)(void *)panel + k * step + r;
+                store_k_pair_4(d, step, q[0]);
+                store_k_pair_4(d + 2 * step, step, q[1]);
+                store_k_pair_4(d + 4 * step, step, q[2]);
+                store_k_pair_4(d + 6 * step, step, q[3]);
+            }
+        }
+    }
 #endif
     if (r == rows && done == steps)
         return;
@@ -1343,7 +1380,7 @@ size_t ts_pack_gather_group(ts_pack_kind kind, size_t lp)
     if (kind == TS_PACK_S8 && lp == 8)
         return 2;
 #if TS_HAVE_NEON
-    if (kind == TS_PACK_S8 && lp == 4)
+    if ((kind == TS_PACK_S8 && lp == 4) || ((kind == TS_PACK_S16 || kind == TS_PACK_U16) && lp == 1))
         return 4;
 #endif
     return 0;
@@ -1373,9 +1410,46 @@ static TS_ALWAYS_INLINE void pack_gather_lp(ts_pack_kind kind, size_t lp, size_t
     }
 }
 
+/* int8, lp 8, runs of whole k-step pairs (k0 % 8 == 0, n % 16 == 0): row pair by row pair,
+ * its runs one after the other (consecutive k-steps of the panel), so a run costs the pair a
+ * pointer update rather than a pass through the general loops; rows 0 .. rows/2*2-1. (Four
+ * rows at a time would store 32 contiguous bytes per k-step, but GCC then addresses the four
+ * rows from one index register: eight LDR instead of four LDP, slower on N2.) */
+static void gather_pairs_runs_lp8(unsigned char *dst, size_t width, const void *const *src,
+                                  size_t rows, const ts_gather_runs *g)
+{
+    const size_t step = width * 8;
+    unsigned char *const panel = dst + g->k0 * width;     /* k-step k0 / 8 */
+    size_t r = 0;
+    for (; r + 2 <= rows; r += 2) {
+        const unsigned char *a = (const unsigned char *)src[r] + g->offset;
+        const unsigned char *b = (const unsigned char *)src[r + 1] + g->offset;
+        unsigned char *even = panel + r * 8, *odd = even + step;
+        for (size_t j = 0; j < g->runs; ++j, a += g->stride, b += g->stride) {
+            const unsigned char *x = a, *y = b, *const end = a + g->n;
+            for (; x != end; x += 16, y += 16, even += 2 * step, odd += 2 * step) {
+                const uint64_t a0 = load8(x), a1 = load8(x + 8), b0 = load8(y), b1 = load8(y + 8);
+                store8(even, a0);
+                store8(even + 8, b0);
+                store8(odd, a1);
+                store8(odd + 8, b1);
+            }
+        }
+    }
+}
+
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
                     const void *const *src, size_t rows, const ts_gather_runs *g)
 {
+    if (kind == TS_PACK_S8 && lp == 8 && g->k0 % 8 == 0 && g->n % 16 == 0) {
+        /* the common case of the smmla panels: in_c a multiple of 16 */
+        gather_pairs_runs_lp8((unsigned char *)dst, width, src, rows, g);
+        if (rows % 2 == 0)
+            return;
+        dst = (unsigned char *)dst + (rows - 1) * 8;        /* the last row, alone */
+        src += rows - 1;
+        rows = 1;
+    }
     /* the A panels of the int8 kernels specialised: smmla (lp 8), sdot / smopa (lp 4), smlal
      * (int16, lp 1) */
     if (kind == TS_PACK_S8 && lp == 8)

@@ -216,7 +216,7 @@ void ts_pack_panel(const ts_path *path, void *dst, const void *src, size_t rows,
 void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const void *src,
                       size_t rows, size_t width, size_t K, size_t row_stride, size_t k_stride);
 
-/* Implicit im2col: A panels gathered row by row. ts_panel_clear_padding zeroes what a panel of
+/* Implicit im2col: A panels gathered row by row. ts_pack_clear_padding zeroes what a panel of
  * `rows` (< width: the rows past them) over K (the k past K) holds beyond the data, as
  * ts_pack_panel does; ts_pack_gather then writes `runs` runs of n k each into rows 0..rows-1
  * of the panel at dst (width rows, k-step lp, conversion kind): run j is k = k0 + j*n ..
@@ -228,12 +228,13 @@ typedef struct {
     size_t runs;
     size_t offset, stride;    /* in source elements, from src[r] */
 } ts_gather_runs;
-void ts_panel_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
+void ts_pack_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
                             size_t width, size_t K);
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
                     const void *const *src, size_t rows, const ts_gather_runs *g);
-/* Rows ts_pack_gather packs together (2 for 8-bit lp 8, 4 for 8-bit lp 4 with NEON), 0 when
- * any count suits it: callers gathering rows in groups of this size keep them whole. */
+/* Rows ts_pack_gather packs together (2 for 8-bit lp 8; with NEON 4 for 8-bit lp 4 and for the
+ * widened 16-bit lp 1), 0 when any count suits it: callers gathering rows in groups of this
+ * size keep them whole. */
 size_t ts_pack_gather_group(ts_pack_kind kind, size_t lp);
 
 /* B (K x N) packed for one path: panels of hp columns, and when the path has a GEMV kernel
