@@ -145,12 +145,18 @@ typedef struct {
 } ts_conv2d;
 size_t ts_conv2d_out_h(const ts_conv2d *c);
 size_t ts_conv2d_out_w(const ts_conv2d *c);
+/* Bytes of workspace ts_conv2d_s8 / _prepacked need (the largest over this build's int8
+ * kernels; 0 for an invalid conv): the packed filter and the blocked loop's work area (per task
+ * one packed block of A, the requantization staging, one padding row of in_c bytes). The im2col
+ * matrix is never formed (implicit im2col: A is packed straight from the input), so nothing
+ * grows with the output size. */
 size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c);
 /* input NHWC, filter OHWI (TFLite), output NHWC; q per output channel; padded taps equal a_zero_point.
  * output and workspace must not overlap each other, input, filter or q's arrays. */
 int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
                  const ts_quant *q, int8_t *output, void *workspace);
-/* cols: [batch*out_h*out_w][k_h*k_w*in_c], inner order (kh, kw, ic); padded taps = pad_value;
+/* The im2col matrix, as a utility (ts_conv2d_s8 does not use it):
+ * cols: [batch*out_h*out_w][k_h*k_w*in_c], inner order (kh, kw, ic); padded taps = pad_value;
  * cols must not overlap input.
  * out_h/out_w: (in + pad_a + pad_b - dilation*(k-1) - 1) / stride + 1, or 0 when that direction's
  * geometry is invalid (zero size/stride/dilation, dilated kernel larger than the padded input). */

@@ -87,7 +87,8 @@ static inline size_t ts_conv2d_input_bytes(const ts_conv2d *c)
 /* Writes rows row0 .. row0+nrows-1 of the im2col matrix of ts_im2col_s8 (row index =
  * (b*out_h + oy)*out_w + ox, inner order (kh, kw, ic), padded taps = pad_value) to
  * cols[(r-row0)*ld_cols + 0 .. k_h*k_w*in_c-1]; the bytes between k_h*k_w*in_c and ld_cols of
- * each row are not touched. Lets the conv2d driver build its A panel in bounded chunks.
+ * each row are not touched. ts_im2col_s8's row writer, tested chunk by chunk
+ * (tests/test_drivers_im2col.py); conv2d does not use it (implicit im2col, ts_conv_pack.c).
  * Preconditions: ts_conv2d_validate(c) == TS_OK, row0+nrows <= batch*out_h*out_w,
  * ld_cols >= k_h*k_w*in_c. */
 void ts_im2col_rows_s8(const ts_conv2d *c, const int8_t *input, int8_t pad_value,
