@@ -19,7 +19,8 @@ GROUPS = ("gen", "bench", "all")
 # Commands (the names the code runs them by).
 CROSS_GCC = "aarch64-linux-gnu-gcc"
 CROSS_BINUTILS = ("aarch64-linux-gnu-as", "aarch64-linux-gnu-objcopy",
-                  "aarch64-linux-gnu-objdump", "aarch64-linux-gnu-nm")
+                  "aarch64-linux-gnu-objdump", "aarch64-linux-gnu-nm", "aarch64-linux-gnu-ld",
+                  "aarch64-linux-gnu-readelf")
 CLANG = "clang-19"
 QEMU = "qemu-aarch64"
 LLVM_MCA = "llvm-mca-19"
