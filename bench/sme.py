@@ -22,7 +22,7 @@ from gen.isa import SME_INSTRUCTIONS
 from gen.registry import GEMM_TYPES
 
 from . import symbols as sym
-from .sme_model import APPLE_M4, CLASSES, MOPA, block_mix, estimate
+from .sme_model import APPLE_M4, CLASSES, LOAD, MOPA, STORE, block_mix, block_vectors, estimate
 from .tbcount import ProfileError, run_profiled
 
 SHAPE = ("gemm512", "GEMM 512³", (512, 512, 512))
@@ -49,17 +49,26 @@ def qemu_cpu(svl_bits: int) -> str:
     return f"max,sme-default-vector-length={svl_bits // 8},sme_fa64=off"
 
 
-def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_bits: int) -> dict:
-    """The figures of one profiled run: mixes, shares, useful MACs per MOPA, model estimate."""
+def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_bits: int,
+              pack_symbols: set = frozenset()) -> dict:
+    """The figures of one profiled run: mixes, shares, useful MACs per MOPA, model estimate.
+    `sme_symbols` are the SME kernels, `pack_symbols` the streaming packers (gen/sme_pack.py):
+    both run in streaming mode, each its own phase in the model."""
     streaming = dict.fromkeys(CLASSES, 0)
+    packing = dict.fromkeys(CLASSES, 0)
+    vectors = {LOAD: 0, STORE: 0}
+    packing_vectors = {LOAD: 0, STORE: 0}
     core = {g: 0 for g in sym.GROUPS}
-    kernels = set()
+    kernels, packers = set(), set()
     for block in blocks:
         name = table.lookup(block.vaddr)
-        if name in sme_symbols:
-            kernels.add(name)
+        if name in sme_symbols or name in pack_symbols:
+            mix, moved = (streaming, vectors) if name in sme_symbols else (packing, packing_vectors)
+            (kernels if name in sme_symbols else packers).add(name)
             for cls, n in block_mix(block.code).items():
-                streaming[cls] += n * block.count
+                mix[cls] += n * block.count
+            for cls, n in block_vectors(block.code).items():
+                moved[cls] += n * block.count
             continue
         group = sym.group_of(name)
         if group != sym.SETUP:
@@ -70,13 +79,17 @@ def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_b
     m, n, k = SHAPE[2]
     useful = m * n * k
     kernel_total = sum(streaming.values())
+    packer_total = sum(packing.values())
     core_total = sum(core.values())
-    total = kernel_total + core_total
+    total = kernel_total + packer_total + core_total
     mopas = streaming[MOPA]
-    est = estimate(APPLE_M4, inst.name, streaming, core_total, useful, macs_per_mopa)
+    est = estimate(APPLE_M4, inst.name, streaming, core_total, useful, macs_per_mopa,
+                   vectors, packing if packer_total else None, packing_vectors)
     return dict(dtype=gemm_type.bench_dtype, label=gemm_type.bench_label, svl_bits=svl_bits,
-                s=s, instruction=inst.name, kernels=sorted(kernels),
-                streaming=streaming, core=core, kernel_instructions=kernel_total,
+                s=s, instruction=inst.name, kernels=sorted(kernels), packers=sorted(packers),
+                streaming=streaming, vectors=vectors, packing=packing,
+                packing_vectors=packing_vectors, core=core, kernel_instructions=kernel_total,
+                packer_instructions=packer_total,
                 core_instructions=core_total, total_instructions=total, mopas=mopas,
                 macs_per_mopa=macs_per_mopa, useful_macs=useful,
                 useful_per_mopa=100.0 * useful / (mopas * macs_per_mopa) if mopas else 0.0,
@@ -92,6 +105,7 @@ def profile(program, plugin, work_dir: Path, manifest: dict, svls=SVL_BITS, only
     table = sym.SymbolTable.from_elf(program)
     mark = table.address_of(sym.MARK)
     sme_symbols = {k["symbol"] for k in manifest.get("sme_kernels", [])}
+    pack_symbols = {k["symbol"] for k in manifest.get("sme_packers", [])}
     if not sme_symbols:
         raise ValueError("the generated folder has no SME kernels (generate ARCH=v92)")
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -105,7 +119,7 @@ def profile(program, plugin, work_dir: Path, manifest: dict, svls=SVL_BITS, only
                                      cpu=qemu_cpu(svl), mark=mark)
         except ProfileError as e:
             return dict(dtype=t.bench_dtype, svl_bits=svl, error=str(e).splitlines()[0][:300])
-        result = summarise(blocks, table, sme_symbols, t, svl)
+        result = summarise(blocks, table, sme_symbols, t, svl, pack_symbols)
         if not result["kernels"]:
             result["error"] = "no SME kernel ran (dispatch took another path)"
         return result
@@ -150,15 +164,17 @@ def render(results: list[dict], meta: dict) -> str:
                   f"{TARGET_USEFUL:g} %, MOPA ≥ {TARGET_SHARE:g} % of instructions for int8 and "
                   f"bf16, ≥ {TARGET_PEAK:g} % of model peak for fp32, bf16, int8)", "",
                   "| type | kernel | instructions | MOPA | loads | ZA moves | other streaming | "
-                  "non-streaming (packing / other) | MOPA share (kernel) | useful MACs/MOPA | "
-                  "model bound | MACs/cycle | % of model peak |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+                  "streaming packers | non-streaming (packing / other) | MOPA share (kernel) | "
+                  "useful MACs/MOPA | model bound | MACs/cycle | % of model peak |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+                  "--- | ---: | ---: |"]
         for r in at:
             st, e = r["streaming"], r["estimate"]
             other = sum(st[c] for c in ("other", "za_zero", "smstart", "store"))
             lines.append(
                 f"| {r['label']} | `{', '.join(r['kernels'])}` | {r['total_instructions']:,} | "
                 f"{r['mopas']:,} | {st['load']:,} | {st['za_move']:,} | {other:,} | "
+                f"{r.get('packer_instructions', 0):,} | "
                 f"{r['core_instructions']:,} ({r['core']['packing']:,} / "
                 f"{r['core_instructions'] - r['core']['packing']:,}) | "
                 f"{r['mopa_share']:.1f} %{_ok(r['mopa_share'], TARGET_SHARE, r['dtype'] in SHARE_TYPES)}"

@@ -5,9 +5,13 @@ dynamic instruction mix (QEMU plugin counts, bench/sme.py) with a few per-cycle 
   streaming cycles  = max(MOPAs / MOPA rate, vector loads / load rate,
                           ZA<->Z moves and ZA slice loads/stores / move rate,
                           vector stores / store rate, other streaming instructions / other rate)
+                      for the SME kernels, and the same max for the streaming packers
+                      (gen/sme_pack.py) as a phase of its own;
+                      loads and stores count the Z registers they move (a structure load or
+                      store, LD4W / ST2H / ST4B, counts 4 / 2 / 4: see load_per_cycle)
   core cycles       = instructions outside streaming mode (packing, driver loop, requant) / core IPC
-  total             = streaming + core (the core waits for the SME unit between kernel calls and
-                      the unit idles while the core packs: no overlap assumed)
+  total             = kernels + packers + core (the core waits for the SME unit between calls
+                      and the unit idles while the core works: no overlap assumed)
   % of model peak   = useful MACs / (total x peak MACs per cycle), peak = MOPA rate x S*S*k.
 
 The rates are those of one Apple M4 P-cluster SME unit at SVL 512 (the only SME implementation
@@ -54,6 +58,30 @@ def classify_word(word: int) -> str:
     return OTHER
 
 
+def vectors_moved(word: int) -> int:
+    """Z registers an SVE load / store word moves: 2-4 for the structure forms LD2x-LD4x /
+    ST2x-ST4x (scalar plus immediate: bits[15:13] = 111, bit 20 = 1 (stores) / bits[31:25] =
+    1010010 with bits[15:13] = 111 (loads), nreg = bits[22:21]; scalar plus scalar: bits[15:13]
+    = 110 (loads) / 011 (stores), nreg != 0), else 1 (Arm ARM DDI0487, SVE load/store encodings)."""
+    top7, op13, nreg = word >> 25, (word >> 13) & 7, (word >> 21) & 3
+    if top7 == 0b1010010 and nreg and (op13 == 0b111 and not word & (1 << 20) or op13 == 0b110):
+        return nreg + 1
+    if top7 == 0b1110010 and nreg and (op13 == 0b111 and word & (1 << 20) or op13 == 0b011):
+        return nreg + 1
+    return 1
+
+
+def block_vectors(code: bytes) -> dict:
+    """{LOAD: Z registers loaded, STORE: stored} by one block's SVE loads and stores."""
+    moved = {LOAD: 0, STORE: 0}
+    for i in range(0, len(code), 4):
+        word = int.from_bytes(code[i:i + 4], "little")
+        cls = classify_word(word)
+        if cls in moved:
+            moved[cls] += vectors_moved(word)
+    return moved
+
+
 def block_mix(code: bytes) -> dict:
     """{class: instructions} of one block's little-endian A64 words."""
     mix = dict.fromkeys(CLASSES, 0)
@@ -67,8 +95,8 @@ def block_mix(code: bytes) -> dict:
 class SmeUnit:
     name: str
     mopa_per_cycle: dict      # SME instruction (gen.isa SME_INSTRUCTIONS key) -> MOPAs per cycle
-    load_per_cycle: float     # streaming vector loads (one Z register each) per cycle
-    store_per_cycle: float    # streaming vector stores per cycle
+    load_per_cycle: float     # Z registers loaded per cycle (LD1: 1, LD4W: 4)
+    store_per_cycle: float    # Z registers stored per cycle (ST1: 1, ST2H: 2, ST4B: 4)
     move_per_cycle: float     # ZA <-> Z moves and ZA slice loads / stores per cycle
     other_per_cycle: float    # other streaming-mode instructions (scalar, predicates) per cycle
     core_ipc: float           # instructions per cycle of the non-streaming driver code
@@ -92,6 +120,11 @@ class SmeUnit:
 #  - loads: assumed one streaming vector (SVL/8 bytes) per cycle from L1. Neither source gives
 #    a per-instruction rate for single-vector LD1W into Z; Remke & Breuer measure the transfers
 #    into ZA and find loading through Z (then MOVA) faster than direct ZA slice loads.
+#    Structure loads / stores (LD4W, ST2H, ST4B) are assumed to move their registers at the same
+#    bytes per cycle as single-vector ones (an n-register structure access = n vector loads /
+#    stores): neither source measures them, and assuming the de-interleave free would flatter
+#    the packers; the model therefore counts registers, not instructions, for the load and
+#    store bounds.
 #  - stores, ZA<->Z moves, ZA slice loads/stores: assumed one per cycle (the kernels' epilogues
 #    only; not a bound at K = 512).
 #  - other streaming instructions: assumed 4 per cycle (scalar and predicate work issues on the
@@ -118,23 +151,36 @@ class Estimate:
     macs_per_cycle: float
     peak_macs_per_cycle: float
     percent_of_peak: float
+    packing_cycles: float = 0.0   # the streaming packers' phase (0: none ran)
+
+
+def _phase(unit: SmeUnit, instruction: str, mix: dict, vectors: dict | None) -> tuple:
+    """(cycles, bound) of one streaming phase: {class: instructions}, {LOAD/STORE: registers
+    moved} (None: one register per load / store instruction)."""
+    vectors = vectors or {}
+    limits = {
+        MOPA: mix.get(MOPA, 0) / unit.mopa_per_cycle[instruction],
+        LOAD: vectors.get(LOAD, mix.get(LOAD, 0)) / unit.load_per_cycle,
+        STORE: vectors.get(STORE, mix.get(STORE, 0)) / unit.store_per_cycle,
+        ZA_MOVE: mix.get(ZA_MOVE, 0) / unit.move_per_cycle,
+        OTHER: sum(mix.get(c, 0) for c in (OTHER, ZA_ZERO, SMSTART)) / unit.other_per_cycle,
+    }
+    bound = max(limits, key=limits.get)
+    return limits[bound], bound
 
 
 def estimate(unit: SmeUnit, instruction: str, streaming: dict, core_instructions: int,
-             useful_macs: int, macs_per_mopa: int) -> Estimate:
+             useful_macs: int, macs_per_mopa: int, vectors: dict | None = None,
+             packing: dict | None = None, packing_vectors: dict | None = None) -> Estimate:
     """The model's cycles for one operation: `streaming` {class: dynamic instructions executed
-    in streaming mode (the SME kernels)}, `core_instructions` executed outside it."""
-    limits = {
-        MOPA: streaming.get(MOPA, 0) / unit.mopa_per_cycle[instruction],
-        LOAD: streaming.get(LOAD, 0) / unit.load_per_cycle,
-        STORE: streaming.get(STORE, 0) / unit.store_per_cycle,
-        ZA_MOVE: streaming.get(ZA_MOVE, 0) / unit.move_per_cycle,
-        OTHER: sum(streaming.get(c, 0) for c in (OTHER, ZA_ZERO, SMSTART)) / unit.other_per_cycle,
-    }
-    bound = max(limits, key=limits.get)
+    in streaming mode by the SME kernels} (`vectors`: the registers their loads / stores move),
+    `packing` the same of the streaming packers, `core_instructions` executed outside
+    streaming mode."""
+    kernel, bound = _phase(unit, instruction, streaming, vectors)
+    packed = _phase(unit, instruction, packing, packing_vectors)[0] if packing else 0.0
     core = core_instructions / unit.core_ipc
-    cycles = limits[bound] + core
+    cycles = kernel + packed + core
     peak = unit.peak_macs(instruction, macs_per_mopa)
     rate = useful_macs / cycles if cycles else 0.0
-    return Estimate(limits[bound], core, bound, cycles, rate, peak,
-                    100.0 * rate / peak if peak else 0.0)
+    return Estimate(kernel, core, bound, cycles, rate, peak,
+                    100.0 * rate / peak if peak else 0.0, packed)

@@ -165,10 +165,26 @@ def address_scaled(scale, count=64):
                 (0,))
 
 
-def vector_list4(size):
-    """{Zt.T-Zt+3.T} or {Zt.T, Zt+1.T, Zt+2.T, Zt+3.T}: four consecutive registers (mod 32)."""
-    shape = "{z." + size + "*4}"
+def vector_list4(size, count=4):
+    """{Zt.T-Zt+3.T} or {Zt.T, Zt+1.T, Zt+2.T, Zt+3.T}: four consecutive registers (mod 32);
+    count=2: {Zt.T-Zt+1.T}, two."""
+    shape = "{z." + size + f"*{count}" + "}"
     return Slot(shape, (shape,), (reg_field("first Z register", 0, "z"),))
+
+
+def structure_stores():
+    """SVE ST2H / ST4B (scalar plus immediate), the streaming packers' interleaving stores:
+    1110010 msz nreg 1 imm4 111 Pg Rn Zt, nreg = registers - 1, imm4 in multiples of the
+    register count (Arm ARM DDI0487, ST2H / ST4B (scalar plus immediate))."""
+    forms = []
+    for name, msz, count, size in (("st2h", 1, 2, "h"), ("st4b", 0, 4, "b")):
+        address = Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
+                       (BASE, Field("immediate", 16, 4, -8 * count, 7 * count, "#{}",
+                                    scale=count)), (0,))
+        forms.append(SveForm(name, (vector_list4(size, count), governing(""), address),
+                             0xE410E000 | msz << 23 | (count - 1) << 21, "sve",
+                             f"Arm ARM DDI0487 {name.upper()} (scalar plus immediate)"))
+    return forms
 
 
 def address_imm():
@@ -408,7 +424,7 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
                "sme", "SME supplement DDI0616 ZERO")]
     + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
-    + fp_epilogue() + load_replicate() + int_epilogue()
+    + fp_epilogue() + load_replicate() + int_epilogue() + structure_stores()
 )
 
 # Forms GNU as knows but the encoder does not, with what they need: (mnemonics, an operand

@@ -4,6 +4,7 @@ the operand's values (register numbers, immediates, ...).
     z3.s              shape 'z.s'            values (3,)
     {z3.s}            shape '{z.s}'          values (3,)
     {z3.s-z6.s}       shape '{z.s*4}'        values (3,)    also {z30.s, z31.s, z0.s, z1.s}
+    {z3.h-z4.h}       shape '{z.h*2}'        values (3,)    also {z31.h, z0.h}
     p2/m  p2/z  p2.s  shapes 'p/m' 'p/z' 'p.s' values (2,)
     za1.s             shape 'za.s'           values (1,)            a ZA tile
     za1v.s[w13, 2]    shape 'za[].s'         values (1, 1, 13, 2)   tile, h=0/v=1, Ws, offset
@@ -132,17 +133,19 @@ def _tile_mask(item: str, original: str) -> int:
     return masks[number]
 
 
-_LIST4_RANGE = re.compile(r"z(\d+)\.([bhsd]) ?- ?z(\d+)\.([bhsd])$")
+_LIST_RANGE = re.compile(r"z(\d+)\.([bhsd]) ?- ?z(\d+)\.([bhsd])$")
+LIST_LENGTHS = (2, 4)       # the register lists of the table's forms (ST2H; LD4W, ST4B)
 
 
-def _list4(inner: str, original: str):
-    """{Zt.T-Zu.T} or {Zt.T, ..., Zu.T}: four consecutive registers modulo 32 (LD4W); None
-    when `inner` is not a register list."""
-    match = _LIST4_RANGE.match(inner)
+def _list(inner: str, original: str):
+    """{Zt.T-Zu.T} or {Zt.T, ..., Zu.T}: two or four consecutive registers modulo 32 (ST2H,
+    LD4W, ST4B), shape '{z.T*n}'; None when `inner` is not a register list."""
+    match = _LIST_RANGE.match(inner)
     if match:
         first, size, last, size2 = int(match.group(1)), match.group(2), int(match.group(3)), \
             match.group(4)
         regs = [first, last]
+        count = (last - first) % 32 + 1
     else:
         items = [_simple(item, original) for item in inner.split(",")]
         if len(items) < 2 or any(i is None or not i.shape.startswith("z.") for i in items):
@@ -151,23 +154,25 @@ def _list4(inner: str, original: str):
         size = size2 = items[0].shape[2:]
         if any(i.shape != items[0].shape for i in items):
             size2 = ""
-        if len(regs) == 4 and all((b - a) % 32 == 1 for a, b in zip(regs, regs[1:])):
+        count = len(regs)
+        if all((b - a) % 32 == 1 for a, b in zip(regs, regs[1:])):
             regs = [regs[0], regs[-1]]
         else:
             regs = [regs[0], -1]
     for r in regs:
         if r > 31:
             raise EncodeError(f"register z{r} out of range (z0-z31) in {original!r}")
-    if size != size2 or (regs[1] - regs[0]) % 32 != 3:
-        raise EncodeError(f"malformed operand {original!r}: a register list is four "
-                          f"consecutive Z registers of one size (e.g. {{z0.s-z3.s}})")
-    return SveOperand("{z." + size + "*4}", (regs[0],), original)
+    if size != size2 or count not in LIST_LENGTHS or (regs[1] - regs[0]) % 32 != count - 1:
+        raise EncodeError(f"malformed operand {original!r}: a register list is two or four "
+                          f"consecutive Z registers of one size (e.g. {{z0.h-z1.h}}, "
+                          f"{{z0.s-z3.s}})")
+    return SveOperand("{z." + size + f"*{count}" + "}", (regs[0],), original)
 
 
 def _braced(inner: str, original: str) -> SveOperand:
-    """{z.T}, {za slice}, a list of four Z registers, or a ZERO tile list (possibly empty)."""
+    """{z.T}, {za slice}, a list of two or four Z registers, or a ZERO tile list (possibly empty)."""
     if "-" in inner or ("," in inner and inner.startswith("z") and not inner.startswith("za")):
-        listed = _list4(inner, original)
+        listed = _list(inner, original)
         if listed is not None:
             return listed
     single = _simple(inner, original)

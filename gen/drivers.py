@@ -114,6 +114,7 @@ def render_drivers(manifest: dict, out_dir) -> list[Path]:
     sources += sorted(f["file"] for k in manifest["kernels"]
                       for f in [k] + k.get("variants", []))      # epilogue variants too
     sources += sorted(k["file"] for k in manifest.get("sme_kernels", []))
+    sources += sorted(k["file"] for k in manifest.get("sme_packers", []))
     sources += sorted(k["file"] for k in manifest.get("qdyn_kernels", []))
     cmake = Path(out_dir) / "CMakeLists.txt"
     cmake.write_text(template_environment().get_template("c/CMakeLists.txt.j2").render(

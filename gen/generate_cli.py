@@ -32,6 +32,7 @@ from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_featu
 from . import gemv, qdyn4, qdyn4_rl
 from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
+from .sme_pack import emit_sme_packers
 from .sme_tiling import solve as solve_za
 from .tiling import plan_for
 from .loop import KernelPlanError
@@ -192,6 +193,8 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # sizes are multiples of S = SVL/32, known only at run time).
     sme = [k for i in sme_generated_for(arch)
            for k in emit_sme_kernels(solve_za(i.name), prefix, inst, "generic", env)]
+    # their streaming-mode packers (gen.sme_pack), named by the dispatch paths that use them
+    sme_packers = emit_sme_packers([k.manifest for k in sme], prefix, inst, env) if sme else []
     # qdyn int4 kernels (gen.qdyn4): int4 unpack and the fp32 epilogue in the kernel; their own
     # manifest list (another contract: scale blocks, the qdyn argument block).
     built = {i.name for i in kernels_for(arch, cpu)}
@@ -207,13 +210,15 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
         manifest["qdyn_kernels"] = [k.manifest for k in qdyn]
     if sme:
         manifest["sme_kernels"] = [k.manifest for k in sme]
+        manifest["sme_packers"] = [k.manifest for k in sme_packers]
     files = {k.file: k.text for family in families for k in family}
     files.update({k.file: k.text for k in small})
     files.update({k.file: k.text for k in sme})
+    files.update({k.file: k.text for k in sme_packers})
     files.update({k.file: k.text for k in qdyn})
     files[f"{prefix}kernels.h"] = env.get_template("kernels.h.j2").render(
         p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, inst=inst, kernels=manifest["kernels"],
-        sme_kernels=manifest.get("sme_kernels", []),
+        sme_kernels=manifest.get("sme_kernels", []), sme_packers=manifest.get("sme_packers", []),
         qdyn_kernels=manifest.get("qdyn_kernels", []), qdyn_args_struct=qdyn4.c_struct(prefix))
     files[MANIFEST] = json.dumps(manifest, indent=2) + "\n"
     return files

@@ -295,8 +295,26 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
     feature = SME_INSTRUCTIONS[p.instruction].feature
     return [_path_fields(p, kernel, feature, ep=int(kernel["tr"]) * svl // 4,
                          hp=int(kernel["tc"]) * svl // 4, gemv=None, svl_bytes=svl,
-                         core_class="generic")
+                         core_class="generic",
+                         sme_pack_a=sme_packer(kernel, "a", PACKED[p.pack_a][0]),
+                         sme_pack_b=sme_packer(kernel, "b", PACKED[p.pack_b][0]))
             for svl in SME_SVL_BYTES]
+
+
+def sme_packer(kernel: dict, role: str, kind: str) -> str | None:
+    """The streaming packer (manifest sme_packers, gen.sme_pack) of the SME kernel entry
+    `kernel`'s A (role "a": its tr) or B panels (role "b": its tc, element bytes and lp) for
+    pack kind `kind`, or None (the C packers serve that kind)."""
+    inst = SME_INSTRUCTIONS[kernel["instruction"]]
+    for packer in kernel.get("packers", []):
+        if packer["role"] != role or kind not in packer["kinds"]:
+            continue
+        if role == "a" and packer["tr"] == int(kernel["tr"]):
+            return packer["symbol"]
+        if role == "b" and (packer["tc"], packer["lp"], packer["elem_bytes"]) == (
+                int(kernel["tc"]), int(kernel["lp"]), TYPE_BYTES[inst.b_type]):
+            return packer["symbol"]
+    return None
 
 
 # GEMM types whose driver (the engine, ts_engine.c) dispatches on M to the GEMV / small-M kernels
@@ -400,7 +418,8 @@ def manifest_dispatch_paths(manifest: dict, types=GEMM_TYPES) -> dict:
             classes.setdefault(k["instruction"], []).append(k)
     sme_kernels = manifest.get("sme_kernels", [])
     sme = {k["instruction"]: dict(k, variants=[v for v in sme_kernels if v["epilogue"] != "raw"
-                                               and v["instruction"] == k["instruction"]])
+                                               and v["instruction"] == k["instruction"]],
+                                  packers=manifest.get("sme_packers", []))
            for k in sme_kernels if k["epilogue"] == "raw"}
     qdyn = {(k["instruction"], qdyn_kind(k)): k for k in manifest.get("qdyn_kernels", [])}
     return dispatch_paths(main, types, gemv, sme, qdyn, classes)

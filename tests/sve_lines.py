@@ -44,11 +44,12 @@ def render(slot_name: str, values: tuple[int, ...]) -> str:
     """GNU syntax of one operand of the slot with these values."""
     head, _, size = slot_name.partition(".")
     v = values
-    if slot_name.startswith("{z.") and slot_name.endswith("*4}"):
-        t = size[:-3]       # GNU as takes both spellings; wrapping lists as a comma list
-        if v[0] <= 28 or v[0] > 31:       # (> 31: an out-of-range case, written as it is)
-            return "{" + f"z{v[0]}.{t}-z{v[0] + 3}.{t}" + "}"
-        return "{" + ", ".join(f"z{(v[0] + i) % 32}.{t}" for i in range(4)) + "}"
+    if slot_name.startswith("{z.") and "*" in slot_name:
+        t, n = size[:-1].split("*")     # GNU as takes both spellings; wrapping lists as a
+        n = int(n)                      # comma list
+        if v[0] <= 32 - n or v[0] > 31:   # (> 31: an out-of-range case, written as it is)
+            return "{" + f"z{v[0]}.{t}-z{v[0] + n - 1}.{t}" + "}"
+        return "{" + ", ".join(f"z{(v[0] + i) % 32}.{t}" for i in range(n)) + "}"
     if slot_name.startswith("{z."):
         return "{" + f"z{v[0]}.{size[:-1]}" + "}"
     if slot_name.startswith("{za[]."):

@@ -65,7 +65,8 @@ def harness(folder, tmp_path_factory):
 
 def v92_paths(manifest: dict) -> dict:
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
-    sme = {k["instruction"]: k for k in manifest["sme_kernels"] if k["epilogue"] == "raw"}
+    sme = {k["instruction"]: dict(k, packers=manifest["sme_packers"])
+           for k in manifest["sme_kernels"] if k["epilogue"] == "raw"}
     return dispatch_paths(main, sme=sme)
 
 
@@ -114,6 +115,14 @@ def run_gemm(binary, cpu: str, masks, shapes):
                     check=False)
 
 
+# GEMM type -> its SME paths' streaming packers of A and B panels (None: the C packers)
+STREAMING_PACKERS = {"f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_4x1_2vl"),
+                     "bf16": (None, None),
+                     "f16f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_2x2_2vl"),
+                     "s8": ("ts_sme_pack_a_1vl", "ts_sme_pack_b_1x4_4vl"),
+                     "u8s8": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_1x4_2vl")}
+
+
 def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
     _, manifest = folder
     paths = v92_paths(manifest)
@@ -138,12 +147,16 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
                             and k["epilogue"] == "requant"), "NULL")
             row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
                    rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,\s+{requant},'
-                   rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC \}}')
+                   rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC,'
+                   rf'\s+{p["sme_pack_a"] or "NULL"}, {p["sme_pack_b"] or "NULL"} \}}')
             assert re.search(row, dispatch), row
+            # the streaming packers (gen/sme_pack.py) serve the copy kinds: all but bf16,
+            # whose panels are rounded from fp32 by the C packers
+            assert (p["sme_pack_a"], p["sme_pack_b"]) == STREAMING_PACKERS[t.key]
     assert "ts_gemm_s8s32_smopa_1vlx4vlx4_requant," in dispatch
     # the SME kernels are in the CMake library too
     cmake = (folder[0] / "CMakeLists.txt").read_text()
-    assert all(k["file"] in cmake for k in manifest["sme_kernels"])
+    assert all(k["file"] in cmake for k in manifest["sme_kernels"] + manifest["sme_packers"])
     # the int8 GEMM's SME path also serves conv2d_s8 (same GEMM type); qdyn keeps its own loop
     assert registry.BY_KEY["qdyn"].sme is None
 

@@ -112,7 +112,7 @@ def test_solver_ranks_whole_output_rows_then_bytes_per_mac():
 
 STREAMING_BASE = {"add", "sub", "subs", "cmp", "csel", "mov", "lsr", "and", "ldr", "cbz",
                   "cbnz", "tbz", "b", "b.ne", "b.eq", "b.hi", "b.lo", "b.ls", "mrs", "msr",
-                  "brk"}
+                  "brk", "mul", "lsl", "b.hs"}   # (mul, lsl, b.hs: the streaming packers)
 FP_SIMD_OPERAND = re.compile(r"\b[vqdshb]\d+\b|\bv\d+\.")
 
 
@@ -134,7 +134,7 @@ def streaming_region_problems(text: str) -> list[str]:
                 problems.append(line)
             if statement.startswith("smstart"):
                 inside = True
-            elif statement == "smstop":
+            elif statement in ("smstop", "smstop sm"):     # (SMSTOP ZA stays streaming)
                 inside = False
             continue
         if not statement or statement.startswith((".", "#")) or not inside:

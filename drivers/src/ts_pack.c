@@ -1220,6 +1220,13 @@ void ts_pack_panel(const ts_path *path, void *dst, const void *src, size_t rows,
 void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const void *src,
                       size_t rows, size_t width, size_t K, size_t row_stride, size_t k_stride)
 {
+    /* SME paths: A panels (k contiguous) by the streaming packer (gen/sme_pack.py), which
+     * serves copy kinds only (a k-step is one 4-byte word of the source row) */
+    if (path->sme_pack_a != NULL && kind == path->pack_a && k_stride == 1 && width == path->ep) {
+        const size_t e = source_size(kind);
+        path->sme_pack_a(dst, src, rows, K * e, row_stride * e);
+        return;
+    }
     pack_panel_from(path, kind, dst, src, rows, width, K, row_stride, k_stride, 0);
 }
 
@@ -1627,6 +1634,18 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
     B = (const unsigned char *)B + n0 * n_stride * src_elem;
     if (part.col_sums)
         column_sums_s8(part.col_sums, (const int8_t *)B, part.K, part.N, k_stride, n_stride);
+    /* SME paths, row-major B: each panel by the streaming packer (gen/sme_pack.py, copy
+     * kinds: source and packed elements alike) */
+    if (path->sme_pack_b != NULL && n_stride == 1) {
+        for (size_t j = 0; j < part.panels; ++j) {
+            size_t c0 = j * path->hp;
+            size_t cols = part.N - c0 < path->hp ? part.N - c0 : path->hp;
+            path->sme_pack_b((unsigned char *)part.data + j * part.panel_bytes,
+                             (const unsigned char *)B + c0 * src_elem, cols, part.K,
+                             k_stride * src_elem);
+        }
+        return;
+    }
     /* Panel j = columns j*hp .. j*hp+hp-1 of B, i.e. rows of B^T: row stride n_stride. The
      * NEON transposes may have packed the whole k-steps of the first `transposed` panels. */
     size_t transposed = 0;

@@ -100,6 +100,12 @@ typedef enum {
 } ts_core_class;
 #define TS_CORE_AUTO (-1)     /* select: the class of the core the calling thread runs on */
 
+/* The streaming packers of the SME paths (generated, <prefix>kernels.h). */
+typedef void (*ts_sme_pack_a_fn)(void *dst, const void *src, size_t rows, size_t k_bytes,
+                                 size_t lda_bytes);
+typedef void (*ts_sme_pack_b_fn)(void *dst, const void *src, size_t cols, size_t K,
+                                 size_t ldb_bytes);
+
 /* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
 typedef struct {
     int gemm_type;             /* TS_GEMM_* */
@@ -123,6 +129,11 @@ typedef struct {
                                   per channel for M <= its ep (gen/qdyn4_rl.py: the same packed
                                   layout, two channels per byte); kernel NULL: none */
     int core_class;            /* ts_core_class it is tuned for (TS_CORE_GENERIC: any core) */
+    /* SME paths (gen/sme_pack.py): NULL, or the streaming-mode packer of A panels (rows x
+     * k_bytes, k contiguous) / of B panels (K rows x cols, columns contiguous) for pack_a /
+     * pack; ts_pack.c calls them instead of the C packers */
+    ts_sme_pack_a_fn sme_pack_a;
+    ts_sme_pack_b_fn sme_pack_b;
 } ts_path;
 
 /* The CPU= names of this build's generator (gen/cores.py CPU_NAMES), *count of them, and the
@@ -293,6 +304,8 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.kc_steps = (size_t)-1;
     v.mc_panels = 1;
     v.kw_steps = (size_t)-1;
+    v.sme_pack_a = NULL;        /* the GEMV kernel's layout is not the SME kernel's */
+    v.sme_pack_b = NULL;
     return v;
 }
 

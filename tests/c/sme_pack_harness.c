@@ -1,0 +1,181 @@
+/* Runs the generated streaming-mode packers of the SME paths (gen/sme_pack.py) against the
+ * panel layout written out here, at the streaming vector length qemu was started with.
+ * Usage: sme_pack_harness SVL_BYTES. Prints "ok <symbol>: 0 failure(s)" per packer; exit
+ * status 1 on any failure.
+ *
+ * With S = SVL/32:
+ *   A packer (tr): panel of ep = tr*S rows, k-step s = word s of every row (4 bytes): dst word
+ *     (s, r) = bytes 4s..4s+3 of source row r, zero for r >= rows and for bytes >= k_bytes;
+ *   B packer (elem_bytes e, lp, tc): panel of hp = tc*S columns, k-step s = rows s*lp .. of B:
+ *     dst element ((s*hp + c)*lp + i) = B[s*lp + i][c], zero for c >= cols or k >= K.
+ * Rows / columns around every tile boundary, k_bytes / K around every word, vector and k-step
+ * boundary, row strides with and without a gap. The source sits flush against a guard page
+ * (in turn after its end and before its start), so does the panel (every byte of it compared,
+ * sentinels first); after every call (sme_call_checked) x19-x28, d8-d15, x18, sp preserved,
+ * SVCR = 0, TPIDR2_EL0 = 0; the A packers (they use ZA) commit a pending lazy ZA save. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guarded.h"
+
+long sme_svl_bytes(void);
+uint64_t sme_svcr(void);
+uint64_t sme_tpidr2(void);
+void sme_set_tpidr2(uint64_t);
+void sme_za_fill(const uint8_t *src);
+uint64_t sme_call_checked(void *fn, const void *a, const void *b, size_t ksteps, void *c,
+                          size_t ldc, const void *args, uint64_t after[2]);
+
+typedef struct {
+    const char *symbol;
+    void *fn;
+    int role;                   /* 'a' or 'b' */
+    long tr;                    /* A */
+    long elem_bytes, lp, tc;    /* B */
+} sme_packer_info;
+
+#include "sme_pack_table.h"
+
+static long S;
+static int failures;
+#define FAIL(...) do { if (failures++ < 20) { printf(__VA_ARGS__); putchar('\n'); } } while (0)
+#define SENTINEL8 0xa5
+
+static void call(const sme_packer_info *p, void *dst, const void *src, size_t n, size_t k,
+                 size_t ld)
+{
+    uint64_t after[2] = {1, 1};
+    uint64_t mask = sme_call_checked(p->fn, dst, src, n, k, ld, NULL, after);
+    if (mask) FAIL("%s: callee-saved registers changed, mask 0x%llx", p->symbol,
+                   (unsigned long long)mask);
+    if (after[0] || after[1]) FAIL("%s: SVCR 0x%llx, TPIDR2_EL0 0x%llx on return", p->symbol,
+                                   (unsigned long long)after[0], (unsigned long long)after[1]);
+}
+
+/* A: rows x k_bytes of A, row stride lda; the source at a guard page (tail: after its end). */
+static void run_a(const sme_packer_info *p, long rows, size_t k_bytes, size_t gap, int tail)
+{
+    long ep = p->tr * S;
+    size_t lda = k_bytes + gap, words = (k_bytes + 3) / 4, panel = words * (size_t)ep * 4;
+    size_t src_len = rows ? (size_t)(rows - 1) * lda + k_bytes : 0;
+    guarded_region rs, rd;
+    uint8_t *src = guarded_alloc_at(src_len, tail, &rs), *dst = guarded_alloc_at(panel, !tail, &rd);
+    for (size_t i = 0; i < src_len; i++) src[i] = (uint8_t)(rng_next() >> 11);
+    memset(dst, SENTINEL8, panel);
+    call(p, dst, src, (size_t)rows, k_bytes, lda);
+    for (size_t s = 0; s < words; s++)
+        for (long r = 0; r < ep; r++)
+            for (size_t b = 0; b < 4; b++) {
+                size_t at = (s * (size_t)ep + (size_t)r) * 4 + b, kb = s * 4 + b;
+                uint8_t want = r < rows && kb < k_bytes ? src[(size_t)r * lda + kb] : 0;
+                if (dst[at] != want) {
+                    FAIL("%s: rows %ld k_bytes %zu lda %zu: k-step %zu row %ld byte %zu = 0x%02x, "
+                         "expected 0x%02x", p->symbol, rows, k_bytes, lda, s, r, b, dst[at], want);
+                    goto done;
+                }
+            }
+done:
+    guarded_free(&rs); guarded_free(&rd);
+}
+
+/* B: K rows x cols of row-major B (elements of e bytes), row stride ldb bytes. */
+static void run_b(const sme_packer_info *p, long cols, size_t K, size_t gap, int tail)
+{
+    long e = p->elem_bytes, lp = p->lp, hp = p->tc * S;
+    size_t ldb = (size_t)(cols * e) + gap, steps = (K + (size_t)lp - 1) / (size_t)lp;
+    size_t panel = steps * (size_t)(hp * lp * e);
+    size_t src_len = K ? (K - 1) * ldb + (size_t)(cols * e) : 0;
+    guarded_region rs, rd;
+    uint8_t *src = guarded_alloc_at(src_len, tail, &rs), *dst = guarded_alloc_at(panel, !tail, &rd);
+    for (size_t i = 0; i < src_len; i++) src[i] = (uint8_t)(rng_next() >> 11);
+    memset(dst, SENTINEL8, panel);
+    call(p, dst, src, (size_t)cols, K, ldb);
+    for (size_t s = 0; s < steps; s++)
+        for (long c = 0; c < hp; c++)
+            for (long i = 0; i < lp; i++)
+                for (long b = 0; b < e; b++) {
+                    size_t k = s * (size_t)lp + (size_t)i;
+                    size_t at = ((s * (size_t)hp + (size_t)c) * (size_t)lp + (size_t)i) * (size_t)e
+                                + (size_t)b;
+                    uint8_t want = c < cols && k < K ? src[k * ldb + (size_t)(c * e + b)] : 0;
+                    if (dst[at] != want) {
+                        FAIL("%s: cols %ld K %zu ldb %zu: k-step %zu column %ld k+%ld byte %ld = "
+                             "0x%02x, expected 0x%02x", p->symbol, cols, K, ldb, s, c, i, b,
+                             dst[at], want);
+                        goto done;
+                    }
+                }
+done:
+    guarded_free(&rs); guarded_free(&rd);
+}
+
+/* A pending lazy ZA save (every ZA vector, 3, none) is committed by an A packer. */
+typedef struct { void *za_save_buffer; uint16_t num_za_save_slices; uint8_t reserved[6]; } tpidr2_block;
+
+static void run_lazy_save(const sme_packer_info *p, unsigned slices)
+{
+    long svl = S * 4, rows = svl;
+    uint8_t *za = malloc((size_t)(rows * svl)), *buf = malloc((size_t)(rows * svl));
+    for (long i = 0; i < rows * svl; i++) { za[i] = (uint8_t)(rng_next() >> 7); buf[i] = 0xa5; }
+    tpidr2_block block = {buf, (uint16_t)slices, {0}};
+    sme_za_fill(za);
+    if (sme_svcr() != 2) FAIL("lazy save setup: SVCR = 0x%llx, expected ZA on",
+                              (unsigned long long)sme_svcr());
+    sme_set_tpidr2((uint64_t)(uintptr_t)&block);
+    run_a(p, p->tr * S, 4 * (size_t)S + 5, 3, 1);      /* checks SVCR = 0, TPIDR2_EL0 = 0 */
+    for (long i = 0; i < rows * svl; i++) {
+        uint8_t want = i < (long)slices * svl ? za[i] : 0xa5;
+        if (buf[i] != want) {
+            FAIL("%s: lazy save of %u slices: buffer byte %ld = 0x%02x, expected 0x%02x",
+                 p->symbol, slices, i, buf[i], want);
+            break;
+        }
+    }
+    sme_set_tpidr2(0);
+    free(za); free(buf);
+}
+
+static void run_packer(const sme_packer_info *p)
+{
+    int tail = 0;
+    if (p->role == 'a') {
+        long ep = p->tr * S;
+        long rows[] = {1, S - 1, S, S + 1, ep - 1, ep};
+        size_t kb[] = {0, 1, 2, 3, 4, 5, 7, 8, (size_t)(4 * S - 1), (size_t)(4 * S),
+                       (size_t)(4 * S + 1), (size_t)(8 * S + 3), (size_t)(12 * S + 4)};
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (size_t j = 0; j < sizeof kb / sizeof kb[0]; j++) {
+                if (rows[i] < 1 || rows[i] > ep) continue;
+                run_a(p, rows[i], kb[j], (i + j) % 2 ? 5 : 0, tail ^= 1);
+            }
+        run_lazy_save(p, (unsigned)(S * 4));
+        run_lazy_save(p, 3);
+        run_lazy_save(p, 0);
+    } else {
+        long hp = p->tc * S;
+        long cols[] = {1, S - 1, S, S + 1, hp - 1, hp};
+        size_t ks[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33};
+        for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+            for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+                if (cols[i] < 1 || cols[i] > hp) continue;
+                run_b(p, cols[i], ks[j], (i + j) % 2 ? (size_t)(3 * p->elem_bytes) : 0, tail ^= 1);
+            }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    long want = argc > 1 ? atol(argv[1]) : 0;
+    long svl = sme_svl_bytes();
+    if (svl != want) { printf("SVL %ld bytes, expected %ld\n", svl, want); return 1; }
+    S = svl / 4;
+    for (size_t i = 0; i < sizeof PACKERS / sizeof PACKERS[0]; i++) {
+        int before = failures;
+        run_packer(&PACKERS[i]);
+        printf("%s %s: %d failure(s)\n", failures == before ? "ok" : "FAILED", PACKERS[i].symbol,
+               failures - before);
+    }
+    return failures != 0;
+}

@@ -1,0 +1,119 @@
+"""Streaming-mode packers of the SME paths (gen/sme_pack.py, ARCH v92): which are generated and
+which dispatch path uses each, text checks (streaming-legal instructions only, every `.inst`
+word verified, plain -march=armv8-a assembles them), and runs under qemu-aarch64 at every
+streaming vector length against the panel layout written out in tests/c/sme_pack_harness.c
+(guard pages, sentinels, ABI state, lazy ZA save); a broken packer fails the run."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from cross import TEST_C, compile_aarch64, run_qemu
+from encoder import rewrite_text, verify_files
+import kernel_build
+from test_sme_kernels import HELPERS, SVL_BYTES, qemu_cpu, streaming_region_problems
+
+from gen.sme_pack import emit_pack_b
+
+HARNESS = TEST_C / "sme_pack_harness.c"
+EXPECTED = {"ts_sme_pack_a_1vl": ("a", 1), "ts_sme_pack_a_2vl": ("a", 2),
+            "ts_sme_pack_b_1x4_2vl": ("b", (1, 4, 2)), "ts_sme_pack_b_1x4_4vl": ("b", (1, 4, 4)),
+            "ts_sme_pack_b_2x2_2vl": ("b", (2, 2, 2)), "ts_sme_pack_b_4x1_2vl": ("b", (4, 1, 2))}
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    return kernel_build.cached_output(tmp_path_factory, "v92")
+
+
+def pack_table(manifest: dict) -> str:
+    rows = []
+    for p in manifest["sme_packers"]:
+        if p["role"] == "a":
+            rows.append(f'    {{"{p["symbol"]}", (void *){p["symbol"]}, \'a\', {p["tr"]}, 0, 0, 0}},')
+        else:
+            rows.append(f'    {{"{p["symbol"]}", (void *){p["symbol"]}, \'b\', 0, '
+                        f'{p["elem_bytes"]}, {p["lp"]}, {p["tc"]}}},')
+    return (f'#include "{manifest["prefix"]}kernels.h"\n'
+            "static const sme_packer_info PACKERS[] = {\n" + "\n".join(rows) + "\n};\n")
+
+
+def build(out, manifest, tmp, texts: dict | None = None):
+    (tmp / "sme_pack_table.h").write_text(pack_table(manifest))
+    helpers = tmp / "sme_abi_helpers.S"
+    helpers.write_text(rewrite_text(HELPERS.read_text(), ["sve", "sme"], filename=str(HELPERS)))
+    sources = []
+    for p in manifest["sme_packers"]:
+        path = out / p["file"]
+        if texts and p["symbol"] in texts:
+            path = tmp / p["file"]
+            path.write_text(texts[p["symbol"]])
+        sources.append(path)
+    return compile_aarch64([HARNESS, helpers, *sources], tmp / "sme_pack_harness",
+                           includes=[tmp, out], march="armv8-a")
+
+
+@pytest.fixture(scope="module")
+def harness(generated, tmp_path_factory):
+    out, manifest = generated
+    return build(out, manifest, tmp_path_factory.mktemp("sme-pack"))
+
+
+def test_v92_emits_the_packers_of_its_sme_kernels(generated):
+    out, manifest = generated
+    got = {}
+    for p in manifest["sme_packers"]:
+        got[p["symbol"]] = (p["role"], p["tr"] if p["role"] == "a"
+                            else (p["elem_bytes"], p["lp"], p["tc"]))
+        assert (out / p["file"]).is_file()
+    assert got == EXPECTED
+    kernels_h = (out / "ts_kernels.h").read_text()
+    assert all(f"void {s}(" in kernels_h for s in EXPECTED)
+
+
+def test_only_streaming_legal_instructions_and_every_word_verifies(generated, tmp_path):
+    out, manifest = generated
+    files = [str(out / p["file"]) for p in manifest["sme_packers"]]
+    for p in manifest["sme_packers"]:
+        text = (out / p["file"]).read_text()
+        assert text.count("smstart sm") == 1 and streaming_region_problems(text) == []
+        assert text.index("stp d8, d9") < text.index("smstart sm")
+        assert text.rindex("ldp d8, d9") > text.index("// smstop")
+        # the B packers leave ZA alone (SMSTOP SM), the A packers own it as private-ZA functions
+        assert ("smstop sm" in text) == (p["role"] == "b")
+        assert ("smstart za" in text) == (p["role"] == "a")
+    verified, mismatches = verify_files(files)
+    assert mismatches == [] and verified >= 6 * 20
+    for f in files:
+        subprocess.run(["aarch64-linux-gnu-gcc", "-march=armv8-a", "-c", f, "-o",
+                        str(tmp_path / "p.o")], check=True)
+
+
+def test_only_copy_kinds_have_b_packers():
+    with pytest.raises(ValueError, match="no streaming B packer"):
+        emit_pack_b("ts_", 4, 2, 2)
+
+
+@pytest.mark.parametrize("svl_bytes", SVL_BYTES)
+def test_packers_match_the_panel_layout_at_every_svl(harness, generated, svl_bytes):
+    _, manifest = generated
+    proc = run_qemu(harness, svl_bytes, cpu=qemu_cpu(svl_bytes), timeout=600)
+    assert proc.stdout.strip().split("\n") == [
+        f"ok {p['symbol']}: 0 failure(s)" for p in manifest["sme_packers"]], proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("symbol,line", [
+    ("ts_sme_pack_b_1x4_4vl", "addvl x0, x0, #4"),        # k-steps overwrite each other
+    ("ts_sme_pack_b_1x4_4vl", "whilelt p4.b, xzr, x6"),    # the last partial k-step: stale p4
+    ("ts_sme_pack_a_2vl", "zero {za}"),                    # rows past `rows` not zero
+])
+def test_a_broken_packer_fails(generated, tmp_path, symbol, line):
+    out, manifest = generated
+    packer = next(p for p in manifest["sme_packers"] if p["symbol"] == symbol)
+    text = (out / packer["file"]).read_text()
+    broken = "\n".join(t for t in text.split("\n") if f"// {line} " not in t + " ")
+    assert broken != text
+    binary = build(out, manifest, tmp_path, {symbol: broken})
+    proc = run_qemu(binary, 32, cpu=qemu_cpu(32), check=False)
+    assert proc.returncode != 0 and f"FAILED {symbol}" in proc.stdout, proc.stdout[-2000:]
