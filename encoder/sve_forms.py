@@ -172,6 +172,30 @@ def vector_list4(size, count=4):
     return Slot(shape, (shape,), (reg_field("first Z register", 0, "z"),))
 
 
+def bf16_rounding():
+    """The streaming bf16 packers' integer round-to-nearest-even (gen/sme_pack.py):
+    LSR (immediate, unpredicated) .s 00000100 01 1 tszl imm3 1001 01 Zn Zd, tszl:imm3 = 32 -
+    shift; ORR (vectors, unpredicated) 00000100 011 Zm 001 100 Zn Zd; CMPHI (vectors)
+    00100100 size 0 Zm 000 Pg Zn 1 Pd; SEL (vectors) 00000101 size 1 Zm 11 Pv Zn Zd (Pv p0-p15)
+    (Arm ARM DDI0487, LSR (immediate, unpredicated), ORR (vectors, unpredicated), CMP<cc>
+    (vectors), SEL (vectors))."""
+    shift = Slot("#imm", ("#",), (Field("shift", 16, 5, 1, 32, "#{}", bias=32, scale=-1),))
+    forms = [SveForm("lsr", (z("s", 0, "destination Z register"), z("s", 5), shift), 0x04609400,
+                     "sve", "Arm ARM DDI0487 LSR (immediate, unpredicated)"),
+             SveForm("orr", (z("d", 0, "destination Z register"), z("d", 5),
+                             z("d", 16, "second source Z register")), 0x04603000, "sve",
+                     "Arm ARM DDI0487 ORR (vectors, unpredicated)")]
+    for bits, size in enumerate(SIZES):
+        forms.append(SveForm("cmphi", (predicate(size), governing("z"), z(size, 5),
+                                       z(size, 16, "second source Z register")),
+                             0x24000010 | bits << 22, "sve", "Arm ARM DDI0487 CMPHI (vectors)"))
+        forms.append(SveForm("sel", (z(size, 0, "destination Z register"),
+                                     governing("", 10, 16, "select predicate"), z(size, 5),
+                                     z(size, 16, "second source Z register")),
+                             0x0520C000 | bits << 22, "sve", "Arm ARM DDI0487 SEL (vectors)"))
+    return forms
+
+
 def structure_stores():
     """SVE ST2H / ST4B (scalar plus immediate), the streaming packers' interleaving stores:
     1110010 msz nreg 1 imm4 111 Pg Rn Zt, nreg = registers - 1, imm4 in multiples of the
@@ -425,6 +449,7 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
     + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
     + fp_epilogue() + load_replicate() + int_epilogue() + structure_stores()
+    + bf16_rounding()
 )
 
 # Forms GNU as knows but the encoder does not, with what they need: (mnemonics, an operand
@@ -449,4 +474,6 @@ SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\.",
                     # and the integer ones of the int8 epilogue (NEON, or A64 base for add/and)
                     **{name: r"\bz\d+\." for name in (
                         "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl",
-                        "uzp1", "uzp2", "trn1", "trn2", "ssra", "sqxtnb", "sqxtnt")}}
+                        "uzp1", "uzp2", "trn1", "trn2", "ssra", "sqxtnb", "sqxtnt",
+                        # the bf16 rounding (A64 base lsr / orr, NEON cmhi-like / bsl-like)
+                        "lsr", "orr", "cmphi", "sel")}}

@@ -13,7 +13,7 @@ SVL/8 bytes per instruction and do the transposition in ZA or in the store:
       array" -- ZAt.S slice i is ZA array vector 4i + t, the same as ZA0.B slice 4i + t), then
       the vertical slices (one k-step of S rows each) are stored (ST1W ZAtV.S). Byte-granular
       loads under WHILELT read exactly the row's k_bytes and zero the rest of the last word;
-      the rows past `rows` stay zero (ZERO {ZA} per chunk).
+      the rows past `rows` stay zero (ZERO {ZA} once: they are never loaded).
   B, `<prefix>sme_pack_b_<e>x<lp>_<tc>vl`: a B panel of hp = tc*S columns, B row-major (lp rows
       of k per k-step, columns contiguous). Per k-step: lp rows loaded (LD1B/H/W under a
       WHILELT column predicate: exactly the `cols` columns are read, the rest are zero) and
@@ -58,35 +58,79 @@ class SmePacker:
     manifest: dict
 
 
-def a_symbol(prefix: str, tr: int) -> str:
-    return f"{prefix}sme_pack_a_{tr}vl"
+def a_symbol(prefix: str, tr: int, convert: bool = False) -> str:
+    return f"{prefix}sme_pack_a_{'bf16_' if convert else ''}{tr}vl"
 
 
 def b_symbol(prefix: str, elem_bytes: int, lp: int, tc: int) -> str:
     return f"{prefix}sme_pack_b_{elem_bytes}x{lp}_{tc}vl"
 
 
+def b_bf16_symbol(prefix: str, tc: int) -> str:
+    return f"{prefix}sme_pack_b_bf16_{tc}vl"
+
+
 # ---- A: rows x k-step words, transposed through ZA --------------------------------------------
 # x0 dst, x1 src, x2 rows, x3 k_bytes, x4 lda_bytes; x6 S, x7 SVL/8, x8 chunk byte offset,
 # x9 row pointer, x10 rows left, x11 words of the chunk, x13 dst cursor, x14 bytes per k-step
 # (ep words), x15 words in all, x16 S * lda, w12 slice index.
-def pack_a_body(tr: int) -> list[Insn]:
+# ---- bf16: fp32 rounded to bf16 with integers (bit for bit ts_pack.c f32_to_bf16) ----------------
+# Constants (LD1RW from K_CONSTS): z27 0x40, z28 1, z29 0x7fff, z30 0x7fffffff, z31 0x7f800000.
+BF16_CONSTS = ((27, 0x40), (28, 1), (29, 0x7FFF), (30, 0x7FFFFFFF), (31, 0x7F800000))
+
+
+def bf16_constants() -> list[Insn]:
+    code = [I("adr x5, K_CONSTS", "the rounding constants")]
+    code += [I(f"ld1rw {{z{r}.s}}, p0/z, [x5" + (f", #{4 * i}]" if i else "]"), f"{v:#x}")
+             for i, (r, v) in enumerate(BF16_CONSTS)]
+    return code
+
+
+def bf16_round(x: int) -> list[Insn]:
+    """z<x>.s fp32 -> its bf16 bits in the low half of each lane (high half zero), as
+    ts_pack.c f32_to_bf16: x + 0x7FFF + (bit 16 of x), shifted down 16 (round to nearest,
+    ties to even; past the bf16 range to infinity), except NaNs (|x| > 0x7F800000), which keep
+    their high half with the quiet bit (0x40) set. Integers only: no FPCR mode (FZ, DN,
+    rounding) changes the result and no FP exception flag is raised. Temporaries z2-z4, p6."""
+    return [I(f"lsr z2.s, z{x}.s, #16", "the kept half"),
+            I("and z3.d, z2.d, z28.d", "its lowest bit"),
+            I("add z3.s, z3.s, z29.s", "+ 0x7fff"),
+            I(f"add z3.s, z{x}.s, z3.s", "carries into the kept half: round to nearest even"),
+            I("lsr z3.s, z3.s, #16", "rounded"),
+            I(f"and z4.d, z{x}.d, z30.d", "|x|"),
+            I("cmphi p6.s, p0/z, z4.s, z31.s", "NaN lanes"),
+            I("orr z2.d, z2.d, z27.d", "kept | 0x40: a quiet NaN"),
+            I(f"sel z{x}.s, p6, z2.s, z3.s", "bf16 bits")]
+
+
+def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
+    """convert: source fp32 (k_bytes = 4K), a k-step = two values rounded to bf16."""
     if tr not in (1, 2):
         raise ValueError(f"A packer for {tr} row tiles: 1 or 2 (the SME kernels' tr)")
-    code = [
+    per_word = 3 if convert else 2          # log2 source bytes per packed word
+    code = bf16_constants() if convert else []
+    code += [
         I("cntw x6", "S = SVL/32: rows of one ZA.S tile, words of one vector"),
-        I("cntb x7", "SVL/8: bytes of one vector (a chunk of S words per row)"),
-        I("add x15, x3, #3"), I("lsr x15, x15, #2", "k-steps (words per row) in all"),
+        I("cntb x7" + (", all, mul #2" if convert else ""),
+          "source bytes of a chunk of S words per row"),
+        I(f"add x15, x3, #{(1 << per_word) - 1}"),
+        I(f"lsr x15, x15, #{per_word}", "k-steps (words per row) in all"),
         I("mul x16, x6, x4", "S rows of A in bytes"),
-        I("lsl x14, x7, #1" if tr == 2 else "mov x14, x7",
+        I("cntb x14" + (f", all, mul #{tr}" if tr > 1 else ""),
           f"bytes per k-step: ep = {tr}*S words"),
         I("mov x8, #0", "chunk: bytes k_bytes[x8 ..] of every row"),
         I("mov x13, x0", "k-step 0 of the panel"),
+        I("zero {za}", "rows past `rows` are never loaded: zero in every chunk (ZA may have "
+          "been dormant with the caller's data)"),
         Insn("K_CHUNK:", "label"),
         I("cmp x8, x3"), I("b.hs K_DONE", "every k-step written"),
-        I("whilelt p1.b, x8, x3", "the chunk's bytes inside the row"),
-        I("zero {za}", "rows past `rows` stay zero"),
     ]
+    if convert:
+        code += [I("lsr x17, x3, #2", "K"), I("lsr x11, x8, #2", "k of the chunk"),
+                 I("whilelt p1.s, x11, x17", "its first S values inside the row"),
+                 I("add x11, x11, x6"), I("whilelt p2.s, x11, x17", "the next S")]
+    else:
+        code.append(I("whilelt p1.b, x8, x3", "the chunk's bytes inside the row"))
     for t in range(tr):
         done = f"K_ROWS{t}_DONE"
         if t == 0:
@@ -99,16 +143,25 @@ def pack_a_body(tr: int) -> list[Insn]:
                  I("add x9, x1, x8", f"row {t}*S of A, at the chunk")]
         if t:
             code.append(I("add x9, x9, x16"))
-        code += [I(f"mov w12, #{t}", f"ZA0.B slice 4i + {t} = za{t}h.s slice i"),
-                 Insn(f"K_ROWS{t}:", "label"),
-                 I("ld1b {za0h.b[w12, 0]}, p1/z, [x9]", f"one row's chunk -> za{t}h.s[i]"),
-                 I("add x9, x9, x4", "next row"),
-                 I("add w12, w12, #4"),
+        if convert:
+            row = [I("ld1w {z0.s}, p1/z, [x9]", "2S values of the row"),
+                   I("ld1w {z1.s}, p2/z, [x9, #1, mul vl]")]
+            row += bf16_round(0) + bf16_round(1)
+            row += [I("uzp1 z0.h, z0.h, z1.h", "the 2S bf16 in k order: S k-step words"),
+                    I(f"mova za{t}h.s[w12, 0], p0/m, z0.s", f"-> za{t}h.s[i]")]
+            code += [I("mov w12, #0", f"za{t}h.s slice i"), Insn(f"K_ROWS{t}:", "label")]
+            code += row + [I("add w12, w12, #1")]
+        else:
+            code += [I(f"mov w12, #{t}", f"ZA0.B slice 4i + {t} = za{t}h.s slice i"),
+                     Insn(f"K_ROWS{t}:", "label"),
+                     I("ld1b {za0h.b[w12, 0]}, p1/z, [x9]", f"one row's chunk -> za{t}h.s[i]"),
+                     I("add w12, w12, #4")]
+        code += [I("add x9, x9, x4", "next row"),
                  I("subs x10, x10, #1"),
                  I(f"b.ne K_ROWS{t}"),
                  Insn(f"{done}:", "label")]
     code += [
-        I("lsr x11, x8, #2", "words before the chunk"),
+        I(f"lsr x11, x8, #{per_word}", "words before the chunk"),
         I("sub x11, x15, x11", "words left"),
         I("cmp x11, x6"), I("csel x11, x11, x6, lo", "words of this chunk: min(left, S)"),
         I("mov w12, #0", "vertical slice j = k-step j of the chunk"),
@@ -211,15 +264,51 @@ def pack_b_body(elem_bytes: int, lp: int, tc: int) -> list[Insn]:
     return code
 
 
+def pack_b_bf16_body(tc: int) -> list[Insn]:
+    """B panel of bf16 pairs from fp32 B: per k-step rows k, k+1 and per vector c of S columns,
+    both rounded (bf16_round) and TRN1 .h pairs column j's two values in word j."""
+    if not 1 <= tc <= len(CHUNK_OFFSETS):
+        raise ValueError(f"bf16 B packer: {tc} column tiles")
+    code = bf16_constants() + [I("cntw x15", "S: columns of one vector")]
+    for c in range(tc):
+        if c > 1:
+            code.append(I(f"cntw {CHUNK_OFFSETS[c]}, all, mul #{c}"))
+        code.append(I(f"whilelt p{1 + c}.s, {CHUNK_OFFSETS[c]}, x2",
+                      f"columns {c}*S.. below cols"))
+    code += [I("mov x9, x1", "row k"), I("add x10, x9, x4", "row k + 1"),
+             I("lsl x8, x4, #1", "2 rows: one k-step of B"),
+             I("lsr x6, x3, #1", "whole k-steps"), I("cbz x6, K_TAIL")]
+
+    def step(second):
+        body = []
+        for c in range(tc):
+            at = f", #{c}, mul vl]" if c else "]"
+            body += [I(f"ld1w {{z0.s}}, p{1 + c}/z, [x9{at}", f"row k, columns {c}*S.."),
+                     I(f"ld1w {{z1.s}}, p{second(c)}/z, [x10{at}", "row k + 1")]
+            body += bf16_round(0) + bf16_round(1)
+            body += [I("trn1 z0.h, z0.h, z1.h", "column j: (k, k + 1) in word j"),
+                     I(f"st1w {{z0.s}}, p0, [x0{at}", f"the k-step's columns {c}*S..")]
+        return body + [I(f"addvl x0, x0, #{tc}", f"next k-step of the panel ({tc}*S words)")]
+
+    code += [Insn("K_STEP:", "label")] + step(lambda c: 1 + c)
+    code += [I("add x9, x9, x8"), I("add x10, x10, x8"), I("subs x6, x6, #1"),
+             I("b.ne K_STEP"), Insn("K_TAIL:", "label"),
+             I("tbz x3, #0, K_DONE", "K even: no partial k-step"),
+             I("whilelt p7.s, xzr, xzr", "row k + 1 does not exist: none of it read, zeros")]
+    code += step(lambda c: 7) + [Insn("K_DONE:", "label")]
+    return code
+
+
 # ---- rendering ---------------------------------------------------------------------------------
 def _render(symbol: str, summary: list[str], body: list[Insn], uses_za: bool, inst_mode: str,
-            env: jinja2.Environment | None) -> str:
+            env: jinja2.Environment | None, consts=()) -> str:
     labels = sorted({name for insn in body + lazy_save_commit() for name in
                      LABEL_RE.findall(insn.text)} | {"K_BAD_TPIDR2"})
     env = env or environment()
     env.filters["sme_asm"] = sme_asm_line
     text = env.get_template("pack_sme.S.j2").render(
         symbol=symbol, summary=summary, body=body, uses_za=uses_za, labels=labels,
+        consts=[value for _, value in consts],
         save=save_d8_d15(), restore=restore_d8_d15(),
         lazy_save=lazy_save_commit() if uses_za else [],
         arch_directive=f"{ARCH_NAMES['v92']}+sme" if inst_mode == "never" else None)
@@ -230,12 +319,16 @@ def _render(symbol: str, summary: list[str], body: list[Insn], uses_za: bool, in
 
 
 def emit_pack_a(prefix: str, tr: int, inst_mode: str = "auto",
-                env: jinja2.Environment | None = None) -> SmePacker:
-    symbol = a_symbol(prefix, tr)
+                env: jinja2.Environment | None = None, convert: bool = False) -> SmePacker:
+    symbol = a_symbol(prefix, tr, convert)
+    what = (["word per row: two fp32 values of the row rounded to bf16 (RNE, integer: bit for",
+             "bit ts_pack.c f32_to_bf16), the rows x words matrix transposed through ZA."]
+            if convert else
+            ["word per row (fp32 x 1, fp16 x 2, int8 x 4): the rows x words matrix transposed",
+             "through ZA."])
     summary = [
         f"A panel of ep = {tr}*S rows for the SME kernels (S = SVL/32), k-steps of one 32-bit",
-        "word per row (fp32 x 1, fp16 x 2, int8 x 4): the rows x words matrix transposed",
-        "through ZA.",
+        *what,
         f"  void {symbol}(void *dst, const void *src, size_t rows,",
         "                 size_t k_bytes, size_t lda_bytes);",
         "  x0 dst: ceil(k_bytes/4) k-steps of ep words (row r's word at 4r); x1 src: row 0 of A",
@@ -243,10 +336,31 @@ def emit_pack_a(prefix: str, tr: int, inst_mode: str = "auto",
         "  each row read (the last word's bytes past it are zero); x4 lda_bytes: row stride.",
         "  Reads exactly rows x k_bytes, writes exactly the panel's k-steps.",
     ]
-    text = _render(symbol, summary, pack_a_body(tr), True, inst_mode, env)
+    text = _render(symbol, summary, pack_a_body(tr, convert), True, inst_mode, env,
+                   BF16_CONSTS if convert else ())
+    kinds = ["BF16"] if convert else sorted({k for kinds in COPY_KINDS.values() for k in kinds})
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "a", "tr": tr,
-                      "kinds": sorted({k for kinds in COPY_KINDS.values() for k in kinds})})
+                      "kinds": kinds})
+
+
+def emit_pack_b_bf16(prefix: str, tc: int, inst_mode: str = "auto",
+                     env: jinja2.Environment | None = None) -> SmePacker:
+    symbol = b_bf16_symbol(prefix, tc)
+    summary = [
+        f"B panel of hp = {tc}*S columns of bf16 pairs (lp = 2) for the SME kernels (S =",
+        "SVL/32) from row-major fp32 B, rounded to bf16 (RNE, integer: bit for bit ts_pack.c",
+        "f32_to_bf16): per k-step rows k, k + 1 rounded, column j's two values in word j.",
+        f"  void {symbol}(void *dst, const void *src, size_t cols,",
+        "                 size_t K, size_t ldb_bytes);",
+        "  x0 dst: ceil(K/2) k-steps of hp words; x1 src: fp32 B at row 0, the panel's first",
+        "  column; x2 cols (<= hp; columns past it are zero); x3 K rows (k past K is zero);",
+        "  x4 ldb_bytes: row stride. Reads exactly K x cols fp32, writes exactly the panel.",
+    ]
+    text = _render(symbol, summary, pack_b_bf16_body(tc), False, inst_mode, env, BF16_CONSTS)
+    return SmePacker(symbol, f"{symbol}.S", text,
+                     {"symbol": symbol, "file": f"{symbol}.S", "role": "b", "elem_bytes": 2,
+                      "lp": 2, "tc": tc, "kinds": ["BF16"]})
 
 
 def emit_pack_b(prefix: str, elem_bytes: int, lp: int, tc: int, inst_mode: str = "auto",
@@ -277,14 +391,20 @@ def emit_sme_packers(kernels: list[dict], prefix: str, inst_mode: str = "auto",
     """The packers the raw SME kernels (manifest entries) need: one A packer per row-tile
     count tr, one B packer per (element bytes, lp, tc) of a copy kind."""
     from .isa import SME_INSTRUCTIONS, TYPE_BYTES
-    trs, bs = set(), set()
+    trs, bs, bf16_trs, bf16_tcs = set(), set(), set(), set()
     for k in kernels:
         if k["epilogue"] != "raw":
             continue
         inst = SME_INSTRUCTIONS[k["instruction"]]
+        if inst.b_type == "bf16":           # bf16 panels are rounded from fp32 (kind BF16)
+            bf16_trs.add(int(k["tr"]))
+            bf16_tcs.add(int(k["tc"]))
+            continue
         trs.add(int(k["tr"]))
         shape = (TYPE_BYTES[inst.b_type], int(k["lp"]))
         if shape in COPY_KINDS:
             bs.add(shape + (int(k["tc"]),))
     return ([emit_pack_a(prefix, tr, inst_mode, env) for tr in sorted(trs)]
-            + [emit_pack_b(prefix, e, lp, tc, inst_mode, env) for e, lp, tc in sorted(bs)])
+            + [emit_pack_a(prefix, tr, inst_mode, env, True) for tr in sorted(bf16_trs)]
+            + [emit_pack_b(prefix, e, lp, tc, inst_mode, env) for e, lp, tc in sorted(bs)]
+            + [emit_pack_b_bf16(prefix, tc, inst_mode, env) for tc in sorted(bf16_tcs)])

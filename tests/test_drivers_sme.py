@@ -117,7 +117,7 @@ def run_gemm(binary, cpu: str, masks, shapes):
 
 # GEMM type -> its SME paths' streaming packers of A and B panels (None: the C packers)
 STREAMING_PACKERS = {"f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_4x1_2vl"),
-                     "bf16": (None, None),
+                     "bf16": ("ts_sme_pack_a_bf16_2vl", "ts_sme_pack_b_bf16_2vl"),
                      "f16f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_2x2_2vl"),
                      "s8": ("ts_sme_pack_a_1vl", "ts_sme_pack_b_1x4_4vl"),
                      "u8s8": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_1x4_2vl")}
@@ -150,8 +150,7 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
                    rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC,'
                    rf'\s+{p["sme_pack_a"] or "NULL"}, {p["sme_pack_b"] or "NULL"} \}}')
             assert re.search(row, dispatch), row
-            # the streaming packers (gen/sme_pack.py) serve the copy kinds: all but bf16,
-            # whose panels are rounded from fp32 by the C packers
+            # the streaming packers (gen/sme_pack.py): copies, and bf16 rounded from fp32
             assert (p["sme_pack_a"], p["sme_pack_b"]) == STREAMING_PACKERS[t.key]
     assert "ts_gemm_s8s32_smopa_1vlx4vlx4_requant," in dispatch
     # the SME kernels are in the CMake library too
