@@ -120,6 +120,10 @@ def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
           f"bytes per k-step: ep = {tr}*S words"),
         I("mov x8, #0", "chunk: bytes k_bytes[x8 ..] of every row"),
         I("mov x13, x0", "k-step 0 of the panel"),
+    ]
+    if not convert:
+        code += [I("lsl x5, x4, #1", "2 rows"), I("add x17, x5, x4", "3 rows")]
+    code += [
         I("zero {za}", "rows past `rows` are never loaded: zero in every chunk (ZA may have "
           "been dormant with the caller's data)"),
         Insn("K_CHUNK:", "label"),
@@ -150,16 +154,23 @@ def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
             row += [I("uzp1 z0.h, z0.h, z1.h", "the 2S bf16 in k order: S k-step words"),
                     I(f"mova za{t}h.s[w12, 0], p0/m, z0.s", f"-> za{t}h.s[i]")]
             code += [I("mov w12, #0", f"za{t}h.s slice i"), Insn(f"K_ROWS{t}:", "label")]
-            code += row + [I("add w12, w12, #1")]
-        else:
+            code += row + [I("add w12, w12, #1"), I("add x9, x9, x4", "next row"),
+                           I("subs x10, x10, #1"), I(f"b.ne K_ROWS{t}")]
+        else:       # four rows per iteration (slice offsets 0, 4, 8, 12), then one at a time
             code += [I(f"mov w12, #{t}", f"ZA0.B slice 4i + {t} = za{t}h.s slice i"),
                      Insn(f"K_ROWS{t}:", "label"),
+                     I("cmp x10, #4"), I(f"b.lo K_ROW{t}", "fewer than 4 rows left")]
+            code += [I(f"ld1b {{za0h.b[w12, {4 * i}]}}, p1/z, [x9" + (f", {r}]" if r else "]"),
+                       f"row i + {i}'s chunk -> za{t}h.s[i + {i}]")
+                     for i, r in enumerate(("", "x4", "x5", "x17"))]
+            code += [I("add x9, x9, x4, lsl #2", "4 rows on"), I("add w12, w12, #16"),
+                     I("sub x10, x10, #4"), I(f"b K_ROWS{t}"),
+                     Insn(f"K_ROW{t}:", "label"),
+                     I(f"cbz x10, {done}"),
                      I("ld1b {za0h.b[w12, 0]}, p1/z, [x9]", f"one row's chunk -> za{t}h.s[i]"),
-                     I("add w12, w12, #4")]
-        code += [I("add x9, x9, x4", "next row"),
-                 I("subs x10, x10, #1"),
-                 I(f"b.ne K_ROWS{t}"),
-                 Insn(f"{done}:", "label")]
+                     I("add x9, x9, x4", "next row"), I("add w12, w12, #4"),
+                     I("sub x10, x10, #1"), I(f"b K_ROW{t}")]
+        code.append(Insn(f"{done}:", "label"))
     code += [
         I(f"lsr x11, x8, #{per_word}", "words before the chunk"),
         I("sub x11, x15, x11", "words left"),
