@@ -151,9 +151,11 @@ def render(results: list[dict], meta: dict) -> str:
              "model: the figures are the dynamic instruction mix (tbcount plugin) and the "
              f"estimate of a small SME-unit model (`bench/sme_model.py`, {unit.name}).", "",
              "Model: streaming cycles = max(MOPAs / MOPA rate, vector loads / load rate, ZA<->Z "
-             "moves / move rate, stores / store rate, other / other rate); core cycles = "
-             "non-streaming instructions / core IPC; % of peak = useful MACs / ((streaming + "
-             "core) x MOPA rate x S·S·k). Rates (per cycle): MOPA "
+             "moves / move rate, stores / store rate, other / other rate), for the SME kernels "
+             "and, as a phase of its own, for the streaming packers (`gen/sme_pack.py`); loads "
+             "and stores count the Z registers they move (LD4W 4, ST2H 2, ST4B 4); core cycles "
+             "= non-streaming instructions / core IPC; % of peak = useful MACs / ((kernels + "
+             "packers + core) x MOPA rate x S·S·k). Rates (per cycle): MOPA "
              + ", ".join(f"{k} {v:g}" for k, v in unit.mopa_per_cycle.items())
              + f"; loads {unit.load_per_cycle:g}, stores {unit.store_per_cycle:g}, ZA moves "
              f"{unit.move_per_cycle:g}, other streaming {unit.other_per_cycle:g}, core IPC "
@@ -212,8 +214,10 @@ def _bounds_note(at: list[dict]) -> str:
     return ("What bounds the rest: with SME (not SME2) every operand vector is one LD1 "
             "instruction, so a 2VLx2VL k-step is 4 loads per 4 MOPAs and a 1VLx4VL k-step 5 "
             "loads per 4 MOPAs: the kernels' loops cannot exceed 50 % (44 %) MOPAs before loop "
-            "overhead; the packers and the driver loop run outside streaming mode and add their "
-            "instructions (and, in the model, their core cycles) to every call.")
+            "overhead. The streaming packers (`gen/sme_pack.py`) move whole streaming vectors "
+            "(the fp32 -> bf16 rounding costs 9 instructions per vector); the driver loop, the "
+            "int8 column sums of B and the requantisation parameters run outside streaming "
+            "mode and add their core cycles to every call.")
 
 
 def write(results: list[dict], meta: dict, md_path: Path) -> None:
