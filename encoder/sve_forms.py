@@ -193,15 +193,26 @@ def bf16_rounding():
                                      governing("", 10, 16, "select predicate"), z(size, 5),
                                      z(size, 16, "second source Z register")),
                              0x0520C000 | bits << 22, "sve", "Arm ARM DDI0487 SEL (vectors)"))
+    # the int8 B packers' column sums (SVE2): SADDLB / SADDLT 01000101 size 0 Zm 00 0 0 0 / 1
+    # Zn Zd, SADDWB / SADDWT 01000101 size 0 Zm 010 0 0 / 1 Zn Zd (wide <- narrow pairs)
+    for wide, narrow, bits in (("h", "b", 1), ("s", "h", 2), ("d", "s", 3)):
+        for name, base in (("saddlb", 0x45000000), ("saddlt", 0x45000400)):
+            forms.append(SveForm(name, (z(wide, 0, "destination Z register"), z(narrow, 5),
+                                        z(narrow, 16, "second source Z register")),
+                                 base | bits << 22, "sve2", f"Arm ARM DDI0487 {name.upper()}"))
+        for name, base in (("saddwb", 0x45004000), ("saddwt", 0x45004400)):
+            forms.append(SveForm(name, (z(wide, 0, "destination Z register"), z(wide, 5),
+                                        z(narrow, 16, "second source Z register")),
+                                 base | bits << 22, "sve2", f"Arm ARM DDI0487 {name.upper()}"))
     return forms
 
 
 def structure_stores():
-    """SVE ST2H / ST4B (scalar plus immediate), the streaming packers' interleaving stores:
+    """SVE ST2H / ST4B / ST4W (scalar plus immediate), the streaming packers' interleaving stores:
     1110010 msz nreg 1 imm4 111 Pg Rn Zt, nreg = registers - 1, imm4 in multiples of the
-    register count (Arm ARM DDI0487, ST2H / ST4B (scalar plus immediate))."""
+    register count (Arm ARM DDI0487, ST2H / ST4B / ST4W (scalar plus immediate))."""
     forms = []
-    for name, msz, count, size in (("st2h", 1, 2, "h"), ("st4b", 0, 4, "b")):
+    for name, msz, count, size in (("st2h", 1, 2, "h"), ("st4b", 0, 4, "b"), ("st4w", 2, 4, "s")):
         address = Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
                        (BASE, Field("immediate", 16, 4, -8 * count, 7 * count, "#{}",
                                     scale=count)), (0,))

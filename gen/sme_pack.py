@@ -19,6 +19,7 @@ SVL/8 bytes per instruction and do the transposition in ZA or in the store:
       WHILELT column predicate: exactly the `cols` columns are read, the rest are zero) and
       stored interleaved by one ST<lp> (ST2H: column c's two k-values side by side; ST4B: four),
       which is the panel's "each column's lp k-values contiguous"; lp = 1 is a copy (ST1W).
+      The int8 ones also sum each column over k (COLUMN_SUMS) for the zero points.
       A last partial k-step loads its missing rows under an all-false predicate (zeros, no
       memory access).
 
@@ -219,7 +220,8 @@ def pack_b_body(elem_bytes: int, lp: int, tc: int) -> list[Insn]:
             tail_pred[i, c] = free.pop(0)
     store_pred = 5 if partial else 0
     per_vector = {4: "cntw", 2: "cnth", 1: "cntb"}[elem_bytes]
-    code = [I(f"cntw x5, all, mul #{tc}" if tc > 1 else "cntw x5", f"hp = {tc}*S columns"),
+    sums = (elem_bytes, lp) == (1, 4)      # int8 B: the column sums too (COLUMN_SUMS)
+    code = [I(f"cntw x14, all, mul #{tc}" if tc > 1 else "cntw x14", f"hp = {tc}*S columns"),
             I(f"{per_vector} x15", f"columns of one vector ({letter} elements)")]
     for c in range(chunks):
         off = CHUNK_OFFSETS[c]
@@ -228,7 +230,7 @@ def pack_b_body(elem_bytes: int, lp: int, tc: int) -> list[Insn]:
         code.append(I(f"whilelt p{load_pred[c]}.{size}, {off}, x2",
                       f"chunk {c}: its columns below cols"))
     if partial:
-        code.append(I(f"whilelt p{store_pred}.{size}, xzr, x5", "the hp columns of the vector"))
+        code.append(I(f"whilelt p{store_pred}.{size}, xzr, x14", "the hp columns of the vector"))
     code.append(I(f"mov {rows[0]}, x1", "row k of the k-step"))
     for i in range(1, lp):
         code.append(I(f"add {rows[i]}, {rows[i - 1]}, x4", f"row k + {i}"))
@@ -245,6 +247,8 @@ def pack_b_body(elem_bytes: int, lp: int, tc: int) -> list[Insn]:
                 body.append(I(f"ld1{letter} {{z{lp * c + i}.{size}}}, p{preds(i, c)}/z, "
                               f"[{rows[i]}" + (f", #{c}, mul vl]" if c else "]"),
                               f"row k + {i}, columns of vector {c}"))
+        if sums:
+            body += column_sums_step()
         for c in range(chunks):
             regs = (f"{{z{lp * c}.{size}}}" if lp == 1 else
                     f"{{z{lp * c}.{size}-z{lp * c + lp - 1}.{size}}}")
@@ -272,7 +276,36 @@ def pack_b_body(elem_bytes: int, lp: int, tc: int) -> list[Insn]:
                 code.append(I(f"whilelt p{tail_pred[i, c]}.{size}, {off}, x6"))
         code += step(lambda i, c: load_pred[c] if i == 0 else tail_pred[i, c])
     code.append(Insn("K_DONE:", "label"))
+    if sums:
+        code += [I("cbz x5, K_SUMS_DONE", "col_sums NULL: not wanted"),
+                 I("add x13, x2, #3"), I("lsr x13, x13, #2", "ceil(cols / 4) groups of 4 sums"),
+                 I("whilelt p6.s, xzr, x13"),
+                 I("st4w {z16.s-z19.s}, p6, [x5]", "sums of columns 4i + 0..3 interleaved: "
+                   "column order"),
+                 Insn("K_SUMS_DONE:", "label")]
     return code
+
+
+# COLUMN_SUMS: the int8 B packers also write sum_k B[k][c] of the panel's columns (int32, the
+# column sums ts_packed_b keeps for the zero points), from the rows they load: SADDLB / SADDLT
+# add rows k, k+1 (and k+2, k+3) into int16 per even / odd column, ADD joins the two pairs
+# (|sum| <= 512), SADDWB / SADDWT widen into four int32 accumulators z16-z19 = columns 4i,
+# 4i + 1, 4i + 2, 4i + 3 (even .h lanes of the even-column sums are columns 4i, odd ones
+# 4i + 2; of the odd-column sums 4i + 1, 4i + 3), so that ST4W {z16-z19} stores them in column
+# order. The accumulators start at zero: SMSTART SM zeroes every Z register (Arm DDI0487,
+# "Changes to PSTATE.SM"). Columns past cols load as zero and sum to zero; the store writes
+# ceil(cols / 4) * 4 sums (ts_pack.c sizes the sums in whole groups of 4).
+def column_sums_step() -> list[Insn]:
+    return [I("saddlb z4.h, z0.b, z1.b", "rows k + k+1, even columns"),
+            I("saddlt z5.h, z0.b, z1.b", "odd columns"),
+            I("saddlb z6.h, z2.b, z3.b", "rows k+2 + k+3"),
+            I("saddlt z7.h, z2.b, z3.b"),
+            I("add z4.h, z4.h, z6.h", "even columns: the four rows"),
+            I("add z5.h, z5.h, z7.h", "odd columns"),
+            I("saddwb z16.s, z16.s, z4.h", "columns 4i"),
+            I("saddwb z17.s, z17.s, z5.h", "columns 4i + 1"),
+            I("saddwt z18.s, z18.s, z4.h", "columns 4i + 2"),
+            I("saddwt z19.s, z19.s, z5.h", "columns 4i + 3")]
 
 
 def pack_b_bf16_body(tc: int) -> list[Insn]:
@@ -363,15 +396,16 @@ def emit_pack_b_bf16(prefix: str, tc: int, inst_mode: str = "auto",
         "SVL/32) from row-major fp32 B, rounded to bf16 (RNE, integer: bit for bit ts_pack.c",
         "f32_to_bf16): per k-step rows k, k + 1 rounded, column j's two values in word j.",
         f"  void {symbol}(void *dst, const void *src, size_t cols,",
-        "                 size_t K, size_t ldb_bytes);",
+        "                 size_t K, size_t ldb_bytes, int32_t *col_sums);",
         "  x0 dst: ceil(K/2) k-steps of hp words; x1 src: fp32 B at row 0, the panel's first",
         "  column; x2 cols (<= hp; columns past it are zero); x3 K rows (k past K is zero);",
         "  x4 ldb_bytes: row stride. Reads exactly K x cols fp32, writes exactly the panel.",
+        "  x5 col_sums: unused (no column sums for this type).",
     ]
     text = _render(symbol, summary, pack_b_bf16_body(tc), False, inst_mode, env, BF16_CONSTS)
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "b", "elem_bytes": 2,
-                      "lp": 2, "tc": tc, "kinds": ["BF16"]})
+                      "lp": 2, "tc": tc, "kinds": ["BF16"], "col_sums": False})
 
 
 def emit_pack_b(prefix: str, elem_bytes: int, lp: int, tc: int, inst_mode: str = "auto",
@@ -384,17 +418,23 @@ def emit_pack_b(prefix: str, elem_bytes: int, lp: int, tc: int, inst_mode: str =
         f"{elem_bytes}-byte elements, lp = {lp}: per k-step {lp} rows of B "
         + ("stored interleaved (ST{}{}).".format(lp, LETTER[elem_bytes]) if lp > 1 else "copied."),
         f"  void {symbol}(void *dst, const void *src, size_t cols,",
-        "                 size_t K, size_t ldb_bytes);",
+        "                 size_t K, size_t ldb_bytes, int32_t *col_sums);",
         "  x0 dst: ceil(K/lp) k-steps of hp columns x lp elements (column c's lp k-values",
         "  contiguous); x1 src: B at row 0, the panel's first column; x2 cols (<= hp; columns",
         "  past it are zero); x3 K rows (k-values past K are zero); x4 ldb_bytes: row stride.",
         "  Reads exactly K x cols elements, writes exactly the panel.",
     ]
+    if (elem_bytes, lp) == (1, 4):
+        summary += ["  x5 col_sums: NULL, or int32 sum over k of each column, ceil(cols/4)*4 of",
+                    "  them written (columns past cols: 0)."]
+    else:
+        summary += ["  x5 col_sums: unused (no column sums for this type)."]
     text = _render(symbol, summary, pack_b_body(elem_bytes, lp, tc), False, inst_mode, env)
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "b",
                       "elem_bytes": elem_bytes, "lp": lp, "tc": tc,
-                      "kinds": list(COPY_KINDS[elem_bytes, lp])})
+                      "kinds": list(COPY_KINDS[elem_bytes, lp]),
+                      "col_sums": (elem_bytes, lp) == (1, 4)})
 
 
 def emit_sme_packers(kernels: list[dict], prefix: str, inst_mode: str = "auto",

@@ -33,10 +33,11 @@ def pack_table(manifest: dict) -> str:
     for p in manifest["sme_packers"]:
         if p["role"] == "a":
             rows.append(f'    {{"{p["symbol"]}", (void *){p["symbol"]}, \'a\', {p["tr"]}, 0, 0, 0, '
-                        f'{int(p["kinds"] == ["BF16"])}}},')
+                        f'{int(p["kinds"] == ["BF16"])}, 0}},')
         else:
             rows.append(f'    {{"{p["symbol"]}", (void *){p["symbol"]}, \'b\', 0, '
-                        f'{p["elem_bytes"]}, {p["lp"]}, {p["tc"]}, {int(p["kinds"] == ["BF16"])}}},')
+                        f'{p["elem_bytes"]}, {p["lp"]}, {p["tc"]}, {int(p["kinds"] == ["BF16"])}, '
+                        f'{int(p["col_sums"])}}},')
     return (f'#include "{manifest["prefix"]}kernels.h"\n'
             "static const sme_packer_info PACKERS[] = {\n" + "\n".join(rows) + "\n};\n")
 
@@ -111,6 +112,7 @@ def test_packers_match_the_panel_layout_at_every_svl(harness, generated, svl_byt
     ("ts_sme_pack_a_2vl", "zero {za}"),                    # rows past `rows` not zero
     ("ts_sme_pack_b_bf16_2vl", "orr z2.d, z2.d, z27.d"),   # a NaN not made quiet
     ("ts_sme_pack_a_bf16_2vl", "and z3.d, z2.d, z28.d"),   # ties not to even (stale z3)
+    ("ts_sme_pack_b_1x4_2vl", "saddwt z19.s, z19.s, z5.h"),  # column sums 4i + 3 missing
 ])
 def test_a_broken_packer_fails(generated, tmp_path, symbol, line):
     out, manifest = generated

@@ -1632,20 +1632,25 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
     part.data = (unsigned char *)b->data + j0 * b->panel_bytes;
     part.col_sums = b->col_sums != NULL ? b->col_sums + n0 : NULL;
     B = (const unsigned char *)B + n0 * n_stride * src_elem;
-    if (part.col_sums)
-        column_sums_s8(part.col_sums, (const int8_t *)B, part.K, part.N, k_stride, n_stride);
-    /* SME paths, row-major B: each panel by the streaming packer (gen/sme_pack.py, copy
-     * kinds: source and packed elements alike) */
+    /* SME paths, row-major B: each panel by the streaming packer (gen/sme_pack.py), the int8
+     * ones with its column sums (ceil(cols / 4) * 4 of them: only the last panel can be
+     * partial, and col_sums_bytes sizes the sums in whole groups of 4) */
     if (path->sme_pack_b != NULL && n_stride == 1) {
+        const int packer_sums = path->pack == TS_PACK_S8;
+        if (part.col_sums && !packer_sums)
+            column_sums_s8(part.col_sums, (const int8_t *)B, part.K, part.N, k_stride, n_stride);
         for (size_t j = 0; j < part.panels; ++j) {
             size_t c0 = j * path->hp;
             size_t cols = part.N - c0 < path->hp ? part.N - c0 : path->hp;
             path->sme_pack_b((unsigned char *)part.data + j * part.panel_bytes,
                              (const unsigned char *)B + c0 * src_elem, cols, part.K,
-                             k_stride * src_elem);
+                             k_stride * src_elem,
+                             part.col_sums && packer_sums ? part.col_sums + c0 : NULL);
         }
         return;
     }
+    if (part.col_sums)
+        column_sums_s8(part.col_sums, (const int8_t *)B, part.K, part.N, k_stride, n_stride);
     /* Panel j = columns j*hp .. j*hp+hp-1 of B, i.e. rows of B^T: row stride n_stride. The
      * NEON transposes may have packed the whole k-steps of the first `transposed` panels. */
     size_t transposed = 0;

@@ -104,7 +104,7 @@ typedef enum {
 typedef void (*ts_sme_pack_a_fn)(void *dst, const void *src, size_t rows, size_t k_bytes,
                                  size_t lda_bytes);
 typedef void (*ts_sme_pack_b_fn)(void *dst, const void *src, size_t cols, size_t K,
-                                 size_t ldb_bytes);
+                                 size_t ldb_bytes, int32_t *col_sums);
 
 /* One way to run a GEMM type: a kernel, its tile, its packing and the CPU features it needs. */
 typedef struct {
@@ -131,7 +131,8 @@ typedef struct {
     int core_class;            /* ts_core_class it is tuned for (TS_CORE_GENERIC: any core) */
     /* SME paths (gen/sme_pack.py): NULL, or the streaming-mode packer of A panels (rows x
      * k_bytes, k contiguous) / of B panels (K rows x cols, columns contiguous) for pack_a /
-     * pack; ts_pack.c calls them instead of the C packers */
+     * pack; ts_pack.c calls them instead of the C packers (the int8 B packers, pack
+     * TS_PACK_S8, also write the column sums: ceil(cols / 4) * 4 of them) */
     ts_sme_pack_a_fn sme_pack_a;
     ts_sme_pack_b_fn sme_pack_b;
 } ts_path;

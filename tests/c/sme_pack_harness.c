@@ -11,7 +11,9 @@
  *   bf16 packers (convert): the same layouts of bf16 (lp 2) from fp32 sources, each value
  *     rounded as ts_pack.c f32_to_bf16 (written out again here: RNE on the bits, NaN kept and
  *     made quiet), fp32 data with NaNs (quiet, signalling, negative), infinities, the largest
- *     finite values (round to infinity), ties to even both ways and denormals mixed in.
+ *     finite values (round to infinity), ties to even both ways and denormals mixed in;
+ *   int8 B packers: also sum_k B[k][c] as int32 into x5 (ceil(cols/4)*4 of them, 0 past cols;
+ *     at a guard page), or nothing with x5 = NULL.
  * Rows / columns around every tile boundary, k_bytes / K around every word, vector and k-step
  * boundary, row strides with and without a gap. The source sits flush against a guard page
  * (in turn after its end and before its start), so does the panel (every byte of it compared,
@@ -39,6 +41,7 @@ typedef struct {
     long tr;                    /* A */
     long elem_bytes, lp, tc;    /* B */
     int convert;                /* fp32 source rounded to bf16 pairs */
+    int sums;                   /* B: also the int32 column sums (x5, NULL: none) */
 } sme_packer_info;
 
 #include "sme_pack_table.h"
@@ -85,10 +88,10 @@ static uint8_t bf16_pair_byte(const uint8_t *lo, const uint8_t *hi, size_t b)
 }
 
 static void call(const sme_packer_info *p, void *dst, const void *src, size_t n, size_t k,
-                 size_t ld)
+                 size_t ld, void *x5)
 {
     uint64_t after[2] = {1, 1};
-    uint64_t mask = sme_call_checked(p->fn, dst, src, n, k, ld, NULL, after);
+    uint64_t mask = sme_call_checked(p->fn, dst, src, n, k, ld, x5, after);
     if (mask) FAIL("%s: callee-saved registers changed, mask 0x%llx", p->symbol,
                    (unsigned long long)mask);
     if (after[0] || after[1]) FAIL("%s: SVCR 0x%llx, TPIDR2_EL0 0x%llx on return", p->symbol,
@@ -106,7 +109,7 @@ static void run_a(const sme_packer_info *p, long rows, size_t k_bytes, size_t ga
     uint8_t *src = guarded_alloc_at(src_len, tail, &rs), *dst = guarded_alloc_at(panel, !tail, &rd);
     fill_source(src, src_len, p->convert);
     memset(dst, SENTINEL8, panel);
-    call(p, dst, src, (size_t)rows, k_bytes, lda);
+    call(p, dst, src, (size_t)rows, k_bytes, lda, NULL);
     for (size_t s = 0; s < words; s++)
         for (long r = 0; r < ep; r++)
             for (size_t b = 0; b < 4; b++) {
@@ -139,7 +142,22 @@ static void run_b(const sme_packer_info *p, long cols, size_t K, size_t gap, int
     uint8_t *src = guarded_alloc_at(src_len, tail, &rs), *dst = guarded_alloc_at(panel, !tail, &rd);
     fill_source(src, src_len, p->convert);
     memset(dst, SENTINEL8, panel);
-    call(p, dst, src, (size_t)cols, K, ldb);
+    /* column sums: every other call, ceil(cols / 4) * 4 int32 at a guard page */
+    size_t groups = ((size_t)cols + 3) / 4 * 4;
+    guarded_region rsum = {0};
+    int32_t *sums = p->sums && tail ? guarded_alloc(groups * 4, &rsum) : NULL;
+    for (size_t i = 0; sums && i < groups; i++) sums[i] = 0x5a5a5a5a;
+    call(p, dst, src, (size_t)cols, K, ldb, sums);
+    for (size_t c = 0; sums && c < groups; c++) {
+        int32_t want = 0;
+        for (size_t k = 0; k < K && c < (size_t)cols; k++) want += (int8_t)src[k * ldb + c];
+        if (sums[c] != want) {
+            FAIL("%s: cols %ld K %zu: column sum %zu = %d, expected %d", p->symbol, cols, K, c,
+                 sums[c], want);
+            break;
+        }
+    }
+    guarded_free(&rsum);
     for (size_t s = 0; s < steps; s++)
         for (long c = 0; c < hp; c++)
             for (long i = 0; i < lp; i++)
