@@ -215,9 +215,10 @@ def _bounds_note(at: list[dict]) -> str:
             "instruction, so a 2VLx2VL k-step is 4 loads per 4 MOPAs and a 1VLx4VL k-step 5 "
             "loads per 4 MOPAs: the kernels' loops cannot exceed 50 % (44 %) MOPAs before loop "
             "overhead. The streaming packers (`gen/sme_pack.py`) move whole streaming vectors "
-            "(the fp32 -> bf16 rounding costs 9 instructions per vector); the driver loop, the "
-            "int8 column sums of B and the requantisation parameters run outside streaming "
-            "mode and add their core cycles to every call.")
+            "(the fp32 -> bf16 rounding costs 9 vector instructions per vector, counted as "
+            "'other' at the model's 4 per cycle: optimistic, see bench/sme_model.py); the "
+            "driver loop and the requantisation parameters run outside streaming mode and add "
+            "their core cycles to every call.")
 
 
 def write(results: list[dict], meta: dict, md_path: Path) -> None:

@@ -128,7 +128,14 @@ class SmeUnit:
 #  - stores, ZA<->Z moves, ZA slice loads/stores: assumed one per cycle (the kernels' epilogues
 #    only; not a bound at K = 512).
 #  - other streaming instructions: assumed 4 per cycle (scalar and predicate work issues on the
-#    core's integer pipes beside the unit).
+#    core's integer pipes beside the unit). This class also holds the streaming vector ALU
+#    instructions (the int8 requant epilogue, the column sums and the bf16 rounding of the
+#    streaming packers), and for those the figure is optimistic: tzakharko/m4-sme-exploration
+#    (results/ssve-vector.json, reports/01-sme-overview.md) measures SVE FMLA in streaming mode
+#    on M4 at about 31 GFLOPS fp32 for one thread, i.e. about one 512-bit vector instruction
+#    per 4 cycles, whatever the unroll. No integer vector op is measured there; if they run at
+#    that rate too, the bf16 packers (about 0.3 M vector instructions at GEMM 512^3) and the
+#    requant epilogue cost several times what this model gives them.
 #  - core IPC: assumed 4 for the NEON / scalar packing and driver code (a wide out-of-order
 #    core; llvm-mca models the same code at 2.5-3.5 on Neoverse V1, see the main report).
 APPLE_M4 = SmeUnit(
