@@ -63,7 +63,7 @@ def hand_harness(tmp_path_factory):
     render_templates(out, ["requant.c"], prefix="hand_")     # the requant reference
     header = gen.emit.environment().get_template("kernels.h.j2").render(
         p="hand_", P="HAND_", arch="v86", cpu="generic", inst="auto", kernels=manifest["kernels"],
-        sme_kernels=[], qdyn_kernels=[])
+        sme_kernels=[], sme_packers=[], qdyn_kernels=[])
     (out / "hand_kernels.h").write_text(header)
     (out / "manifest.json").write_text(json.dumps(manifest))
     binary = kernel_build.build_harness(out, manifest, out / "harness")
