@@ -5,14 +5,15 @@
  * The SME kernels take the NEON kernels' packed layout (a k-step is ep rows / hp columns x lp
  * elements, each row's / column's lp values contiguous) with ep = tr * S, hp = tc * S,
  * S = SVL / 32; so the ordinary driver loop (ts_gemm.c) serves them once the path's ep / hp
- * are those of the running SVL, and the panels are packed by the path's streaming packers
- * (gen/sme_pack.py, ts_path.sme_pack_a / sme_pack_b; the C packers for other strides). A packed B handle keeps its path, so
- * it records the SVL it was packed for: used after the SVL changed (prctl PR_SME_SET_VL) or
- * with TS_FEAT_SME masked off, the handle is not the selected path and *_prepacked returns
- * TS_EINVAL (tilesmith.h), as for any other change of dispatch.
+ * are those of the running SVL, and the path's streaming packers (gen/sme_pack.py,
+ * ts_path.sme_pack_a / sme_pack_b; the C packers for other strides) pack their panels. A
+ * packed B handle keeps its path, so it records the SVL it was packed for: used after the SVL
+ * changed (prctl PR_SME_SET_VL) or with TS_FEAT_SME masked off, the handle is not the
+ * selected path and *_prepacked returns TS_EINVAL (tilesmith.h), as for any other change of
+ * dispatch.
  *
- * No SVE or SME instruction runs outside the kernels and packers but RDSVL, and only when the CPU reports
- * FEAT_SME: the library built with -march=armv8-a runs on any Armv8.0 core.
+ * No SVE or SME instruction runs outside the kernels and the packers but RDSVL, and only when
+ * the CPU reports FEAT_SME: the library built with -march=armv8-a runs on any Armv8.0 core.
  * Plain C99 plus one compile-guarded inline-assembly word. */
 #include "ts_pack_internal.h"
 
