@@ -238,8 +238,8 @@ static void run_packer(const sme_packer_info *p)
         for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
             for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
                 if (cols[i] < 1 || cols[i] > hp) continue;
-                run_b(p, cols[i], ks[j], (i + j) % 2 ? (size_t)(p->convert ? 12 : 3 * p->elem_bytes) : 0,
-                      tail ^= 1);
+                size_t gap = (i + j) % 2 ? (size_t)(p->convert ? 12 : 3 * p->elem_bytes) : 0;
+                run_b(p, cols[i], ks[j], gap, tail ^= 1);
             }
     }
 }
