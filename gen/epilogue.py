@@ -29,6 +29,7 @@ from . import registry as _registry
 # ---- the table the generator reads: derived from the GEMM-type registry ------------------------
 # instruction -> epilogue variants generated for it; "raw" (the unsuffixed kernel) always first.
 # requant: the int8 GEMM types' int32 kernels (the s8 dispatch chain smmla/sdot/smlal);
+# requant_u8: the uint8-output ones (the u8s8 chain usmmla/smlal, ts_gemm_u8);
 # biasclamp: the fp32-accumulating ones (f32 fmla, bf16 bfmmla and bfdot, fp16 -> fp32 fmlal).
 # fmla .8h (fp16 accumulators), sudot, usdot: raw only. gen.registry (GemmType.kernel_epilogues,
 # OFF_CHAIN_EPILOGUES) is the one place that says so.
@@ -42,17 +43,25 @@ class Epilogue:
     out_bytes: int | None       # bytes of one output element (None: the accumulator's, 4)
     group_bytes: int            # bytes of `params` per group of 4 columns (0: none)
     summary: str
+    out: str | None = None      # output element type (None: the accumulator's)
+    family: str = ""            # the register code it runs (epilogue_and_store); "" for raw
 
     def out_type(self, c_type: str) -> str:
-        return {"requant": "int8"}.get(self.name, c_type)
+        return self.out or c_type
 
 
 EPILOGUES = {e.name: e for e in (
     Epilogue("raw", "", None, 0, "the accumulators as they are (int32 / uint32 / fp32)"),
     Epilogue("requant", "_requant", 1, 64,
              "TFLite int8 requantisation: + column offset, MultiplyByQuantizedMultiplier "
-             "(double or single rounding), + output zero point, clamp, int8"),
-    Epilogue("biasclamp", "_biasclamp", None, 16, "fp32: + bias per column, then clamp"),
+             "(double or single rounding), + output zero point, clamp, int8", "int8", "requant"),
+    # the same requantisation with a uint8 output (ts_gemm_u8: zero point and clamp 0..255)
+    Epilogue("requant_u8", "_requant_u8", 1, 64,
+             "TFLite requantisation to uint8: + column offset, MultiplyByQuantizedMultiplier "
+             "(double or single rounding), + output zero point, clamp, uint8", "uint8",
+             "requant"),
+    Epilogue("biasclamp", "_biasclamp", None, 16, "fp32: + bias per column, then clamp",
+             None, "biasclamp"),
 )}
 
 # Vector registers the epilogues need free besides the tile's row vectors (the A/B registers
@@ -215,10 +224,11 @@ def advance_rows(last_row: int, ep: int, even: str, odd: str, ld: str) -> list[I
 
 
 # ---- before the loop: zero or load the accumulators ---------------------------------------------
-def acc_load(plan: TilePlan, tile_offset: int, esize: int = 4) -> list[Insn]:
+def acc_load(plan: TilePlan, tile_offset: int, esize: int = 4, epilogue: str = "raw") -> list[Insn]:
     """Accumulators from args->acc (elements of `esize` bytes, the accumulator type), or zero;
     x5 = args. Partial tiles go through the stack tile (only m_rem x n_rem elements are read
-    from acc)."""
+    from acc). The requantising epilogues start from their column offsets instead
+    (offset_init): one fewer vector operation per output vector after the loop."""
     inst = plan.inst
     row_bytes = plan.hp * esize
     code = [
@@ -249,10 +259,58 @@ def acc_load(plan: TilePlan, tile_offset: int, esize: int = 4) -> list[Insn]:
             code += row_access("ldr", ACC_PTR if row % 2 == 0 else ACC_ODD, pieces, row)
             if row % 2 == 1:
                 code += advance_rows(row, plan.ep, ACC_PTR, ACC_ODD, ACC_LD)
+    requant = EPILOGUES[epilogue].family == "requant"
+    if requant:
+        code += offset_init(plan, add=True)
     code.append(_i("b K_ACC_DONE"))
     code.append(label("K_ZERO"))
-    code += [Insn(f"movi v{r}.4s, #0", "alu", defs=(f"v{r}",)) for r in plan.c_regs]
+    if requant:
+        code += offset_init(plan, add=False)
+    else:
+        code += [Insn(f"movi v{r}.4s, #0", "alu", defs=(f"v{r}",)) for r in plan.c_regs]
     code.append(label("K_ACC_DONE"))
+    return code
+
+
+def offset_init(plan: TilePlan, add: bool) -> list[Insn]:
+    """The requantisation's first step, x = acc + offset (the column offsets: zero-point
+    correction + bias, params + 64 g, int32 x 4 per group g of 4 columns), done before the
+    loop: the accumulators start at the offsets (add False: the K_ZERO path) or get them added
+    to the loaded acc (add True). int32 addition wraps, so the sums are those of adding it
+    after the loop. Row forms: the offset vector of group j is column block j of every row;
+    2x2 tile forms: column block cb (columns 2cb, 2cb+1 of rows 2i, 2i+1) is
+    [o(2cb) o(2cb+1) o(2cb) o(2cb+1)], ZIP1 / ZIP2 .2d of the group's vector with itself.
+    Registers: the A/B ones (loaded after this) as temporaries; x11 = params."""
+    inst = plan.inst
+    group = EPILOGUES["requant"].group_bytes
+    if inst.acc_shape != "tile2x2" and inst.c_cols_per_reg != 4:
+        raise KernelPlanError(f"{plan.instruction}: requant offsets need 4 columns per register")
+    t, u = free_vregs(plan)[:2]
+    code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params: column offsets",
+               "load")]
+    if inst.acc_shape == "tile2x2":
+        blocks, rows = plan.hp // 2, plan.ep // 2
+    else:
+        blocks, rows = plan.hp // inst.c_cols_per_reg, plan.ep
+    for j in range(blocks):
+        first = plan.c_reg_for(0, j)
+        if inst.acc_shape == "tile2x2":
+            if j % 2 == 0:
+                code.append(_i(f"ldr q{t}, [{PARAMS}, #{group * (j // 2)}]",
+                               f"offsets of columns {2 * j}-{2 * j + 3}", "load"))
+            dst = u if add else first
+            code.append(_i(f"zip{1 + j % 2} v{dst}.2d, v{t}.2d, v{t}.2d",
+                           f"column block {j}: columns {2 * j}-{2 * j + 1}, twice"))
+        else:
+            dst = u if add else first
+            code.append(_i(f"ldr q{dst}, [{PARAMS}, #{group * j}]",
+                           f"offsets of columns {4 * j}-{4 * j + 3}", "load"))
+        for r in range(rows):
+            reg = plan.c_reg_for(r, j)
+            if add:
+                code.append(_i(f"add v{reg}.4s, v{reg}.4s, v{dst}.4s", "+ offset"))
+            elif r:
+                code.append(Insn(f"mov v{reg}.16b, v{first}.16b", "alu", defs=(f"v{reg}",)))
     return code
 
 
@@ -360,8 +418,9 @@ def _chunks(items, size):
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
-    """int32 row vectors -> int8, in place. Per group g of 4 columns, params + 64 g holds
+def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> list[Insn]:
+    """int32 row vectors x = acc + offset (offset_init added the offsets before the loop) ->
+    int8 (`out` "uint8": uint8), in place. Per group g of 4 columns, params + 64 g holds
     (int32 x 4 each): offset (zero-point correction + bias), multiplier, then
       double rounding: left = max(shift, 0), right = min(shift, 0)
       single rounding: shift - 31 as int64 for columns 0-1, then for columns 2-3
@@ -377,22 +436,20 @@ def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
       single: SMULL/SMULL2 exact 64-bit products, SRSHL by shift - 31 (a rounding right shift
               by 31 - shift at full precision), SQXTN/SQXTN2 saturating to int32.
     Then SQXTN to int16, SQADD the zero point, SQXTN to int8, SMAX/SMIN the clamp (requant.c's
-    order: saturating early cannot change a clamped result)."""
+    order: saturating early cannot change a clamped result). uint8: the zero point and clamp
+    are uint8 values (0..255), SQXTUN narrows the int16 sum to uint8 (saturating to 0..255,
+    Arm ARM C7.2 SQXTUN) and UMAX/UMIN clamp: the same instruction count, and the same values
+    as requantising to int8 with zero point and bounds - 128 and adding 128 (every saturation
+    bound lies beyond the clamp range either way)."""
     p0, p1, p2, *temps = pool
     groups = max(len(r) for r in rows)
     by_group = [[(r, row[g][0]) for r, row in enumerate(rows) if g < len(row)]
                 for g in range(groups)]
 
-    def offsets(g):
-        return [_i(f"ldr q{p0}, [{PARAMS}, #{group_bytes * g}]",
-                   f"columns {4 * g}-{4 * g + 3}: offset", "load")] + \
-               [_i(f"add v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}") for r, v in by_group[g]]
-
     double, single, right = [], [], []
     for g in range(groups):
         base = group_bytes * g
         vecs = by_group[g]
-        right += offsets(g)
         right += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                   _i(f"ldr q{p1}, [{PARAMS}, #{base + 32}]", "2^(31 + shift)", "load")]
         right += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}: high mul") for r, v in vecs]
@@ -400,7 +457,6 @@ def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
                   for r, v in vecs]
         right += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: rounding >> -shift")
                   for r, v in vecs]
-        double += offsets(g)
         double += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                    _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]", "left, right shifts", "load")]
         double += [_i(f"sqshl v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: << max(shift, 0), saturating")
@@ -413,7 +469,6 @@ def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
                        for t, (r, v) in zip(temps, chunk)]
         double += [_i(f"srshl v{v}.4s, v{v}.4s, v{p2}.4s", f"row {r}: rounding >> -min(shift, 0)")
                    for r, v in vecs]
-        single += offsets(g)
         single += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                    _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]",
                       "shift - 31 of columns 0-1, 2-3 (int64)", "load")]
@@ -454,9 +509,10 @@ def requant_code(rows, pool: list[int], group_bytes: int) -> list[Insn]:
     code += [_i(f"sqxtn v{a}.4h, v{a}.4s", f"row {r}: to int16") for r, a, b, n in units]
     code += [_i(f"sqxtn2 v{a}.8h, v{b}.4s") for r, a, b, n in units if b is not None]
     code += [_i(f"sqadd v{a}.8h, v{a}.8h, v{zp}.8h", f"row {r}: + zero point") for r, a, b, n in units]
-    code += [_i(f"sqxtn v{a}.8b, v{a}.8h", f"row {r}: to int8") for r, a, b, n in units]
-    code += [_i(f"smax v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
-    code += [_i(f"smin v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
+    narrow, sign = ("sqxtun", "u") if out == "uint8" else ("sqxtn", "s")
+    code += [_i(f"{narrow} v{a}.8b, v{a}.8h", f"row {r}: to {out}") for r, a, b, n in units]
+    code += [_i(f"{sign}max v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
+    code += [_i(f"{sign}min v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
     pieces = [[] for _ in rows]
     col = [0] * len(rows)
     for r, a, b, n in units:
@@ -507,9 +563,10 @@ def epilogue_and_store(plan: TilePlan, epilogue: str) -> list[Insn]:
     """The epilogue on the registers, then the stores of the (full) tile to x3/x4."""
     pool = free_vregs(plan)
     code, rows = tile_rows(plan, pool)
-    if epilogue == "requant":
-        more, pieces = requant_code(rows, pool, EPILOGUES[epilogue].group_bytes)
-    elif epilogue == "biasclamp":
+    variant = EPILOGUES[epilogue]
+    if variant.family == "requant":
+        more, pieces = requant_code(rows, pool, variant.group_bytes, variant.out)
+    elif variant.family == "biasclamp":
         more, pieces = biasclamp_code(rows, pool)
     else:
         raise KernelPlanError(f"no register epilogue for {epilogue!r}")

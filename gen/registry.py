@@ -155,7 +155,7 @@ GEMM_TYPES: tuple[GemmType, ...] = (
                          "gemm_u8_prepacked"),
              max_k=("GEMM_U8S8S32_MAX_K", "GEMM_U8_MAX_K"),
              bench_dtype="u8s8", bench_label="uint8 x int8", bench_shapes=("gemm512",),
-             test_label="u8s8", sme=KernelPath("usmopa", "u8", "s8", "usmopa")),
+             test_label="u8s8", kernel_epilogues=("requant_u8",), sme=KernelPath("usmopa", "u8", "s8", "usmopa")),
     # uint8 x uint8 -> uint32. Armv8.0 fallback: both zero-extended to int16; the smlal kernel's
     # int32 lanes wrap modulo 2^32, so its bits are the uint32 sum (exact up to 2^32 - 1, i.e.
     # within TS_GEMM_U8U32_MAX_K).
@@ -188,7 +188,15 @@ GEMM_TYPES: tuple[GemmType, ...] = (
 BY_KEY = {t.key: t for t in GEMM_TYPES}
 
 # the fused epilogues gen.epilogue can emit (its EPILOGUES without "raw")
-KNOWN_EPILOGUES = ("requant", "biasclamp")
+KNOWN_EPILOGUES = ("requant", "requant_u8", "biasclamp")
+# the fused requantisations among them, by output type: a path's `requant` kernel is the
+# variant of its GEMM type's one (int8 for s8, uint8 for u8s8: what its entry points write)
+REQUANT_EPILOGUES = ("requant", "requant_u8")
+
+
+def fused_requant_epilogue(t: GemmType) -> str | None:
+    """The fused requantisation epilogue of GEMM type `t`'s kernels (None: none)."""
+    return next((e for e in t.kernel_epilogues if e in REQUANT_EPILOGUES), None)
 
 # Generated instructions that no chain holds (see the sudot / bfdot note above GEMM_TYPES) and
 # the fused epilogues their kernels get all the same: bfdot accumulates fp32 like bfmmla.
@@ -269,17 +277,18 @@ def result_bytes(instruction: str) -> int:
 SME_SVL_BYTES = (16, 32, 64, 128, 256)
 
 
-def _path_fields(p, kernel: dict, feature, ep: int, hp: int, **fields) -> dict:
-    """The fields every path dict (NEON or SME) has, for KernelPath or SmePath `p` run by the
-    manifest entry `kernel` with tile ep x hp, plus the kind-specific `fields`: the instruction,
-    packed elements and pack enums of A and B, result bytes, symbol, lp, feature macro and the
-    symbol of the kernel's fused requant variant (None: none)."""
+def _path_fields(t: GemmType, p, kernel: dict, feature, ep: int, hp: int, **fields) -> dict:
+    """The fields every path dict (NEON or SME) of GEMM type `t` has, for KernelPath or SmePath
+    `p` run by the manifest entry `kernel` with tile ep x hp, plus the kind-specific `fields`:
+    the instruction, packed elements and pack enums of A and B, result bytes, symbol, lp,
+    feature macro and the symbol of the kernel's variant with the type's fused requantisation
+    (fused_requant_epilogue: int8 or uint8 C as the type's entry points write; None: none)."""
     return dict(instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
                 pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
                 c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
                 ep=ep, hp=hp, lp=int(kernel["lp"]), feature=feature_macro(feature),
                 requant=next((v["symbol"] for v in kernel.get("variants", [])
-                              if v["epilogue"] == "requant"), None),
+                              if v["epilogue"] == fused_requant_epilogue(t)), None),
                 **fields)
 
 
@@ -293,7 +302,7 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
         return []
     kernel, p = sme[t.sme.instruction], t.sme
     feature = SME_INSTRUCTIONS[p.instruction].feature
-    return [_path_fields(p, kernel, feature, ep=int(kernel["tr"]) * svl // 4,
+    return [_path_fields(t, p, kernel, feature, ep=int(kernel["tr"]) * svl // 4,
                          hp=int(kernel["tc"]) * svl // 4, gemv=None, svl_bytes=svl,
                          core_class="generic",
                          sme_pack_a=sme_packer(kernel, "a", PACKED[p.pack_a][0]),
@@ -351,7 +360,7 @@ def _gemv_dict(small: dict | None, kernel: dict) -> dict | None:
 def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict) -> dict:
     """The path dict (dispatch_paths) of kernel entry `kernel` (main or core-class variant)."""
     return _path_fields(
-        p, kernel, INSTRUCTIONS[p.instruction].feature, ep=int(kernel["ep"]), hp=int(kernel["hp"]),
+        t, p, kernel, INSTRUCTIONS[p.instruction].feature, ep=int(kernel["ep"]), hp=int(kernel["hp"]),
         core_class=kernel.get("core_class", "generic"),
         gemv=_gemv_dict(gemv.get(p.instruction) if has_gemv(t) else None, kernel),
         svl_bytes=0,
@@ -368,7 +377,8 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
     suffixes, the result bytes, the feature macro suffix (None when Armv8.0 has it), the
-    symbol of its fused requant variant (None: none), the core class ("generic", or a
+    symbol of its fused requant variant (the GEMM type's, fused_requant_epilogue; None: none),
+    the core class ("generic", or a
     gen.cores.CORE_CLASSES key) and
     `gemv`: the GEMV / small-M kernel serving the path's instruction ({served instruction:
     manifest entry with role "gemv"}, gen.gemv; its own instruction may be a GEMV form of the

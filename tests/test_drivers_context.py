@@ -21,6 +21,7 @@ from gen.cores import MEMORY
 from gen.drivers import DRIVERS
 from gen.epilogue import EPILOGUE_VARIANTS
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
+from gen.registry import BY_KEY, fused_requant_epilogue
 from test_drivers_api import CPU_MASKS, manifest_paths
 
 CPUS = {"cortex-a57": CPU_MASKS["cortex-a57"], "cortex-a53": CPU_MASKS["cortex-a57"],
@@ -57,14 +58,20 @@ def test_dispatch_tables_carry_the_cache_blocks(v86):
     text = (v86 / "ts_dispatch.c").read_text()
     l1, l2 = cache_sizes("generic")
     assert l1 == min(m.l1d.size for m in MEMORY.values())
-    for paths in manifest_paths(v86).values():
+    for key, paths in manifest_paths(v86).items():
+        table = text[text.index(f"paths_{key}[] = {{"):]
+        table = table[:table.index("};")]
+        # the fused requantisation is the GEMM type's own (int8 or uint8 C), where generated
+        fused = fused_requant_epilogue(BY_KEY[key])
         for p in paths:
             kc, mc = block_sizes("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
             kw = whole_k_steps("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
             row = re.search(re.escape(f'"{p["symbol"]}"')
-                            + r".*?\n.*?\n\s+(\w+), (\d+), (\d+), (\d+),\n", text)
+                            + r".*?\n.*?\n\s+(\w+), (\d+), (\d+), (\d+),\n", table)
             assert row and (int(row.group(2)), int(row.group(3)), int(row.group(4))) == (kc, mc, kw), p["symbol"]
-            assert (row.group(1) != "NULL") == ("requant" in EPILOGUE_VARIANTS[p["instruction"]])
+            want = f'{p["symbol"]}_{fused}' if fused in EPILOGUE_VARIANTS[p["instruction"]] \
+                else "NULL"
+            assert row.group(1) == want, (key, p["symbol"])
             elem = TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
             assert kc * p["lp"] * p["hp"] * elem <= l1 // 2
             assert mc * p["ep"] * kc * p["lp"] * elem <= l2 // 2 or mc == 1

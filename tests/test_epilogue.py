@@ -7,6 +7,7 @@ import re
 import pytest
 
 from gen.epilogue import (ARGS_BYTES, ARGS_FIELDS, EPILOGUE_TEMPS, EPILOGUE_VARIANTS, EPILOGUES,
+                          epilogue_and_store,
                           c_struct, check_epilogue, free_vregs, tile_rows, variants_for)
 from gen.isa import GENERATED, INSTRUCTIONS
 from gen.loop import KernelPlanError
@@ -40,7 +41,7 @@ def test_every_generated_instruction_has_variants_raw_first():
         assert variants[0] == "raw" and set(variants) <= set(EPILOGUES)
         c_type = INSTRUCTIONS[instruction].c_type
         assert "biasclamp" not in variants or c_type == "fp32"
-        assert "requant" not in variants or c_type == "int32"
+        assert not {"requant", "requant_u8"} & set(variants) or c_type == "int32"
     assert variants_for("fmla_f16") == ("raw",)       # not in the table: raw only
 
 
@@ -71,3 +72,36 @@ def test_mmla_tiles_unzip_into_distinct_row_vectors(hp):
     assert len(set(regs)) == len(regs) and not set(regs) & set(pool)
     assert all(sum(n for _, n in row) == hp for row in rows)
     assert all(i.text.startswith(("uzp1", "uzp2")) for i in code)
+
+
+def test_requant_u8_goes_to_the_uint8_output_chain():
+    """ts_gemm_u8's paths (usmmla, smlal) get the uint8-output requantisation; the int8 ones
+    (smmla, sdot, smlal) the int8 one; its output type is uint8."""
+    assert "requant_u8" in variants_for("usmmla") and "requant" not in variants_for("usmmla")
+    assert "requant_u8" in variants_for("smlal") and "requant" in variants_for("smlal")
+    assert "requant_u8" not in variants_for("smmla") + variants_for("sdot")
+    assert EPILOGUES["requant_u8"].out_type("int32") == "uint8"
+    assert EPILOGUES["requant"].out_type("int32") == "int8"
+
+
+@pytest.mark.parametrize("instruction,ep,hp", [("usmmla", 8, 8), ("smlal", 8, 12)])
+def test_requant_u8_differs_from_requant_only_in_the_narrowing(instruction, ep, hp):
+    """The same instructions as the int8 requantisation but SQXTUN for SQXTN and UMAX/UMIN for
+    SMAX/SMIN: the uint8 result costs nothing more."""
+    inst = INSTRUCTIONS[instruction]
+    if inst.acc_shape == "tile2x2":
+        p = plan(instruction, ep, hp, range(0, 4), range(4, 8), range(8, 8 + ep * hp // 4))
+    else:
+        p = plan(instruction, ep, hp, [0, 1], range(2, 5), range(5, 5 + ep * hp // 4))
+    s8 = [i.text for i in epilogue_and_store(p, "requant")]
+    u8 = [i.text for i in epilogue_and_store(p, "requant_u8")]
+    swap = {"sqxtn v": "sqxtun v", "smax": "umax", "smin": "umin"}
+    narrow = [t for t in s8 if t.endswith(".8h") and t.startswith("sqxtn v")
+              or t.startswith(("smax", "smin"))]
+    assert narrow and len(s8) == len(u8)
+    for a, b in zip(s8, u8):
+        if a in narrow:
+            head = next(k for k in swap if a.startswith(k))
+            assert b == swap[head] + a[len(head):]
+        else:
+            assert a == b

@@ -14,7 +14,7 @@
  *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py).
  * K blocks accumulate with the kernels' acc argument (contract v2): raw outputs in place in C,
  * the requantized and fp16-narrowed ones in a 4-byte staging copy of C (int32 / fp32); the
- * fused _requant kernel runs on the last K block only, otherwise the staged tile goes to C
+ * fused _requant (_requant_u8) kernel runs on the last K block only, otherwise the staged tile goes to C
  * after its last K block (ts_requant_rows, ts_narrow_rows_f16). Partial tiles are stored by
  * the kernel (m_rem, n_rem); on a core-class variant, a last A panel that a generic tile of the
  * same instruction holds runs on that smaller kernel (ts_tail_path: no padding rows computed). Every output element is computed by the same kernel calls over
@@ -58,10 +58,11 @@ static size_t ksteps_of(const ts_path *path, size_t K)
     return div_up(K, path->lp);
 }
 
-/* Whether the requantization runs in the fused kernel (int8 output, the path has one). */
-static int fused_requant(const ts_path *path, int requantize, int u8_output)
+/* Whether the requantization runs in the fused kernel: the path has one (its GEMM type's,
+ * writing that type's output: int8, or uint8 for ts_gemm_u8). */
+static int fused_requant(const ts_path *path, int requantize)
 {
-    return requantize && path->requant != NULL && !u8_output;
+    return requantize && path->requant != NULL;
 }
 
 int ts_gemm_stage(const ts_path *path, const ts_c_sink *out)
@@ -133,13 +134,14 @@ static int a_block_bytes(const ts_path *path, size_t K, size_t task_panels, size
            || ts_size_round_up(*out, 16, out) || ts_size_mul(*out, panels, out);
 }
 
-/* `fused` may be -1: size for either (the larger). */
+/* `fused` may be -1: size for either (the larger). m_tasks x n_tasks: the call's grid
+ * (ts_gemm_grid). */
 static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int stage,
-                       int fused, size_t pad_bytes, unsigned threads, work_layout *l)
+                       int fused, size_t pad_bytes, size_t m_tasks, size_t n_tasks,
+                       work_layout *l)
 {
-    size_t end = 0, bytes, a_block, m_tasks, n_tasks, panels = div_up(M, path->ep);
+    size_t end = 0, bytes, a_block, panels = div_up(M, path->ep);
     memset(l, 0, sizeof *l);
-    ts_gemm_grid(panels, div_up(N, path->hp), threads, &m_tasks, &n_tasks);
     if (a_block_bytes(path, K, div_up(panels, m_tasks), &a_block)
         || ts_size_mul(a_block, m_tasks * n_tasks, &bytes) || place(bytes, &end, &l->a_blocks))
         return -1;
@@ -166,7 +168,9 @@ int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int st
                        size_t pad_bytes, unsigned threads, size_t *out)
 {
     work_layout l;
-    return layout_work(path, M, N, K, stage, -1, pad_bytes, threads, &l)
+    size_t m_tasks, n_tasks;
+    ts_gemm_grid(div_up(M, path->ep), div_up(N, path->hp), threads, &m_tasks, &n_tasks);
+    return layout_work(path, M, N, K, stage, -1, pad_bytes, m_tasks, n_tasks, &l)
            || ts_size_add(l.total, 15, out);
 }
 
@@ -259,9 +263,11 @@ static void setup_block(const call *c, int first, int last, block_run *r)
     if (c->fused && last) {
         r->kernel = path->requant;
         r->args.rounding = c->rounding;
-        r->args.c_zero_point = c->q.c_zero_point;
-        r->args.act_min = c->q.act_min;
-        r->args.act_max = c->q.act_max;
+        /* the caller's output zero point and clamp, in the kernel's output type (uint8 for
+         * the _requant_u8 kernels; c->q holds their int8 form for ts_requant_rows_u8) */
+        r->args.c_zero_point = c->out->q->c_zero_point;
+        r->args.act_min = c->out->q->act_min;
+        r->args.act_max = c->out->q->act_max;
         r->dst = (unsigned char *)c->out->C;
         r->dst_ld = c->out->ldc;
         r->dst_elem = 1;
@@ -374,7 +380,11 @@ static void compute_task(void *arg, size_t t)
  * thread computes the fewest tiles: with tasks dealt statically (ts_pool.c) a thread runs
  * ceil(m*n / threads) tasks of up to ceil(a_panels/m) x ceil(b_panels/n) tiles. Among equals
  * the fewest tasks, then the most M blocks (each of the n tasks of an M block packs that
- * block's A panels again). Fewer tiles than threads: one task per tile. */
+ * block's A panels again). Fewer tiles than threads: one task per tile.
+ * It runs on the calling thread before the tasks, so it visits only the candidates that can
+ * win: of the m giving the same ceil(a_panels/m) the smallest (the same tiles per task in
+ * fewer tasks), likewise of the n (m descending, n ascending: the order of the rule's
+ * tie-breaks). */
 void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_tasks,
                   size_t *n_tasks)
 {
@@ -383,17 +393,21 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
     *m_tasks = *n_tasks = 1;
     if (threads <= 1)
         return;
-    for (size_t m = a_panels < most ? a_panels : most; m >= 1; --m)
-        for (size_t n = 1; n <= b_panels && m * n <= most; ++n) {
-            const size_t busiest = div_up(m * n, threads) * div_up(a_panels, m)
-                                   * div_up(b_panels, n);
+    for (size_t m = a_panels < most ? a_panels : most; m >= 1; --m) {
+        const size_t rows = div_up(a_panels, m);
+        m = div_up(a_panels, rows);             /* the smallest m with these rows */
+        for (size_t n = 1; n <= b_panels && m * n <= most;) {
+            const size_t cols = div_up(b_panels, n);
+            const size_t busiest = div_up(m * n, threads) * rows * cols;
             if (busiest < best || (busiest == best && m * n < best_tasks)) {
                 best = busiest;
                 best_tasks = m * n;
                 *m_tasks = m;
                 *n_tasks = n;
             }
+            n = cols > 1 ? div_up(b_panels, cols - 1) : b_panels + 1;  /* next fewer cols */
         }
+    }
 }
 
 void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
@@ -421,9 +435,9 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     ts_gemm_grid(c.a_panels, b->panels, threads, &c.m_tasks, &c.n_tasks);
     a_block_bytes(path, b->K, div_up(c.a_panels, c.m_tasks), &c.a_block_bytes);
     c.stage = ts_gemm_stage(path, out);
-    c.fused = fused_requant(path, requantize, out->u8_output);
+    c.fused = fused_requant(path, requantize);
     const size_t pad_bytes = a->conv != NULL ? a->conv->in_c : 0;
-    layout_work(path, M, c.N, c.K, c.stage, c.fused, pad_bytes, threads, &l);
+    layout_work(path, M, c.N, c.K, c.stage, c.fused, pad_bytes, c.m_tasks, c.n_tasks, &l);
     unsigned char *base = (unsigned char *)ts_align16(work);
     c.a_blocks = base + l.a_blocks;
     if (pad_bytes != 0) {

@@ -116,7 +116,8 @@ typedef struct {
     ts_pack_kind pack;         /* conversion of B (ts_pack_panel, ts_packed_b_init) */
     ts_pack_kind pack_a;       /* conversion of A (differs from B's for the widened u8 x s8 path) */
     size_t c_bytes;            /* bytes of one kernel result (fp16, float, int32 or uint32) */
-    ts_kernel_fn requant;      /* the same tile with the fused _requant epilogue, or NULL */
+    ts_kernel_fn requant;      /* the same tile with the GEMM type's fused requantisation
+                                  (_requant: int8 C; _requant_u8: uint8 C), or NULL */
     size_t kc_steps;           /* cache blocks (gen/blocking.py): K block in k-steps, */
     size_t mc_panels;          /* M block in ep-row panels */
     size_t kw_steps;           /* K runs unsplit up to this many k-steps (gen/blocking.py

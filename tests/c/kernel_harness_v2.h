@@ -18,6 +18,9 @@
  *                     the configurations double/single rounding x per-tensor/per-channel,
  *                     and double rounding with every shift negative (args->rounding 2, its
  *                     own parameter form) rotate over the cases;
+ *   requant_u8        uint8 C (zero point, clamp 0..255): the same reference with zero point
+ *                     and clamp - 128, + 128 (ts_quant_u8_as_s8's identity; the kernel
+ *                     narrows with SQXTUN and clamps unsigned, another route);
  *   biasclamp         C float arithmetic on the raw kernel's tile (same accumulator input):
  *                     x + bias[c] (NaN biases included), then max/min with the clamp bounds
  *                     as FMAX/FMIN do them;
@@ -169,7 +172,10 @@ static double v2_fp_value(uint32_t bits, size_t cb)
 static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
 {
     enum elem ea = elem_of(k->a_type), eb = elem_of(k->b_type), ec = elem_of(k->c_type);
-    const int raw = !strcmp(k->epilogue, "raw"), requant = !strcmp(k->epilogue, "requant");
+    const int raw = !strcmp(k->epilogue, "raw");
+    /* requant_u8: uint8 C, zero point and clamp in 0..255 */
+    const int u8 = !strcmp(k->epilogue, "requant_u8");
+    const int requant = u8 || !strcmp(k->epilogue, "requant");
     const int is_fp = ec == E_FP32 || ec == E_FP16;
     const size_t cb = elem_bytes(ec);     /* bytes of one raw result: 4, or 2 for fp16 */
     size_t ep = (size_t)k->ep, hp = (size_t)k->hp, lp = (size_t)k->lp, K = ksteps * lp;
@@ -269,10 +275,11 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
     v2_columns all_cols[2];          /* any shifts; every shift < 0 */
     v2_make_columns(&all_cols[0], hp, bits, 0);
     v2_make_columns(&all_cols[1], hp, bits, 1);
-    int32_t zp = v2_rand_range(-128, 127);
-    int32_t lo = v2_rand_range(-128, 127), hi = v2_rand_range(-128, 127);
+    const int32_t out_min = u8 ? 0 : -128, out_max = u8 ? 255 : 127;
+    int32_t zp = v2_rand_range(out_min, out_max);
+    int32_t lo = v2_rand_range(out_min, out_max), hi = v2_rand_range(out_min, out_max);
     if (lo > hi) { int32_t t = lo; lo = hi; hi = t; }
-    if ((rng_next() & 3) == 0) { lo = -128; hi = 127; }
+    if ((rng_next() & 3) == 0) { lo = out_min; hi = out_max; }
 
     const int modes = raw ? 3 : 2;      /* 0: no acc, 1: separate acc tile, 2: acc == c */
     size_t case_no = 0;
@@ -351,14 +358,22 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
                 for (size_t j = 0; j < n_rem; j++)
                     x[j] = (int32_t)((uint32_t)prod[i * hp + j]
                                      + (mode ? acc_in[i * hp + j] : 0u));
-                requant_row_scalar(x, n_rem, 0, &q, cols->col_offset, want8);
+                /* uint8: the int8 reference with zero point and clamp - 128, then + 128
+                 * (the kernel narrows with SQXTUN and clamps with UMAX/UMIN instead) */
+                H_QUANT qs = q;
+                if (u8) {
+                    qs.c_zero_point -= 128;
+                    qs.act_min -= 128;
+                    qs.act_max -= 128;
+                }
+                requant_row_scalar(x, n_rem, 0, &qs, cols->col_offset, want8);
             }
             for (size_t j = 0; j < n_rem; j++) {
                 unsigned char *cell = c + i * ldc + j * out_bytes;
                 uint32_t got = 0, want = 0;
                 if (requant) {
-                    got = (uint32_t)(int32_t)(int8_t)cell[0];
-                    want = (uint32_t)(int32_t)want8[j];
+                    got = u8 ? cell[0] : (uint32_t)(int32_t)(int8_t)cell[0];
+                    want = u8 ? (uint32_t)(want8[j] + 128) : (uint32_t)(int32_t)want8[j];
                 } else {
                     memcpy(&got, cell, cb);
                     if (!is_fp) {
