@@ -228,12 +228,17 @@ def acc_load(plan: TilePlan, tile_offset: int, esize: int = 4, epilogue: str = "
     """Accumulators from args->acc (elements of `esize` bytes, the accumulator type), or zero;
     x5 = args. Partial tiles go through the stack tile (only m_rem x n_rem elements are read
     from acc). The requantising epilogues start from their column offsets instead
-    (offset_init): one fewer vector operation per output vector after the loop."""
+    (offset_loads, offset_spread, offset_add): one fewer vector operation per output vector
+    after the loop."""
     inst = plan.inst
     row_bytes = plan.hp * esize
+    requant = EPILOGUES[epilogue].family == "requant"
+    loads = offset_loads(plan) if requant else []      # args required: no NULL test
     code = [
-        _i(f"cbz {ARGS_REG}, K_ZERO", "no arguments: zero accumulators"),
+        *(loads[:1] if requant else
+          [_i(f"cbz {ARGS_REG}, K_ZERO", "no arguments: zero accumulators")]),
         _i(f"ldr {ACC_PTR}, [{ARGS_REG}, #{OFF['acc']}]", "args->acc", "load"),
+        *loads[1:],
         _i(f"cbz {ACC_PTR}, K_ZERO", "no accumulator input: zero"),
         _i(f"ldr {ACC_LD}, [{ARGS_REG}, #{OFF['ld_acc_bytes']}]", "args->ld_acc_bytes", "load"),
         _i(f"ldp x8, x9, [{ARGS_REG}, #{OFF['m_rem']}]", "m_rem, n_rem", "load"),
@@ -259,58 +264,102 @@ def acc_load(plan: TilePlan, tile_offset: int, esize: int = 4, epilogue: str = "
             code += row_access("ldr", ACC_PTR if row % 2 == 0 else ACC_ODD, pieces, row)
             if row % 2 == 1:
                 code += advance_rows(row, plan.ep, ACC_PTR, ACC_ODD, ACC_LD)
-    requant = EPILOGUES[epilogue].family == "requant"
     if requant:
-        code += offset_init(plan, add=True)
+        code += offset_add(plan)
     code.append(_i("b K_ACC_DONE"))
     code.append(label("K_ZERO"))
     if requant:
-        code += offset_init(plan, add=False)
+        code += offset_spread(plan)
     else:
         code += [Insn(f"movi v{r}.4s, #0", "alu", defs=(f"v{r}",)) for r in plan.c_regs]
     code.append(label("K_ACC_DONE"))
     return code
 
 
-def offset_init(plan: TilePlan, add: bool) -> list[Insn]:
-    """The requantisation's first step, x = acc + offset (the column offsets: zero-point
-    correction + bias, params + 64 g, int32 x 4 per group g of 4 columns), done before the
-    loop: the accumulators start at the offsets (add False: the K_ZERO path) or get them added
-    to the loaded acc (add True). int32 addition wraps, so the sums are those of adding it
-    after the loop. Row forms: the offset vector of group j is column block j of every row;
-    2x2 tile forms: column block cb (columns 2cb, 2cb+1 of rows 2i, 2i+1) is
-    [o(2cb) o(2cb+1) o(2cb) o(2cb+1)], ZIP1 / ZIP2 .2d of the group's vector with itself.
-    Registers: the A/B ones (loaded after this) as temporaries; x11 = params."""
+# The requantisation's first step, x = acc + offset (the column offsets: zero-point correction
+# + bias, int32 x 4 per group g of 4 columns at params + 64 g), runs before the loop: the
+# accumulators start at the offsets (the K_ZERO path) or get them added to the loaded acc
+# tile. int32 addition wraps, so the sums are those of adding them after the loop. Row forms:
+# group j's offsets are column block j of every row; 2x2 tile forms: column block cb (columns
+# 2cb, 2cb+1 of rows 2i, 2i+1) is [o(2cb) o(2cb+1) o(2cb) o(2cb+1)], ZIP1 / ZIP2 .2d of its
+# group's vector with itself. The loads come first, in the entry block, so the in-order cores
+# do not wait for them where the K_ZERO path spreads them; x11 = params.
+def _offset_check(plan: TilePlan) -> tuple[int, list[int]]:
+    """(groups of 4 columns, temporaries: the A/B registers, last first -- free before the
+    loop, the last ones loaded last or in the other bank by the preload)."""
     inst = plan.inst
-    group = EPILOGUES["requant"].group_bytes
     if inst.acc_shape != "tile2x2" and inst.c_cols_per_reg != 4:
         raise KernelPlanError(f"{plan.instruction}: requant offsets need 4 columns per register")
-    t, u = free_vregs(plan)[:2]
+    groups = -(-plan.hp // 4)
+    temps = list(reversed(plan.a_regs + plan.b_regs))
+    if len(temps) < (groups if inst.acc_shape == "tile2x2" else 2):
+        raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: too few A/B registers "
+                              f"for the requant offsets")
+    return groups, temps
+
+
+def _offset_blocks(plan: TilePlan) -> tuple[int, int]:
+    """(column blocks, row blocks) of the accumulators."""
+    if plan.inst.acc_shape == "tile2x2":
+        return plan.hp // 2, plan.ep // 2
+    return plan.hp // plan.inst.c_cols_per_reg, plan.ep
+
+
+def offset_loads(plan: TilePlan) -> list[Insn]:
+    """Entry: x11 = args->params, then each group's offsets into a temporary (2x2 tile forms)
+    or straight into row 0's accumulator of that column block (row forms)."""
+    groups, temps = _offset_check(plan)
+    group = EPILOGUES["requant"].group_bytes
     code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params: column offsets",
                "load")]
-    if inst.acc_shape == "tile2x2":
-        blocks, rows = plan.hp // 2, plan.ep // 2
-    else:
-        blocks, rows = plan.hp // inst.c_cols_per_reg, plan.ep
+    for g in range(groups):
+        reg = temps[g] if plan.inst.acc_shape == "tile2x2" else plan.c_reg_for(0, g)
+        code.append(_i(f"ldr q{reg}, [{PARAMS}, #{group * g}]",
+                       f"offsets of columns {4 * g}-{4 * g + 3}", "load"))
+    return code
+
+
+def offset_spread(plan: TilePlan) -> list[Insn]:
+    """K_ZERO: every accumulator starts at its column block's offsets (offset_loads)."""
+    groups, temps = _offset_check(plan)
+    blocks, rows = _offset_blocks(plan)
+    code = []
+    for r in range(rows):
+        for j in range(blocks):
+            reg = plan.c_reg_for(r, j)
+            if plan.inst.acc_shape == "tile2x2":
+                t = temps[j // 2]
+                code.append(Insn(f"zip{1 + j % 2} v{reg}.2d, v{t}.2d, v{t}.2d", "alu",
+                                 comment=f"offsets of columns {2 * j}-{2 * j + 1}, twice",
+                                 defs=(f"v{reg}",)))
+            elif r:
+                code.append(Insn(f"mov v{reg}.16b, v{plan.c_reg_for(0, j)}.16b", "alu",
+                                 defs=(f"v{reg}",)))
+    return code
+
+
+def offset_add(plan: TilePlan) -> list[Insn]:
+    """After the acc tile is loaded (which used every A/B register and x11): the offsets
+    reloaded and added."""
+    groups, temps = _offset_check(plan)
+    blocks, rows = _offset_blocks(plan)
+    group = EPILOGUES["requant"].group_bytes
+    t, u = temps[:2]
+    code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params: column offsets",
+               "load")]
     for j in range(blocks):
-        first = plan.c_reg_for(0, j)
-        if inst.acc_shape == "tile2x2":
+        if plan.inst.acc_shape == "tile2x2":
             if j % 2 == 0:
                 code.append(_i(f"ldr q{t}, [{PARAMS}, #{group * (j // 2)}]",
                                f"offsets of columns {2 * j}-{2 * j + 3}", "load"))
-            dst = u if add else first
-            code.append(_i(f"zip{1 + j % 2} v{dst}.2d, v{t}.2d, v{t}.2d",
-                           f"column block {j}: columns {2 * j}-{2 * j + 1}, twice"))
+            code.append(_i(f"zip{1 + j % 2} v{u}.2d, v{t}.2d, v{t}.2d",
+                           f"columns {2 * j}-{2 * j + 1}, twice"))
         else:
-            dst = u if add else first
-            code.append(_i(f"ldr q{dst}, [{PARAMS}, #{group * j}]",
+            u = t
+            code.append(_i(f"ldr q{t}, [{PARAMS}, #{group * j}]",
                            f"offsets of columns {4 * j}-{4 * j + 3}", "load"))
-        for r in range(rows):
-            reg = plan.c_reg_for(r, j)
-            if add:
-                code.append(_i(f"add v{reg}.4s, v{reg}.4s, v{dst}.4s", "+ offset"))
-            elif r:
-                code.append(Insn(f"mov v{reg}.16b, v{first}.16b", "alu", defs=(f"v{reg}",)))
+        code += [_i(f"add v{plan.c_reg_for(r, j)}.4s, v{plan.c_reg_for(r, j)}.4s, v{u}.4s",
+                    "+ offset") for r in range(rows)]
     return code
 
 
@@ -419,7 +468,7 @@ def _chunks(items, size):
 
 
 def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> list[Insn]:
-    """int32 row vectors x = acc + offset (offset_init added the offsets before the loop) ->
+    """int32 row vectors x = acc + offset (the offsets were added before the loop: offset_add / offset_spread) ->
     int8 (`out` "uint8": uint8), in place. Per group g of 4 columns, params + 64 g holds
     (int32 x 4 each): offset (zero-point correction + bias), multiplier, then
       double rounding: left = max(shift, 0), right = min(shift, 0)
