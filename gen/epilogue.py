@@ -104,7 +104,10 @@ ACC_PTR, ACC_LD, ACC_ODD = "x6", "x7", "x10"
 
 # Labels (templates/kernel.S.j2 defines each as a local label per object format).
 LABELS = ("K_ACC_LOAD", "K_ACC_DONE", "K_ZERO", "K_WRITE", "K_DONE", "K_RQ_SINGLE",
-          "K_RQ_RIGHT", "K_RQ_NARROW")
+          "K_RQ_RIGHT", "K_RQ_NARROW", "K_RQ_STORE")
+# The whole range of each requant output type: a clamp to it changes nothing after the
+# saturating narrowing (TFLite's kActivationNone: act_min, act_max = the type's limits).
+OUT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
 # args->rounding of the requant epilogue
 ROUND_DOUBLE, ROUND_SINGLE, ROUND_DOUBLE_RIGHT = 0, 1, 2
 
@@ -485,7 +488,8 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
       single: SMULL/SMULL2 exact 64-bit products, SRSHL by shift - 31 (a rounding right shift
               by 31 - shift at full precision), SQXTN/SQXTN2 saturating to int32.
     Then SQXTN to int16, SQADD the zero point, SQXTN to int8, SMAX/SMIN the clamp (requant.c's
-    order: saturating early cannot change a clamped result). uint8: the zero point and clamp
+    order: saturating early cannot change a clamped result), skipped when it is the output
+    type's whole range (the narrowing saturated to it). uint8: the zero point and clamp
     are uint8 values (0..255), SQXTUN narrows the int16 sum to uint8 (saturating to 0..255,
     Arm ARM C7.2 SQXTUN) and UMAX/UMIN clamp: the same instruction count, and the same values
     as requantising to int8 with zero point and bounds - 128 and adding 128 (every saturation
@@ -542,8 +546,12 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     code += [_i("b K_RQ_NARROW"), label("K_RQ_RIGHT")] + right + [label("K_RQ_NARROW")]
     # narrowing: per row, pairs of 4-column vectors -> 8 int8 in the first one's low half
     zp, lo, hi = p0, p1, p2
+    full_min, full_max = OUT_RANGE[out]
     code += [_i(f"ldr w12, [{ARGS_REG}, #{OFF['c_zero_point']}]", "zero point", "load"),
              _i(f"ldp w13, w14, [{ARGS_REG}, #{OFF['act_min']}]", "act_min, act_max", "load"),
+             _i(f"mov w15, #{full_max}"),
+             _i(f"cmn w13, #{-full_min}" if full_min < 0 else f"cmp w13, #{full_min}"),
+             _i("ccmp w14, w15, #0, eq", f"EQ: the clamp is {full_min}..{full_max}: no-op"),
              _i(f"dup v{zp}.8h, w12"), _i(f"dup v{lo}.16b, w13"), _i(f"dup v{hi}.16b, w14")]
     units = []          # (row, first register, second register or None, columns)
     for r, row in enumerate(rows):
@@ -560,8 +568,10 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     code += [_i(f"sqadd v{a}.8h, v{a}.8h, v{zp}.8h", f"row {r}: + zero point") for r, a, b, n in units]
     narrow, sign = ("sqxtun", "u") if out == "uint8" else ("sqxtn", "s")
     code += [_i(f"{narrow} v{a}.8b, v{a}.8h", f"row {r}: to {out}") for r, a, b, n in units]
+    code += [_i("b.eq K_RQ_STORE", f"clamp to {full_min}..{full_max}: the narrowing did it")]
     code += [_i(f"{sign}max v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
     code += [_i(f"{sign}min v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
+    code += [label("K_RQ_STORE")]
     pieces = [[] for _ in rows]
     col = [0] * len(rows)
     for r, a, b, n in units:

@@ -86,8 +86,9 @@ def test_requant_u8_goes_to_the_uint8_output_chain():
 
 @pytest.mark.parametrize("instruction,ep,hp", [("usmmla", 8, 8), ("smlal", 8, 12)])
 def test_requant_u8_differs_from_requant_only_in_the_narrowing(instruction, ep, hp):
-    """The same instructions as the int8 requantisation but SQXTUN for SQXTN and UMAX/UMIN for
-    SMAX/SMIN: the uint8 result costs nothing more."""
+    """The same instructions as the int8 requantisation but SQXTUN for SQXTN, UMAX/UMIN for
+    SMAX/SMIN and the whole-range test's bounds (0..255 for -128..127): the uint8 result costs
+    nothing more."""
     inst = INSTRUCTIONS[instruction]
     if inst.acc_shape == "tile2x2":
         p = plan(instruction, ep, hp, range(0, 4), range(4, 8), range(8, 8 + ep * hp // 4))
@@ -95,9 +96,10 @@ def test_requant_u8_differs_from_requant_only_in_the_narrowing(instruction, ep, 
         p = plan(instruction, ep, hp, [0, 1], range(2, 5), range(5, 5 + ep * hp // 4))
     s8 = [i.text for i in epilogue_and_store(p, "requant")]
     u8 = [i.text for i in epilogue_and_store(p, "requant_u8")]
-    swap = {"sqxtn v": "sqxtun v", "smax": "umax", "smin": "umin"}
+    swap = {"sqxtn v": "sqxtun v", "smax": "umax", "smin": "umin",
+            "mov w15, #127": "mov w15, #255", "cmn w13, #128": "cmp w13, #0"}
     narrow = [t for t in s8 if t.endswith(".8h") and t.startswith("sqxtn v")
-              or t.startswith(("smax", "smin"))]
+              or t.startswith(("smax", "smin", "mov w15, #127", "cmn w13, #128"))]
     assert narrow and len(s8) == len(u8)
     for a, b in zip(s8, u8):
         if a in narrow:
@@ -105,3 +107,16 @@ def test_requant_u8_differs_from_requant_only_in_the_narrowing(instruction, ep, 
             assert b == swap[head] + a[len(head):]
         else:
             assert a == b
+
+
+def test_requant_skips_a_whole_range_clamp():
+    """act_min, act_max = the output type's limits (kActivationNone): one branch over the
+    clamp, which the saturating narrowing already did; any other bounds clamp."""
+    p = plan("smmla", 8, 8, range(0, 4), range(4, 8), range(8, 24))
+    for epilogue, bounds in (("requant", ("cmn w13, #128", "mov w15, #127")),
+                             ("requant_u8", ("cmp w13, #0", "mov w15, #255"))):
+        text = [i.text for i in epilogue_and_store(p, epilogue)]
+        assert set(bounds) <= set(text) and "ccmp w14, w15, #0, eq" in text
+        skip, store = text.index("b.eq K_RQ_STORE"), text.index("K_RQ_STORE:")
+        clamp = text[skip + 1:store]
+        assert len(clamp) == 2 * 8 and all(t[1:4] in ("max", "min") for t in clamp)

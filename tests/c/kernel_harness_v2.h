@@ -322,9 +322,15 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
         q.bias = cols->has_bias ? cols->bias : NULL;
         q.multiplier = cols->multiplier;
         q.shift = cols->shift;
+        /* the cases rotate: the whole output range (the kernels skip that clamp), one bound
+         * at the type's limit and the other one inside it (clamped), random bounds */
+        const int32_t act_lo = case_no % 4 == 0 || case_no % 4 == 1 ? out_min
+                               : case_no % 4 == 2 ? out_min + 1 : lo;
+        const int32_t act_hi = case_no % 4 == 0 || case_no % 4 == 2 ? out_max
+                               : case_no % 4 == 1 ? out_max - 1 : hi;
         q.c_zero_point = zp;
-        q.act_min = lo;
-        q.act_max = hi;
+        q.act_min = act_lo;
+        q.act_max = act_hi;
         size_t groups = (hp + 3) / 4;
         void *params = NULL;
         float fmin_v = -INFINITY, fmax_v = INFINITY;
@@ -343,7 +349,7 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
             }
         }
         h_tile_args *args = v2_place(&reg[3], sizeof(h_tile_args), tail);
-        h_tile_args init = {m_rem, n_rem, acc, ld_acc, params, rounding_arg, zp, lo, hi,
+        h_tile_args init = {m_rem, n_rem, acc, ld_acc, params, rounding_arg, zp, act_lo, act_hi,
                              fmin_v, fmax_v};
         *args = init;
 
