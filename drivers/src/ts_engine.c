@@ -383,10 +383,10 @@ static void compute_task(void *arg, size_t t)
  * ceil(m*n / threads) tasks of up to ceil(a_panels/m) x ceil(b_panels/n) tiles. Among equals
  * the fewest tasks, then the most M blocks (each of the n tasks of an M block packs that
  * block's A panels again). Fewer tiles than threads: one task per tile.
- * It runs on the calling thread before the tasks, so it visits only the candidates that can
- * win: of the m giving the same ceil(a_panels/m) the smallest (the same tiles per task in
- * fewer tasks), likewise of the n (m descending, n ascending: the order of the rule's
- * tie-breaks). */
+ * It runs on the calling thread before the tasks (serial time: every thread waits for it), so
+ * it visits only the candidates that can win: of the m giving the same ceil(a_panels/m) the
+ * smallest (the same tiles per task in fewer tasks), likewise of the n (m descending, n
+ * ascending: the order of the rule's tie-breaks), with two divisions per candidate. */
 void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_tasks,
                   size_t *n_tasks)
 {
@@ -399,11 +399,14 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
         const size_t rows = div_up(a_panels, m);
         m = div_up(a_panels, rows);             /* the smallest m with these rows */
         for (size_t n = 1; n <= b_panels && m * n <= most;) {
-            const size_t cols = div_up(b_panels, n);
-            const size_t busiest = div_up(m * n, threads) * rows * cols;
-            if (busiest < best || (busiest == best && m * n < best_tasks)) {
+            const size_t cols = div_up(b_panels, n), tasks = m * n;
+            /* tasks per thread, ceil(tasks / threads): 1..4 as tasks <= most, no division */
+            const size_t per = 1 + (tasks > threads) + (tasks > 2 * (size_t)threads)
+                               + (tasks > 3 * (size_t)threads);
+            const size_t busiest = per * rows * cols;
+            if (busiest < best || (busiest == best && tasks < best_tasks)) {
                 best = busiest;
-                best_tasks = m * n;
+                best_tasks = tasks;
                 *m_tasks = m;
                 *n_tasks = n;
             }
