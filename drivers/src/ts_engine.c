@@ -287,7 +287,7 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
     const size_t b_step = hp * path->lp * ts_pack_elem_bytes(path->pack);
     const size_t pp = params_panel_bytes(path);
     /* the tiles' results go to C through the driver (after the last K block, not fused) */
-    const int staged = r->last && c->stage != TS_STAGE_NONE && !c->fused;
+    const int to_c = r->last && c->stage != TS_STAGE_NONE && !c->fused;
     struct ts_tile_args args = r->args;
     for (size_t j = j0; j < j1; ++j) {
         const size_t n0 = j * hp;
@@ -302,7 +302,7 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
             args.acc = r->acc != NULL ? r->acc + m0 * r->acc_ld + n0 * r->acc_elem : NULL;
             r->kernel(block + (i - ib) * panel_bytes, b, steps,
                       r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
-            if (!staged)
+            if (!to_c)
                 continue;
             const int32_t *staged = c->c32 + m0 * c->N + n0;
             if (c->stage == TS_STAGE_F16)
