@@ -195,16 +195,20 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
            for k in emit_sme_kernels(solve_za(i.name), prefix, inst, "generic", env)]
     # their streaming-mode packers (gen.sme_pack), named by the dispatch paths that use them
     sme_packers = emit_sme_packers([k.manifest for k in sme], prefix, inst, env) if sme else []
-    # qdyn int4 kernels (gen.qdyn4): int4 unpack and the fp32 epilogue in the kernel; their own
-    # manifest list (another contract: scale blocks, the qdyn argument block).
+    # qdyn kernels (gen.qdyn4, gen.qdyn4_rl): the int4 unpack and the fp32 epilogue in the
+    # kernel, int4 and int8 weights; their own manifest list (another contract: scale blocks,
+    # the qdyn argument block).
     built = {i.name for i in kernels_for(arch, cpu)}
     # Per instruction of the qdyn chain: scale blocks (gen.qdyn4: smmla), then per channel
-    # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode.
+    # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode, then int8 weights (gen.qdyn4
+    # weights="s8": smmla).
     qdyn = [k for name in qdyn4_rl.QDYN4_RL_INSTRUCTIONS if name in built
             for k in ([qdyn4.emit(qdyn4.solve(name, cpu), prefix, inst, env)]
                       if name in qdyn4.QDYN4_INSTRUCTIONS else [])
             + [qdyn4_rl.emit(qdyn4_rl.solve(name, cpu, decode), prefix, inst, env)
-               for decode in (False, True)]]
+               for decode in (False, True)]
+            + ([qdyn4.emit(qdyn4.solve(name, cpu, "s8"), prefix, inst, env)]
+               if name in qdyn4.QDYN4_INSTRUCTIONS else [])]
     manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
     if qdyn:
         manifest["qdyn_kernels"] = [k.manifest for k in qdyn]

@@ -1,6 +1,7 @@
-"""qdyn int4 kernels: int8 activations x int4 weights (two per byte) -> fp32, with the int4
-unpack in registers and the whole fp32 dequantisation epilogue of tilesmith.h in the kernel
-(issue 12, deliverable 3). First instruction: smmla (i8mm).
+"""qdyn kernels with the fp32 epilogue inside: int8 activations x int4 weights (two per byte,
+scale blocks; `weights="s4"`) or int8 weights (one scale per output channel; `weights="s8"`)
+-> fp32, with the int4 unpack in registers and the whole fp32 dequantisation epilogue of
+tilesmith.h in the kernel (issue 12, deliverable 3). First instruction: smmla (i8mm).
 
 What one call computes (README "qdyn int4 kernels"): one ep x hp tile of
   C[m][n] = clamp(sum_b (scale[m] * wscale[n][b]) * (float)acc_b[m][n] + bias[n], cmin, cmax)
@@ -18,6 +19,13 @@ operations, each value 16 times the weight. The block's int32 sums are therefore
 The zero-point correction starts each block's accumulators at (-zp[m]) * (16 * sum_k qb[n][k])
 (one MUL per accumulator, in place of zeroing them), so the smmla sums end at 16 * acc_b exactly
 (modulo 2^32, exact when 16 * acc_b fits).
+
+int8 weights (`weights="s8"`, per channel: one block of all of K, padded to 32): the same
+loops without the unpack (two B registers per column pair and 16-k step, loaded as they are:
+two 8-k steps of the smmla B layout), `scvtf` without fraction bits, the correction from the
+plain sums (-zp[m]) * sum_k qb[n][k] (|acc| <= K * 255 * 128: K <= QDYN4_MAX_BL, the same
+bound), and, as the header's s = u_0 for one block, the fp32 result in place of each
+accumulator (no separate sums: an 8 x 8 tile fits the 32 registers); no block loop.
 
 The tile solver (`solve`) counts, per block of 32 k, the vector operations (smmla, unpack,
 epilogue), the loads and all instructions of each ep x hp that fits the 32 registers (int32
@@ -41,8 +49,11 @@ from .tiling import covered_cores
 # The instructions that get a qdyn int4 kernel (their paths in the qdyn chain use it).
 QDYN4_INSTRUCTIONS = ("smmla",)
 SIGNATURE = "s8s4f32"   # symbols <prefix>gemm_s8s4f32_<mnemonic>_<ep>x<hp>x<lp>[_pc]
+SIGNATURES = {"s4": SIGNATURE, "s8": "s8s8f32"}    # by weights
+WEIGHTS = tuple(SIGNATURES)
 LP = 16                 # k per k-step: one packed register feeds two 8-deep smmla
 QDYN4_MAX_BL = 65793    # 65793 * 255 * 8 * 16 <= 2^31 - 1 < 65794 * 255 * 8 * 16
+                        # (int8 weights: 65793 * 255 * 128, the same products)
 # Argument block (x5), 64 bytes: m_rem / n_rem where every v2 kernel has them (the partial-tile
 # store of gen.epilogue reads them there).
 ARGS_FIELDS = (
@@ -67,7 +78,15 @@ class Qdyn4Plan:
     ep: int
     hp: int
     cpu: str = "generic"
-    blocked = True                # scale blocks (the per-channel kernels: gen/qdyn4_rl.py)
+    weights: str = "s4"           # "s4": int4 scale blocks; "s8": int8, one block (per channel)
+
+    @property
+    def blocked(self) -> bool:    # a loop over scale blocks (int4 per channel: gen/qdyn4_rl.py)
+        return self.weights == "s4"
+
+    @property
+    def int4(self) -> bool:
+        return self.weights == "s4"
 
     @property
     def rp(self) -> int:          # row pairs
@@ -77,8 +96,8 @@ class Qdyn4Plan:
     def cp(self) -> int:          # column pairs
         return self.hp // 2
 
-    # registers: A v0.. (2 per row pair), B (packed + low nibbles) after, then the mask;
-    # int32 accumulators and fp32 sums at the top.
+    # registers: A v0.. (2 per row pair), B (packed + low nibbles; int8: k 8-15 + k 0-7)
+    # after, then the mask (int4); int32 accumulators and fp32 sums (int4) at the top.
     @property
     def a_regs(self):
         return tuple(range(2 * self.rp))
@@ -96,13 +115,14 @@ class Qdyn4Plan:
     @property
     def acc_regs(self):
         n = self.rp * self.cp
-        return tuple(range(32 - 2 * n, 32 - n))
+        return tuple(range(32 - 2 * n, 32 - n)) if self.blocked else tuple(range(32 - n, 32))
 
     @property
     def sum_regs(self):
-        """fp32 running sums of the blocks."""
+        """fp32 running sums of the blocks (one block: the fp32 result replaces the int32 sum,
+        s = u_0)."""
         n = self.rp * self.cp
-        return tuple(range(32 - n, 32))
+        return tuple(range(32 - n, 32)) if self.blocked else self.acc_regs
 
     def acc(self, r, c):
         return self.acc_regs[r * self.cp + c]
@@ -111,9 +131,9 @@ class Qdyn4Plan:
         return self.sum_regs[r * self.cp + c]
 
     @property
-    def mask(self) -> int:
-        """The register holding 0xf0 in every byte: right after A and B."""
-        return 2 * self.rp + 2 * self.cp
+    def mask(self):
+        """The register holding 0xf0 in every byte: right after A and B (int4; None: int8)."""
+        return 2 * self.rp + 2 * self.cp if self.int4 else None
 
     def free_regs(self):
         used = set(self.acc_regs + self.sum_regs + (self.mask,))
@@ -123,7 +143,7 @@ class Qdyn4Plan:
         return self.ep * LP
 
     def b_step_bytes(self):
-        return self.hp * LP // 2
+        return self.hp * LP // (2 if self.int4 else 1)
 
     def tile_plan(self) -> TilePlan:
         """A gen.plan view for the shared store helpers: the fp32 sums as the 2x2 tiles."""
@@ -132,30 +152,39 @@ class Qdyn4Plan:
                         temps, self.sum_regs, 0.0, self.cpu)
 
 
-def registers_needed(ep: int, hp: int) -> int:
-    """int32 accumulators + fp32 sums + A (two per row pair) + B (packed +
+def registers_needed(ep: int, hp: int, weights: str = "s4") -> int:
+    """int4: int32 accumulators + fp32 sums + A (two per row pair) + B (packed +
     unpacked low nibbles per column pair) + the mask; the epilogue reuses the A/B registers
     (row scales, -zp, column scales, block sums: 2 per row pair, 2 per column pair) plus one
-    temporary."""
+    temporary. int8: accumulators (which become the fp32 results) + A + B (two per column
+    pair); the epilogue's row scales, column scales and temporary fit the A/B registers."""
     rp, cp = ep // 2, hp // 2
+    if weights == "s8":
+        n = rp * cp
+        return max(n + 2 * rp + 2 * cp, n + rp + cp + 1)
     n = 2 * rp * cp
     return max(n + 2 * rp + 2 * cp + 1, n + 1 + 2 * rp + 2 * cp + 1)
 
 
-def block_counts(ep: int, hp: int, bl: int = 32) -> dict:
+def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4") -> dict:
     """Instructions of one scale block of `bl` k for an ep x hp tile (the kernel's own mix)."""
     rp, cp, steps = ep // 2, hp // 2, bl // LP
     n = rp * cp
+    if weights == "s8":                              # per channel: bl = K
+        return dict(mac=2 * n * steps, unpack=0,
+                    epilogue=4 * n,                  # mul, scvtf, fmul t, fmul u
+                    loads=(2 * rp + 2 * cp) * steps + 2 * rp + 2 * cp,
+                    alu=2 * (steps // 2) + 2 + 2 * cp)
     return dict(mac=2 * n * steps, unpack=2 * cp * steps,
                 epilogue=5 * n,                      # mul, scvtf, fmul t, fmul u, fadd
                 loads=(2 * rp + cp) * steps + 2 * rp + 2 * cp,
                 alu=2 * (steps // 2) + 2 + 2 * cp)   # pointer adds, subs / branch
 
 
-def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32) -> float:
+def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32, weights: str = "s4") -> float:
     """Modeled cycles per block: the busiest of the MAC/vector pipes, the load pipes and issue,
     and the MAC latency (each accumulator's chain of MACs)."""
-    c = block_counts(ep, hp, bl)
+    c = block_counts(ep, hp, bl, weights)
     vector = c["mac"] + c["unpack"] + c["epilogue"]
     if core.in_order:
         # vfp ops have their own pipes on the in-order models; MACs and integer ops share
@@ -168,31 +197,35 @@ def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32) -> float:
     return max(pipes, c["loads"] / core.loads_per_cycle, total / core.issue_width, chain)
 
 
-# The block length the tiles are ranked for: bl = 32 (the common GGML / KleidiAI block).
-RANK_BL = 32
+# The block length the tiles are ranked for: int4 bl = 32 (the common GGML / KleidiAI block);
+# int8 (per channel: the block is K) K = 512, the shortest K of issue 12's int8 workloads
+# (GEMM 512³), where the once-per-tile epilogue weighs most.
+RANK_BL = {"s4": 32, "s8": 512}
 
 
-def candidates(instruction: str = "smmla", cpu: str = "generic") -> list:
+def candidates(instruction: str = "smmla", cpu: str = "generic", weights: str = "s4") -> list:
     """(ep, hp, worst modeled fraction of the smmla peak) of every tile that fits, best first."""
     inst = INSTRUCTIONS[instruction]
     cores = covered_cores(inst, cpu)
+    bl = RANK_BL[weights]
     out = []
     for ep in range(2, 17, 2):
         for hp in range(2, 17, 2):
-            if registers_needed(ep, hp) > 32 or hp % 4 and hp != 2:
+            if registers_needed(ep, hp, weights) > 32 or hp % 4 and hp != 2:
                 continue
-            macs = block_counts(ep, hp, RANK_BL)["mac"]
+            macs = block_counts(ep, hp, bl, weights)["mac"]
             worst = min(macs / core.throughput(instruction)
-                        / block_cycles(ep, hp, core, RANK_BL) for core in cores)
+                        / block_cycles(ep, hp, core, bl, weights) for core in cores)
             out.append((ep, hp, worst))
-    return sorted(out, key=lambda t: (-round(t[2], 6), registers_needed(t[0], t[1]), -t[0], t[1]))
+    return sorted(out, key=lambda t: (-round(t[2], 6), registers_needed(t[0], t[1], weights),
+                                      -t[0], t[1]))
 
 
-def solve(instruction: str = "smmla", cpu: str = "generic") -> Qdyn4Plan:
+def solve(instruction: str = "smmla", cpu: str = "generic", weights: str = "s4") -> Qdyn4Plan:
     if instruction not in QDYN4_INSTRUCTIONS:
         raise KernelPlanError(f"no qdyn int4 kernel for {instruction} yet")
-    ep, hp, _ = candidates(instruction, cpu)[0]
-    return Qdyn4Plan(instruction, ep, hp, cpu)
+    ep, hp, _ = candidates(instruction, cpu, weights)[0]
+    return Qdyn4Plan(instruction, ep, hp, cpu, weights)
 
 
 # ---- instruction lists ---------------------------------------------------------------------------
@@ -214,10 +247,16 @@ def k_step(plan: Qdyn4Plan, step: int) -> list[Insn]:
         code.append(_load(f"ldr q{reg}, [x0, #{a0 + 16 * i}]", reg, "x0",
                           f"A rows {2 * r}-{2 * r + 1}, k {8 * half}-{8 * half + 7}"))
     b0 = step * plan.b_step_bytes()
-    for c, reg in enumerate(plan.b_packed):
+    if not plan.int4:       # int8: two 8-k steps of the smmla B layout, no unpack
+        for half, bregs in ((0, plan.b_low), (1, plan.b_packed)):
+            for c, reg in enumerate(bregs):
+                code.append(_load(f"ldr q{reg}, [x1, #{b0 + half * plan.hp * 8 + 16 * c}]",
+                                  reg, "x1", f"B columns {2 * c}-{2 * c + 1}, "
+                                             f"k {8 * half}-{8 * half + 7}"))
+    for c, reg in enumerate(plan.b_packed if plan.int4 else ()):
         code.append(_load(f"ldr q{reg}, [x1, #{b0 + 16 * c}]", reg, "x1",
                           f"B columns {2 * c}-{2 * c + 1}, 16 k as nibbles"))
-    for c in range(plan.cp):
+    for c in range(plan.cp if plan.int4 else 0):
         p, lo = plan.b_packed[c], plan.b_low[c]
         code.append(_v(f"shl v{lo}.16b, v{p}.16b, #4", f"16 x k 0-7 of columns {2*c}-{2*c+1}",
                        (f"v{lo}",), (f"v{p}",)))
@@ -267,29 +306,34 @@ def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str, first: int = 0) 
 
 
 def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[Insn]:
-    """Accumulators = (-zp) x (16 x block sums) of the next block, B sums at x1 + offset."""
+    """Accumulators = (-zp) x (16 x block sums) of the next block (int8: x the sums), B sums at
+    x1 + offset."""
+    sums = "16 x block sums" if plan.int4 else "sums of the weights"
     code = []
     rows_zp = plan.rp * 16
     for r, reg in enumerate(zp_regs):
         code.append(_load(f"ldr q{reg}, [{ROWS_REG}, #{rows_zp + 16 * r}]", reg, ROWS_REG,
                           f"-zp of rows {2 * r}-{2 * r + 1}"))
-    code += column_loads(plan, bsum_offset, bsum_regs, "16 x block sums", plan.cp)
+    code += column_loads(plan, bsum_offset, bsum_regs, sums, plan.cp)
     for r in range(plan.rp):
         for c in range(plan.cp):
             acc = plan.acc(r, c)
             code.append(_v(f"mul v{acc}.4s, v{zp_regs[r]}.4s, v{bsum_regs[c]}.4s",
-                           "-16 zp sum qb: the zero-point correction",
+                           f"-{'16 ' if plan.int4 else ''}zp sum qb: the zero-point correction",
                            (f"v{acc}",), (f"v{zp_regs[r]}", f"v{bsum_regs[c]}")))
     return code
 
 
 def epilogue_regs(plan: Qdyn4Plan):
+    """Row scales, column scales, -zp, block sums, temporaries. One block (int8): -zp and the
+    sums serve the prologue's correction only, so they share the scales' registers."""
     free = [v for v in plan.free_regs()]
     scale = free[:plan.rp]
     ws = free[plan.rp:plan.rp + plan.cp]
-    zp = free[plan.rp + plan.cp:2 * plan.rp + plan.cp]
-    bsum = free[2 * plan.rp + plan.cp:2 * plan.rp + 2 * plan.cp]
-    temps = free[2 * plan.rp + 2 * plan.cp:]
+    corr = 0 if plan.blocked else plan.rp + plan.cp          # where -zp and the sums start
+    zp = free[plan.rp + plan.cp - corr:2 * plan.rp + plan.cp - corr]
+    bsum = free[2 * plan.rp + plan.cp - corr:2 * plan.rp + 2 * plan.cp - corr]
+    temps = free[2 * plan.rp + 2 * plan.cp - corr:]
     if not temps:
         raise KernelPlanError(f"qdyn4 {plan.ep}x{plan.hp}: no register left for the epilogue")
     return scale, ws, zp, bsum, temps
@@ -298,7 +342,8 @@ def epilogue_regs(plan: Qdyn4Plan):
 def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     """The last two k-steps of a block, its fp32 epilogue (header order), the correction of the
     next block (whose sums follow this block's scales in the panel), the pointer advance and
-    the block loop's branch."""
+    the block loop's branch. One block (int8, per channel): the last two k-steps and
+    s = u = t * (float)acc in place of each accumulator, nothing after."""
     code = k_step(plan, 0) + k_step(plan, 1)
     scale, ws, zp, bsum, temps = epilogue_regs(plan)
     ws_offset = 2 * plan.b_step_bytes()
@@ -313,14 +358,19 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
             k += 1
             code += [
                 _v(f"scvtf v{acc}.4s, v{acc}.4s, #4", "(float)acc: 16 acc with 4 fraction bits",
-                   (f"v{acc}",), (f"v{acc}",)),
+                   (f"v{acc}",), (f"v{acc}",)) if plan.int4 else
+                _v(f"scvtf v{acc}.4s, v{acc}.4s", "(float)acc", (f"v{acc}",), (f"v{acc}",)),
                 _v(f"fmul v{t}.4s, v{scale[r]}.4s, v{ws[c]}.4s", "t = scale[m] * wscale[n][b]",
                    (f"v{t}",), (f"v{scale[r]}", f"v{ws[c]}")),
-                _v(f"fmul v{acc}.4s, v{t}.4s, v{acc}.4s", "u = t * (float)acc",
+                _v(f"fmul v{acc}.4s, v{t}.4s, v{acc}.4s",
+                   "u = t * (float)acc" if plan.blocked else "s = u = t * (float)acc",
                    (f"v{acc}",), (f"v{t}", f"v{acc}")),
-                _v(f"fadd v{s}.4s, v{s}.4s, v{acc}.4s", "s = s + u",
-                   (f"v{s}",), (f"v{s}", f"v{acc}")),
             ]
+            if plan.blocked:
+                code.append(_v(f"fadd v{s}.4s, v{s}.4s, v{acc}.4s", "s = s + u",
+                               (f"v{s}",), (f"v{s}", f"v{acc}")))
+    if not plan.blocked:
+        return code
     code += correction(plan, ws_offset + plan.hp * 4, zp, bsum)
     code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next block"),
              _advance("x1", 2 * plan.b_step_bytes() + 2 * plan.hp * 4,
@@ -335,7 +385,7 @@ def final_code(plan: Qdyn4Plan) -> list[Insn]:
     """After the last block: unzip the fp32 sums into rows, + bias, clamp, store."""
     tplan = plan.tile_plan()
     pool = [v for v in plan.free_regs() if v != plan.mask]
-    pool = [v for v in pool] + list(plan.acc_regs)
+    pool = pool + [v for v in plan.acc_regs if v not in plan.sum_regs]
     code, rows = ep_mod.tile_rows(tplan, pool)
     lo, hi, bias, m = pool[:4]
     code += [ep_mod._i(f"ldr x11, [x5, #{OFF['bias']}]", "args->bias", "load"),
@@ -364,10 +414,11 @@ def final_code(plan: Qdyn4Plan) -> list[Insn]:
 def prologue(plan: Qdyn4Plan) -> list[Insn]:
     code = [ep_mod._i(f"ldr {KPAIRS_REG}, [x5, #{OFF['kpairs']}]", "k-step pairs per block",
                       "load"),
-            ep_mod._i(f"ldr {ROWS_REG}, [x5, #{OFF['rows']}]", "row scales and -zp", "load"),
-            ep_mod._i(f"movi v{plan.mask}.16b, #0xf0", "high-nibble mask")]
-    code += [ep_mod._i(f"movi v{s}.4s, #0x80, lsl #24", "s = -0.0 (-0.0 + u_0 = u_0)")
-             for s in plan.sum_regs]
+            ep_mod._i(f"ldr {ROWS_REG}, [x5, #{OFF['rows']}]", "row scales and -zp", "load")]
+    if plan.blocked:
+        code.append(ep_mod._i(f"movi v{plan.mask}.16b, #0xf0", "high-nibble mask"))
+        code += [ep_mod._i(f"movi v{s}.4s, #0x80, lsl #24", "s = -0.0 (-0.0 + u_0 = u_0)")
+                 for s in plan.sum_regs]
     scale, ws, zp, bsum, _ = epilogue_regs(plan)
     code += [i for i in correction(plan, 0, zp, bsum)]
     code.append(ep_mod._i(f"add x1, x1, #{plan.hp * 4}", "B: block 0's k-steps"))
@@ -376,11 +427,14 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
 
 def kernel_symbol(prefix: str, plan: Qdyn4Plan) -> str:
     from .naming import cpu_suffix
-    return (f"{prefix}gemm_{SIGNATURE}_{INSTRUCTIONS[plan.instruction].mnemonic}_{plan.ep}x{plan.hp}x{LP}"
-            f"{cpu_suffix(plan.cpu)}")
+    return (f"{prefix}gemm_{SIGNATURES[plan.weights]}_{INSTRUCTIONS[plan.instruction].mnemonic}_"
+            f"{plan.ep}x{plan.hp}x{LP}{cpu_suffix(plan.cpu)}")
 
 
 def panel_bytes_formula(plan: Qdyn4Plan) -> str:
+    if not plan.int4:
+        return (f"hp*4 + kb * {plan.b_step_bytes()} + hp*8 bytes per panel "
+                f"(kb = K/16 k-steps, K padded to 32)")
     return (f"hp*4 + blocks * (kb * {plan.b_step_bytes()} + hp*8) bytes per panel "
             f"(kb = bl/16 k-steps, even)")
 
@@ -399,7 +453,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     from encoder import rewrite_text
     from .emit import (Kernel, arch_directive, callee_saved_used, frame_bytes,
                        gp_registers_used, inst_features, restore_registers, save_registers)
-    if registers_needed(plan.ep, plan.hp) > 32:
+    if registers_needed(plan.ep, plan.hp, plan.weights) > 32:
         raise KernelPlanError(f"qdyn4 {plan.ep}x{plan.hp}: more than 32 vector registers")
     inst = INSTRUCTIONS[plan.instruction]
     symbol = kernel_symbol(prefix, plan)
@@ -414,7 +468,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     saved = [f"d{r}" for r in range(8, 16) if r in used]
     args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), tplan)
     context = dict(
-        symbol=symbol, plan=plan, inst=inst, lp=LP, prefix=prefix, rl=False,
+        symbol=symbol, plan=plan, inst=inst, lp=LP, prefix=prefix, rl=False, weights=plan.weights,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
         saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final,
@@ -431,7 +485,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         "mnemonic": inst.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
         "ep": plan.ep, "hp": plan.hp, "lp": LP, "a_step_bytes": plan.a_step_bytes(),
         "blocked": plan.blocked, "panels": 1, "decode": False,
-        "b_step_bytes": plan.b_step_bytes(), "max_bl": QDYN4_MAX_BL,
+        "b_step_bytes": plan.b_step_bytes(), "max_bl": QDYN4_MAX_BL, "weights": plan.weights,
         "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,
         "b_layout": panel_bytes_formula(plan), "variants": [],
     }

@@ -648,7 +648,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
     doc = [w for line in doc_lines(plan)
            for w in textwrap.wrap(line, 96, subsequent_indent=" " * (15 if line[:2] == "  " else 0))]
     context = dict(
-        symbol=symbol, plan=plan, inst=inst, lp=f.lp, prefix=prefix, rl=True, doc=doc,
+        symbol=symbol, plan=plan, inst=inst, lp=f.lp, prefix=prefix, rl=True, doc=doc, weights="s4",
         mnemonic="smull / smull2, sadalp" if f.key == "smlal" else inst.mnemonic,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),

@@ -367,7 +367,7 @@ def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict)
         qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
                    max_bl=int(q["max_bl"]), panels=int(q["panels"]))
               if q is not None and t.epilogue == "dequant" else None
-              for q in (qdyn.get((p.instruction, kind)) for kind in range(3))])
+              for q in (qdyn.get((p.instruction, kind)) for kind in range(QDYN_KINDS))])
 
 
 def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
@@ -384,8 +384,9 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     manifest entry with role "gemv"}, gen.gemv; its own instruction may be a GEMV form of the
     path's) as a dict (symbol, ep, hp, lp, max_m, step and main_step: the instructions of one
     k-step of the GEMV and of the GEMM tile), or None.
-    `qdyn`: {(instruction, kind): manifest entry} of the qdyn int4 kernels (gen.qdyn4,
-    gen.qdyn4_rl; kind 0 scale blocks, 1 per channel, 2 per channel for decode), given to the
+    `qdyn`: {(instruction, kind): manifest entry} of the qdyn kernels (gen.qdyn4,
+    gen.qdyn4_rl; qdyn_kind: int4 0 scale blocks, 1 per channel, 2 per channel for decode,
+    int8 3 per channel), given to the
     "dequant" type's paths of that instruction as `qdyn`: a list by kind, each a dict (symbol,
     ep, hp, max_bl, panels) or None.
     `classes` ({instruction: [manifest entries of its core-class variants]}) puts each
@@ -435,9 +436,14 @@ def manifest_dispatch_paths(manifest: dict, types=GEMM_TYPES) -> dict:
     return dispatch_paths(main, types, gemv, sme, qdyn, classes)
 
 
+QDYN_KINDS = 4     # entries of ts_path.qdyn (ts_pack_internal.h TS_QDYN_KINDS)
+
+
 def qdyn_kind(entry: dict) -> int:
-    """Index of a qdyn int4 kernel in ts_path.qdyn: 0 scale blocks, 1 per channel, 2 per
-    channel for decode (M <= its ep per pass over B)."""
+    """Index of a qdyn kernel in ts_path.qdyn: int4 0 scale blocks, 1 per channel, 2 per
+    channel for decode (M <= its ep per pass over B); int8 3 per channel."""
+    if entry.get("weights") == "s8":
+        return 3
     return 0 if entry["blocked"] else 2 if entry["decode"] else 1
 
 

@@ -267,13 +267,13 @@ const ts_path *ts_select_path(int gemm_type)
     return ts_select_path_class(gemm_type, TS_LOAD(feature_mask), TS_CORE_AUTO);
 }
 
-/* Whether two paths' qdyn int4 kernels (README "qdyn int4 kernels") are the same code: a
- * handle's int4 layout is that of its path's qdyn kernels. */
+/* Whether two paths' fused qdyn kernels (README "qdyn kernels") are the same code: a
+ * handle's layout is that of its path's qdyn kernels. */
 static int same_qdyn(const ts_qdyn_kernel *a, const ts_qdyn_kernel *b)
 {
     if (a == NULL || b == NULL)
         return a == b;
-    for (size_t i = 0; i < 3; ++i)
+    for (size_t i = 0; i < TS_QDYN_KINDS; ++i)
         if ((a[i].symbol == NULL) != (b[i].symbol == NULL)
             || (a[i].symbol != NULL && strcmp(a[i].symbol, b[i].symbol) != 0))
             return 0;

@@ -60,9 +60,10 @@ typedef struct {
                                   path's GEMM tile): very narrow B */
 } ts_gemv_kernel;
 
-/* The qdyn int4 kernel of a path (gen/qdyn4.py, README "qdyn int4 kernels"): int8 A x int4 B
- * (two nibbles per byte) -> fp32 with the scale blocks, bias and clamp in the kernel, for scale
- * blocks of up to max_bl k. kernel NULL: none (ts_qdyn.c then widens int4 to int8). Its
+/* The qdyn kernels of a path with the fp32 epilogue inside (gen/qdyn4.py, gen/qdyn4_rl.py,
+ * README "qdyn kernels"): int8 A x int4 B (two nibbles per byte) or int8 B -> fp32 with the
+ * scale blocks, bias and clamp in the kernel, for scale blocks of up to max_bl k. kernel NULL:
+ * none (ts_qdyn.c then runs the raw int8 kernel and its C epilogue, int4 widened to int8). Its
  * argument block, as <prefix>kernels.h declares it: */
 #ifndef TS_QDYN_ARGS_DEFINED
 #define TS_QDYN_ARGS_DEFINED
@@ -88,6 +89,7 @@ typedef struct {
     size_t panels;             /* per-channel kernels: B panels per call (of hp / panels columns:
                                   4 for smmla, 8 for sdot and the Armv8.0 kernels) */
 } ts_qdyn_kernel;
+#define TS_QDYN_KINDS 4        /* entries of ts_path.qdyn (gen/registry.py qdyn_kind) */
 
 /* Core classes of the run-time kernel variants (gen/cores.py CORE_CLASSES): a CPU=generic
  * build holds, per instruction, the generic kernel and the class variants whose tile or
@@ -125,10 +127,12 @@ typedef struct {
     ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL */
     size_t svl_bytes;          /* 0, or an SME path (TS_FEAT_SME): the streaming vector length
                                   its ep x hp tile is sized for; chosen only at that SVL */
-    const ts_qdyn_kernel *qdyn; /* TS_GEMM_QDYN: NULL, or the int4 kernels of the instruction,
-                                  [0] for scale blocks (gen/qdyn4.py), [1] per channel and [2]
-                                  per channel for M <= its ep (gen/qdyn4_rl.py: the same packed
-                                  layout, two channels per byte); kernel NULL: none */
+    const ts_qdyn_kernel *qdyn; /* TS_GEMM_QDYN: NULL, or the TS_QDYN_KINDS fused kernels of
+                                  the instruction: int4 [0] for scale blocks (gen/qdyn4.py), [1]
+                                  per channel and [2] per channel for M <= its ep
+                                  (gen/qdyn4_rl.py: the same packed layout, two channels per
+                                  byte); int8 [3] per channel (gen/qdyn4.py, weights "s8");
+                                  kernel NULL: none */
     int core_class;            /* ts_core_class it is tuned for (TS_CORE_GENERIC: any core) */
     /* SME paths (gen/sme_pack.py): NULL, or the streaming-mode packer of A panels (rows x
      * k_bytes, k contiguous) / of B panels (K rows x cols, columns contiguous) for pack_a /
@@ -269,7 +273,7 @@ struct ts_packed_b {
     const float *wscales;      /* blocks x N fp32 weight scales (block-major: a block's
                                   columns contiguous) */
     const int32_t *blk_sums;   /* blocks x N: sum of the int weights over each block */
-    const ts_qdyn_kernel *qdyn;  /* int4 handles of a qdyn kernel (one of path->qdyn): data
+    const ts_qdyn_kernel *qdyn;  /* handles of a fused qdyn kernel (one of path->qdyn): data
                                   holds its panels (gen/qdyn4.py layout); NULL otherwise */
     size_t qdyn_kpairs;        /* ... and its k-step pairs (16 k each) per block */
     size_t gemv_panels;        /* ceil(N / gemv.hp), 0 without a GEMV layout */

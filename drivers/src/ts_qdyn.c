@@ -12,8 +12,10 @@
  * strip the rows are quantised (or taken from a ts_packed_a) and packed, and one kernel call
  * per hp-column panel does everything else: int4 unpack, the zero-point correction, the
  * per-block int32 sums, their fp32 dequantisation in the header's order, bias and clamp
- * (qdyn_q4_strip). Everywhere else (int8 weights; int4 scale blocks on the dotprod / Armv8.0
- * paths; an int4 block beyond the kernels' bound, 65793 k) the weights are
+ * (fused_strip; the rows are quantised straight into the kernel's int8 A panel, strip_panel).
+ * int8 weights on a path with a qdyn int8 kernel (i8mm, gen/qdyn4.py weights "s8") run the
+ * same way (pack_q8). Everywhere else (int8 weights on the dotprod / Armv8.0 paths; int4 scale
+ * blocks on those paths; an int4 block beyond the kernels' bound, 65793 k) the weights are
  * packed (int4 widened to int8) into the panels of the raw int8 kernel of the path (smmla ->
  * sdot -> smlal) with the per-block weight sums and scales beside them, the raw kernel computes
  * sum qa*qb per block into an int32 tile, and the C epilogue below (dequant_block) subtracts
@@ -32,6 +34,7 @@
 
 #include "ts_context_internal.h"
 #include "ts_gemm_internal.h"
+#include "ts_qdyn_internal.h"
 
 #if (defined(__aarch64__) && defined(__ARM_NEON)) || defined(_M_ARM64)
 #  include <arm_neon.h>
@@ -61,28 +64,16 @@ struct ts_packed_a {
     int8_t *qa;       /* M x K quantised rows, row-major (stride K) */
     float *scale;     /* M */
     int32_t *zp;      /* M */
+    int32_t *sum;     /* M: sum_k qa[m][k] (the per-channel int4 kernels' row term) */
     void *owned;      /* the one malloc block holding all of it */
 };
 
-/* ---- rounding and quantisation ----------------------------------------------------------------- */
+/* ---- rounding ---------------------------------------------------------------------------------- */
 
-/* rint(x) with ties to even whatever the current rounding mode: truncf and the subtraction of
- * the integer part are exact, so no rounded operation is involved. */
-static float round_half_even(float x)
-{
-    if (!(fabsf(x) < 8388608.0f))        /* |x| >= 2^23: already an integer */
-        return x;
-    float t = truncf(x);
-    float f = fabsf(x - t);
-    if (f > 0.5f || (f == 0.5f && ((int32_t)t & 1) != 0))   /* |t| < 2^23: exact */
-        t = x < 0.0f ? t - 1.0f : t + 1.0f;
-    return t;
-}
-
-/* clamp(rint(v), lo, hi) as an integer; v finite or +-Inf. */
+/* clamp(rint(v), lo, hi) as an integer (rint: ts_qdyn_rint, ties to even); v finite or +-Inf. */
 static int32_t round_clamp(float v, float lo, float hi)
 {
-    float r = round_half_even(v);
+    float r = ts_qdyn_rint(v);
     if (r < lo)
         r = lo;
     if (r > hi)
@@ -97,62 +88,6 @@ static int all_finite(const float *p, size_t rows, size_t cols, size_t ld)
             if (!isfinite(p[r * ld + c]))
                 return 0;
     return 1;
-}
-
-/* One row of A (finite) -> qa, scale, zp (tilesmith.h, in the written order). */
-static void quantize_row(const float *a, size_t K, int8_t *q, float *scale_out, int32_t *zp_out)
-{
-    float lo = 0.0f, hi = 0.0f;
-    size_t k0 = 0;
-#if TS_QDYN_NEON
-    /* FMIN/FMAX (no NaN here): a -0.0 may make lo -0.0 where the scalar loop keeps +0.0; the
-     * scale, 1/scale and zp below come out the same either way. */
-    float32x4_t vlo = vdupq_n_f32(0.0f), vhi = vlo;
-    for (; k0 + 4 <= K; k0 += 4) {
-        float32x4_t v = vld1q_f32(a + k0);
-        vlo = vminq_f32(vlo, v);
-        vhi = vmaxq_f32(vhi, v);
-    }
-    lo = vminvq_f32(vlo);
-    hi = vmaxvq_f32(vhi);
-#endif
-    for (size_t k = k0; k < K; ++k) {
-        if (a[k] < lo)
-            lo = a[k];
-        if (a[k] > hi)
-            hi = a[k];
-    }
-    float h = hi / 255.0f;
-    float l = lo / 255.0f;
-    float scale = h - l;
-    if (scale < FLT_MIN)
-        scale = FLT_MIN;
-    float inv = 1.0f / scale;
-    float p = lo * inv;
-    TS_FP_OPAQUE(p);
-    float z = -128.0f - p;
-    int32_t zp = round_clamp(z, -128.0f, 127.0f);
-    k0 = 0;
-#if TS_QDYN_NEON
-    /* FCVTNS rounds to nearest, ties to even, whatever FPCR says (Arm ARM, FCVTNS (vector):
-     * "Floating-point Convert to Signed integer, rounding to Nearest with ties to even"); the
-     * saturating add and narrowings clamp as the scalar tail does (|a * inv| <= ~255). */
-    const float32x4_t iv = vdupq_n_f32(inv);
-    const int32x4_t zv = vdupq_n_s32(zp);
-    for (; k0 + 8 <= K; k0 += 8) {
-        int32x4_t q0 = vqaddq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + k0), iv)), zv);
-        int32x4_t q1 = vqaddq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + k0 + 4), iv)), zv);
-        vst1_s8(q + k0, vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1))));
-    }
-#endif
-    for (size_t k = k0; k < K; ++k) {
-        float v = a[k] * inv;
-        /* clamped to +-1024 first (the + zp result is clamped to -128..127 anyway) */
-        int32_t x = round_clamp(v, -1024.0f, 1024.0f) + zp;
-        q[k] = (int8_t)(x < -128 ? -128 : x > 127 ? 127 : x);
-    }
-    *scale_out = scale;
-    *zp_out = zp;
 }
 
 /* ---- argument helpers -------------------------------------------------------------------------- */
@@ -171,6 +106,22 @@ static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem)
 }
 
 /* ---- weights ----------------------------------------------------------------------------------- */
+
+/* sum of n int8 (exact: |sum| <= 128 n) */
+static int32_t sum_s8(const int8_t *w, size_t n)
+{
+    int32_t s = 0;
+    size_t k = 0;
+#if TS_QDYN_NEON
+    int32x4_t acc = vdupq_n_s32(0);
+    for (; k + 16 <= n; k += 16)
+        acc = vpadalq_s16(acc, vpaddlq_s8(vld1q_s8(w + k)));
+    s = vaddvq_s32(acc);
+#endif
+    for (; k < n; ++k)
+        s += w[k];
+    return s;
+}
 
 /* Packs int8 weights W (N x K, element (n, k) at W[n*ldw + k]) with scales (N x blocks) into a
  * fresh handle for `path`. blocks * bl == K. */
@@ -192,10 +143,8 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
     int32_t *sums = (int32_t *)(ws + nb);
     for (size_t n = 0; n < N; ++n)
         for (size_t j = 0; j < blocks; ++j) {
-            int32_t s = 0;
-            for (size_t k = j * bl; k < (j + 1) * bl; ++k)
-                s += W[n * ldw + k];      /* |s| <= 128 * bl: fits (bl <= TS_QDYN_S4_MAX_BL) */
-            sums[j * N + n] = s;                       /* block-major: columns contiguous */
+            /* |sum| <= 128 * bl: fits (bl <= TS_QDYN_S4_MAX_BL); block-major: columns contiguous */
+            sums[j * N + n] = sum_s8(W + n * ldw + j * bl, bl);
             ws[j * N + n] = scales[n * blocks + j];
         }
     b->owned = block;
@@ -213,6 +162,9 @@ static const ts_path *qdyn_path(const ts_context *ctx)
     return ts_select_path_ctx(ctx, TS_GEMM_QDYN);
 }
 
+static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, size_t ldb,
+                   const float *scales, ts_packed_b **out);
+
 int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B, size_t ldb,
                       const float *scales, ts_packed_b **out)
 {
@@ -221,6 +173,9 @@ int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B
         || !matrix_ok(B, N, K, ldb, 1) || (N > 0 && scales == NULL)
         || !all_finite(scales, 1, N, N))
         return TS_EINVAL;
+    /* the path's int8 kernel with the fp32 epilogue inside: K is within its int32 bound */
+    if (path->qdyn != NULL && path->qdyn[3].kernel != NULL && K <= path->qdyn[3].max_bl)
+        return pack_q8(path, N, K, B, ldb, scales, out);
     return pack_qdyn(path, N, K, B, ldb, scales, K, out);
 }
 
@@ -323,6 +278,46 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
             q4_sums(dst, B, ldb, N, K, n0, hp, j + 1, blocks, block);
             dst += hp * 4;
         }
+    }
+    *out = b;
+    return TS_OK;
+}
+
+/* ---- int8 handles of a path's int8 kernel (gen/qdyn4.py, weights "s8"; one scale block) ------
+ * Per panel of hp columns: int32 sum_k qb per column; per 16 k (K padded to 32) two 8-k steps
+ * of the smmla B layout (per column pair 16 bytes: 8 k of column 2i, then of 2i+1); the fp32
+ * scale per column; hp int32 zeros (the sums of a next block: none). Columns past N and k past
+ * K are zero. The k-steps are the path's B panel of hp columns: packed by ts_pack_panel_as. */
+static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, size_t ldb,
+                   const float *scales, ts_packed_b **out)
+{
+    const ts_qdyn_kernel *kernel = &path->qdyn[3];
+    const size_t hp = kernel->hp, kpad = (K + 31) / 32 * 32;
+    const size_t panels = N / hp + (N % hp != 0);
+    size_t panel_bytes, packed = 0;
+    ts_packed_b *b;
+    ts_path view = *path;                 /* hp rows of B packed like a panel of A: lp 8 */
+    view.ep = hp;
+    if (ts_size_mul(kpad, hp, &panel_bytes) || ts_size_add(panel_bytes, hp * 12, &panel_bytes)
+        || ts_panel_bytes(&view, hp, K, &packed)
+        || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
+        return TS_ENOMEM;
+    b->ksteps = kpad / TS_Q4_LP;
+    b->bl = K;
+    b->blocks = 1;
+    b->qdyn_kpairs = kpad / 32;
+    for (size_t p = 0; p < panels; ++p) {
+        unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
+        const size_t n0 = p * hp, cols = N - n0 < hp ? N - n0 : hp;
+        for (size_t c = 0; c < hp; ++c) {
+            int32_t s = c < cols ? sum_s8(B + (n0 + c) * ldb, K) : 0;
+            float w = c < cols ? scales[n0 + c] : 0.0f;
+            memcpy(dst + 4 * c, &s, 4);
+            memcpy(dst + hp * 4 + kpad * hp + 4 * c, &w, 4);
+        }
+        ts_pack_panel_as(TS_PACK_S8, &view, dst + hp * 4, B + n0 * ldb, cols, hp, K, ldb, 1);
+        memset(dst + hp * 4 + packed, 0, kpad * hp - packed);
+        memset(dst + hp * 8 + kpad * hp, 0, hp * 4);
     }
     *out = b;
     return TS_OK;
@@ -518,7 +513,7 @@ static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
 {
     size_t head = (sizeof(ts_packed_a) + 15) / 16 * 16, q, per_row, total;
     if (ts_size_mul(M, K, &q) || ts_size_round_up(q, 16, &q)
-        || ts_size_mul(M, sizeof(float) + sizeof(int32_t), &per_row)
+        || ts_size_mul(M, sizeof(float) + 2 * sizeof(int32_t), &per_row)
         || ts_size_add(head, q, &total) || ts_size_add(total, per_row, &total))
         return TS_ENOMEM;
     unsigned char *block = (unsigned char *)malloc(total);
@@ -530,6 +525,7 @@ static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
     a->qa = (int8_t *)(block + head);
     a->scale = (float *)(block + head + q);
     a->zp = (int32_t *)(a->scale + M);
+    a->sum = a->zp + M;
     a->owned = block;
     *out = a;
     return TS_OK;
@@ -543,8 +539,8 @@ int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a *
     int rc = packed_a_alloc(M, K, &a);
     if (rc != TS_OK)
         return rc;
-    for (size_t m = 0; m < M; ++m)
-        quantize_row(A + m * lda, K, a->qa + m * K, &a->scale[m], &a->zp[m]);
+    const ts_qdyn_layout rows = { 16, K, 16, K };          /* row-major, stride K */
+    ts_qdyn_quant_pack(A, lda, M, M, K, &rows, a->qa, a->scale, a->zp, a->sum);
     *out = a;
     return TS_OK;
 }
@@ -602,81 +598,13 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
         }
 }
 
-/* One ep-row strip of a qdyn int4 kernel: q (rows x K quantised rows), scale, zp -> the A panel
- * (the smmla A layout, zero past K up to the handle's k-steps), the row data of the kernel's
- * argument block, then one kernel call per panel of hp columns, which writes C directly
- * (partial tiles included) with the whole fp32 epilogue. */
-static void qdyn_q4_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t rows,
-                          const int8_t *q, const float *scale, const int32_t *zp,
-                          const float *bias_pad, float cmin, float cmax, float *C, size_t ldc,
-                          unsigned char *a_panel, void *row_data, size_t p_begin, size_t p_end)
+/* Whether kern is one of the two-channels-per-byte int4 kernels (gen/qdyn4_rl.py: per channel,
+ * panels of rl_columns(kern) columns, A in k-steps of rl_lp(kern): smmla 4 / 8, sdot and
+ * smull / sadalp 8 / 4), not a scale-block one (gen/qdyn4.py, smmla only: int4 blocks, [0], or
+ * int8 per channel, [3]; A in k-steps of 8, the handle's k-steps of 16). */
+static int is_rl(const ts_path *path, const ts_qdyn_kernel *kern)
 {
-    const ts_path *path = b->path;
-    const size_t ep = kern->ep, hp = kern->hp, K = b->K;
-    const int per_channel = kern != &path->qdyn[0];
-    /* int8 A in k-steps of lp k (the smmla layout: lp 8; the sdot layout: lp 4, also for the
-     * Armv8.0 path's int4 kernels, whose own int8 kernel reads int16) */
-    const size_t lp = per_channel ? rl_lp(kern) : path->lp;
-    ts_path view = *path;
-    view.ep = ep;
-    view.lp = lp;
-    size_t packed = (K + lp - 1) / lp * lp * ep, want = b->ksteps * (per_channel ? lp : TS_Q4_LP) * ep;
-    ts_pack_panel_as(TS_PACK_S8, &view, a_panel, q, rows, ep, K, K, 1);
-    memset(a_panel + packed, 0, want - packed);
-    float *rs = (float *)row_data;
-    int32_t *rz = (int32_t *)(rs + 2 * ep), *rt = rz + 2 * ep;
-    for (size_t i = 0; i < 2 * ep; ++i) {          /* (r0 r0 r1 r1) per row pair */
-        size_t r = i / 4 * 2 + (i % 4) / 2;
-        rs[i] = r < rows ? scale[r] : 0.0f;
-        rz[i] = r < rows ? -zp[r] : 0;
-        if (per_channel) {                          /* -8 sum_k qa: the low nibbles' + 8 */
-            int32_t sum = 0;
-            for (size_t k = 0; r < rows && k < K; ++k)
-                sum += q[r * K + k];
-            rt[i] = -8 * sum;                       /* |sum| <= 128 K: fits for K <= 2^21 */
-        }
-    }
-    ts_qdyn_args args;
-    args.m_rem = rows;
-    args.kpairs = b->qdyn_kpairs;
-    args.rows = row_data;
-    args.cmin = cmin;
-    args.cmax = cmax;
-    args.b_stride = b->panel_bytes;
-    const size_t step = per_channel ? kern->panels : 1;   /* handle panels per call */
-    for (size_t p = p_begin; p < p_end; p += step) {
-        size_t n0 = p * (per_channel ? rl_columns(kern) : hp);
-        if (n0 >= b->N)
-            break;
-        args.n_rem = b->N - n0 < hp ? b->N - n0 : hp;
-        args.bias = bias_pad + n0;
-        kern->kernel(a_panel, (const unsigned char *)b->data + p * b->panel_bytes,
-                     b->blocks, C + n0, ldc * sizeof(float), &args);
-    }
-}
-
-/* The int4 kernel that runs M rows of a handle packed for b->qdyn: the per-channel decode
- * kernel for M <= 4 (in passes of its ep rows), else the handle's own. */
-static const ts_qdyn_kernel *qdyn_q4_kernel(const ts_packed_b *b, size_t M)
-{
-    const ts_qdyn_kernel *decode = &b->path->qdyn[2];
-    return b->qdyn == &b->path->qdyn[1] && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
-}
-
-/* Scratch of one task of an int4 kernel (kern, M rows of b): the A panel (*a_panel bytes),
- * the row data, the padded bias, ep quantised rows with their scales and zero points. */
-static int qdyn_q4_task_bytes(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t *a_panel,
-                              size_t *out)
-{
-    const size_t ep = kern->ep, kbytes = b->qdyn == &b->path->qdyn[1] ? rl_lp(b->qdyn) : 16;
-    size_t bias, q;
-    /* bias: every packed column (a call reads hp, rounded up to 4, from its first) + 64 */
-    return ts_size_mul(b->ksteps, kbytes * ep, a_panel) || ts_size_mul(b->panels, b->qdyn->hp, &bias)
-           || ts_size_add(bias, 64, &bias) || ts_size_mul(bias, sizeof(float), &bias)
-           || ts_size_mul(ep, b->K, &q) || ts_size_round_up(q, 16, &q)
-           || ts_size_add(*a_panel, 24 * ep, out) || ts_size_add(*out, bias, out)
-           || ts_size_add(*out, q, out) || ts_size_add(*out, ep * 8 + 16, out)
-           || ts_size_round_up(*out, 16, out);
+    return kern == &path->qdyn[1] || kern == &path->qdyn[2];
 }
 
 /* One call as its tasks see it. */
@@ -694,15 +622,149 @@ typedef struct {
     size_t task_bytes, a_panel_bytes, m_tasks, n_tasks;
 } qdyn_call;
 
-/* Scratch of one task for path and K: the packed A panel, the int32 and fp32 tiles, ep
- * quantised rows and their scales and zero points. 0, or -1 on size_t overflow. */
-static int task_bytes(const ts_path *path, size_t K, size_t *a_panel, size_t *out)
+/* The quantised rows of one strip: per row its scale, zero point and sum_k qa. */
+typedef struct {
+    const float *scale;
+    const int32_t *zp;
+    const int32_t *sum;
+} strip_rows;
+
+/* Bytes of a strip's row buffer (strip_panel): ep scales, zero points and sums, then ep
+ * quantised rows of K (used only where the panel is not int8). */
+static int strip_buf_bytes(size_t ep, size_t K, size_t *out)
 {
     size_t q;
+    return ts_size_mul(ep, K, &q) || ts_size_round_up(q, 16, &q)
+           || ts_size_add(q, ep * 12 + 16, out) || ts_size_round_up(*out, 16, out);
+}
+
+/* Rows m0..m0+rows-1 of the call into the A panel of `view` (its ep rows, k-steps of its lp
+ * elements of its pack_a; `ksteps` of them: zero past K and for rows past `rows`). From A:
+ * int8 panels (the i8mm and dotprod paths) are quantised straight into the panel, one pass for
+ * the rows' ranges and one that stores (ts_qdyn_quant_pack); another element (the widened
+ * smlal panel) goes through quantised row-major rows in buf. From a packed A: its rows, packed.
+ * The same bits every way: one function of the same inputs. */
+static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0, size_t rows,
+                              size_t ksteps, unsigned char *a_panel, unsigned char *buf)
+{
+    const size_t K = c->b->K, ep = view->ep, lp = view->lp;
+    float *sb = (float *)buf;
+    int32_t *zb = (int32_t *)(sb + ep), *ub = zb + ep;
+    int8_t *qrows = (int8_t *)(ub + ep);
+    strip_rows out;
+    out.scale = sb;
+    out.zp = zb;
+    out.sum = ub;
+    if (c->pa == NULL && view->pack_a == TS_PACK_S8 && 16 % lp == 0) {
+        const ts_qdyn_layout panel = ts_qdyn_panel_layout(ep, lp, ksteps);
+        ts_qdyn_quant_pack(c->A + m0 * c->lda, c->lda, rows, ep, K, &panel, (int8_t *)a_panel,
+                           sb, zb, ub);
+        return out;
+    }
+    const int8_t *q = qrows;
+    if (c->pa != NULL) {
+        q = c->pa->qa + m0 * K;
+        out.scale = c->pa->scale + m0;
+        out.zp = c->pa->zp + m0;
+        out.sum = c->pa->sum + m0;
+    } else {
+        const ts_qdyn_layout row_major = { 16, K, 16, K };
+        ts_qdyn_quant_pack(c->A + m0 * c->lda, c->lda, rows, rows, K, &row_major, qrows, sb, zb,
+                           ub);
+    }
+    size_t packed = 0, want = ksteps * ep * lp * ts_pack_elem_bytes(view->pack_a);
+    ts_panel_bytes(view, ep, K, &packed);
+    ts_pack_panel_as(view->pack_a, view, a_panel, q, rows, ep, K, K, 1);
+    memset(a_panel + packed, 0, want - packed);
+    return out;
+}
+
+/* One ep-row strip of a kernel with the fp32 epilogue inside (b->qdyn: int4 or int8 weights):
+ * the strip's rows (in a_panel: the smmla A layout, zero past K up to the handle's k-steps) ->
+ * the row data of the kernel's argument block, then one kernel call per panel of hp columns
+ * (per rl group of panels), which writes C directly (partial tiles included). */
+static void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t rows,
+                        strip_rows q, const float *bias_pad, float cmin, float cmax, float *C,
+                        size_t ldc, const unsigned char *a_panel, void *row_data, size_t p_begin,
+                        size_t p_end)
+{
+    const size_t ep = kern->ep, hp = kern->hp;
+    const int rl = is_rl(b->path, kern);
+    float *rs = (float *)row_data;
+    int32_t *rz = (int32_t *)(rs + 2 * ep), *rt = rz + 2 * ep;
+    for (size_t i = 0; i < 2 * ep; ++i) {          /* (r0 r0 r1 r1) per row pair */
+        size_t r = i / 4 * 2 + (i % 4) / 2;
+        rs[i] = r < rows ? q.scale[r] : 0.0f;
+        rz[i] = r < rows ? -q.zp[r] : 0;
+        if (rl)                                     /* -8 sum_k qa: the low nibbles' + 8 */
+            rt[i] = r < rows ? -8 * q.sum[r] : 0;   /* |sum| <= 128 K: fits for K <= 2^21 */
+    }
+    ts_qdyn_args args;
+    args.m_rem = rows;
+    args.kpairs = b->qdyn_kpairs;
+    args.rows = row_data;
+    args.cmin = cmin;
+    args.cmax = cmax;
+    args.b_stride = b->panel_bytes;
+    const size_t step = rl ? kern->panels : 1;     /* handle panels per call */
+    for (size_t p = p_begin; p < p_end; p += step) {
+        size_t n0 = p * (rl ? rl_columns(kern) : hp);
+        if (n0 >= b->N)
+            break;
+        args.n_rem = b->N - n0 < hp ? b->N - n0 : hp;
+        args.bias = bias_pad + n0;
+        kern->kernel(a_panel, (const unsigned char *)b->data + p * b->panel_bytes,
+                     b->blocks, C + n0, ldc * sizeof(float), &args);
+    }
+}
+
+/* The kernel that runs M rows of a handle packed for b->qdyn: the per-channel int4 decode
+ * kernel for M <= 4 (in passes of its ep rows), else the handle's own. */
+static const ts_qdyn_kernel *fused_kernel(const ts_packed_b *b, size_t M)
+{
+    const ts_qdyn_kernel *decode = &b->path->qdyn[2];
+    return b->qdyn == &b->path->qdyn[1] && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
+}
+
+/* The k per k-step of kern's int8 A panel: the smmla layout's 8 for the scale-block / int8
+ * kernels (gen/qdyn4.py), the family's lp for the per-channel int4 ones (smmla 8; sdot 4, also
+ * for the Armv8.0 path's smull / sadalp kernels, whose path's own int8 kernel reads int16). */
+static size_t fused_lp(const ts_packed_b *b, const ts_qdyn_kernel *kern)
+{
+    return is_rl(b->path, kern) ? rl_lp(kern) : 8;
+}
+
+/* The A panel's k-steps of fused_lp k for kern on handle b (the handle's k-steps are the rl
+ * kernel's own, or of TS_Q4_LP = two smmla k-steps). */
+static size_t fused_ksteps(const ts_packed_b *b, const ts_qdyn_kernel *kern)
+{
+    return b->ksteps * (is_rl(b->path, kern) ? 1 : TS_Q4_LP / 8);
+}
+
+/* Scratch of one task of a fused kernel (kern, M rows of b): the A panel (*a_panel bytes),
+ * the row data, the padded bias, the strip's row buffer. */
+static int fused_task_bytes(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t *a_panel,
+                            size_t *out)
+{
+    const size_t ep = kern->ep;
+    size_t bias, rows;
+    /* bias: every packed column (a call reads hp, rounded up to 4, from its first) + 64 */
+    return ts_size_mul(fused_ksteps(b, kern), fused_lp(b, kern) * ep, a_panel)
+           || ts_size_mul(b->panels, b->qdyn->hp, &bias)
+           || ts_size_add(bias, 64, &bias) || ts_size_mul(bias, sizeof(float), &bias)
+           || strip_buf_bytes(ep, b->K, &rows)
+           || ts_size_add(*a_panel, 24 * ep, out) || ts_size_add(*out, bias, out)
+           || ts_size_add(*out, rows, out) || ts_size_round_up(*out, 16, out);
+}
+
+/* Scratch of one task for path and K: the packed A panel, the int32 and fp32 tiles, the
+ * strip's row buffer. 0, or -1 on size_t overflow. */
+static int task_bytes(const ts_path *path, size_t K, size_t *a_panel, size_t *out)
+{
+    size_t rows;
     return ts_panel_bytes(path, path->ep, K, a_panel) || ts_size_round_up(*a_panel, 16, a_panel)
-           || ts_size_mul(path->ep, K, &q) || ts_size_round_up(q, 16, &q)
-           || ts_size_add(*a_panel, q, out)
-           || ts_size_add(*out, path->ep * path->hp * 8 + path->ep * 8 + 16, out)
+           || strip_buf_bytes(path->ep, K, &rows) || ts_size_add(*a_panel, rows, out)
+           || ts_size_add(*out, path->ep * path->hp * 8, out)
            || ts_size_round_up(*out, 16, out);
 }
 
@@ -713,29 +775,26 @@ static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *e
     *end = count * (t + 1) / parts;
 }
 
-/* Task t: the ep-row strips and hp-column panels of its grid cell. Rows come from a packed A
- * (pa) or are quantised from A strip by strip (a task splitting N with others quantises the
- * same rows again: the same function of the same inputs, the same bits). Each output element
- * is computed by the same kernel calls and the same dequant_block steps whatever the grid, so
- * the results do not depend on the number of tasks. */
-/* [begin, end) of part t of `count` items split into `parts` near-equal runs. */
-static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *end);
-
-/* Task t of a call on an int4 kernel handle: its row strips (kernel ep) and panel groups (one
- * kernel call each); every output is computed by the same kernel call whatever the grid. */
-static void qdyn_q4_task(const qdyn_call *c, size_t t)
+/* Task t of a call on a fused-kernel handle: its row strips (kernel ep) and panel groups (one
+ * kernel call each); every output is computed by the same kernel call whatever the grid. Rows
+ * come from a packed A or are quantised strip by strip (a task splitting N with others
+ * quantises the same rows again: the same function of the same inputs, the same bits). */
+static void fused_task(const qdyn_call *c, size_t t)
 {
     const ts_packed_b *b = c->b;
-    const ts_qdyn_kernel *kern = qdyn_q4_kernel(b, c->M);
-    const size_t ep = kern->ep, K = b->K;
-    const size_t step = kern != &b->path->qdyn[0] ? kern->panels : 1, groups = b->panels / step;
+    const ts_qdyn_kernel *kern = fused_kernel(b, c->M);
+    const size_t ep = kern->ep;
+    const size_t step = is_rl(b->path, kern) ? kern->panels : 1, groups = b->panels / step;
     unsigned char *scratch = c->scratch + t * c->task_bytes, *a_panel = scratch;
     void *row_data = scratch + c->a_panel_bytes;
     float *bias_pad = (float *)(scratch + c->a_panel_bytes + 24 * ep);
     const size_t padded = b->panels * b->qdyn->hp + 64;
-    int8_t *qr = (int8_t *)(bias_pad + padded);
-    float *sb = (float *)(qr + (ep * K + 15) / 16 * 16);
-    int32_t *zb = (int32_t *)(sb + ep);
+    unsigned char *buf = (unsigned char *)(bias_pad + padded);
+    ts_path view = *b->path;    /* the kernel's A panel: ep rows, int8 in k-steps of fused_lp */
+    view.ep = ep;
+    view.lp = fused_lp(b, kern);
+    view.pack_a = TS_PACK_S8;   /* int8 on every path (the smlal path's own A panel is int16) */
+    view.pack = TS_PACK_S8;     /* ts_panel_bytes sizes by pack */
     size_t i0, i1, g0, g1;
     share((c->M + ep - 1) / ep, c->m_tasks, t / c->n_tasks, &i0, &i1);
     share(groups, c->n_tasks, t % c->n_tasks, &g0, &g1);
@@ -743,19 +802,9 @@ static void qdyn_q4_task(const qdyn_call *c, size_t t)
         bias_pad[n] = c->bias == NULL ? -0.0f : n < b->N ? c->bias[n] : 0.0f;
     for (size_t m0 = i0 * ep; m0 < i1 * ep && m0 < c->M; m0 += ep) {
         size_t rows = c->M - m0 < ep ? c->M - m0 : ep;
-        const int8_t *q = qr;
-        const float *scale = sb;
-        const int32_t *zp = zb;
-        if (c->pa != NULL) {
-            q = c->pa->qa + m0 * K;
-            scale = c->pa->scale + m0;
-            zp = c->pa->zp + m0;
-        } else {
-            for (size_t r = 0; r < rows; ++r)
-                quantize_row(c->A + (m0 + r) * c->lda, K, qr + r * K, &sb[r], &zb[r]);
-        }
-        qdyn_q4_strip(b, kern, rows, q, scale, zp, bias_pad, c->cmin, c->cmax, c->C + m0 * c->ldc,
-                      c->ldc, a_panel, row_data, g0 * step, g1 * step);
+        strip_rows q = strip_panel(c, &view, m0, rows, fused_ksteps(b, kern), a_panel, buf);
+        fused_strip(b, kern, rows, q, bias_pad, c->cmin, c->cmax, c->C + m0 * c->ldc, c->ldc,
+                    a_panel, row_data, g0 * step, g1 * step);
     }
 }
 
@@ -763,7 +812,7 @@ static void qdyn_task(void *arg, size_t t)
 {
     const qdyn_call *c = (const qdyn_call *)arg;
     if (c->b->qdyn != NULL) {
-        qdyn_q4_task(c, t);
+        fused_task(c, t);
         return;
     }
     const ts_packed_b *b = c->b;
@@ -773,12 +822,10 @@ static void qdyn_task(void *arg, size_t t)
     const size_t step_b = hp * path->lp * ts_pack_elem_bytes(path->pack);
     const size_t kb = b->bl / path->lp;            /* k-steps per block (bl: multiple of 32) */
     unsigned char *scratch = c->scratch + t * c->task_bytes;
-    void *a_panel = scratch;
+    unsigned char *a_panel = scratch;
     int32_t *itile = (int32_t *)(scratch + c->a_panel_bytes);
     float *acc = (float *)(itile + ep * hp);
-    int8_t *qrows = (int8_t *)(acc + ep * hp);     /* ep x K when quantising here */
-    float *scale_buf = (float *)(qrows + (ep * K + 15) / 16 * 16);
-    int32_t *zp_buf = (int32_t *)(scale_buf + ep);
+    unsigned char *buf = (unsigned char *)(acc + ep * hp);
     const float *bias = c->bias;
     const float cmin = c->cmin, cmax = c->cmax;
     size_t i0, i1, p0, p1;
@@ -787,21 +834,10 @@ static void qdyn_task(void *arg, size_t t)
 
     for (size_t m0 = i0 * ep; m0 < i1 * ep && m0 < c->M; m0 += ep) {
         size_t rows = c->M - m0 < ep ? c->M - m0 : ep;
-        const int8_t *q;
-        const float *scale;
-        const int32_t *zp;
-        if (c->pa != NULL) {
-            q = c->pa->qa + m0 * K;
-            scale = c->pa->scale + m0;
-            zp = c->pa->zp + m0;
-        } else {
-            for (size_t r = 0; r < rows; ++r)
-                quantize_row(c->A + (m0 + r) * c->lda, K, qrows + r * K, &scale_buf[r], &zp_buf[r]);
-            q = qrows;
-            scale = scale_buf;
-            zp = zp_buf;
-        }
-        ts_pack_panel_as(path->pack_a, path, a_panel, q, rows, ep, K, K, 1);
+        strip_rows q = strip_panel(c, path, m0, rows, (K + path->lp - 1) / path->lp, a_panel,
+                                   buf);
+        const float *scale = q.scale;
+        const int32_t *zp = q.zp;
         for (size_t p = p0; p < p1; ++p) {
             size_t n0 = p * hp, cols = b->N - n0 < hp ? b->N - n0 : hp;
             const unsigned char *b_panel = (const unsigned char *)b->data + p * b->panel_bytes;
@@ -853,15 +889,16 @@ static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size
            || ts_size_mul(*per_task, *m_tasks * *n_tasks, out) || ts_size_add(*out, 15, out);
 }
 
-/* The same for a handle of an int4 kernel: the grid over its row strips and panel groups. */
-static int q4_call_bytes(const ts_context *ctx, const ts_packed_b *b, size_t M, size_t *m_tasks,
-                         size_t *n_tasks, size_t *a_panel, size_t *per_task, size_t *out)
+/* The same for a handle of a fused kernel: the grid over its row strips and panel groups. */
+static int fused_call_bytes(const ts_context *ctx, const ts_packed_b *b, size_t M,
+                            size_t *m_tasks, size_t *n_tasks, size_t *a_panel, size_t *per_task,
+                            size_t *out)
 {
-    const ts_qdyn_kernel *kern = qdyn_q4_kernel(b, M);
-    const size_t step = kern != &b->path->qdyn[0] ? kern->panels : 1;
+    const ts_qdyn_kernel *kern = fused_kernel(b, M);
+    const size_t step = is_rl(b->path, kern) ? kern->panels : 1;
     ts_gemm_grid((M + kern->ep - 1) / kern->ep, b->panels / step, ts_context_threads(ctx),
                  m_tasks, n_tasks);
-    return qdyn_q4_task_bytes(b, kern, a_panel, per_task)
+    return fused_task_bytes(b, kern, a_panel, per_task)
            || ts_size_mul(*per_task, *m_tasks * *n_tasks, out) || ts_size_add(*out, 15, out);
 }
 
@@ -873,11 +910,11 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
         if (call_bytes(ctx, &paths[i], M, N, K, &m_tasks, &n_tasks, &a_panel, &per_task, &bytes))
             return 0;
         most = bytes > most ? bytes : most;
-        for (size_t kind = 0; paths[i].qdyn != NULL && kind < 2; ++kind) {
-            /* an int4 handle of this path (scale blocks, or per channel), as pack_q4 / pack_rl
-             * would shape it */
+        for (size_t kind = 0; paths[i].qdyn != NULL && kind < TS_QDYN_KINDS; ++kind) {
+            /* a fused-kernel handle of this path (int4 scale blocks or per channel, int8 per
+             * channel), as pack_q4 / pack_rl / pack_q8 would shape it (kind 2: kind 1's) */
             const ts_qdyn_kernel *q = &paths[i].qdyn[kind];
-            if (q->kernel == NULL)
+            if (q->kernel == NULL || kind == 2)
                 continue;
             ts_packed_b view;
             memset(&view, 0, sizeof view);
@@ -885,7 +922,7 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
             view.qdyn = q;
             view.K = K;
             view.N = N;
-            if (kind == 0) {
+            if (kind != 1) {
                 view.ksteps = (K + 31) / 32 * 2;
                 view.panels = N / q->hp + (N % q->hp != 0);
             } else {
@@ -894,7 +931,7 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
                 view.ksteps = (K + 31) / 32 * 32 / rl_lp(q);
                 view.panels = ((N + pc - 1) / pc + group - 1) / group * group;
             }
-            if (q4_call_bytes(ctx, &view, M, &m_tasks, &n_tasks, &a_panel, &per_task, &bytes))
+            if (fused_call_bytes(ctx, &view, M, &m_tasks, &n_tasks, &a_panel, &per_task, &bytes))
                 return 0;
             most = bytes > most ? bytes : most;
         }
@@ -919,7 +956,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     if (ts_packed_b_overlaps(B, C, c_len))
         return TS_EINVAL;
     if (pa != NULL) {
-        qlen = (pa->M * pa->K + 15) / 16 * 16 + pa->M * (sizeof(float) + sizeof(int32_t));
+        qlen = (pa->M * pa->K + 15) / 16 * 16 + pa->M * (sizeof(float) + 2 * sizeof(int32_t));
         if (pa->K != K || ts_spans_overlap(C, c_len, pa, sizeof *pa)
             || ts_spans_overlap(C, c_len, pa->qa, qlen))
             return TS_EINVAL;
@@ -935,8 +972,8 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     size_t bytes;
     void *mem, *owned;
     memset(&c, 0, sizeof c);
-    if (B->qdyn != NULL ? q4_call_bytes(ctx, B, M, &c.m_tasks, &c.n_tasks, &c.a_panel_bytes,
-                                        &c.task_bytes, &bytes)
+    if (B->qdyn != NULL ? fused_call_bytes(ctx, B, M, &c.m_tasks, &c.n_tasks, &c.a_panel_bytes,
+                                           &c.task_bytes, &bytes)
                         : call_bytes(ctx, B->path, M, N, K, &c.m_tasks, &c.n_tasks,
                                      &c.a_panel_bytes, &c.task_bytes, &bytes))
         return ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM;

@@ -1,0 +1,47 @@
+/* ts_qdyn_internal.h — the qdyn GEMM's LHS quantise-pack (ts_qdyn_lhs.c), shared by every
+ * qdyn path (ts_qdyn.c). Not public API. Plain C99.
+ *
+ * The quantisation is tilesmith.h's, operation by operation ("dynamically quantised ..."):
+ *   lo = min(0, min_k A[m][k]), hi = max(0, max_k A[m][k]),
+ *   scale = max(hi/255 - lo/255, FLT_MIN), inv = 1/scale,
+ *   zp = clamp(rint(-128 - lo*inv), -128, 127), qa[k] = clamp(rint(A[m][k]*inv) + zp, -128, 127)
+ * in IEEE fp32, unfused, rint ties to even whatever the rounding mode. */
+#ifndef TS_QDYN_INTERNAL_H
+#define TS_QDYN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where quantised element (r, k) of a strip of rows goes: dst + r * row_bytes
+ * + (k / lp) * step_bytes + k % lp, for every k < kpad (k >= K: 0). lp is 1, 2, 4, 8 or 16.
+ *   a kernel's A panel of width rows, k-steps of lp int8 (ts_pack_internal.h's layout):
+ *     { lp, lp, width * lp, ksteps * lp }  (smmla: lp 8; sdot: lp 4)
+ *   row-major rows of stride ld:  { 16, ld, 16, K } */
+typedef struct {
+    size_t lp, row_bytes, step_bytes, kpad;
+} ts_qdyn_layout;
+
+/* The panel layout of `width` rows, k-steps of lp, ksteps of them. */
+ts_qdyn_layout ts_qdyn_panel_layout(size_t width, size_t lp, size_t ksteps);
+
+/* Rows 0..rows-1 of A (fp32, finite, row stride lda, K columns) quantised into dst in
+ * `layout`, with scale[r], zp[r] and, when sums != NULL, sums[r] = sum_k qa[r][k] (exact:
+ * |sum| <= 128 K). Rows rows..width-1 (a partial strip of a panel) are written as zeros (and
+ * get no scale, zp or sum). One pass per row for its range (NEON min / max), one that
+ * quantises and stores straight into the layout (NEON FMUL, FCVTNS: ties to even whatever
+ * FPCR says; saturating narrowings for the clamps); the scalar tail does the same. */
+void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, size_t K,
+                        const ts_qdyn_layout *layout, int8_t *dst, float *scale, int32_t *zp,
+                        int32_t *sums);
+
+/* rint(x), ties to even, whatever the current rounding mode (exact: no rounded operation). */
+float ts_qdyn_rint(float x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,239 @@
+/* ts_qdyn_lhs.c — the qdyn GEMM's LHS quantise-pack: fp32 rows of A -> int8 rows in a kernel's
+ * A panel layout (or row-major), with their scales, zero points and sums (ts_qdyn_internal.h;
+ * the semantics are tilesmith.h's, followed operation by operation).
+ *
+ * Two passes per row: its range (min / max), then quantise-and-store straight into the layout
+ * (no intermediate row, no second packing pass). AArch64 Advanced SIMD (Armv8.0, arm_neon.h)
+ * for whole groups of 16 k, the plain C loop for the rest (and everywhere else): both compute
+ * the same bytes. Build with -ffp-contract=off, like ts_qdyn.c (the pragmas below hold under
+ * any flags too). Plain C99. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "ts_qdyn_internal.h"
+
+#if (defined(__aarch64__) && defined(__ARM_NEON)) || defined(_M_ARM64)
+#  include <arm_neon.h>
+#  define TS_LHS_NEON 1
+#else
+#  define TS_LHS_NEON 0
+#endif
+
+#if defined(__GNUC__)
+#  define TS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#  define TS_ALWAYS_INLINE inline
+#endif
+
+/* No contraction (ts_qdyn.c says why): the standard pragma for clang, GCC's own, and an opaque
+ * product where an addition consumes one. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#if defined(__GNUC__) && (defined(__aarch64__) || defined(__arm__))
+#  define TS_FP_OPAQUE(x) __asm__("" : "+w"(x))
+#else
+#  define TS_FP_OPAQUE(x) ((void)0)
+#endif
+
+float ts_qdyn_rint(float x)
+{
+    if (!(fabsf(x) < 8388608.0f))        /* |x| >= 2^23: already an integer */
+        return x;
+    float t = truncf(x);                 /* truncf and x - t are exact */
+    float f = fabsf(x - t);
+    if (f > 0.5f || (f == 0.5f && ((int32_t)t & 1) != 0))   /* |t| < 2^23: exact */
+        t = x < 0.0f ? t - 1.0f : t + 1.0f;
+    return t;
+}
+
+ts_qdyn_layout ts_qdyn_panel_layout(size_t width, size_t lp, size_t ksteps)
+{
+    ts_qdyn_layout l;
+    l.lp = lp;
+    l.row_bytes = lp;
+    l.step_bytes = width * lp;
+    l.kpad = ksteps * lp;
+    return l;
+}
+
+/* ---- pass 1: the range of a row -> scale, 1/scale, zero point ---------------------------------- */
+
+/* lo = min(0, min_k a[k]), hi = max(0, max_k a[k]) (a finite). With NEON the minimum of a row
+ * holding -0.0 and nothing below may be -0.0 where the scalar loop keeps +0.0: scale, 1/scale
+ * and zp come out the same either way (hi - (-0.0)/255 = hi - 0.0; -128 - (-0.0) = -128). */
+static void row_range(const float *a, size_t K, float *lo_out, float *hi_out)
+{
+    float lo = 0.0f, hi = 0.0f;
+    size_t k = 0;
+#if TS_LHS_NEON
+    if (K >= 16) {
+        /* four independent min and max chains: the loop is bound by its loads, not latency */
+        float32x4_t l0 = vdupq_n_f32(0.0f), l1 = l0, l2 = l0, l3 = l0;
+        float32x4_t h0 = l0, h1 = l0, h2 = l0, h3 = l0;
+        for (; k + 16 <= K; k += 16) {
+            float32x4_t v0 = vld1q_f32(a + k), v1 = vld1q_f32(a + k + 4);
+            float32x4_t v2 = vld1q_f32(a + k + 8), v3 = vld1q_f32(a + k + 12);
+            l0 = vminq_f32(l0, v0);
+            h0 = vmaxq_f32(h0, v0);
+            l1 = vminq_f32(l1, v1);
+            h1 = vmaxq_f32(h1, v1);
+            l2 = vminq_f32(l2, v2);
+            h2 = vmaxq_f32(h2, v2);
+            l3 = vminq_f32(l3, v3);
+            h3 = vmaxq_f32(h3, v3);
+        }
+        lo = vminvq_f32(vminq_f32(vminq_f32(l0, l1), vminq_f32(l2, l3)));
+        hi = vmaxvq_f32(vmaxq_f32(vmaxq_f32(h0, h1), vmaxq_f32(h2, h3)));
+    }
+#endif
+    for (; k < K; ++k) {
+        if (a[k] < lo)
+            lo = a[k];
+        if (a[k] > hi)
+            hi = a[k];
+    }
+    *lo_out = lo;
+    *hi_out = hi;
+}
+
+/* clamp(rint(v), lo, hi) as an integer; v finite or +-Inf. */
+static int32_t rint_clamp(float v, float lo, float hi)
+{
+    float r = ts_qdyn_rint(v);
+    if (r < lo)
+        r = lo;
+    if (r > hi)
+        r = hi;
+    return (int32_t)r;
+}
+
+/* scale, inv = 1/scale and zp of a row with range [lo, hi] (tilesmith.h, in the written order) */
+static void row_params(float lo, float hi, float *scale_out, float *inv_out, int32_t *zp_out)
+{
+    float h = hi / 255.0f;
+    float l = lo / 255.0f;
+    float scale = h - l;
+    if (scale < FLT_MIN)
+        scale = FLT_MIN;
+    float inv = 1.0f / scale;
+    float p = lo * inv;
+    TS_FP_OPAQUE(p);
+    float z = -128.0f - p;
+    *scale_out = scale;
+    *inv_out = inv;
+    *zp_out = rint_clamp(z, -128.0f, 127.0f);
+}
+
+/* ---- pass 2: quantise and store ------------------------------------------------------------------ */
+
+/* qa of one element (the scalar form; |a * inv| <= ~255, so +-1024 clamps nothing that
+ * survives the final clamp) */
+static int8_t quantize_one(float a, float inv, int32_t zp)
+{
+    float v = a * inv;
+    int32_t x = rint_clamp(v, -1024.0f, 1024.0f) + zp;
+    return (int8_t)(x < -128 ? -128 : x > 127 ? 127 : x);
+}
+
+#if TS_LHS_NEON
+/* 16 consecutive k (from a multiple of 16) of one row: FMUL, FCVTNS (round to nearest, ties to
+ * even, whatever FPCR says: Arm ARM, FCVTNS (vector)), SQXTN to int16 (exact: |x| <= ~256),
+ * SQADD zp (no saturation: |x + zp| <= ~384), SQXTN to int8: the clamp to -128..127. */
+static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, int16x8_t zp)
+{
+    int32x4_t i0 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a), inv));
+    int32x4_t i1 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + 4), inv));
+    int32x4_t i2 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + 8), inv));
+    int32x4_t i3 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + 12), inv));
+    int16x8_t h0 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(i0), i1), zp);
+    int16x8_t h1 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(i2), i3), zp);
+    return vqmovn_high_s16(vqmovn_s16(h0), h1);
+}
+
+/* The 16 values of k-steps k/lp .. k/lp + 16/lp - 1 (lp divides 16): one store per k-step. */
+static TS_ALWAYS_INLINE void store_16(int8_t *row, size_t k, size_t lp, size_t step, int8x16_t q)
+{
+    int8_t *d = row + k / lp * step;
+    if (lp == 16) {
+        vst1q_s8(d, q);
+    } else if (lp == 8) {
+        vst1_s8(d, vget_low_s8(q));
+        vst1_s8(d + step, vget_high_s8(q));
+    } else {
+        int8_t t[16];
+        vst1q_s8(t, q);
+        for (size_t j = 0; j < 16 / lp; ++j)
+            memcpy(d + j * step, t + j * lp, lp);
+    }
+}
+#endif
+
+/* One row: qa into the layout (zeros for k in [K, kpad)); returns sum_k qa. lp is a constant
+ * where it is inlined (quant_row_as), so store_16 has no run-time choice left. */
+static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv, int32_t zp,
+                                             size_t lp, size_t step, size_t kpad, int8_t *row)
+{
+    size_t k = 0;
+    int32_t sum = 0;
+#if TS_LHS_NEON
+    const float32x4_t iv = vdupq_n_f32(inv);
+    const int16x8_t zv = vdupq_n_s16((int16_t)zp);
+    int32x4_t acc = vdupq_n_s32(0);
+    for (; k + 16 <= K; k += 16) {
+        int8x16_t q = quantize_16(a + k, iv, zv);
+        acc = vpadalq_s16(acc, vpaddlq_s8(q));    /* |lane| <= 128 K / 4: fits */
+        store_16(row, k, lp, step, q);
+    }
+    sum = vaddvq_s32(acc);
+#endif
+    for (; k < kpad; ++k) {
+        int8_t q = k < K ? quantize_one(a[k], inv, zp) : 0;
+        row[k / lp * step + k % lp] = q;
+        sum += q;
+    }
+    return sum;
+}
+
+static void quant_row_as(const float *a, size_t K, float inv, int32_t zp,
+                         const ts_qdyn_layout *l, int8_t *row, int32_t *sum)
+{
+    int32_t s;
+    switch (l->lp) {       /* each case its own inlined copy (constant lp) */
+    case 16: s = quant_row_lp(a, K, inv, zp, 16, l->step_bytes, l->kpad, row); break;
+    case 8:  s = quant_row_lp(a, K, inv, zp, 8, l->step_bytes, l->kpad, row); break;
+    case 4:  s = quant_row_lp(a, K, inv, zp, 4, l->step_bytes, l->kpad, row); break;
+    case 2:  s = quant_row_lp(a, K, inv, zp, 2, l->step_bytes, l->kpad, row); break;
+    default: s = quant_row_lp(a, K, inv, zp, 1, l->step_bytes, l->kpad, row); break;
+    }
+    if (sum != NULL)
+        *sum = s;
+}
+
+/* Zeros for element (r, k), every k < kpad, of row r (a row past the strip's). */
+static void zero_row(const ts_qdyn_layout *l, int8_t *row)
+{
+    for (size_t s = 0; s * l->lp < l->kpad; ++s)
+        memset(row + s * l->step_bytes, 0, l->lp);
+}
+
+void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, size_t K,
+                        const ts_qdyn_layout *layout, int8_t *dst, float *scale, int32_t *zp,
+                        int32_t *sums)
+{
+    for (size_t r = 0; r < width; ++r) {
+        int8_t *row = dst + r * layout->row_bytes;
+        if (r >= rows) {
+            zero_row(layout, row);
+            continue;
+        }
+        const float *a = A + r * lda;
+        float lo, hi, inv;
+        row_range(a, K, &lo, &hi);
+        row_params(lo, hi, &scale[r], &inv, &zp[r]);
+        quant_row_as(a, K, inv, zp[r], layout, row, sums != NULL ? &sums[r] : NULL);
+    }
+}
