@@ -27,6 +27,7 @@ def test_qdyn_every_path_bit_identical_and_exact(arch, cpu, generated, harness):
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     assert f"features={CPU_FEATURES[cpu]}\n" in proc.stdout
     check_dispatch_lines(proc.stdout, paths, cpu, ("qdyn",))
+    check_fused_kernels(proc.stdout, generated(arch))
     found = re.findall(r"cases (\d+) hash ([0-9a-f]{16})", proc.stdout)
     assert len(found) == len(CPU_MASKS[cpu]) and all(int(c) >= 50 for c, _ in found)
     hashes = {h for _, h in found}
@@ -36,10 +37,29 @@ def test_qdyn_every_path_bit_identical_and_exact(arch, cpu, generated, harness):
     assert len(set(HASHES.values())) == 1, HASHES
 
 
+def check_fused_kernels(stdout, folder):
+    """Handles of the i8mm path run the kernels with the fp32 epilogue inside (int8 per channel,
+    int4 blocks, int4 per channel), so the cases test them; the other paths the raw kernels."""
+    import json
+    from gen.registry import qdyn_kind
+    manifest = json.loads((folder / "manifest.json").read_text())
+    kinds = {qdyn_kind(k): k["symbol"] for k in manifest.get("qdyn_kernels", [])}
+    for line in stdout.splitlines():
+        if not line.startswith("mask="):
+            continue
+        fields = dict(item.split("=") for item in line.split())
+        smmla = "smmla" in fields["qdyn"]
+        for label, kind in (("qdyn_s8", 3), ("qdyn_s4", 0), ("qdyn_s4pc", 1)):
+            want = kinds[kind] if smmla else "raw"
+            assert fields[label] == want, f"{line}: {label} {fields[label]} != {want}"
+
+
+@pytest.mark.parametrize("source", ["ts_qdyn.c", "ts_qdyn_lhs.c"])
 @pytest.mark.parametrize("compiler", ["gcc", "clang"])
-def test_qdyn_fp32_never_contracted(compiler, tmp_path):
-    """The fixed fp32 order survives any build flags: ts_qdyn.c compiled in GNU mode with
-    -ffp-contract=fast -O3 holds no fused multiply-add (FMLA/FMLS/FMADD/FMSUB/FNMADD/FNMSUB)."""
+def test_qdyn_fp32_never_contracted(compiler, source, tmp_path):
+    """The fixed fp32 order survives any build flags: ts_qdyn.c and the LHS quantise-pack
+    compiled in GNU mode with -ffp-contract=fast -O3 hold no fused multiply-add
+    (FMLA/FMLS/FMADD/FMSUB/FNMADD/FNMSUB)."""
     import subprocess
     from cross import CLANG, GCC
     from gen.drivers import DRIVERS
@@ -47,6 +67,6 @@ def test_qdyn_fp32_never_contracted(compiler, tmp_path):
     asm = tmp_path / "qdyn.s"
     subprocess.run([*cmd, "-std=gnu99", "-O3", "-ffp-contract=fast", "-march=armv8-a",
                     "-I", str(DRIVERS / "include"), "-I", str(DRIVERS / "src"), "-S",
-                    str(DRIVERS / "src" / "ts_qdyn.c"), "-o", str(asm)], check=True)
+                    str(DRIVERS / "src" / source), "-o", str(asm)], check=True)
     fused = re.findall(r"^\s*(fn?m(?:la|ls|add|sub))\b", asm.read_text(), re.M)
     assert fused == [], fused

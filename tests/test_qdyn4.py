@@ -1,4 +1,5 @@
-"""qdyn int4 kernels (gen/qdyn4.py): the solver's register and operation accounting, the
+"""qdyn kernels with the fp32 epilogue inside (gen/qdyn4.py: int4 scale blocks and int8 per
+channel; gen/qdyn4_rl.py: int4 per channel): the solver's register and operation accounting, the
 scheduled bodies, the argument block layout (generator, kernels.h and the drivers' header agree),
 and that every kernel assembles (GNU as -march=armv8-a, clang ELF / Mach-O / COFF) and passes
 `python3 -m encoder verify`. Their results (bit-identical to the scalar reference of
@@ -77,6 +78,49 @@ def test_two_channels_per_byte_epilogue_and_schedule(decode):
         assert u0 == f"fmul {lo}.4s, {ta}.4s, {lo}.4s" and u1 == f"fmul {hi}.4s, {tb}.4s, {hi}.4s"
 
 
+def test_int8_weights_accounting_and_choice():
+    """int8 weights (one block per channel): no unpack, no mask, the fp32 results in place of
+    the accumulators, so 8x8 fits: 16 accumulators + 8 A + 8 B = 32."""
+    assert qdyn4.registers_needed(8, 8, "s8") == 32
+    assert qdyn4.registers_needed(8, 12, "s8") > 32
+    for ep, hp, _ in qdyn4.candidates("smmla", "generic", "s8"):
+        assert qdyn4.registers_needed(ep, hp, "s8") <= 32
+    plan = qdyn4.solve("smmla", "generic", "s8")
+    assert (plan.ep, plan.hp, plan.blocked, plan.mask) == (8, 8, False, None)
+    assert plan.sum_regs == plan.acc_regs
+    regs = list(plan.a_regs + plan.b_packed + plan.b_low + plan.acc_regs)
+    assert len(set(regs)) == len(regs) == 32
+    c = qdyn4.block_counts(8, 8, 32, "s8")
+    # 2 k-steps of 16 k: 2 x (8 A + 8 B) loads, 2 x 32 smmla, no unpack; mul, scvtf, 2 fmul
+    assert (c["mac"], c["unpack"], c["epilogue"]) == (64, 0, 64)
+    body = qdyn4.tail_body(plan)
+    kinds = [op_class(i) for i in body]
+    assert kinds.count("smmla") == c["mac"]
+    assert not any(i.text.startswith(("shl", "and", "fadd", "mul")) for i in body)
+    assert sum(i.text.startswith(("scvtf", "fmul")) for i in body) == 3 * 16
+    for b in (qdyn4.inner_body(plan), body):   # B: two 8-k halves of hp * 8 bytes, as loaded
+        offsets = [int(m) for i in b for m in re.findall(r"\[x1, #(\d+)\]", i.text)]
+        assert sorted(offsets)[:8] == [0, 16, 32, 48, 64, 80, 96, 112]
+        check_same_dependencies(b + ([] if b[-1].kind == "branch" else
+                                     [Insn("b.ne 1b", "branch", uses=("nzcv",))]),
+                                schedule_loop(b, "generic") + ([] if b[-1].kind == "branch" else
+                                     [Insn("b.ne 1b", "branch", uses=("nzcv",))]))
+
+
+def test_int8_epilogue_order_is_the_headers():
+    """Per accumulator: scvtf (no fraction bits), t = scale * wscale, s = u = t * (float)acc in
+    place (one block: the header's s = u_0), no fused multiply-add."""
+    body = qdyn4.tail_body(qdyn4.solve("smmla", "generic", "s8"))
+    ops = [i.text for i in body if i.text.startswith(("scvtf", "fmul"))]
+    assert len(ops) == 48
+    for j in range(0, len(ops), 3):
+        scvtf, t, u = ops[j:j + 3]
+        acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s$", scvtf).group(1)
+        tr = re.match(r"fmul (v\d+)\.4s, v\d+\.4s, v\d+\.4s", t).group(1)
+        assert u == f"fmul {acc}.4s, {tr}.4s, {acc}.4s"
+    assert not any(re.match(r"f[nm]*(mla|mls|madd|msub)", i.text) for i in body)
+
+
 @pytest.mark.parametrize("name,blocked", VARIANTS)
 def test_solver_choice_and_its_registers(name, blocked):
     plan = qdyn4.solve("smmla", "generic")
@@ -136,15 +180,17 @@ def test_args_layout_agrees_with_the_drivers_header():
 def test_manifest_and_header_name_both_kernels(outputs):
     out, manifest = outputs("v86")
     q = manifest["qdyn_kernels"]
-    assert [(k["symbol"], k["blocked"], k["decode"]) for k in q[:3]] == [
+    assert [(k["symbol"], k["blocked"], k["decode"]) for k in q[:4]] == [
         ("ts_gemm_s8s4f32_smmla_8x4x16", True, False),
         ("ts_gemm_s8s4f32_smmla_16x4x8_pc", False, False),
-        ("ts_gemm_s8s4f32_smmla_2x28x8_pc", False, True)]
+        ("ts_gemm_s8s4f32_smmla_2x28x8_pc", False, True),
+        ("ts_gemm_s8s8f32_smmla_8x8x16", False, False)]
     header = (out / "ts_kernels.h").read_text()
     for k in q:
         assert f"void {k['symbol']}(" in header
     dispatch = (out / "ts_dispatch.c").read_text()
     assert dispatch.count("ts_gemm_s8s4f32_smmla_8x4x16") == 2     # name and function
+    assert dispatch.count("ts_gemm_s8s8f32_smmla_8x8x16") == 2
     # no i8mm: the per-channel kernels of the dotprod and Armv8.0 paths only
     assert [(k["symbol"], k["instruction"], k["decode"]) for k in outputs("v82")[1]["qdyn_kernels"]] == [
         ("ts_gemm_s8s4f32_sdot_8x8x4_pc", "sdot", False),
@@ -152,7 +198,7 @@ def test_manifest_and_header_name_both_kernels(outputs):
         ("ts_gemm_s8s4f32_sadalp_4x8x4_pc", "smlal", False),
         ("ts_gemm_s8s4f32_sadalp_1x8x4_pc", "smlal", True)]
     assert [k["instruction"] for k in outputs("v8")[1]["qdyn_kernels"]] == ["smlal", "smlal"]
-    assert [k["symbol"] for k in q[3:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
+    assert [k["symbol"] for k in q[4:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
 
 
 @pytest.mark.parametrize("inst", ["auto", "never", "always"])

@@ -8,6 +8,8 @@
 #include <float.h>
 
 #include "drv_api_common.h"
+#include "ts_pack_internal.h"    /* the handle's fused kernel (ts_packed_b.qdyn) */
+#include "ts_qdyn_internal.h"    /* the LHS quantise-pack on its own */
 
 /* ---- reference --------------------------------------------------------------------------------- */
 
@@ -213,6 +215,77 @@ static void run_case(int bits, size_t bl, size_t M, size_t N, size_t K, int with
           M, N, K, ratio);
     free(R);
     release_all();
+}
+
+/* The LHS quantise-pack alone (ts_qdyn_quant_pack: what every qdyn path quantises with) against
+ * ref_quantize_row byte for byte, in every panel layout a path could ask for (lp 1, 2, 4, 8, 16;
+ * partial strips: rows past M zero; k-steps past K zero) and row-major with a stride (the bytes
+ * between rows untouched): M = 1..17, odd and even K, the special rows of fill_row (ties,
+ * all-zero, one huge value, negative only); scale, zp and the row sums too. */
+static void test_quant_pack(void)
+{
+    static const size_t lps[] = { 1, 2, 4, 8, 16 };
+    for (size_t M = 1; M <= 17; ++M) {
+        const size_t Ks[2] = { 2 * M + 1, 16 * M + (M % 4) * 5 };
+        for (size_t ki = 0; ki < 2; ++ki) {
+            size_t K = Ks[ki], lda = K + M % 3;
+            float *A = guarded(M * lda * 4), *sc = guarded(M * 4);
+            int32_t *zp = guarded(M * 4), *sums = guarded(M * 4);
+            int8_t *want = malloc(M * K);
+            float *wscale = malloc(M * 4);
+            int32_t *wzp = malloc(M * 4), *wsum = calloc(M, 4);
+            for (size_t m = 0; m < M; ++m) {
+                fill_row(A + m * lda, K, m + K);
+                ref_quantize_row(A + m * lda, K, want + m * K, &wscale[m], &wzp[m]);
+                for (size_t k = 0; k < K; ++k)
+                    wsum[m] += want[m * K + k];
+            }
+            for (size_t li = 0; li <= 5; ++li) {
+                /* li < 5: a panel of width M + M % 3 rows, one k-step more than K needs;
+                 * li == 5: row-major rows of stride K + 3 */
+                size_t lp = li < 5 ? lps[li] : 16, width = li < 5 ? M + M % 3 : M;
+                size_t ksteps = (K + lp - 1) / lp + 1, ld = K + 3;
+                ts_qdyn_layout layout = li < 5 ? ts_qdyn_panel_layout(width, lp, ksteps)
+                                               : (ts_qdyn_layout){ 16, ld, 16, K };
+                size_t bytes = li < 5 ? width * ksteps * lp : M * ld;
+                int8_t *dst = guarded(bytes);
+                memset(dst, 0x5a, bytes);
+                memset(sc, 0, M * 4);
+                ts_qdyn_quant_pack(A, lda, M, width, K, &layout, dst, sc, zp, sums);
+                int bad = 0;
+                for (size_t i = 0; i < bytes; ++i) {
+                    size_t r, k;
+                    if (li < 5) {
+                        size_t step = i / (width * lp), in = i % (width * lp);
+                        r = in / lp;
+                        k = step * lp + in % lp;
+                    } else {
+                        r = i / ld;
+                        k = i % ld;
+                    }
+                    int expect = li == 5 && k >= K ? 0x5a          /* between rows: untouched */
+                                 : r < M && k < K ? want[r * K + k] : 0;
+                    if (dst[i] != (int8_t)expect && bad++ < 3)
+                        CHECK(0, "quant_pack M %zu K %zu lp %zu layout %zu: row %zu k %zu "
+                              "= %d, want %d", M, K, lp, li, r, k, dst[i], expect);
+                }
+                failures += bad > 3 ? bad - 3 : 0;
+                for (size_t m = 0; m < M; ++m)
+                    CHECK(memcmp(&sc[m], &wscale[m], 4) == 0 && zp[m] == wzp[m]
+                          && sums[m] == wsum[m], "quant_pack M %zu K %zu row %zu: scale %a zp "
+                          "%d sum %d, want %a %d %d", M, K, m, sc[m], zp[m], sums[m],
+                          wscale[m], wzp[m], wsum[m]);
+                for (size_t m = 0; m < M; ++m)
+                    hash_bytes(&sc[m], 4);
+                hash_bytes(dst, bytes);
+            }
+            free(want);
+            free(wscale);
+            free(wzp);
+            free(wsum);
+            release_all();
+        }
+    }
 }
 
 /* Quantisation alone: B = identity (qs8, scale 1) gives C[m][k] = scale[m] * (qa - zp). */
@@ -422,6 +495,23 @@ static void test_k_bounds(void)
     }
 }
 
+/* The fused kernel (the fp32 epilogue inside: ts_packed_b.qdyn) a qs8 (bits 8) or qs4 (bits 4,
+ * bl) handle of the current dispatch runs, or "raw" (the raw int8 kernel and the C epilogue):
+ * the Python side checks that the i8mm path uses its kernels, so the cases above test them. */
+static const char *fused_kernel_of(int bits, size_t bl)
+{
+    static unsigned char B[64 * 64];
+    static const float ws[64 * 2] = { 1.0f };
+    ts_packed_b *pb = NULL;
+    int rc = bits == 8 ? ts_pack_b_qs8(8, 64, (const int8_t *)B, 64, ws, &pb)
+                       : ts_pack_b_qs4(8, 64, B, 32, ws, bl, &pb);
+    if (rc != TS_OK)
+        return "error";
+    const char *name = pb->qdyn != NULL ? pb->qdyn->symbol : "raw";
+    ts_packed_free(pb);
+    return name;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) { fprintf(stderr, "usage: %s MASKS\n", argv[0]); return 2; }
@@ -431,7 +521,9 @@ int main(int argc, char **argv)
     for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
         ts_set_feature_mask(mask);
-        printf("mask=%u qdyn=%s\n", mask, ts_gemm_kernel(TS_GEMM_QDYN));
+        printf("mask=%u qdyn=%s qdyn_s8=%s qdyn_s4=%s qdyn_s4pc=%s\n", mask,
+               ts_gemm_kernel(TS_GEMM_QDYN), fused_kernel_of(8, 0), fused_kernel_of(4, 32),
+               fused_kernel_of(4, 0));
         hash = 1469598103934665603ull;
         ts_test_rng = 0x9E3779B97F4A7C15ull;
         int cases = 0;
@@ -462,6 +554,7 @@ int main(int argc, char **argv)
         run_case(4, 0, 1, 67, 4100, 1, 1); ++cases;
         run_case(4, 0, 3, 45, 2048, 0, 0); ++cases;
         run_case(4, 0, 11, 19, 1000, 1, 0); ++cases;
+        test_quant_pack();
         test_quantisation_identity();
         test_nibbles();
         test_weight_quantisers();
