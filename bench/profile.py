@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from gen.cores import CLASS_MIDR, CORES, GENERIC, core_class
 from gen.isa import INSTRUCTIONS, signature
 
-from gen.qdyn4 import SIGNATURE as QDYN4_SIGNATURE
+from gen.qdyn4 import SIGNATURES as QDYN4_SIGNATURES
 from gen.qdyn4_rl import FAMILIES as QDYN4_FAMILIES
 
 from . import symbols as sym
@@ -87,7 +87,7 @@ def instruction_of(symbol: str, prefix: str) -> str | None:
     for key, inst in INSTRUCTIONS.items():
         if (signature(inst), inst.mnemonic) == named:
             return key
-    if named[0] == QDYN4_SIGNATURE:          # the qdyn int4 kernels (gen/qdyn4*.py): the path's
+    if named[0] in QDYN4_SIGNATURES.values():   # the qdyn kernels (gen/qdyn4*.py): the path's
         return next((k for k, f in QDYN4_FAMILIES.items() if f.mnemonic == named[1]), None)
     return None
 

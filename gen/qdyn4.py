@@ -3,7 +3,7 @@ scale blocks; `weights="s4"`) or int8 weights (one scale per output channel; `we
 -> fp32, with the int4 unpack in registers and the whole fp32 dequantisation epilogue of
 tilesmith.h in the kernel (issue 12, deliverable 3). First instruction: smmla (i8mm).
 
-What one call computes (README "qdyn int4 kernels"): one ep x hp tile of
+What one call computes (README "qdyn kernels"): one ep x hp tile of
   C[m][n] = clamp(sum_b (scale[m] * wscale[n][b]) * (float)acc_b[m][n] + bias[n], cmin, cmax)
 with acc_b = sum over block b of (qa[m][k] - zp[m]) * qb[n][k], exact in int32, and the fp32
 operations in the header's order (s = -0.0; s = s + u_b for every block b in order, which
@@ -262,14 +262,105 @@ def k_step(plan: Qdyn4Plan, step: int) -> list[Insn]:
                        (f"v{lo}",), (f"v{p}",)))
         code.append(_v(f"and v{p}.16b, v{p}.16b, v{plan.mask}.16b", "16 x k 8-15",
                        (f"v{p}",), (f"v{p}", f"v{plan.mask}")))
-    for half, bregs in ((0, plan.b_low), (1, plan.b_packed)):
-        for r in range(plan.rp):
-            a = plan.a_regs[half * plan.rp + r]
-            for c in range(plan.cp):
-                acc = plan.acc(r, c)
-                code.append(Insn(f"smmla v{acc}.4s, v{a}.16b, v{bregs[c]}.16b", "mac",
-                                 defs=(f"v{acc}",), uses=(f"v{acc}", f"v{a}", f"v{bregs[c]}"),
-                                 instruction=plan.instruction))
+    return code + half_macs(plan, 0) + half_macs(plan, 1)
+
+
+def half_regs(plan: Qdyn4Plan, half: int):
+    """(A registers, B registers) of the 8-k half `half` of a k-step."""
+    return (plan.a_regs[half * plan.rp:(half + 1) * plan.rp],
+            plan.b_low if half == 0 else plan.b_packed)
+
+
+def half_macs(plan: Qdyn4Plan, half: int) -> list[Insn]:
+    """The smmla of one 8-k half of a k-step: every row pair x column pair."""
+    code = []
+    aregs, bregs = half_regs(plan, half)
+    for r, a in enumerate(aregs):
+        for c in range(plan.cp):
+            acc = plan.acc(r, c)
+            code.append(Insn(f"smmla v{acc}.4s, v{a}.16b, v{bregs[c]}.16b", "mac",
+                             defs=(f"v{acc}",), uses=(f"v{acc}", f"v{a}", f"v{bregs[c]}"),
+                             instruction=plan.instruction))
+    return code
+
+
+# ---- ld1 form, rotated (int8 weights) ---------------------------------------------------------
+# Every A and B register of the 32 is in use (8 x 8), so no k-step can be loaded ahead into
+# spare registers; but each 8-k half's registers are free while the other half's smmla run. The
+# rotated body loads half h + 1 during half h's smmla (the next iteration's first half at its
+# end; the prologue loads the first), with 4-register ld1 from one pointer per group (on the
+# in-order cores an ldr after the smmla waits for their in-order write-back, gen/loop.py "Load
+# forms"; ld1 of 4 registers has the smmla's 4-cycle latency on Cortex-A510). llvm-mca-19 per
+# two k-steps of 8 x 8 (64 smmla, 2026-11-23): ldr form N2 32.1 / V1 16.1 / A510 52.0 cycles,
+# this form 32.1 / 16.1 / 36.0.
+LD1_POINTERS = tuple(f"x{n}" for n in range(10, 18))
+LD1_SPACING = 2          # smmla per load of the next half in the rotated body (llvm-mca-19: 1-4 alike)
+HALVES = ((0, 0), (0, 1), (1, 0), (1, 1))       # (k-step, half) of a two-step body
+
+
+def ld1_groups(plan: Qdyn4Plan) -> dict:
+    """{(step, half): [(pointer, registers, base, offset)]}: each half's A and B registers in
+    runs of at most 4 consecutive registers (one ld1 each), every run its own pointer."""
+    ptrs, out = iter(LD1_POINTERS), {}
+    for step, half in HALVES:
+        aregs, bregs = half_regs(plan, half)
+        runs = []
+        for regs, base, off in ((aregs, "x0", (2 * step + half) * plan.ep * 8),
+                                (bregs, "x1", step * plan.b_step_bytes() + half * plan.hp * 8)):
+            for j in range(0, len(regs), 4):
+                runs.append((next(ptrs), regs[j:j + 4], base, off + 16 * j))
+        out[step, half] = runs
+    return out
+
+
+def ld1_form_fits(plan: Qdyn4Plan) -> bool:
+    """int8 weights, 4 consecutive registers per run, pointers enough (x10-x17)."""
+    if plan.int4:
+        return False
+    runs = sum(-(-n // 4) for n in (plan.rp, plan.cp)) * len(HALVES)
+    regs_ok = all(r[-1] - r[0] == len(r) - 1 for half in (0, 1) for r in half_regs(plan, half))
+    return runs <= len(LD1_POINTERS) and regs_ok
+
+
+def ld1_loads(plan: Qdyn4Plan, key) -> list[Insn]:
+    code = []
+    for ptr, regs, base, off in ld1_groups(plan)[key]:
+        what = "A" if base == "x0" else "B"
+        code.append(Insn(f"ld1 {{v{regs[0]}.16b-v{regs[-1]}.16b}}, [{ptr}]" if len(regs) > 1
+                         else f"ld1 {{v{regs[0]}.16b}}, [{ptr}]", "load",
+                         defs=tuple(f"v{r}" for r in regs), uses=(ptr,),
+                         comment=f"{what}, k-step {key[0]}, k {8 * key[1]}-{8 * key[1] + 7}"))
+    return code
+
+
+def ld1_setup(plan: Qdyn4Plan) -> list[Insn]:
+    """The pointers (after the prologue's x1 += hp*4) and the first half's registers."""
+    code = [ep_mod._i(f"add {ptr}, {base}, #{off}" if off else f"mov {ptr}, {base}",
+                      f"ld1 pointer: k-step {key[0]}, half {key[1]}")
+            for key, runs in ld1_groups(plan).items() for ptr, _, base, off in runs]
+    return code + ld1_loads(plan, HALVES[0])
+
+
+def rotated_steps(plan: Qdyn4Plan, last: bool) -> list[Insn]:
+    """Two k-steps whose first half is loaded: each half's smmla, then the next half's loads;
+    not `last`: the pointers advance and the next iteration's first half is loaded."""
+    size = {"x0": 2 * plan.a_step_bytes(), "x1": 2 * plan.b_step_bytes()}
+    groups = ld1_groups(plan)
+    advance = {key: [_advance(ptr, size[base], "next two k-steps") for ptr, _, base, _ in runs]
+               for key, runs in groups.items()}
+    # the first half's pointers advance first (their registers are loaded), so the next
+    # iteration's first half can load during the last half's smmla
+    code = [] if last else advance[HALVES[0]]
+    for i, (step, half) in enumerate(HALVES):
+        loads = (ld1_loads(plan, HALVES[i + 1]) if i + 1 < len(HALVES)
+                 else [] if last else ld1_loads(plan, HALVES[0]))
+        for j, mac in enumerate(half_macs(plan, half)):
+            code.append(mac)
+            if j % LD1_SPACING == LD1_SPACING - 1 and loads:
+                code.append(loads.pop(0))      # one load after every LD1_SPACING smmla
+        code += loads
+    if not last:
+        code += [a for key in HALVES[1:] for a in advance[key]]
     return code
 
 
@@ -279,6 +370,11 @@ def _advance(reg, amount, comment):
 
 def inner_body(plan: Qdyn4Plan) -> list[Insn]:
     """Two k-steps of a block (not its last two)."""
+    if ld1_form_fits(plan):
+        return rotated_steps(plan, last=False) + [
+            Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
+                 uses=(COUNT_REG,)),
+            Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
     code = k_step(plan, 0) + k_step(plan, 1)
     code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next two k-steps"),
              _advance("x1", 2 * plan.b_step_bytes(), "B: next two k-steps"),
@@ -293,10 +389,18 @@ def pair_pointers(plan: Qdyn4Plan) -> list[str]:
     return [f"x{9 + i}" for i in range(2 * plan.cp)]
 
 
-def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str, first: int = 0) -> list[Insn]:
-    """LD1R .2d of each column pair's two 4-byte values at x1 + offset + 8 c: (c0 c1 c0 c1),
-    the 2x2 tile layout, from the compact per-column array (hp values) of the panel."""
+def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str, first: int = 0,
+                 base: str = "x1") -> list[Insn]:
+    """LD1R .2d of each column pair's two 4-byte values at base + offset + 8 c: (c0 c1 c0 c1),
+    the 2x2 tile layout, from the compact per-column array (hp values) of the panel. In the
+    ld1 form's tail (base: a group pointer; x10-x17 taken) through x9, post-indexed."""
     code = []
+    if base != "x1":
+        code.append(Insn(f"add x9, {base}, #{offset}", "alu", defs=("x9",), uses=(base,)))
+        for c, reg in enumerate(regs):
+            code.append(Insn(f"ld1r {{v{reg}.2d}}, [x9], #8", "load", defs=(f"v{reg}", "x9"),
+                             uses=("x9",), comment=f"{what} of columns {2 * c}-{2 * c + 1}, twice"))
+        return code
     for c, reg in enumerate(regs):
         ptr = pair_pointers(plan)[first + c]
         code.append(Insn(f"add {ptr}, x1, #{offset + 8 * c}", "alu", defs=(ptr,), uses=("x1",)))
@@ -344,13 +448,16 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     next block (whose sums follow this block's scales in the panel), the pointer advance and
     the block loop's branch. One block (int8, per channel): the last two k-steps and
     s = u = t * (float)acc in place of each accumulator, nothing after."""
-    code = k_step(plan, 0) + k_step(plan, 1)
+    ld1 = ld1_form_fits(plan)
+    code = rotated_steps(plan, last=True) if ld1 else k_step(plan, 0) + k_step(plan, 1)
     scale, ws, zp, bsum, temps = epilogue_regs(plan)
     ws_offset = 2 * plan.b_step_bytes()
     for r, reg in enumerate(scale):
         code.append(_load(f"ldr q{reg}, [{ROWS_REG}, #{16 * r}]", reg, ROWS_REG,
                           f"scale of rows {2 * r}-{2 * r + 1}"))
-    code += column_loads(plan, ws_offset, ws, "block scales")
+    # the B pointer of the first k-step's first half is where x1 would be (B: these k-steps)
+    base = next(r[0] for r in ld1_groups(plan)[HALVES[0]] if r[2] == "x1") if ld1 else "x1"
+    code += column_loads(plan, ws_offset, ws, "block scales", base=base)
     k = 0
     for r in range(plan.rp):
         for c in range(plan.cp):
@@ -422,7 +529,7 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
     scale, ws, zp, bsum, _ = epilogue_regs(plan)
     code += [i for i in correction(plan, 0, zp, bsum)]
     code.append(ep_mod._i(f"add x1, x1, #{plan.hp * 4}", "B: block 0's k-steps"))
-    return code
+    return code + (ld1_setup(plan) if ld1_form_fits(plan) else [])
 
 
 def kernel_symbol(prefix: str, plan: Qdyn4Plan) -> str:
@@ -458,7 +565,10 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     inst = INSTRUCTIONS[plan.instruction]
     symbol = kernel_symbol(prefix, plan)
     tplan = plan.tile_plan()
-    inner = scheduled(inner_body(plan), plan.cpu)
+    # the rotated ld1 body as built (its loads spread over the smmla): gen.schedule's in-order
+    # model packs the loads after the smmla, which llvm-mca-19 times at 41 cycles per two
+    # k-steps on Cortex-A510 against 38 as built (N2 32.1, V1 16.1 either way)
+    inner = inner_body(plan) if ld1_form_fits(plan) else scheduled(inner_body(plan), plan.cpu)
     tail = scheduled(tail_body(plan), plan.cpu)
     final, pieces = final_code(plan)
     write = ep_mod.store_row_pieces(tplan, pieces)

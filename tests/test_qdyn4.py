@@ -98,13 +98,28 @@ def test_int8_weights_accounting_and_choice():
     assert kinds.count("smmla") == c["mac"]
     assert not any(i.text.startswith(("shl", "and", "fadd", "mul")) for i in body)
     assert sum(i.text.startswith(("scvtf", "fmul")) for i in body) == 3 * 16
-    for b in (qdyn4.inner_body(plan), body):   # B: two 8-k halves of hp * 8 bytes, as loaded
-        offsets = [int(m) for i in b for m in re.findall(r"\[x1, #(\d+)\]", i.text)]
-        assert sorted(offsets)[:8] == [0, 16, 32, 48, 64, 80, 96, 112]
-        check_same_dependencies(b + ([] if b[-1].kind == "branch" else
-                                     [Insn("b.ne 1b", "branch", uses=("nzcv",))]),
-                                schedule_loop(b, "generic") + ([] if b[-1].kind == "branch" else
-                                     [Insn("b.ne 1b", "branch", uses=("nzcv",))]))
+    # the rotated ld1 form: per two k-steps, each 8-k half of A and B from its own pointer
+    # (A: ep * 8 bytes per half; B: hp * 8), every pointer advanced by the two k-steps
+    assert qdyn4.ld1_form_fits(plan)
+    groups = qdyn4.ld1_groups(plan)
+    offsets = {key: [(base, off) for _, _, base, off in runs] for key, runs in groups.items()}
+    assert offsets == {(0, 0): [("x0", 0), ("x1", 0)], (0, 1): [("x0", 64), ("x1", 64)],
+                       (1, 0): [("x0", 128), ("x1", 128)], (1, 1): [("x0", 192), ("x1", 192)]}
+    inner = qdyn4.inner_body(plan)
+    assert sum(i.text.startswith("ld1 ") for i in inner) == 8
+    assert sorted(i.text for i in inner if i.text.startswith("add ")) == sorted(
+        f"add x{n}, x{n}, #256" for n in range(10, 18))
+    # the next half's loads sit among this half's smmla and write only the other half's
+    # registers (the results: tests/test_drivers_qdyn.py)
+    for i, insn in enumerate(inner):
+        if insn.kind == "load":
+            later = [j for j in inner[i + 1:] if j.kind == "mac"][:1]
+            assert not later or not set(insn.defs) & set(later[0].uses)
+    end = [Insn("b.ne 1b", "branch", uses=("nzcv",))]
+    check_same_dependencies(body + end, schedule_loop(body, "generic") + end)
+    setup = qdyn4.prologue(plan)
+    assert [i.text for i in setup[-2:]] == ["ld1 {v0.16b-v3.16b}, [x10]",
+                                            "ld1 {v12.16b-v15.16b}, [x11]"]
 
 
 def test_int8_epilogue_order_is_the_headers():

@@ -6,25 +6,26 @@
  * operation below is its own statement, and no multiply may be fused with the add after it,
  * or the paths would not return the same bits as the documented order.
  *
- * How it runs. int4 weights on a path with a qdyn int4 kernel for their scales (path->qdyn:
- * per channel on every path, gen/qdyn4_rl.py; scale blocks on i8mm, gen/qdyn4.py; README "qdyn
- * int4 kernels") are packed for it, 4 bits per weight (pack_rl, pack_q4): per ep-row
- * strip the rows are quantised (or taken from a ts_packed_a) and packed, and one kernel call
- * per hp-column panel does everything else: int4 unpack, the zero-point correction, the
- * per-block int32 sums, their fp32 dequantisation in the header's order, bias and clamp
- * (fused_strip; the rows are quantised straight into the kernel's int8 A panel, strip_panel).
- * int8 weights on a path with a qdyn int8 kernel (i8mm, gen/qdyn4.py weights "s8") run the
- * same way (pack_q8). Everywhere else (int8 weights on the dotprod / Armv8.0 paths; int4 scale
- * blocks on those paths; an int4 block beyond the kernels' bound, 65793 k) the weights are
- * packed (int4 widened to int8) into the panels of the raw int8 kernel of the path (smmla ->
- * sdot -> smlal) with the per-block weight sums and scales beside them, the raw kernel computes
- * sum qa*qb per block into an int32 tile, and the C epilogue below (dequant_block) subtracts
- * zp[m] * sum qb (modulo 2^32: exact whenever the true block sum fits, which the K bounds
- * guarantee), scales and accumulates the blocks in fp32, then adds the bias and clamps. The
- * integer part is exact and both fp32 parts run the same IEEE operations in the same order
- * (the kernels' s starts at -0.0 and a missing bias is -0.0: x + -0.0 == x for every x),
- * hence the bit-identical results.
- * Threads (the context's tasks) split the row strips and panels (for the int4 kernels: panel
+ * How it runs. Weights on a path with a qdyn kernel that has the fp32 epilogue inside for
+ * them (path->qdyn; gen/qdyn4.py, gen/qdyn4_rl.py, README "qdyn kernels") are packed for it:
+ * int4 per channel on every path at 4 bits per weight (pack_rl), int4 scale blocks on i8mm
+ * (pack_q4), int8 per channel on i8mm as they are (pack_q8).
+ * Per ep-row strip the rows are quantised straight into the kernel's A panel (or copied from a
+ * ts_packed_a: strip_panel, ts_qdyn_lhs.c), and one kernel call per hp-column panel does
+ * everything else: the int4 unpack, the zero-point correction, the per-block int32 sums, their
+ * fp32 dequantisation in the header's order, bias and clamp (fused_strip). Everywhere else
+ * (int8 weights and int4 scale blocks on the dotprod / Armv8.0 paths, which have no such kernel
+ * yet; a block beyond the kernels' bound, 65793 k) the weights are packed (int4 widened to
+ * int8) into the panels of the raw int8 kernel of the path (smmla -> sdot -> smlal) with the
+ * per-block weight sums and scales beside them, the raw kernel computes sum qa*qb per block
+ * into an int32 tile, and
+ * the C epilogue below (dequant_block) subtracts zp[m] * sum qb (modulo 2^32: exact whenever
+ * the true block sum fits, which the K bounds guarantee), scales and accumulates the blocks in
+ * fp32, then adds the bias and clamps. The integer part is exact and both fp32 parts run the
+ * same IEEE operations in the same order (the kernels' s starts at -0.0, or is u_0 itself for
+ * one block, and a missing bias is -0.0: x + -0.0 == x for every x), hence the bit-identical
+ * results.
+ * Threads (the context's tasks) split the row strips and panels (for the fused kernels: panel
  * groups, one kernel call each) of the same calls, so the bits do not depend on the grid.
  * Plain C99. */
 #include <float.h>
@@ -79,15 +80,6 @@ static int32_t round_clamp(float v, float lo, float hi)
     if (r > hi)
         r = hi;
     return (int32_t)r;
-}
-
-static int all_finite(const float *p, size_t rows, size_t cols, size_t ld)
-{
-    for (size_t r = 0; r < rows; ++r)
-        for (size_t c = 0; c < cols; ++c)
-            if (!isfinite(p[r * ld + c]))
-                return 0;
-    return 1;
 }
 
 /* ---- argument helpers -------------------------------------------------------------------------- */
@@ -171,7 +163,7 @@ int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B
     const ts_path *path = qdyn_path(ctx);
     if (path == NULL || out == NULL || K == 0 || K > TS_QDYN_S8_MAX_K
         || !matrix_ok(B, N, K, ldb, 1) || (N > 0 && scales == NULL)
-        || !all_finite(scales, 1, N, N))
+        || !ts_qdyn_all_finite(scales, 1, N, N))
         return TS_EINVAL;
     /* the path's int8 kernel with the fp32 epilogue inside: K is within its int32 bound */
     if (path->qdyn != NULL && path->qdyn[3].kernel != NULL && K <= path->qdyn[3].max_bl)
@@ -185,7 +177,7 @@ int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *
     return ts_pack_b_qs8_ctx(NULL, N, K, B, ldb, scales, out);
 }
 
-/* ---- int4 handles of a path's qdyn kernel (gen/qdyn4.py; README "qdyn int4 kernels") ---------
+/* ---- int4 handles of a path's qdyn kernel (gen/qdyn4.py; README "qdyn kernels") ---------
  * Per panel of hp columns: int32 16 * (sum of block 0's weights) per column; then per block:
  * its k-steps of 16 k (per column pair 16 bytes: byte j < 8 holds column 2i at k = j in its low
  * nibble and k = j + 8 in its high one, j >= 8 column 2i+1 likewise: the nibbles keep their
@@ -213,7 +205,7 @@ static void q4_sums(unsigned char *dst, const uint8_t *B, size_t ldb, size_t N, 
     }
 }
 
-/* A handle of `panels` panels of `panel_bytes` for one of the qdyn int4 kernels: header and
+/* A handle of `panels` panels of `panel_bytes` for one of the fused qdyn kernels: header and
  * panels in one allocation (the header rounded up to 16 bytes), every other field zero or
  * NULL; the caller sets the kernel-specific counts. Nonzero on overflow or a failed malloc. */
 static int new_kernel_handle(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N,
@@ -287,19 +279,20 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
  * Per panel of hp columns: int32 sum_k qb per column; per 16 k (K padded to 32) two 8-k steps
  * of the smmla B layout (per column pair 16 bytes: 8 k of column 2i, then of 2i+1); the fp32
  * scale per column; hp int32 zeros (the sums of a next block: none). Columns past N and k past
- * K are zero. The k-steps are the path's B panel of hp columns: packed by ts_pack_panel_as. */
+ * K are zero. The k-steps are the layout of an A panel of hp rows (ts_qdyn_pack_s8, which sums
+ * each row on the way). */
 static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, size_t ldb,
                    const float *scales, ts_packed_b **out)
 {
     const ts_qdyn_kernel *kernel = &path->qdyn[3];
     const size_t hp = kernel->hp, kpad = (K + 31) / 32 * 32;
     const size_t panels = N / hp + (N % hp != 0);
-    size_t panel_bytes, packed = 0;
+    size_t panel_bytes;
     ts_packed_b *b;
-    ts_path view = *path;                 /* hp rows of B packed like a panel of A: lp 8 */
-    view.ep = hp;
-    if (ts_size_mul(kpad, hp, &panel_bytes) || ts_size_add(panel_bytes, hp * 12, &panel_bytes)
-        || ts_panel_bytes(&view, hp, K, &packed)
+    /* hp rows of B in the layout of an A panel of hp rows, k-steps of 8, K padded to 32 */
+    const ts_qdyn_layout layout = ts_qdyn_panel_layout(hp, 8, kpad / 8);
+    if (hp > 64 || ts_size_mul(kpad, hp, &panel_bytes)
+        || ts_size_add(panel_bytes, hp * 12, &panel_bytes)
         || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
         return TS_ENOMEM;
     b->ksteps = kpad / TS_Q4_LP;
@@ -309,14 +302,14 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
         const size_t n0 = p * hp, cols = N - n0 < hp ? N - n0 : hp;
+        int32_t sums[64];                 /* hp <= 64 (checked above; the tiles have <= 16) */
+        ts_qdyn_pack_s8(B + n0 * ldb, ldb, cols, hp, K, &layout, (int8_t *)(dst + hp * 4), sums);
         for (size_t c = 0; c < hp; ++c) {
-            int32_t s = c < cols ? sum_s8(B + (n0 + c) * ldb, K) : 0;
+            int32_t s = c < cols ? sums[c] : 0;
             float w = c < cols ? scales[n0 + c] : 0.0f;
             memcpy(dst + 4 * c, &s, 4);
             memcpy(dst + hp * 4 + kpad * hp + 4 * c, &w, 4);
         }
-        ts_pack_panel_as(TS_PACK_S8, &view, dst + hp * 4, B + n0 * ldb, cols, hp, K, ldb, 1);
-        memset(dst + hp * 4 + packed, 0, kpad * hp - packed);
         memset(dst + hp * 8 + kpad * hp, 0, hp * 4);
     }
     *out = b;
@@ -409,7 +402,7 @@ int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *
     size_t row_bytes = K / 2 + K % 2, block = bl == 0 ? K : bl, wbytes;
     if (path == NULL || out == NULL || K == 0 || (bl != 0 && (bl % 32 != 0 || K % bl != 0))
         || block > TS_QDYN_S4_MAX_BL || !matrix_ok(B, N, row_bytes, ldb_bytes, 1)
-        || (N > 0 && scales == NULL) || !all_finite(scales, N, K / block, K / block))
+        || (N > 0 && scales == NULL) || !ts_qdyn_all_finite(scales, N, K / block, K / block))
         return TS_EINVAL;
     /* the path's int4 kernel: per channel (one block) or scale blocks, within its bound */
     const ts_qdyn_kernel *q4 = path->qdyn != NULL ? &path->qdyn[bl == 0 ? 1 : 0] : NULL;
@@ -462,7 +455,7 @@ static int32_t quantize_weight(float w, float scale, float lo, float hi)
 int ts_quantize_qs8(size_t N, size_t K, const float *W, size_t ldw, int8_t *q, float *scales)
 {
     if (!matrix_ok(W, N, K, ldw, sizeof(float)) || (N > 0 && K > 0 && (q == NULL || scales == NULL))
-        || (N > 0 && scales == NULL) || !all_finite(W, N, K, ldw))
+        || (N > 0 && scales == NULL) || !ts_qdyn_all_finite(W, N, K, ldw))
         return TS_EINVAL;
     size_t w_len = matrix_len(N, K, ldw, sizeof(float)), q_len = N * K;
     if (ts_spans_overlap(q, q_len, W, w_len) || ts_spans_overlap(scales, N * sizeof(float), W, w_len)
@@ -483,7 +476,7 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
 {
     size_t block = bl == 0 ? K : bl, row_bytes = K / 2 + K % 2;
     if ((bl != 0 && (bl % 32 != 0 || K % bl != 0)) || !matrix_ok(W, N, K, ldw, sizeof(float))
-        || (N > 0 && (q == NULL || scales == NULL)) || !all_finite(W, N, K, ldw))
+        || (N > 0 && (q == NULL || scales == NULL)) || !ts_qdyn_all_finite(W, N, K, ldw))
         return TS_EINVAL;
     size_t blocks = block == 0 ? 1 : K / block;
     size_t w_len = matrix_len(N, K, ldw, sizeof(float)), q_len = N * row_bytes;
@@ -533,7 +526,7 @@ static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
 
 int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a **out)
 {
-    if (out == NULL || !matrix_ok(A, M, K, lda, sizeof(float)) || !all_finite(A, M, K, lda))
+    if (out == NULL || !matrix_ok(A, M, K, lda, sizeof(float)) || !ts_qdyn_all_finite(A, M, K, lda))
         return TS_EINVAL;
     ts_packed_a *a;
     int rc = packed_a_alloc(M, K, &a);
@@ -642,7 +635,8 @@ static int strip_buf_bytes(size_t ep, size_t K, size_t *out)
  * elements of its pack_a; `ksteps` of them: zero past K and for rows past `rows`). From A:
  * int8 panels (the i8mm and dotprod paths) are quantised straight into the panel, one pass for
  * the rows' ranges and one that stores (ts_qdyn_quant_pack); another element (the widened
- * smlal panel) goes through quantised row-major rows in buf. From a packed A: its rows, packed.
+ * smlal panel) goes through quantised row-major rows in buf. From a packed A: its rows copied
+ * into the panel (ts_qdyn_pack_s8; ts_pack_panel_as for another element).
  * The same bits every way: one function of the same inputs. */
 static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0, size_t rows,
                               size_t ksteps, unsigned char *a_panel, unsigned char *buf)
@@ -655,10 +649,17 @@ static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0
     out.scale = sb;
     out.zp = zb;
     out.sum = ub;
-    if (c->pa == NULL && view->pack_a == TS_PACK_S8 && 16 % lp == 0) {
+    if (view->pack_a == TS_PACK_S8 && 16 % lp == 0) {
         const ts_qdyn_layout panel = ts_qdyn_panel_layout(ep, lp, ksteps);
-        ts_qdyn_quant_pack(c->A + m0 * c->lda, c->lda, rows, ep, K, &panel, (int8_t *)a_panel,
-                           sb, zb, ub);
+        if (c->pa == NULL) {
+            ts_qdyn_quant_pack(c->A + m0 * c->lda, c->lda, rows, ep, K, &panel,
+                               (int8_t *)a_panel, sb, zb, ub);
+            return out;
+        }
+        ts_qdyn_pack_s8(c->pa->qa + m0 * K, K, rows, ep, K, &panel, (int8_t *)a_panel, NULL);
+        out.scale = c->pa->scale + m0;
+        out.zp = c->pa->zp + m0;
+        out.sum = c->pa->sum + m0;
         return out;
     }
     const int8_t *q = qrows;
@@ -951,7 +952,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
         return TS_EINVAL;
     const size_t K = B->K, N = B->N;
     size_t c_len = matrix_len(M, N, ldc, sizeof(float)), a_len = 0, qlen = 0;
-    if (bias != NULL && (!all_finite(bias, 1, N, N) || ts_spans_overlap(C, c_len, bias, N * sizeof(float))))
+    if (bias != NULL && (!ts_qdyn_all_finite(bias, 1, N, N) || ts_spans_overlap(C, c_len, bias, N * sizeof(float))))
         return TS_EINVAL;
     if (ts_packed_b_overlaps(B, C, c_len))
         return TS_EINVAL;
@@ -962,7 +963,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
             return TS_EINVAL;
     } else {
         a_len = matrix_len(M, K, lda, sizeof(float));
-        if (!matrix_ok(A, M, K, lda, sizeof(float)) || !all_finite(A, M, K, lda)
+        if (!matrix_ok(A, M, K, lda, sizeof(float)) || !ts_qdyn_all_finite(A, M, K, lda)
             || ts_spans_overlap(C, c_len, A, a_len))
             return TS_EINVAL;
     }

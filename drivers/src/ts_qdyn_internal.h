@@ -38,6 +38,16 @@ void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, s
                         const ts_qdyn_layout *layout, int8_t *dst, float *scale, int32_t *zp,
                         int32_t *sums);
 
+/* int8 rows 0..rows-1 of W (row stride ldw, K columns) copied into dst in `layout` (rows
+ * rows..width-1 and k past K zero), with sums[r] = sum_k W[r][k] when sums != NULL: the packed
+ * A rows of a ts_packed_a into a kernel's panel, int8 weights into a handle's panels. */
+void ts_qdyn_pack_s8(const int8_t *W, size_t ldw, size_t rows, size_t width, size_t K,
+                     const ts_qdyn_layout *layout, int8_t *dst, int32_t *sums);
+
+/* Whether every element of the rows x cols fp32 matrix p (row stride ld) is finite (NEON: max
+ * |x| per row, which a NaN or an infinity makes non-finite). */
+int ts_qdyn_all_finite(const float *p, size_t rows, size_t cols, size_t ld);
+
 /* rint(x), ties to even, whatever the current rounding mode (exact: no rounded operation). */
 float ts_qdyn_rint(float x);
 

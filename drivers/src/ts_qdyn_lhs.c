@@ -172,6 +172,29 @@ static TS_ALWAYS_INLINE void store_16(int8_t *row, size_t k, size_t lp, size_t s
 }
 #endif
 
+/* One int8 row into the layout (zeros for k in [K, kpad)); returns its sum. lp: as below. */
+static TS_ALWAYS_INLINE int32_t copy_row_lp(const int8_t *w, size_t K, size_t lp, size_t step,
+                                            size_t kpad, int8_t *row)
+{
+    size_t k = 0;
+    int32_t sum = 0;
+#if TS_LHS_NEON
+    int32x4_t acc = vdupq_n_s32(0);
+    for (; k + 16 <= K; k += 16) {
+        int8x16_t q = vld1q_s8(w + k);
+        acc = vpadalq_s16(acc, vpaddlq_s8(q));
+        store_16(row, k, lp, step, q);
+    }
+    sum = vaddvq_s32(acc);
+#endif
+    for (; k < kpad; ++k) {
+        int8_t q = k < K ? w[k] : 0;
+        row[k / lp * step + k % lp] = q;
+        sum += q;
+    }
+    return sum;
+}
+
 /* One row: qa into the layout (zeros for k in [K, kpad)); returns sum_k qa. lp is a constant
  * where it is inlined (quant_row_as), so store_16 has no run-time choice left. */
 static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv, int32_t zp,
@@ -213,6 +236,17 @@ static void quant_row_as(const float *a, size_t K, float inv, int32_t zp,
         *sum = s;
 }
 
+static int32_t copy_row_as(const int8_t *w, size_t K, const ts_qdyn_layout *l, int8_t *row)
+{
+    switch (l->lp) {       /* each case its own inlined copy (constant lp) */
+    case 16: return copy_row_lp(w, K, 16, l->step_bytes, l->kpad, row);
+    case 8:  return copy_row_lp(w, K, 8, l->step_bytes, l->kpad, row);
+    case 4:  return copy_row_lp(w, K, 4, l->step_bytes, l->kpad, row);
+    case 2:  return copy_row_lp(w, K, 2, l->step_bytes, l->kpad, row);
+    default: return copy_row_lp(w, K, 1, l->step_bytes, l->kpad, row);
+    }
+}
+
 /* Zeros for element (r, k), every k < kpad, of row r (a row past the strip's). */
 static void zero_row(const ts_qdyn_layout *l, int8_t *row)
 {
@@ -236,4 +270,42 @@ void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, s
         row_params(lo, hi, &scale[r], &inv, &zp[r]);
         quant_row_as(a, K, inv, zp[r], layout, row, sums != NULL ? &sums[r] : NULL);
     }
+}
+
+void ts_qdyn_pack_s8(const int8_t *W, size_t ldw, size_t rows, size_t width, size_t K,
+                     const ts_qdyn_layout *layout, int8_t *dst, int32_t *sums)
+{
+    for (size_t r = 0; r < width; ++r) {
+        int8_t *row = dst + r * layout->row_bytes;
+        if (r >= rows) {
+            zero_row(layout, row);
+            continue;
+        }
+        int32_t s = copy_row_as(W + r * ldw, K, layout, row);
+        if (sums != NULL)
+            sums[r] = s;
+    }
+}
+
+int ts_qdyn_all_finite(const float *p, size_t rows, size_t cols, size_t ld)
+{
+    for (size_t r = 0; r < rows; ++r) {
+        const float *a = p + r * ld;
+        size_t k = 0;
+#if TS_LHS_NEON
+        /* FMAX returns a NaN when either input is one, so max |a| is finite exactly when every
+         * element is (an infinity gives +Inf, a NaN a NaN); the comparison is false for both */
+        float32x4_t m0 = vdupq_n_f32(0.0f), m1 = m0;
+        for (; k + 8 <= cols; k += 8) {
+            m0 = vmaxq_f32(m0, vabsq_f32(vld1q_f32(a + k)));
+            m1 = vmaxq_f32(m1, vabsq_f32(vld1q_f32(a + k + 4)));
+        }
+        if (!(vmaxvq_f32(vmaxq_f32(m0, m1)) <= FLT_MAX))
+            return 0;
+#endif
+        for (; k < cols; ++k)
+            if (!isfinite(a[k]))
+                return 0;
+    }
+    return 1;
 }
