@@ -67,6 +67,8 @@ ARGS_FIELDS = (
     ("cmin", 40, "float", "clamp: x < cmin -> cmin, then x > cmax -> cmax (NaN kept)"),
     ("cmax", 44, "float", ""),
     ("b_stride", 48, "size_t", "per-channel kernels: bytes from one B panel to the next"),
+    ("clamp", 56, "size_t", "0: cmin = -Inf and cmax = +Inf (the clamp changes nothing: "
+                            "skipped)"),
 )
 OFF = {name: off for name, off, _, _ in ARGS_FIELDS}
 ROWS_REG, KPAIRS_REG, COUNT_REG = "x6", "x7", "x8"
@@ -488,8 +490,10 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     return code
 
 
-def final_code(plan: Qdyn4Plan) -> list[Insn]:
-    """After the last block: unzip the fp32 sums into rows, + bias, clamp, store."""
+def final_code(plan: Qdyn4Plan) -> tuple[list[Insn], list[Insn], list]:
+    """After the last block: unzip the fp32 sums into rows, + bias (code), clamp (clamp: the
+    template skips it when args->clamp is 0: with cmin = -Inf and cmax = +Inf neither compare is
+    ever true and a NaN is kept anyway, the same bits), store (pieces)."""
     tplan = plan.tile_plan()
     pool = [v for v in plan.free_regs() if v != plan.mask]
     pool = pool + [v for v in plan.acc_regs if v not in plan.sum_regs]
@@ -504,18 +508,18 @@ def final_code(plan: Qdyn4Plan) -> list[Insn]:
                               f"bias of columns {4 * g}-{4 * g + 3}", "load"))
         code += [ep_mod._i(f"fadd v{row[g][0]}.4s, v{row[g][0]}.4s, v{bias}.4s", f"row {r}: + bias")
                  for r, row in enumerate(rows) if g < len(row)]
-    pieces = []
+    pieces, clamp = [], []
     for r, row in enumerate(rows):
         col, out = 0, []
         for v, n in row:
-            code += [ep_mod._i(f"fcmgt v{m}.4s, v{lo}.4s, v{v}.4s", f"row {r}: x < cmin"),
+            clamp += [ep_mod._i(f"fcmgt v{m}.4s, v{lo}.4s, v{v}.4s", f"row {r}: x < cmin"),
                      ep_mod._i(f"bit v{v}.16b, v{lo}.16b, v{m}.16b", "-> cmin"),
                      ep_mod._i(f"fcmgt v{m}.4s, v{v}.4s, v{hi}.4s", "x > cmax"),
                      ep_mod._i(f"bit v{v}.16b, v{hi}.16b, v{m}.16b", "-> cmax")]
             out.append((v, 4 * n, 4 * col))
             col += n
         pieces.append(out)
-    return code, pieces
+    return code, clamp, pieces
 
 
 def prologue(plan: Qdyn4Plan) -> list[Insn]:
@@ -570,9 +574,9 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     # k-steps on Cortex-A510 against 38 as built (N2 32.1, V1 16.1 either way)
     inner = inner_body(plan) if ld1_form_fits(plan) else scheduled(inner_body(plan), plan.cpu)
     tail = scheduled(tail_body(plan), plan.cpu)
-    final, pieces = final_code(plan)
+    final, clamp, pieces = final_code(plan)
     write = ep_mod.store_row_pieces(tplan, pieces)
-    everything = inner + tail + final + prologue(plan)
+    everything = inner + tail + final + clamp + prologue(plan)
     used = sorted({int(n) for i in everything for n in __import__("re").findall(
         r"\bv(\d+)\b", i.text)})
     saved = [f"d{r}" for r in range(8, 16) if r in used]
@@ -581,7 +585,8 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         symbol=symbol, plan=plan, inst=inst, lp=LP, prefix=prefix, rl=False, weights=plan.weights,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
-        saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final,
+        saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final, clamp=clamp,
+        clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
         a_step=plan.a_step_bytes(), b_step=plan.b_step_bytes(),

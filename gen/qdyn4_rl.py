@@ -605,7 +605,7 @@ def doc_lines(plan: RLPlan) -> list[str]:
         "  x2 blocks    1 (one scale per output channel); x3 c, x4 ldc_bytes: fp32 C tile.",
         "  x5 args      m_rem, n_rem, kpairs (K/16), rows (per row pair fp32x4 scale, int32x4 "
         "-zp, int32x4 -8 sum_k qa, each as r0 r0 r1 r1), bias (hp fp32, -0.0f for none), cmin, "
-        "cmax, b_stride.",
+        "cmax, b_stride, clamp (0: cmin, cmax = -Inf, +Inf: no clamp).",
         f"Two channels per byte (gen/qdyn4_rl.py): per panel one load and one and #0x0f give R "
         f"(raw bytes, 16 w_hi + w_lo + 8) and L (w_lo + 8); {mac} from L0 = -8 sum qa - zp sum "
         f"w_lo, R0 = L0 - 16 zp sum w_hi; at the end L = acc of the low columns, R - L = 16 acc "
@@ -636,10 +636,10 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
     inner = scheduled(inner_body(plan, form), plan.cpu)
     tplan = plan.tile_plan()
     tail = scheduled(epilogue_body(plan), plan.cpu)
-    final, pieces = final_code(plan)
+    final, clamp, pieces = final_code(plan)
     write = ep_mod.store_row_pieces(tplan, pieces)
     pro = prologue(plan)
-    used = sorted({int(n) for i in inner + tail + final + pro
+    used = sorted({int(n) for i in inner + tail + final + clamp + pro
                    for n in re.findall(r"\b[vqd](\d+)\b", i.text)})
     saved = [f"d{r}" for r in range(8, 16) if r in used]
     args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), tplan)
@@ -653,7 +653,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
         saved=saved, prologue=pro + (ld1_setup(plan) if form == "ld1" else []), inner=inner,
-        tail=tail, final=final,
+        tail=tail, final=final, clamp=clamp, clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
         a_step=plan.ep * f.lp, b_step=16, panel=layout)

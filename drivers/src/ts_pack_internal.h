@@ -77,6 +77,8 @@ typedef struct ts_qdyn_args {
     float cmin;                   /* 40: clamp: x < cmin -> cmin, then x > cmax -> cmax */
     float cmax;                   /* 44 */
     size_t b_stride;              /* 48: per-channel kernels: bytes from one B panel to the next */
+    size_t clamp;                 /* 56: 0: cmin = -Inf and cmax = +Inf (the clamp changes
+                                           nothing: skipped) */
 } ts_qdyn_args;
 typedef void (*ts_qdyn_kernel_fn)(const void *a_packed, const void *b_packed, size_t blocks,
                                   float *c, size_t ldc_bytes, const ts_qdyn_args *args);

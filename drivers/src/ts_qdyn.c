@@ -707,6 +707,7 @@ static void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t
     args.cmin = cmin;
     args.cmax = cmax;
     args.b_stride = b->panel_bytes;
+    args.clamp = !(cmin == -INFINITY && cmax == INFINITY);
     const size_t step = rl ? kern->panels : 1;     /* handle panels per call */
     for (size_t p = p_begin; p < p_end; p += step) {
         size_t n0 = p * (rl ? rl_columns(kern) : hp);
