@@ -32,7 +32,7 @@ def test_tree_compiles_as_is(compiler, tmp_path):
 def test_fast_math_builds_stop_with_a_clear_error(flag, tmp_path):
     """The fp32 sources' bit-exact results and NaN / Inf checks need IEEE semantics: a
     finite-math build must fail at compile time, naming the flags, not run wrong."""
-    for name in ("ts_gemm.c", "ts_pack.c", "ts_qdyn.c", "ts_engine.c"):
+    for name in ("ts_gemm.c", "ts_pack.c", "ts_qdyn.c", "ts_qdyn_lhs.c", "ts_engine.c"):
         cmd = [*COMPILERS["gcc"], flag, "-I", str(DRIVERS / "include"), "-I",
                str(DRIVERS / "src"), "-c", str(DRIVERS / "src" / name), "-o",
                str(tmp_path / "x.o")]

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ts_pack_internal.h"    /* its guard: no -ffast-math build (IEEE results, NaN/Inf checks) */
 #include "ts_qdyn_internal.h"
 
 #if (defined(__aarch64__) && defined(__ARM_NEON)) || defined(_M_ARM64)
