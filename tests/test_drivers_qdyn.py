@@ -38,19 +38,21 @@ def test_qdyn_every_path_bit_identical_and_exact(arch, cpu, generated, harness):
 
 
 def check_fused_kernels(stdout, folder):
-    """Handles of the i8mm path run the kernels with the fp32 epilogue inside (int8 per channel,
-    int4 blocks, int4 per channel), so the cases test them; the other paths the raw kernels."""
+    """Handles run the kernels with the fp32 epilogue inside where the path's instruction has
+    one (int4 per channel: smmla, sdot, smlal; int8 per channel and int4 blocks: smmla), so the
+    cases test them; otherwise the raw kernels."""
     import json
     from gen.registry import qdyn_kind
     manifest = json.loads((folder / "manifest.json").read_text())
-    kinds = {qdyn_kind(k): k["symbol"] for k in manifest.get("qdyn_kernels", [])}
+    kinds = {(k["instruction"], qdyn_kind(k)): k["symbol"]
+             for k in manifest.get("qdyn_kernels", [])}
     for line in stdout.splitlines():
         if not line.startswith("mask="):
             continue
         fields = dict(item.split("=") for item in line.split())
-        smmla = "smmla" in fields["qdyn"]
+        inst = next(i for i in ("smmla", "sdot", "smlal") if f"_{i}_" in fields["qdyn"])
         for label, kind in (("qdyn_s8", 3), ("qdyn_s4", 0), ("qdyn_s4pc", 1)):
-            want = kinds[kind] if smmla else "raw"
+            want = kinds.get((inst, kind), "raw")
             assert fields[label] == want, f"{line}: {label} {fields[label]} != {want}"
 
 

@@ -18,10 +18,9 @@
  * yet; a block beyond the kernels' bound, 65793 k) the weights are packed (int4 widened to
  * int8) into the panels of the raw int8 kernel of the path (smmla -> sdot -> smlal) with the
  * per-block weight sums and scales beside them, the raw kernel computes sum qa*qb per block
- * into an int32 tile, and
- * the C epilogue below (dequant_block) subtracts zp[m] * sum qb (modulo 2^32: exact whenever
- * the true block sum fits, which the K bounds guarantee), scales and accumulates the blocks in
- * fp32, then adds the bias and clamps. The integer part is exact and both fp32 parts run the
+ * into an int32 tile, and the C epilogue below (dequant_block) subtracts zp[m] * sum qb
+ * (modulo 2^32: exact whenever the true block sum fits, which the K bounds guarantee), scales
+ * and accumulates the blocks in fp32, then adds the bias and clamps. The integer part is exact and both fp32 parts run the
  * same IEEE operations in the same order (the kernels' s starts at -0.0, or is u_0 itself for
  * one block, and a missing bias is -0.0: x + -0.0 == x for every x), hence the bit-identical
  * results.
@@ -681,7 +680,7 @@ static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0
 }
 
 /* One ep-row strip of a kernel with the fp32 epilogue inside (b->qdyn: int4 or int8 weights):
- * the strip's rows (in a_panel: the smmla A layout, zero past K up to the handle's k-steps) ->
+ * the strip's rows (in a_panel: the kernel's int8 A layout, zero past K up to its k-steps) ->
  * the row data of the kernel's argument block, then one kernel call per panel of hp columns
  * (per rl group of panels), which writes C directly (partial tiles included). */
 static void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t rows,
