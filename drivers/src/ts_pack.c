@@ -19,12 +19,6 @@
 #  define TS_HAVE_BFCVT 0
 #endif
 
-/* Helpers specialised by inlining them with constant arguments. */
-#if defined(__GNUC__)
-#  define TS_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#  define TS_ALWAYS_INLINE inline
-#endif
 
 /* ---- element conversions --------------------------------------------------------------------- */
 

@@ -22,6 +22,13 @@
 #  error "build tilesmith's sources without -ffast-math / -Ofast / -ffinite-math-only (IEEE results and NaN/Inf checks depend on it)"
 #endif
 
+/* Helpers specialised by inlining them with constant arguments (ts_pack.c, ts_qdyn_lhs.c). */
+#if defined(__GNUC__)
+#  define TS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#  define TS_ALWAYS_INLINE inline
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

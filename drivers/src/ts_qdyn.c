@@ -43,21 +43,6 @@
 #  define TS_QDYN_NEON 0
 #endif
 
-/* No contraction whatever the build flags. clang honours the standard pragma (except under
- * -ffp-contract=fast); GCC ignores it and contracts across statements and NEON intrinsics in
- * its GNU modes, hence its own pragma. Each product that an addition consumes also passes
- * through TS_FP_OPAQUE (an empty asm the compiler cannot see through, no instruction), which
- * holds under any flag. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-#if defined(__GNUC__) && (defined(__aarch64__) || defined(__arm__))
-#  define TS_FP_OPAQUE(x) __asm__("" : "+w"(x))
-#else
-#  define TS_FP_OPAQUE(x) ((void)0)
-#endif
 
 struct ts_packed_a {
     size_t M, K;

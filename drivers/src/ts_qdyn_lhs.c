@@ -21,24 +21,7 @@
 #  define TS_LHS_NEON 0
 #endif
 
-#if defined(__GNUC__)
-#  define TS_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#  define TS_ALWAYS_INLINE inline
-#endif
 
-/* No contraction (ts_qdyn.c says why): the standard pragma for clang, GCC's own, and an opaque
- * product where an addition consumes one. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-#if defined(__GNUC__) && (defined(__aarch64__) || defined(__arm__))
-#  define TS_FP_OPAQUE(x) __asm__("" : "+w"(x))
-#else
-#  define TS_FP_OPAQUE(x) ((void)0)
-#endif
 
 float ts_qdyn_rint(float x)
 {
