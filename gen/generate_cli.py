@@ -345,11 +345,11 @@ def main(argv=None) -> int:
 
 
 def print_summary(out, manifest: dict) -> None:
-    """One line per manifest kernel list (GEMM / GEMV kernels with their epilogue variants, qdyn,
-    SME), then the total of kernel files written."""
+    """One line per manifest list of assembly files (GEMM / GEMV kernels with their epilogue
+    variants, qdyn, SME kernels, SME packers), then the total of .S files written."""
     written = 0
     for key, what in (("kernels", "kernels"), ("qdyn_kernels", "qdyn kernels"),
-                      ("sme_kernels", "SME kernels")):
+                      ("sme_kernels", "SME kernels"), ("sme_packers", "SME packers")):
         kernels = manifest.get(key, [])
         variants = [v for k in kernels for v in k.get("variants", ())]
         written += len(kernels) + len(variants)

@@ -78,7 +78,8 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
             == [i.name for i in sme_generated_for(arch)])
     assert sorted(p.name for p in out.glob("*.S")) == sorted(
         [f for _, _, _, f in kernel_build.all_kernels(manifest)] + [k["file"] for k in sme]
-        + [k["file"] for k in manifest.get("qdyn_kernels", [])])   # tests/test_qdyn4.py
+        + [k["file"] for k in manifest.get("qdyn_kernels", [])]     # tests/test_qdyn4.py
+        + [k["file"] for k in manifest.get("sme_packers", [])])     # tests/test_sme_pack.py
     assert (out / "ts_kernels.h").is_file()
 
 
