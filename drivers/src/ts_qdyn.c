@@ -53,19 +53,6 @@ struct ts_packed_a {
     void *owned;      /* the one malloc block holding all of it */
 };
 
-/* ---- rounding ---------------------------------------------------------------------------------- */
-
-/* clamp(rint(v), lo, hi) as an integer (rint: ts_qdyn_rint, ties to even); v finite or +-Inf. */
-static int32_t round_clamp(float v, float lo, float hi)
-{
-    float r = ts_qdyn_rint(v);
-    if (r < lo)
-        r = lo;
-    if (r > hi)
-        r = hi;
-    return (int32_t)r;
-}
-
 /* ---- argument helpers -------------------------------------------------------------------------- */
 
 static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem)
@@ -433,7 +420,7 @@ static int32_t quantize_weight(float w, float scale, float lo, float hi)
     if (w == 0.0f)
         return 0;
     float v = w / scale;                 /* +-Inf when scale underflowed to 0: clamps */
-    return round_clamp(v, lo, hi);
+    return ts_qdyn_rint_clamp(v, lo, hi);
 }
 
 int ts_quantize_qs8(size_t N, size_t K, const float *W, size_t ldw, int8_t *q, float *scales)

@@ -67,6 +67,8 @@ int ts_qdyn_all_finite(const float *p, size_t rows, size_t cols, size_t ld);
 
 /* rint(x), ties to even, whatever the current rounding mode (exact: no rounded operation). */
 float ts_qdyn_rint(float x);
+/* clamp(ts_qdyn_rint(v), lo, hi) as an integer; v finite or +-Inf. */
+int32_t ts_qdyn_rint_clamp(float v, float lo, float hi);
 
 #ifdef __cplusplus
 }

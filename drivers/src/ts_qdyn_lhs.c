@@ -84,8 +84,7 @@ static void row_range(const float *a, size_t K, float *lo_out, float *hi_out)
     *hi_out = hi;
 }
 
-/* clamp(rint(v), lo, hi) as an integer; v finite or +-Inf. */
-static int32_t rint_clamp(float v, float lo, float hi)
+int32_t ts_qdyn_rint_clamp(float v, float lo, float hi)
 {
     float r = ts_qdyn_rint(v);
     if (r < lo)
@@ -109,7 +108,7 @@ static void row_params(float lo, float hi, float *scale_out, float *inv_out, int
     float z = -128.0f - p;
     *scale_out = scale;
     *inv_out = inv;
-    *zp_out = rint_clamp(z, -128.0f, 127.0f);
+    *zp_out = ts_qdyn_rint_clamp(z, -128.0f, 127.0f);
 }
 
 /* ---- pass 2: quantise and store ------------------------------------------------------------------ */
@@ -119,7 +118,7 @@ static void row_params(float lo, float hi, float *scale_out, float *inv_out, int
 static int8_t quantize_one(float a, float inv, int32_t zp)
 {
     float v = a * inv;
-    int32_t x = rint_clamp(v, -1024.0f, 1024.0f) + zp;
+    int32_t x = ts_qdyn_rint_clamp(v, -1024.0f, 1024.0f) + zp;
     return (int8_t)(x < -128 ? -128 : x > 127 ? 127 : x);
 }
 
