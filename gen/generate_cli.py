@@ -37,6 +37,7 @@ from .sme_tiling import solve as solve_za
 from .tiling import plan_for
 from .loop import KernelPlanError
 from .naming import check_prefix
+from .version import manifest_entry
 from .tile_policy import choose, estimate, solve
 from .tiling import TilingError
 
@@ -209,7 +210,8 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
                for decode in (False, True)]
             + ([qdyn4.emit(qdyn4.solve(name, cpu, "s8"), prefix, inst, env)]
                if name in qdyn4.QDYN4_INSTRUCTIONS else [])]
-    manifest = {"arch": arch, "prefix": prefix, "inst": inst, "cpu": cpu, "kernels": entries}
+    manifest = {"generator": manifest_entry(), "arch": arch, "prefix": prefix, "inst": inst,
+                "cpu": cpu, "kernels": entries}
     if qdyn:
         manifest["qdyn_kernels"] = [k.manifest for k in qdyn]
     if sme:

@@ -4,6 +4,7 @@ generation would overwrite makes it refuse, naming the file."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import kernel_build
 from gen.generate_cli import main as generate_main
@@ -19,6 +20,23 @@ def test_the_manifest_lists_exactly_the_files_written(tmp_path):
     assert sorted(manifest["files"]) == sorted(snapshot(out))
     assert "manifest.json" in manifest["files"] and "tilesmith.h" in manifest["files"]
     assert {k["file"] for k in manifest["kernels"]} <= set(manifest["files"])
+
+
+def test_the_manifest_names_the_generator_version_the_header_compiles_to(tmp_path):
+    """manifest.json's generator version is the TS_VERSION a C compiler sees in the generated
+    header (prefix applied), and its source digest is 16 hex digits."""
+    out = tmp_path / "out"
+    manifest = kernel_build.generate(out, "v8", prefix="acme_")
+    program = tmp_path / "version.c"
+    program.write_text('#include <stdio.h>\n#include "tilesmith.h"\n'
+                       'int main(void) { puts(ACME_VERSION); return 0; }\n')
+    subprocess.run(["gcc", "-I", str(out), "-o", str(tmp_path / "version"), str(program)],
+                   check=True)
+    printed = subprocess.run([str(tmp_path / "version")], check=True, capture_output=True,
+                             text=True).stdout.strip()
+    generator = manifest["generator"]
+    assert generator["name"] == "tilesmith" and generator["version"] == printed
+    assert len(generator["sources"]) == 16 and int(generator["sources"], 16) >= 0
 
 
 def test_regeneration_keeps_the_users_files_and_removes_its_own_stale_ones(tmp_path):
