@@ -3,12 +3,18 @@ scale blocks; `weights="s4"`) or int8 weights (one scale per output channel; `we
 -> fp32, with the int4 unpack in registers and the whole fp32 dequantisation epilogue of
 tilesmith.h in the kernel (issue 12, deliverable 3). First instruction: smmla (i8mm).
 
-What one call computes (README "qdyn kernels"): one ep x hp tile of
-  C[m][n] = clamp(sum_b (scale[m] * wscale[n][b]) * (float)acc_b[m][n] + bias[n], cmin, cmax)
+What one call computes (README "qdyn kernels"): one ep x hp tile of, for int4 scale blocks
+(bl > 0, tilesmith.h's block order)
+  C[m][n] = clamp(scale[m] * sum_b (wscale[n][b] * (float)acc_b[m][n]) + bias[n], cmin, cmax)
+and for int8 per channel (one block, the header's per-channel order)
+  C[m][n] = clamp((scale[m] * wscale[n]) * (float)acc[m][n] + bias[n], cmin, cmax)
 with acc_b = sum over block b of (qa[m][k] - zp[m]) * qb[n][k], exact in int32, and the fp32
-operations in the header's order (s = -0.0; s = s + u_b for every block b in order, which
-equals the header's s = u_0, s + u_1, ...: -0.0 + u = u for every u; then + bias, then the
-compare-and-select clamp of ts_qdyn.c: x < cmin -> cmin, x > cmax -> cmax, NaN kept).
+operations in the header's order (blocks: v_b = wscale * (float)acc_b; s = -0.0; s = s + v_b for
+every block b in order, which equals the header's s = v_0, s + v_1, ...: -0.0 + v = v for every
+v; y = scale[m] * s once per tile; then + bias, then the compare-and-select clamp of ts_qdyn.c:
+x < cmin -> cmin, x > cmax -> cmax, NaN kept). The block order puts the row scale after the
+block sum, so a block costs mul (correction), scvtf, fmul, fadd per accumulator: no
+t = scale * wscale per block (README "qdyn kernels": the bound per block).
 
 The int4 unpack (seed 002: KleidiAI's shl / and): one packed byte holds two signed nibbles of
 the same column, k and k + 8 of a 16-k step. `shl #4` leaves 16 * low nibble as an int8,
@@ -156,16 +162,16 @@ class Qdyn4Plan:
 
 def registers_needed(ep: int, hp: int, weights: str = "s4") -> int:
     """int4: int32 accumulators + fp32 sums + A (two per row pair) + B (packed +
-    unpacked low nibbles per column pair) + the mask; the epilogue reuses the A/B registers
-    (row scales, -zp, column scales, block sums: 2 per row pair, 2 per column pair) plus one
-    temporary. int8: accumulators (which become the fp32 results) + A + B (two per column
+    unpacked low nibbles per column pair) + the mask; the block epilogue reuses the A/B
+    registers (-zp: one per row pair; column scales, block sums: 2 per column pair; the fmul
+    works in place, no temporary), the final row scaling one per row pair. int8: accumulators (which become the fp32 results) + A + B (two per column
     pair); the epilogue's row scales, column scales and temporary fit the A/B registers."""
     rp, cp = ep // 2, hp // 2
     if weights == "s8":
         n = rp * cp
         return max(n + 2 * rp + 2 * cp, n + rp + cp + 1)
     n = 2 * rp * cp
-    return max(n + 2 * rp + 2 * cp + 1, n + 1 + 2 * rp + 2 * cp + 1)
+    return max(n + 2 * rp + 2 * cp + 1, n + 1 + rp + 2 * cp)
 
 
 def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4") -> dict:
@@ -178,7 +184,7 @@ def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4") -> dict:
                     loads=(2 * rp + 2 * cp) * steps + 2 * rp + 2 * cp,
                     alu=2 * (steps // 2) + 2 + 2 * cp)
     return dict(mac=2 * n * steps, unpack=2 * cp * steps,
-                epilogue=5 * n,                      # mul, scvtf, fmul t, fmul u, fadd
+                epilogue=4 * n,                      # mul, scvtf, fmul v, fadd
                 loads=(2 * rp + cp) * steps + 2 * rp + 2 * cp,
                 alu=2 * (steps // 2) + 2 + 2 * cp)   # pointer adds, subs / branch
 
@@ -189,9 +195,11 @@ def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32, weights: str =
     c = block_counts(ep, hp, bl, weights)
     vector = c["mac"] + c["unpack"] + c["epilogue"]
     if core.in_order:
-        # vfp ops have their own pipes on the in-order models; MACs and integer ops share
-        pipes = max((c["mac"] + c["unpack"] + c["epilogue"] // 5) / core.throughput("smmla"),
-                    4 * c["epilogue"] / 5 / 2)
+        # vfp ops have their own pipes on the in-order models (gen/cores.py: 2); MACs and
+        # the integer ops (the correction's mul, one per accumulator) share theirs
+        n = ep // 2 * (hp // 2)
+        pipes = max((c["mac"] + c["unpack"] + n) / core.throughput("smmla"),
+                    (c["epilogue"] - n) / 2)
     else:
         pipes = vector / core.throughput("smmla")
     total = sum(c.values())
@@ -432,8 +440,13 @@ def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[In
 
 def epilogue_regs(plan: Qdyn4Plan):
     """Row scales, column scales, -zp, block sums, temporaries. One block (int8): -zp and the
-    sums serve the prologue's correction only, so they share the scales' registers."""
+    sums serve the prologue's correction only, so they share the scales' registers. Scale
+    blocks: no row scales (applied once after the last block, final_code)."""
     free = [v for v in plan.free_regs()]
+    if plan.blocked:
+        ws, zp = free[:plan.cp], free[plan.cp:plan.cp + plan.rp]
+        bsum = free[plan.cp + plan.rp:2 * plan.cp + plan.rp]
+        return [], ws, zp, bsum, free[2 * plan.cp + plan.rp:]
     scale = free[:plan.rp]
     ws = free[plan.rp:plan.rp + plan.cp]
     corr = 0 if plan.blocked else plan.rp + plan.cp          # where -zp and the sums start
@@ -448,8 +461,9 @@ def epilogue_regs(plan: Qdyn4Plan):
 def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     """The last two k-steps of a block, its fp32 epilogue (header order), the correction of the
     next block (whose sums follow this block's scales in the panel), the pointer advance and
-    the block loop's branch. One block (int8, per channel): the last two k-steps and
-    s = u = t * (float)acc in place of each accumulator, nothing after."""
+    the block loop's branch (scale blocks: v = wscale * (float)acc, s = s + v per accumulator;
+    the row scale follows the last block, final_code). One block (int8, per channel): the last
+    two k-steps and s = u = t * (float)acc in place of each accumulator, nothing after."""
     ld1 = ld1_form_fits(plan)
     code = rotated_steps(plan, last=True) if ld1 else k_step(plan, 0) + k_step(plan, 1)
     scale, ws, zp, bsum, temps = epilogue_regs(plan)
@@ -463,21 +477,25 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     k = 0
     for r in range(plan.rp):
         for c in range(plan.cp):
-            acc, s, t = plan.acc(r, c), plan.fsum(r, c), temps[k % len(temps)]
+            acc, s = plan.acc(r, c), plan.fsum(r, c)
+            if plan.blocked:          # the block order: v = wscale * (float)acc, s = s + v
+                code += [
+                    _v(f"scvtf v{acc}.4s, v{acc}.4s, #4",
+                       "(float)acc: 16 acc with 4 fraction bits", (f"v{acc}",), (f"v{acc}",)),
+                    _v(f"fmul v{acc}.4s, v{acc}.4s, v{ws[c]}.4s", "v = wscale[n][b] * (float)acc",
+                       (f"v{acc}",), (f"v{acc}", f"v{ws[c]}")),
+                    _v(f"fadd v{s}.4s, v{s}.4s, v{acc}.4s", "s = s + v",
+                       (f"v{s}",), (f"v{s}", f"v{acc}"))]
+                continue
+            t = temps[k % len(temps)]
             k += 1
             code += [
-                _v(f"scvtf v{acc}.4s, v{acc}.4s, #4", "(float)acc: 16 acc with 4 fraction bits",
-                   (f"v{acc}",), (f"v{acc}",)) if plan.int4 else
                 _v(f"scvtf v{acc}.4s, v{acc}.4s", "(float)acc", (f"v{acc}",), (f"v{acc}",)),
-                _v(f"fmul v{t}.4s, v{scale[r]}.4s, v{ws[c]}.4s", "t = scale[m] * wscale[n][b]",
+                _v(f"fmul v{t}.4s, v{scale[r]}.4s, v{ws[c]}.4s", "t = scale[m] * wscale[n]",
                    (f"v{t}",), (f"v{scale[r]}", f"v{ws[c]}")),
-                _v(f"fmul v{acc}.4s, v{t}.4s, v{acc}.4s",
-                   "u = t * (float)acc" if plan.blocked else "s = u = t * (float)acc",
+                _v(f"fmul v{acc}.4s, v{t}.4s, v{acc}.4s", "s = u = t * (float)acc",
                    (f"v{acc}",), (f"v{t}", f"v{acc}")),
             ]
-            if plan.blocked:
-                code.append(_v(f"fadd v{s}.4s, v{s}.4s, v{acc}.4s", "s = s + u",
-                               (f"v{s}",), (f"v{s}", f"v{acc}")))
     if not plan.blocked:
         return code
     code += correction(plan, ws_offset + plan.hp * 4, zp, bsum)
@@ -490,6 +508,19 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     return code
 
 
+def row_scaling(plan: Qdyn4Plan, regs) -> list[Insn]:
+    """Scale blocks, after the last block: y = scale[m] * s for every fp32 sum (the row scales
+    (s[2i], s[2i], s[2i+1], s[2i+1]) match the 2x2 tiles' rows), before the unzip."""
+    code = [ep_mod._i(f"ldr q{reg}, [{ROWS_REG}, #{16 * r}]",
+                      f"scale of rows {2 * r}-{2 * r + 1}", "load") for r, reg in enumerate(regs)]
+    for r in range(plan.rp):
+        for c in range(plan.cp):
+            s = plan.fsum(r, c)
+            code.append(ep_mod._i(f"fmul v{s}.4s, v{s}.4s, v{regs[r]}.4s",
+                                  "y = scale[m] * s" if r == c == 0 else ""))
+    return code
+
+
 def final_code(plan: Qdyn4Plan) -> tuple[list[Insn], list[Insn], list]:
     """After the last block: unzip the fp32 sums into rows, + bias (code), clamp (clamp: the
     template skips it when args->clamp is 0: with cmin = -Inf and cmax = +Inf neither compare is
@@ -497,7 +528,9 @@ def final_code(plan: Qdyn4Plan) -> tuple[list[Insn], list[Insn], list]:
     tplan = plan.tile_plan()
     pool = [v for v in plan.free_regs() if v != plan.mask]
     pool = pool + [v for v in plan.acc_regs if v not in plan.sum_regs]
-    code, rows = ep_mod.tile_rows(tplan, pool)
+    code = row_scaling(plan, pool[-plan.rp:]) if plan.blocked else []
+    more, rows = ep_mod.tile_rows(tplan, pool)
+    code += more
     lo, hi, bias, m = pool[:4]
     code += [ep_mod._i(f"ldr x11, [x5, #{OFF['bias']}]", "args->bias", "load"),
              ep_mod._i(f"ldp w12, w13, [x5, #{OFF['cmin']}]", "cmin, cmax", "load"),

@@ -264,16 +264,20 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  *
  * Result, with the blocks b = 0 .. nb-1 of bl k each (per channel / qs8: nb = 1, bl = K):
  *   acc_b[m][n] = sum_{k in block b} (qa[m][k] - zp[m]) * qb[n][k]        (exact int32)
- *   t_b = scale[m] * wscale[n][b];   u_b = t_b * (float)acc_b[m][n]       ((float): RNE)
- *   s = u_0;  s = s + u_b for b = 1 .. nb-1 in increasing b
- *   x = s + bias[n]     (skipped when bias is NULL: x = s)
+ *   per channel (qs8, qs4 with bl = 0):
+ *     t = scale[m] * wscale[n];   y = t * (float)acc_0[m][n]             ((float): RNE)
+ *   scale blocks (qs4 with bl > 0: the row scale once, after the blocks):
+ *     v_b = wscale[n][b] * (float)acc_b[m][n]
+ *     s = v_0;  s = s + v_b for b = 1 .. nb-1 in increasing b
+ *     y = scale[m] * s
+ *   x = y + bias[n]     (skipped when bias is NULL: x = y)
  *   C[m][n] = min(max(x, cmin), cmax)                   (max, then min; cmin <= cmax required)
  * The block sum must fit int32 for every input: |term| <= 255*128 (qs8) or 255*8 (qs4), so
  * qs8 needs K <= TS_QDYN_S8_MAX_K and qs4 needs its block length (bl, or K when bl = 0) <=
  * TS_QDYN_S4_MAX_BL; larger -> TS_EINVAL. The kernels compute sum qa*qb and subtract
  * zp[m] * sum_k qb[n][k] (per block) modulo 2^32: exact whenever the true block sum fits.
- * Accuracy (tested): with w[n][k] = wscale[n][b] * qb[n][k] and C64 = clamp(sum_k A[m][k] *
- * w[n][k] + bias[n]) in float64,
+ * Accuracy (tested): with w[n][k] = wscale[n][b] * qb[n][k], u_b = scale[m] * wscale[n][b] *
+ * acc_b[m][n] (exact) and C64 = clamp(sum_k A[m][k] * w[n][k] + bias[n]) in float64,
  *   |C - C64| <= sum_k (1.5 * scale[m] + 2^-22 * |A[m][k]|) * |w[n][k]|
  *                + (nb + 3) * 2^-23 * (sum_b |u_b| + |bias[n]|)
  * (the quantisation step of A, one extra step where qa clamps, the rounding of A * inv; then

@@ -279,6 +279,8 @@ struct ts_packed_b {
     /* TS_GEMM_QDYN handles only (ts_qdyn.c; 0 / NULL otherwise): the weights' scale blocks */
     size_t bl;                 /* k per scale block: K for one scale per output channel */
     size_t blocks;             /* K / bl */
+    int scale_last;            /* 1: qs4 with bl > 0, tilesmith.h's block order (the row scale
+                                  after the sum of the blocks); 0: the per-channel order */
     const float *wscales;      /* blocks x N fp32 weight scales (block-major: a block's
                                   columns contiguous) */
     const int32_t *blk_sums;   /* blocks x N: sum of the int weights over each block */

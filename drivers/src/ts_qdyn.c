@@ -89,7 +89,7 @@ static int32_t sum_s8(const int8_t *w, size_t n)
 /* Packs int8 weights W (N x K, element (n, k) at W[n*ldw + k]) with scales (N x blocks) into a
  * fresh handle for `path`. blocks * bl == K. */
 static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, size_t ldw,
-                     const float *scales, size_t bl, ts_packed_b **out)
+                     const float *scales, size_t bl, int scale_last, ts_packed_b **out)
 {
     size_t blocks = K / bl, head = (sizeof(ts_packed_b) + 15) / 16 * 16;
     size_t panels, nb, extra, total;
@@ -113,6 +113,7 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
     b->owned = block;
     b->bl = bl;
     b->blocks = blocks;
+    b->scale_last = scale_last;
     b->wscales = ws;
     b->blk_sums = sums;
     *out = b;
@@ -139,7 +140,7 @@ int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B
     /* the path's int8 kernel with the fp32 epilogue inside: K is within its int32 bound */
     if (path->qdyn != NULL && path->qdyn[3].kernel != NULL && K <= path->qdyn[3].max_bl)
         return pack_q8(path, N, K, B, ldb, scales, out);
-    return pack_qdyn(path, N, K, B, ldb, scales, K, out);
+    return pack_qdyn(path, N, K, B, ldb, scales, K, 0, out);
 }
 
 int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *scales,
@@ -220,6 +221,7 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
     b->ksteps = blocks * kb;
     b->bl = block;
     b->blocks = blocks;
+    b->scale_last = 1;
     b->qdyn_kpairs = kb / 2;
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
@@ -392,7 +394,7 @@ int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *
             unsigned nib = (B[n * ldb_bytes + k / 2] >> (4 * (k % 2))) & 15u;
             w[n * K + k] = (int8_t)((int)nib - (nib >= 8 ? 16 : 0));
         }
-    int rc = pack_qdyn(path, N, K, w, K, scales, block, out);
+    int rc = pack_qdyn(path, N, K, w, K, scales, block, bl != 0, out);
     free(w);
     return rc;
 }
@@ -518,7 +520,9 @@ void ts_packed_a_free(ts_packed_a *a)
 /* ---- the GEMM ------------------------------------------------------------------------------------ */
 
 /* The fp32 epilogue of one tile block (tilesmith.h order): itile holds sum qa*qb of block j
- * (ep x hp int32, row stride hp); acc (ep x hp fp32) receives u_0 for j == 0, else += u_j.
+ * (ep x hp int32, row stride hp); acc (ep x hp fp32) receives u_0 for j == 0, else += u_j,
+ * with u_j = (scale[m] * wscale) * (float)acc_j (per channel), or v_j = wscale * (float)acc_j
+ * (b->scale_last: scale blocks, the row scale follows the last block, scale_row).
  * The NEON lanes do the same IEEE operations (SCVTF, FMUL, FADD: never FMLA) as the scalar
  * tail, so the bits do not depend on the column. */
 static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows, size_t cols,
@@ -526,6 +530,7 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
                           float *acc, size_t hp)
 {
     size_t c0 = 0;
+    const int last = b->scale_last;
 #if TS_QDYN_NEON
     /* column groups outer: their block sums and scales are loaded once for all rows */
     for (; c0 + 4 <= cols; c0 += 4) {
@@ -535,7 +540,8 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
         for (size_t r = 0; r < rows; ++r) {
             uint32x4_t corr = vmulq_n_u32(bs, (uint32_t)zp[r]);
             uint32x4_t raw = vsubq_u32(vreinterpretq_u32_s32(vld1q_s32(itile + r * hp + c0)), corr);
-            float32x4_t t = vmulq_n_f32(ws, scale[r]);       /* = scale[m] * wscale: commutes */
+            /* t = scale[m] * wscale (commutes), or wscale alone */
+            float32x4_t t = last ? ws : vmulq_n_f32(ws, scale[r]);
             float32x4_t u = vmulq_f32(t, vcvtq_f32_s32(vreinterpretq_s32_u32(raw)));
             TS_FP_OPAQUE(u);
             if (j != 0)
@@ -550,7 +556,9 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
             /* sum (qa - zp) qb = sum qa qb - zp sum qb, modulo 2^32 like the kernel's lanes */
             uint32_t raw = (uint32_t)itile[r * hp + c] - (uint32_t)zp[r] * (uint32_t)b->blk_sums[w];
             int32_t exact = (int32_t)raw;
-            float t = scale[r] * b->wscales[w];
+            float t = b->wscales[w];
+            if (!last)
+                t = scale[r] * t;
             float u = t * (float)exact;
             TS_FP_OPAQUE(u);
             if (j == 0) {
@@ -828,6 +836,9 @@ static void qdyn_task(void *arg, size_t t)
                 const float32x4_t lo = vdupq_n_f32(cmin), hi = vdupq_n_f32(cmax);
                 for (; col + 4 <= cols; col += 4) {
                     float32x4_t x = vld1q_f32(acc + r * hp + col);
+                    if (b->scale_last)                        /* y = scale[m] * s */
+                        x = vmulq_n_f32(x, scale[r]);
+                    TS_FP_OPAQUE(x);
                     if (bias != NULL)
                         x = vaddq_f32(x, vld1q_f32(bias + n0 + col));
                     x = vbslq_f32(vcltq_f32(x, lo), lo, x);   /* as the scalar tail: NaN stays */
@@ -837,6 +848,11 @@ static void qdyn_task(void *arg, size_t t)
 #endif
                 for (; col < cols; ++col) {
                     float x = acc[r * hp + col];
+                    if (b->scale_last) {
+                        float y = scale[r] * x;
+                        x = y;
+                    }
+                    TS_FP_OPAQUE(x);
                     if (bias != NULL) {
                         float y = x + bias[n0 + col];
                         x = y;

@@ -65,8 +65,8 @@ static void ref_gemm(size_t M, size_t N, size_t K, const float *A, size_t lda, i
         int32_t zp;
         ref_quantize_row(A + m * lda, K, q, &scale, &zp);
         for (size_t n = 0; n < N; ++n) {
-            float s = 0.0f, u_abs = 0.0f;
-            double exact = 0.0, qerr = 0.0;
+            float s = 0.0f;
+            double exact = 0.0, qerr = 0.0, u_abs = 0.0;
             for (size_t b = 0; b < nb; ++b) {
                 int64_t acc = 0;
                 for (size_t k = b * block; k < (b + 1) * block; ++k) {
@@ -76,14 +76,17 @@ static void ref_gemm(size_t M, size_t N, size_t K, const float *A, size_t lda, i
                     exact += (double)A[m * lda + k] * wd;
                     qerr += (1.5 * scale + fabs(A[m * lda + k]) * ldexp(1.0, -22)) * fabs(wd);
                 }
-                float t = scale * ws[n * nb + b];
+                /* per channel: u = (scale * wscale) * (float)acc; scale blocks (bl > 0):
+                 * v_b = wscale * (float)acc_b summed, the row scale after the last block */
+                float t = bl == 0 ? scale * ws[n * nb + b] : ws[n * nb + b];
                 float u = t * (float)(int32_t)acc;
                 s = b == 0 ? u : s + u;
-                u_abs += fabsf(u);
+                u_abs += fabs((double)scale * ws[n * nb + b] * (double)acc);
             }
-            float x = s;
+            float y = bl == 0 ? s : scale * s;
+            float x = y;
             if (bias != NULL) {
-                x = s + bias[n];
+                x = y + bias[n];
                 exact += bias[n];
                 u_abs += fabsf(bias[n]);
             }
