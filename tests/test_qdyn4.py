@@ -33,8 +33,9 @@ def outputs(tmp_path_factory):
 
 def test_register_accounting_counts_unpack_mask_and_sums():
     # 8x4 blocked: 8 int32 + 8 fp32 sums + 8 A + 2 packed B + 2 low nibbles + mask = 29,
-    # epilogue: 16 + 4 scales/-zp pairs x 2 + 2 x 2 column pairs + 2 temporaries = 30
-    assert qdyn4.registers_needed(8, 4) == 30
+    # block epilogue: 16 + mask + 4 -zp + 2 x 2 column scales / sums = 25 (no row scales, no
+    # temporary: the row scale follows the last block, the fmul works in place)
+    assert qdyn4.registers_needed(8, 4) == 29
     assert qdyn4.registers_needed(8, 8) > 32       # 16 + 16 sums: does not fit
     for ep, hp, _ in qdyn4.candidates("smmla", "generic"):
         assert qdyn4.registers_needed(ep, hp) <= 32
@@ -149,8 +150,9 @@ def test_solver_choice_and_its_registers(name, blocked):
 
 def test_counts_follow_the_kernel_mix():
     c = qdyn4.block_counts(8, 4, 32)
-    # bl 32 = 2 k-steps of 16 k: 2 x (8 A + 2 B) loads, 2 x 16 smmla, 2 x 4 unpack
-    assert (c["mac"], c["unpack"], c["epilogue"]) == (32, 8, 40)
+    # bl 32 = 2 k-steps of 16 k: 2 x (8 A + 2 B) loads, 2 x 16 smmla, 2 x 4 unpack; per
+    # accumulator mul, scvtf, fmul, fadd
+    assert (c["mac"], c["unpack"], c["epilogue"]) == (32, 8, 32)
     body = qdyn4.tail_body(qdyn4.solve("smmla"))
     kinds = [op_class(i) for i in body]
     assert kinds.count("smmla") == c["mac"]
@@ -171,16 +173,24 @@ def test_scheduled_bodies_keep_dependencies(name, blocked):
 
 
 def test_epilogue_order_is_the_headers():
-    """Per accumulator: scvtf #4, t = scale * wscale, u = t * (float)acc, s = s + u (no FMA)."""
-    body = qdyn4.tail_body(qdyn4.solve("smmla"))
+    """The header's block order: per accumulator and block scvtf #4, v = wscale * (float)acc,
+    s = s + v; after the last block y = scale[m] * s once per fp32 sum (no FMA)."""
+    plan = qdyn4.solve("smmla")
+    body = qdyn4.tail_body(plan)
     ops = [i.text for i in body if i.text.startswith(("scvtf", "fmul", "fadd"))]
-    for j in range(0, len(ops), 4):
-        scvtf, t, u, s = ops[j:j + 4]
+    assert len(ops) == 3 * plan.rp * plan.cp
+    for j in range(0, len(ops), 3):
+        scvtf, v, s = ops[j:j + 3]
         acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s, #4", scvtf).group(1)
-        tr = re.match(r"fmul (v\d+)\.4s, v\d+\.4s, v\d+\.4s", t).group(1)
-        assert u == f"fmul {acc}.4s, {tr}.4s, {acc}.4s"
+        assert re.match(rf"fmul {acc}\.4s, {acc}\.4s, v\d+\.4s$", v)
         assert re.match(rf"fadd (v\d+)\.4s, \1\.4s, {acc}\.4s$", s)
     assert not any(re.match(r"f[nm]*(mla|mls|madd|msub)", i.text) for i in body)
+    final = [i.text for i in qdyn4.final_code(plan)[0]]
+    scaled = [t for t in final if t.startswith("fmul")]
+    assert sorted(re.match(r"fmul v(\d+)\.4s, v\1\.4s", t).group(1) for t in scaled) == sorted(
+        str(s) for s in plan.sum_regs)
+    first_fadd = next(k for k, t in enumerate(final) if t.startswith("fadd"))
+    assert max(final.index(t) for t in scaled) < first_fadd      # y = scale * s, then + bias
 
 
 def test_args_layout_agrees_with_the_drivers_header():
