@@ -29,7 +29,7 @@ from . import schedule_cache
 from .cores import CORE_CLASSES, CORES, CPU_NAMES, GENERIC, check_cpu, core_class
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_features
-from . import gemv, qdyn4, qdyn4_rl
+from . import gemv, qdyn4, qdyn4_dot, qdyn4_rl
 from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
 from .sme_pack import emit_sme_packers
@@ -200,12 +200,14 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # kernel, int4 and int8 weights; their own manifest list (another contract: scale blocks,
     # the qdyn argument block).
     built = {i.name for i in kernels_for(arch, cpu)}
-    # Per instruction of the qdyn chain: scale blocks (gen.qdyn4: smmla), then per channel
+    # Per instruction of the qdyn chain: scale blocks (gen.qdyn4: smmla; gen.qdyn4_dot: sdot,
+    # smlal), then per channel
     # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode, then int8 weights (gen.qdyn4
     # weights="s8": smmla).
     qdyn = [k for name in qdyn4_rl.QDYN4_RL_INSTRUCTIONS if name in built
             for k in ([qdyn4.emit(qdyn4.solve(name, cpu), prefix, inst, env)]
-                      if name in qdyn4.QDYN4_INSTRUCTIONS else [])
+                      if name in qdyn4.QDYN4_INSTRUCTIONS else
+                      [qdyn4_dot.emit(qdyn4_dot.solve(name, cpu), prefix, inst, env)])
             + [qdyn4_rl.emit(qdyn4_rl.solve(name, cpu, decode), prefix, inst, env)
                for decode in (False, True)]
             + ([qdyn4.emit(qdyn4.solve(name, cpu, "s8"), prefix, inst, env)]

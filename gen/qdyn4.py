@@ -143,6 +143,9 @@ class Qdyn4Plan:
         """The register holding 0xf0 in every byte: right after A and B (int4; None: int8)."""
         return 2 * self.rp + 2 * self.cp if self.int4 else None
 
+    def row_scaling(self, regs) -> list:
+        return row_scaling(self, regs)
+
     def free_regs(self):
         used = set(self.acc_regs + self.sum_regs + (self.mask,))
         return [v for v in range(32) if v not in used]
@@ -528,7 +531,7 @@ def final_code(plan: Qdyn4Plan) -> tuple[list[Insn], list[Insn], list]:
     tplan = plan.tile_plan()
     pool = [v for v in plan.free_regs() if v != plan.mask]
     pool = pool + [v for v in plan.acc_regs if v not in plan.sum_regs]
-    code = row_scaling(plan, pool[-plan.rp:]) if plan.blocked else []
+    code = plan.row_scaling(pool[-plan.rp:]) if plan.blocked else []
     more, rows = ep_mod.tile_rows(tplan, pool)
     code += more
     lo, hi, bias, m = pool[:4]
@@ -616,6 +619,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), tplan)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, lp=LP, prefix=prefix, rl=False, weights=plan.weights,
+        doc=None, regs_line=None,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
         saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final, clamp=clamp,
@@ -631,7 +635,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     entry = {
         "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
         "mnemonic": inst.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
-        "ep": plan.ep, "hp": plan.hp, "lp": LP, "a_step_bytes": plan.a_step_bytes(),
+        "ep": plan.ep, "hp": plan.hp, "lp": LP, "a_lp": 8, "a_step_bytes": plan.a_step_bytes(),
         "blocked": plan.blocked, "panels": 1, "decode": False,
         "b_step_bytes": plan.b_step_bytes(), "max_bl": QDYN4_MAX_BL, "weights": plan.weights,
         "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,

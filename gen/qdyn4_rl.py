@@ -649,6 +649,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
            for w in textwrap.wrap(line, 96, subsequent_indent=" " * (15 if line[:2] == "  " else 0))]
     context = dict(
         symbol=symbol, plan=plan, inst=inst, lp=f.lp, prefix=prefix, rl=True, doc=doc, weights="s4",
+        regs_line=None,
         mnemonic="smull / smull2, sadalp" if f.key == "smlal" else inst.mnemonic,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
@@ -664,7 +665,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
     entry = {
         "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
         "mnemonic": f.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
-        "ep": plan.ep, "hp": plan.hp, "lp": f.lp, "a_step_bytes": plan.ep * f.lp,
+        "ep": plan.ep, "hp": plan.hp, "lp": f.lp, "a_lp": f.lp, "a_step_bytes": plan.ep * f.lp,
         "b_step_bytes": 16, "blocked": False, "panels": plan.panels,
         "decode": plan.decode, "max_bl": QDYN4_MAX_BL,
         "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,

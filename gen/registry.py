@@ -365,7 +365,7 @@ def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict)
         gemv=_gemv_dict(gemv.get(p.instruction) if has_gemv(t) else None, kernel),
         svl_bytes=0,
         qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
-                   max_bl=int(q["max_bl"]), panels=int(q["panels"]))
+                   max_bl=int(q["max_bl"]), panels=int(q["panels"]), lp=int(q["a_lp"]))
               if q is not None and t.epilogue == "dequant" else None
               for q in (qdyn.get((p.instruction, kind)) for kind in range(QDYN_KINDS))])
 

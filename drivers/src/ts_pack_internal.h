@@ -97,6 +97,8 @@ typedef struct {
     size_t max_bl;             /* longest scale block (16 * block sum fits int32) */
     size_t panels;             /* per-channel kernels: B panels per call (of hp / panels columns:
                                   4 for smmla, 8 for sdot and the Armv8.0 kernels) */
+    size_t lp;                 /* k per k-step of its int8 A panel: 8 (the smmla layout) or 4
+                                  (the sdot layout: sdot and the Armv8.0 kernels) */
 } ts_qdyn_kernel;
 #define TS_QDYN_KINDS 4        /* entries of ts_path.qdyn (gen/registry.py qdyn_kind) */
 

@@ -7,15 +7,15 @@
  * or the paths would not return the same bits as the documented order.
  *
  * How it runs. Weights on a path with a qdyn kernel that has the fp32 epilogue inside for
- * them (path->qdyn; gen/qdyn4.py, gen/qdyn4_rl.py, README "qdyn kernels") are packed for it:
- * int4 per channel on every path at 4 bits per weight (pack_rl), int4 scale blocks on i8mm
- * (pack_q4), int8 per channel on i8mm as they are (pack_q8).
+ * them (path->qdyn; gen/qdyn4.py, gen/qdyn4_dot.py, gen/qdyn4_rl.py, README "qdyn kernels")
+ * are packed for it: int4 per channel (pack_rl) and int4 scale blocks (pack_q4) on every path
+ * at 4 bits per weight, int8 per channel on i8mm as they are (pack_q8).
  * Per ep-row strip the rows are quantised straight into the kernel's A panel (or copied from a
  * ts_packed_a: strip_panel, ts_qdyn_lhs.c), and one kernel call per hp-column panel does
  * everything else: the int4 unpack, the zero-point correction, the per-block int32 sums, their
  * fp32 dequantisation in the header's order, bias and clamp (fused_strip). Everywhere else
- * (int8 weights and int4 scale blocks on the dotprod / Armv8.0 paths, which have no such kernel
- * yet; a block beyond the kernels' bound, 65793 k) the weights are packed (int4 widened to
+ * (int8 weights on the dotprod / Armv8.0 paths, which have no such kernel yet; a block beyond
+ * the kernels' bound, 65793 k) the weights are packed (int4 widened to
  * int8) into the panels of the raw int8 kernel of the path (smmla -> sdot -> smlal) with the
  * per-block weight sums and scales beside them, the raw kernel computes sum qa*qb per block
  * into an int32 tile, and the C epilogue below (dequant_block) subtracts zp[m] * sum qb
@@ -149,11 +149,14 @@ int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *
     return ts_pack_b_qs8_ctx(NULL, N, K, B, ldb, scales, out);
 }
 
-/* ---- int4 handles of a path's qdyn kernel (gen/qdyn4.py; README "qdyn kernels") ---------
+/* ---- int4 handles of a path's scale-block kernel (gen/qdyn4.py, gen/qdyn4_dot.py) --------
  * Per panel of hp columns: int32 16 * (sum of block 0's weights) per column; then per block:
- * its k-steps of 16 k (per column pair 16 bytes: byte j < 8 holds column 2i at k = j in its low
- * nibble and k = j + 8 in its high one, j >= 8 column 2i+1 likewise: the nibbles keep their
- * 4 bits), the block's fp32 scale per column, and the next block's sums (zeros after the last).
+ * its k-steps of 16 k, the block's fp32 scale per column, and the next block's sums (zeros
+ * after the last). A k-step holds 16 / (2 h) groups of 2 h k (h = the kernel's A k-step lp:
+ * 8 for smmla, 4 for the sdot layout), each 16 bytes per 16 / h columns: byte t holds column
+ * t / h at k = t % h in its low nibble and k = t % h + h in its high one (smmla: per column
+ * pair, bytes 0-7 column 2i, k = j and j + 8; sdot layout: per column quad and 8 k, byte
+ * 4j + t column j, k = t and t + 4); the nibbles keep their 4 bits.
  * Columns past N and k past K (a per-channel block is padded to a multiple of 32) are zero. */
 #define TS_Q4_LP 16
 
@@ -223,6 +226,7 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
     b->blocks = blocks;
     b->scale_last = 1;
     b->qdyn_kpairs = kb / 2;
+    const size_t h = kernel->lp, width = 16 / h;       /* k per nibble half, columns per 16 B */
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
         const size_t n0 = p * hp;
@@ -230,12 +234,14 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
         dst += hp * 4;
         for (size_t j = 0; j < blocks; ++j) {
             for (size_t s = 0; s < kb; ++s)
-                for (size_t c = 0; c < hp; c += 2)
-                    for (size_t t = 0; t < 16; ++t, ++dst) {
-                        size_t n = n0 + c + t / 8, k = j * block + s * TS_Q4_LP + t % 8;
-                        *dst = (unsigned char)(q4_nibble(B, ldb, N, K, n, k)
-                                               | q4_nibble(B, ldb, N, K, n, k + 8) << 4);
-                    }
+                for (size_t g = 0; g < TS_Q4_LP / (2 * h); ++g)
+                    for (size_t c = 0; c < hp; c += width)
+                        for (size_t t = 0; t < 16; ++t, ++dst) {
+                            size_t n = n0 + c + t / h;
+                            size_t k = j * block + s * TS_Q4_LP + g * 2 * h + t % h;
+                            *dst = (unsigned char)(q4_nibble(B, ldb, N, K, n, k)
+                                                   | q4_nibble(B, ldb, N, K, n, k + h) << 4);
+                        }
             for (size_t c = 0; c < hp; ++c, dst += 4) {
                 float w = n0 + c < N ? scales[(n0 + c) * blocks + j] : 0.0f;
                 memcpy(dst, &w, 4);
@@ -572,8 +578,9 @@ static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows
 
 /* Whether kern is one of the two-channels-per-byte int4 kernels (gen/qdyn4_rl.py: per channel,
  * panels of rl_columns(kern) columns, A in k-steps of rl_lp(kern): smmla 4 / 8, sdot and
- * smull / sadalp 8 / 4), not a scale-block one (gen/qdyn4.py, smmla only: int4 blocks, [0], or
- * int8 per channel, [3]; A in k-steps of 8, the handle's k-steps of 16). */
+ * smull / sadalp 8 / 4), not a scale-block one ([0]: gen/qdyn4.py for smmla, gen/qdyn4_dot.py
+ * for sdot and smull / sadalp) or the int8 per-channel one ([3], gen/qdyn4.py: smmla only); A in
+ * k-steps of kern->lp, the handle's k-steps of 16). */
 static int is_rl(const ts_path *path, const ts_qdyn_kernel *kern)
 {
     return kern == &path->qdyn[1] || kern == &path->qdyn[2];
@@ -707,19 +714,13 @@ static const ts_qdyn_kernel *fused_kernel(const ts_packed_b *b, size_t M)
     return b->qdyn == &b->path->qdyn[1] && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
 }
 
-/* The k per k-step of kern's int8 A panel: the smmla layout's 8 for the scale-block / int8
- * kernels (gen/qdyn4.py), the family's lp for the per-channel int4 ones (smmla 8; sdot 4, also
- * for the Armv8.0 path's smull / sadalp kernels, whose path's own int8 kernel reads int16). */
-static size_t fused_lp(const ts_packed_b *b, const ts_qdyn_kernel *kern)
-{
-    return is_rl(b->path, kern) ? rl_lp(kern) : 8;
-}
-
-/* The A panel's k-steps of fused_lp k for kern on handle b (the handle's k-steps are the rl
- * kernel's own, or of TS_Q4_LP = two smmla k-steps). */
+/* The A panel's k-steps of kern->lp k (the k per k-step of the kernel's int8 A panel: 8 for
+ * the smmla layout, 4 for the sdot layout, also the Armv8.0 path's smull / sadalp kernels',
+ * whose path's own int8 kernel reads int16) for kern on handle b (the handle's k-steps are
+ * the rl kernel's own, or of TS_Q4_LP = 16 k). */
 static size_t fused_ksteps(const ts_packed_b *b, const ts_qdyn_kernel *kern)
 {
-    return b->ksteps * (is_rl(b->path, kern) ? 1 : TS_Q4_LP / 8);
+    return b->ksteps * (is_rl(b->path, kern) ? 1 : TS_Q4_LP / kern->lp);
 }
 
 /* Scratch of one task of a fused kernel (kern, M rows of b): the A panel (*a_panel bytes),
@@ -730,7 +731,7 @@ static int fused_task_bytes(const ts_packed_b *b, const ts_qdyn_kernel *kern, si
     const size_t ep = kern->ep;
     size_t bias, rows;
     /* bias: every packed column (a call reads hp, rounded up to 4, from its first) + 64 */
-    return ts_size_mul(fused_ksteps(b, kern), fused_lp(b, kern) * ep, a_panel)
+    return ts_size_mul(fused_ksteps(b, kern), kern->lp * ep, a_panel)
            || ts_size_mul(b->panels, b->qdyn->hp, &bias)
            || ts_size_add(bias, 64, &bias) || ts_size_mul(bias, sizeof(float), &bias)
            || strip_buf_bytes(ep, b->K, &rows)
@@ -771,9 +772,9 @@ static void fused_task(const qdyn_call *c, size_t t)
     float *bias_pad = (float *)(scratch + c->a_panel_bytes + 24 * ep);
     const size_t padded = b->panels * b->qdyn->hp + 64;
     unsigned char *buf = (unsigned char *)(bias_pad + padded);
-    ts_path view = *b->path;    /* the kernel's A panel: ep rows, int8 in k-steps of fused_lp */
+    ts_path view = *b->path;    /* the kernel's A panel: ep rows, int8 in k-steps of kern->lp */
     view.ep = ep;
-    view.lp = fused_lp(b, kern);
+    view.lp = kern->lp;
     view.pack_a = TS_PACK_S8;   /* int8 on every path (the smlal path's own A panel is int16) */
     view.pack = TS_PACK_S8;     /* ts_panel_bytes sizes by pack */
     size_t i0, i1, g0, g1;
