@@ -39,8 +39,8 @@ def test_qdyn_every_path_bit_identical_and_exact(arch, cpu, generated, harness):
 
 def check_fused_kernels(stdout, folder):
     """Handles run the kernels with the fp32 epilogue inside where the path's instruction has
-    one (int4 per channel: smmla, sdot, smlal; int8 per channel and int4 blocks: smmla), so the
-    cases test them; otherwise the raw kernels."""
+    one (int4 per channel and int4 scale blocks: smmla, sdot, smlal; int8 per channel: smmla),
+    so the cases test them; otherwise the raw kernels."""
     import json
     from gen.registry import qdyn_kind
     manifest = json.loads((folder / "manifest.json").read_text())

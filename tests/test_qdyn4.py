@@ -21,7 +21,7 @@ from gen.loop import check_same_dependencies
 from gen.schedule import Insn, op_class, schedule_loop
 import kernel_build
 
-from gen import qdyn4_rl
+from gen import qdyn4_dot, qdyn4_rl
 
 VARIANTS = [("blocked", True)]
 
@@ -216,13 +216,18 @@ def test_manifest_and_header_name_both_kernels(outputs):
     dispatch = (out / "ts_dispatch.c").read_text()
     assert dispatch.count("ts_gemm_s8s4f32_smmla_8x4x16") == 2     # name and function
     assert dispatch.count("ts_gemm_s8s8f32_smmla_8x8x16") == 2
-    # no i8mm: the per-channel kernels of the dotprod and Armv8.0 paths only
-    assert [(k["symbol"], k["instruction"], k["decode"]) for k in outputs("v82")[1]["qdyn_kernels"]] == [
-        ("ts_gemm_s8s4f32_sdot_8x8x4_pc", "sdot", False),
-        ("ts_gemm_s8s4f32_sdot_1x32x4_pc", "sdot", True),
-        ("ts_gemm_s8s4f32_sadalp_4x8x4_pc", "smlal", False),
-        ("ts_gemm_s8s4f32_sadalp_1x8x4_pc", "smlal", True)]
-    assert [k["instruction"] for k in outputs("v8")[1]["qdyn_kernels"]] == ["smlal", "smlal"]
+    # no i8mm: the scale-block and per-channel kernels of the dotprod and Armv8.0 paths
+    assert [(k["symbol"], k["instruction"], k["blocked"], k["decode"])
+            for k in outputs("v82")[1]["qdyn_kernels"]] == [
+        ("ts_gemm_s8s4f32_sdot_8x4x4", "sdot", True, False),
+        ("ts_gemm_s8s4f32_sdot_8x8x4_pc", "sdot", False, False),
+        ("ts_gemm_s8s4f32_sdot_1x32x4_pc", "sdot", False, True),
+        ("ts_gemm_s8s4f32_sadalp_4x4x4", "smlal", True, False),
+        ("ts_gemm_s8s4f32_sadalp_4x8x4_pc", "smlal", False, False),
+        ("ts_gemm_s8s4f32_sadalp_1x8x4_pc", "smlal", False, True)]
+    assert [k["instruction"] for k in outputs("v8")[1]["qdyn_kernels"]] == ["smlal"] * 3
+    # the A k-step each kernel's int8 panel has (dispatch table ts_qdyn_kernel.lp)
+    assert [k["a_lp"] for k in q] == [8, 8, 8, 8, 4, 4, 4, 4, 4, 4]
     assert [k["symbol"] for k in q[4:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
 
 
@@ -320,3 +325,57 @@ def test_other_families_epilogue_order(name, decode):
                   for t in (t0, t1))
         assert u0 == f"fmul {lo}.4s, {ta}.4s, {lo}.4s" and u1 == f"fmul {hi}.4s, {tb}.4s, {hi}.4s"
     assert not any(re.match(r"f[nm]*(mla|mls|madd|msub)", i.text) for i in body)
+
+
+# ---- the scale-block kernels of the dotprod / Armv8.0 paths (gen/qdyn4_dot.py) -----------------
+@pytest.mark.parametrize("name", ["sdot", "smlal"])
+def test_dot_block_choices_registers_and_counts(name):
+    """sdot: 8 rows x 4 columns (8 int32 + 8 fp32 sums + 8 A + 4 B + mask = 29); smull /
+    sadalp: 4 x 4 (8 pair sums + 4 fp32 sums + 4 A + 4 B + mask + 8 products + the current
+    block sums = 30). The body's mix is the solver's per-block count."""
+    plan = qdyn4_dot.solve(name)
+    assert (plan.ep, plan.hp) == {"sdot": (8, 4), "smlal": (4, 4)}[name]
+    assert qdyn4_dot.registers_needed(plan.ep, plan.hp, name) == {"sdot": 29, "smlal": 30}[name]
+    for ep, hp, _ in qdyn4_dot.candidates(name):
+        assert qdyn4_dot.registers_needed(ep, hp, name) <= 32
+    regs = [*plan.a_regs, *(plan.b_packed(g, q) for g in range(2) for q in range(plan.cq)),
+            *(plan.b_low(g, q) for g in range(2) for q in range(plan.cq)), plan.mask,
+            *plan.temps, *plan.sums_cur, *plan.acc_regs, *plan.sum_regs]
+    assert len(set(regs)) == len(regs) and max(regs) < 32
+    c = qdyn4_dot.block_counts(plan.ep, plan.hp, 32, name)
+    body = qdyn4_dot.tail_body(plan)      # bl 32: the whole block in the tail
+    mn = [i.text.split()[0] for i in body]
+    if name == "sdot":
+        assert mn.count("sdot") == c["mac"] == 8 * plan.ep * plan.cq
+        epi = ("mul", "scvtf", "fmul", "fadd")
+    else:
+        assert mn.count("smull") + mn.count("smull2") + mn.count("sadalp") == c["mac"]
+        assert mn.count("ld1r") == 8 * plan.ep
+        epi = ("addp", "mla", "movi", "scvtf", "fmul", "fadd")
+    assert mn.count("shl") + mn.count("and") == c["unpack"] == 2 * plan.cq * 4
+    assert sum(mn.count(m) for m in epi) == c["epilogue"]
+    assert sum(i.kind == "load" for i in body) == c["loads"]
+    for b in (qdyn4_dot.inner_body(plan), body):
+        check_same_dependencies(b, schedule_loop(b, "generic"))
+
+
+@pytest.mark.parametrize("name", ["sdot", "smlal"])
+def test_dot_block_epilogue_order_is_the_headers(name):
+    """Per accumulator and block: scvtf #4, v = wscale * (float)acc, s = s + v (no FMA);
+    after the last block y = scale[m] * s by element, before the bias."""
+    plan = qdyn4_dot.solve(name)
+    body = qdyn4_dot.tail_body(plan)
+    ops = [i.text for i in body if i.text.startswith(("scvtf", "fmul", "fadd"))]
+    assert len(ops) == 3 * plan.ep * plan.cq
+    for j in range(0, len(ops), 3):
+        scvtf, v, s = ops[j:j + 3]
+        acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s, #4$", scvtf).group(1)
+        assert re.match(rf"fmul {acc}\.4s, {acc}\.4s, v\d+\.4s$", v)
+        assert re.match(rf"fadd (v\d+)\.4s, \1\.4s, {acc}\.4s$", s)
+    assert not any(re.match(r"f[nm]*(mla|mls|madd|msub)", i.text) for i in body)
+    final = [i.text for i in qdyn4_dot.final_code(plan)[0]]
+    scaled = [t for t in final if t.startswith("fmul")]
+    assert len(scaled) == len(plan.sum_regs)
+    assert all(re.match(r"fmul (v\d+)\.4s, \1\.4s, v\d+\.s\[[02]\]$", t) for t in scaled)
+    first_fadd = next(k for k, t in enumerate(final) if t.startswith("fadd"))
+    assert max(final.index(t) for t in scaled) < first_fadd

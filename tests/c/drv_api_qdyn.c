@@ -422,6 +422,18 @@ static void test_bad_inputs(void)
     ws[3] = INFINITY;
     CHECK(ts_pack_b_qs4(N, K, B4, K / 2, ws, 32, &pb) == TS_EINVAL && pb == sentinel, "Inf scale");
     ws[3] = 0.5f;
+    ws[N * 2 - 1] = NAN;        /* the last block's scale of the last column (bl 32: 2 blocks) */
+    CHECK(ts_pack_b_qs4(N, K, B4, K / 2, ws, 32, &pb) == TS_EINVAL && pb == sentinel,
+          "NaN last block scale");
+    ws[N - 1] = -INFINITY;      /* bl 64: one block, N scales */
+    CHECK(ts_pack_b_qs4(N, K, B4, K / 2, ws, 64, &pb) == TS_EINVAL && pb == sentinel,
+          "-Inf scale bl 64");
+    ws[N * 2 - 1] = ws[N - 1] = 0.5f;
+    CHECK(ts_pack_b_qs4(N, K, B4, K / 2, ws, 33, &pb) == TS_EINVAL && pb == sentinel, "bl 33");
+    CHECK(ts_pack_b_qs4(N, K, B4, K / 2, ws, 128, &pb) == TS_EINVAL && pb == sentinel,
+          "bl 128 > K");
+    CHECK(ts_pack_b_qs4(N, 160, B4, 80, ws, 64, &pb) == TS_EINVAL && pb == sentinel,
+          "bl 64 K 160");
     CHECK(ts_pack_b_qs8(N, TS_QDYN_S8_MAX_K + 1, B8, TS_QDYN_S8_MAX_K + 1, ws, &pb) == TS_EINVAL
           && pb == sentinel, "qs8 K bound");
     CHECK(ts_pack_b_qs4(1, (size_t)TS_QDYN_S4_MAX_BL + 1, B4, 1 << 20, ws, 0, &pb) == TS_EINVAL
@@ -536,6 +548,8 @@ int main(int argc, char **argv)
             run_case(8, 0, M, N, K + M % 2, M % 2, M % 3 == 0 ? 1 + M % 2 : 0); ++cases; /* odd K qs8 */
             run_case(4, 0, M, N, K + M % 2, M % 2 == 0, M % 4 == 0); ++cases;       /* qs4 channel */
             run_case(4, 32, M, N, K, M % 3 != 0, M % 5 == 0); ++cases;              /* qs4 bl 32 */
+            /* qs4 bl 64: K = 64 (one block) .. 192, the other bias / clamp mix */
+            run_case(4, 64, M, N, 64 * (1 + M % 3), M % 2 == 1, M % 4 == 1); ++cases;
         }
         run_case(4, 64, 9, 21, 4096, 1, 0); ++cases;
         run_case(4, 128, 3, 11, 2048, 0, 1); ++cases;
@@ -549,6 +563,10 @@ int main(int argc, char **argv)
         run_case(4, 64, 17, 13, 1024, 1, 1); ++cases;
         run_case(4, 0, 13, 5, 4097, 0, 1); ++cases;
         run_case(4, 32, 16, 3, 2080, 1, 0); ++cases;
+        /* scale blocks in the thousands of k for the dot-family block kernels (8 x 4 sdot,
+         * 4 x 4 smull / sadalp): partial row strips and column panels */
+        run_case(4, 32, 13, 9, 3072, 0, 1); ++cases;
+        run_case(4, 64, 5, 15, 2560, 1, 1); ++cases;
         run_case(4, 0, 3, 3, 65824, 1, 0); ++cases;
         /* per-channel decode kernel (M <= 4, in passes of 2 rows): many panel groups, odd N */
         run_case(4, 0, 1, 301, 1056, 1, 1); ++cases;
