@@ -282,7 +282,8 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  *                + (nb + 3) * 2^-23 * (sum_b |u_b| + |bias[n]|)
  * (the quantisation step of A, one extra step where qa clamps, the rounding of A * inv; then
  * the fp32 roundings of the epilogue). fp32 overflow of the epilogue gives +-Inf (NaN where
- * Inf * 0), only where the float64 value is beyond FLT_MAX too.
+ * Inf * 0), only where the float64 value is beyond FLT_MAX too, or (scale blocks) where an
+ * intermediate wscale[n][b] * acc_b or partial sum s is.
  *
  * ctx: the execution context (below: threads, workspace, feature mask); NULL = one thread,
  * malloc, the global mask. The ep-row strips x hp-column panels of C are split over its threads;
