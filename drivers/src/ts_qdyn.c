@@ -528,7 +528,7 @@ void ts_packed_a_free(ts_packed_a *a)
 /* The fp32 epilogue of one tile block (tilesmith.h order): itile holds sum qa*qb of block j
  * (ep x hp int32, row stride hp); acc (ep x hp fp32) receives u_0 for j == 0, else += u_j,
  * with u_j = (scale[m] * wscale) * (float)acc_j (per channel), or v_j = wscale * (float)acc_j
- * (b->scale_last: scale blocks, the row scale follows the last block, scale_row).
+ * (b->scale_last: scale blocks; the row scale follows the last block, in qdyn_task).
  * The NEON lanes do the same IEEE operations (SCVTF, FMUL, FADD: never FMLA) as the scalar
  * tail, so the bits do not depend on the column. */
 static void dequant_block(const ts_packed_b *b, size_t j, size_t n0, size_t rows, size_t cols,

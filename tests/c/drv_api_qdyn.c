@@ -568,6 +568,9 @@ int main(int argc, char **argv)
         run_case(4, 32, 13, 9, 3072, 0, 1); ++cases;
         run_case(4, 64, 5, 15, 2560, 1, 1); ++cases;
         run_case(4, 0, 3, 3, 65824, 1, 0); ++cases;
+        /* a scale block past the kernels' bound (one block of 65824 k, bl > 0): the widened
+         * int8 path and the C epilogue in the block order */
+        run_case(4, 65824, 2, 5, 65824, 1, 1); ++cases;
         /* per-channel decode kernel (M <= 4, in passes of 2 rows): many panel groups, odd N */
         run_case(4, 0, 1, 301, 1056, 1, 1); ++cases;
         run_case(4, 0, 4, 29, 544, 0, 0); ++cases;
