@@ -56,3 +56,19 @@ def test_cmake_consumer_builds_links_and_runs(tmp_path, prefix):
     for cpu, int8_kernel in (("cortex-a57", "_smlal_"), ("max", "_smmla_")):
         out = run_qemu(build / "app", cpu=cpu).stdout
         assert out.endswith("dropin ok\n") and int8_kernel in out, out
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_cmake_stops_with_a_clear_message_for_a_non_aarch64_compiler(tmp_path):
+    """Configured with the host's own compiler (x86-64 here), the folder refuses before any
+    assembly, naming the problem."""
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v8", "--out",
+                    str(project / "tilesmith")], cwd=ROOT, check=True, capture_output=True)
+    (project / "CMakeLists.txt").write_text(consumer("ts_"))
+    (project / "main.c").write_text("int main(void) { return 0; }\n")
+    proc = subprocess.run(["cmake", "-S", str(project), "-B", str(tmp_path / "build"),
+                           "-DCMAKE_C_COMPILER=gcc"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "does not target AArch64" in proc.stderr, proc.stderr[-2000:]

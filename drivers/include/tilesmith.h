@@ -1,6 +1,8 @@
 /* tilesmith.h — public API of the tilesmith GEMM / conv2d drivers.
  * Plain C99, no dependency beyond libc.
- * Row-major matrices, strides in elements. Every function is re-entrant and thread-safe.
+ * Row-major matrices, strides in elements. Every function is re-entrant and thread-safe,
+ * except ts_set_feature_mask (process-global state) and a context's setters, which must not
+ * run while a call uses that context (see the execution context section).
  * Outputs must not overlap inputs: a call whose output (C, output, cols, out; also a conv's
  * workspace) shares a byte with a buffer it reads (A, B, acc, input, filter, a packed handle,
  * the arrays of ts_quant) or with its other written buffer returns TS_EINVAL, nothing written.
@@ -40,7 +42,12 @@ extern "C" {
 unsigned ts_cpu_features(void);               /* detected at run time, cached */
 void     ts_set_feature_mask(unsigned mask);  /* dispatch uses detected & mask; ~0u restores */
 
-/* ---- GEMM: C = A(MxK) * B(KxN) ------------------------------------------------------ */
+/* ---- GEMM: C = A(MxK) * B(KxN) ------------------------------------------------------
+ * Every GEMM (plain, prepacked, _ctx): lda >= K, ldb >= N, ldc >= N, else TS_EINVAL.
+ * M = 0 or N = 0 is an empty call: TS_OK, nothing read or written (once the strides pass).
+ * K = 0 gives the empty sum: C = 0 (with an epilogue: the epilogue of 0).
+ * Floating-point inputs are not checked: NaN / Inf in A or B propagate as IEEE arithmetic
+ * says (only the qdyn path below rejects them, because it quantises). */
 int ts_gemm_f32 (size_t M, size_t N, size_t K, const float  *A, size_t lda,
                  const float  *B, size_t ldb, float   *C, size_t ldc);
 /* A and B rounded to bf16 (round to nearest even), products summed in fp32 (bfmmla where the CPU has it). */
@@ -155,7 +162,8 @@ size_t ts_conv2d_out_w(const ts_conv2d *c);
  * matrix is never formed (implicit im2col: A is packed straight from the input), so nothing
  * grows with the output size. */
 size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c);
-/* input NHWC, filter OHWI (TFLite), output NHWC; q per output channel; padded taps equal a_zero_point.
+/* input NHWC, filter OHWI (TFLite), output NHWC; q per tensor or per output channel
+ * (q->per_channel, out_c values); padded taps equal a_zero_point.
  * output and workspace must not overlap each other, input, filter or q's arrays. */
 int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
                  const ts_quant *q, int8_t *output, void *workspace);
@@ -433,7 +441,10 @@ int ts_gemm_f16_prepacked_ctx   (const ts_context *ctx, size_t M, const uint16_t
 int ts_gemm_f16f32_prepacked_ctx(const ts_context *ctx, size_t M, const uint16_t *A,
                                  size_t lda, const ts_packed_b *B, float *C, size_t ldc);
 /* conv2d: `workspace` as sized by ts_conv2d_s8_workspace_size_ctx for this context (the
- * context's own workspace is not used by conv2d) */
+ * context's own workspace is not used by conv2d). With threads that is MORE than
+ * ts_conv2d_s8_workspace_size(c) (one work area per task): conv2d takes no size argument,
+ * so a buffer sized for the call without _ctx is overrun, undetected. Size it per context
+ * and again after ts_context_set_num_threads / _set_parallel_for. */
 size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c);
 int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
                      const int8_t *filter, const ts_quant *q, int8_t *output,

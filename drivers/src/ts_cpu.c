@@ -240,9 +240,9 @@ int ts_cpu_lookup(const char *cpu, int *core_class)
     return TS_EINVAL;
 }
 
-const ts_path *ts_select_path_class(int gemm_type, unsigned feature_mask, int core_class)
+const ts_path *ts_select_path_class(int gemm_type, unsigned mask, int core_class)
 {
-    unsigned usable = ts_cpu_features() & feature_mask;
+    unsigned usable = ts_cpu_features() & mask;
     size_t count;
     const ts_path *paths = ts_paths_of(gemm_type, &count);
     if (core_class == TS_CORE_AUTO)
@@ -254,12 +254,12 @@ const ts_path *ts_select_path_class(int gemm_type, unsigned feature_mask, int co
     return NULL;   /* unknown type (every type ends with a generic Armv8.0 path) */
 }
 
-const ts_path *ts_select_path_cpu(int gemm_type, unsigned feature_mask, const char *cpu)
+const ts_path *ts_select_path_cpu(int gemm_type, unsigned mask, const char *cpu)
 {
     int core_class;
     if (ts_cpu_lookup(cpu, &core_class) != TS_OK)
         return NULL;
-    return ts_select_path_class(gemm_type, feature_mask, core_class);
+    return ts_select_path_class(gemm_type, mask, core_class);
 }
 
 const ts_path *ts_select_path(int gemm_type)

@@ -401,8 +401,8 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
         for (size_t n = 1; n <= b_panels && m * n <= most;) {
             const size_t cols = div_up(b_panels, n), tasks = m * n;
             /* tasks per thread, ceil(tasks / threads): 1..4 as tasks <= most, no division */
-            const size_t per = 1 + (tasks > threads) + (tasks > 2 * (size_t)threads)
-                               + (tasks > 3 * (size_t)threads);
+            const size_t per = tasks <= threads ? 1 : tasks <= 2 * (size_t)threads ? 2
+                             : tasks <= 3 * (size_t)threads ? 3 : 4;
             const size_t busiest = per * rows * cols;
             if (busiest < best || (busiest == best && tasks < best_tasks)) {
                 best = busiest;

@@ -5,6 +5,8 @@
 #ifndef TS_EPILOGUE_INTERNAL_H
 #define TS_EPILOGUE_INTERNAL_H
 
+#include "ts_build_internal.h"   /* no -ffast-math */
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -15,13 +15,6 @@
 #include "tilesmith.h"
 #include "ts_span_internal.h"   /* ts_size_*, ts_matrix_span_* */
 
-/* The drivers' results are specified bit for bit in IEEE single precision, and NaN / Inf
- * inputs are rejected by tests the compiler may delete under finite-math assumptions: a build
- * with -ffast-math, -Ofast or -ffinite-math-only would silently break both, so it stops here. */
-#if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
-#  error "build tilesmith's sources without -ffast-math / -Ofast / -ffinite-math-only (IEEE results and NaN/Inf checks depend on it)"
-#endif
-
 /* Helpers specialised by inlining them with constant arguments (ts_pack.c, ts_qdyn_lhs.c). */
 #if defined(__GNUC__)
 #  define TS_ALWAYS_INLINE inline __attribute__((always_inline))

@@ -9,6 +9,8 @@
 #ifndef TS_QDYN_INTERNAL_H
 #define TS_QDYN_INTERNAL_H
 
+#include "ts_build_internal.h"   /* no -ffast-math */
+
 #include <stddef.h>
 #include <stdint.h>
 

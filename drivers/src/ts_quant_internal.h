@@ -9,6 +9,8 @@
 #ifndef TS_QUANT_INTERNAL_H
 #define TS_QUANT_INTERNAL_H
 
+#include "ts_build_internal.h"   /* no -ffast-math */
+
 #include <stddef.h>
 #include <stdint.h>
 

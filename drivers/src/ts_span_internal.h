@@ -4,6 +4,8 @@
 #ifndef TS_SPAN_INTERNAL_H
 #define TS_SPAN_INTERNAL_H
 
+#include "ts_build_internal.h"   /* no -ffast-math */
+
 #include <stddef.h>
 #include <stdint.h>
 
