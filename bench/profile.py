@@ -22,7 +22,7 @@ A profile is a plain dict (it goes into report.json as is):
                       kernel symbol that ran most on that run), "checksum"}}
 
 Per-core kernel variants (README "Per-core kernel variants"): dispatch picks a core class's
-variant from MIDR_EL1, so each core is modeled on a run whose QEMU CPU reports a MIDR of its
+variant (a kernel, or the generic kernel with the class's cache blocks) from MIDR_EL1, so each core is modeled on a run whose QEMU CPU reports a MIDR of its
 class (qemu_cpu). A (workload, path) runs once per class that has a variant of the path's
 instruction (class_runs) and once as "generic" for the cores whose class has none; each core's
 cycles, memory and threads come from its own run, the instructions and kernels from the first
@@ -34,6 +34,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+from gen.blocking import block_variant_classes
 from gen.cores import CLASS_MIDR, CORES, GENERIC, core_class
 from gen.isa import INSTRUCTIONS, signature
 
@@ -59,12 +60,17 @@ def qemu_cpu(cls: str) -> str:
 
 
 def variant_instructions(manifest: dict) -> dict:
-    """{core class: gen.isa keys of the instructions the build has that class's variant of}
-    (manifest kernels of role "core_class")."""
+    """{core class: gen.isa keys of the instructions the build has that class's variant of}:
+    kernel variants (manifest kernels of role "core_class") and, in a CPU=generic build, block
+    variants (the main kernel with the class's cache blocks, gen.blocking
+    block_variant_classes; gen/drivers.py with_blocks)."""
     out = {}
     for k in manifest.get("kernels", ()):
         if k.get("role") == "core_class":
             out.setdefault(k["core_class"], set()).add(k["instruction"])
+        elif k.get("role", "main") == "main" and manifest.get("cpu", GENERIC) == GENERIC:
+            for cls in block_variant_classes(k["instruction"], k["ep"], k["hp"], k["lp"]):
+                out.setdefault(cls, set()).add(k["instruction"])
     return out
 
 

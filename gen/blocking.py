@@ -9,7 +9,13 @@ stays in L2 while the B micro-panels stream, so MC is chosen for the A block to 
 L2. NC (the B block held in L3) is the task's whole column range: no L3 is modeled.
 
 For CPU=generic the smallest L1D and L2 of the modeled cores are used (blocks sized for the
-smallest cache still fit the larger ones).
+smallest cache still fit the larger ones). Fitting is not enough beyond L2, though: the B block
+(KC x N) is re-read from memory once per M block, so an M block sized for the A55's 128 KB L2
+(48 fp32 rows) makes an N2 / V1 (1 MB L2) read B eleven times at 512^3 where four A-block
+heights of its own L2 would need two or three. So a CPU=generic build also carries, for each
+core class whose blocks (`class_blocks`) differ from the generic ones, a block variant of the
+path (`block_variant_classes`: the same kernel, that class's KC / MC / unsplit K), chosen at run
+time like a kernel variant (gen/drivers.py with_blocks, ts_cpu.c).
 
 A K block is not free: every extra block makes each tile load and store its accumulators once
 more and adds a kernel call (measured: single-thread fp32 512^3 split 2 x 256 lost 0.5-1 % of
@@ -21,7 +27,7 @@ micro-panel fit the L2 capacity.
 """
 from __future__ import annotations
 
-from .cores import MEMORY, cores_for
+from .cores import CORE_CLASSES, GENERIC, MEMORY, cores_for
 from .isa import INSTRUCTIONS, SME_INSTRUCTIONS, TYPE_BYTES
 
 
@@ -79,3 +85,21 @@ def whole_k_steps(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> int:
     _, l2 = cache_sizes(cpu)
     elem = _element_bytes(instruction)
     return max(kc_steps, l2 // ((mc_panels * ep + hp) * lp * elem))
+
+
+def class_blocks(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> tuple[int, int, int]:
+    """(KC, MC, the longest unsplit K) of a kernel for a CPU= build or a core class: what a
+    dispatch path carries (ts_path kc_steps, mc_panels, kw_steps)."""
+    return (*block_sizes(cpu, instruction, ep, hp, lp), whole_k_steps(cpu, instruction, ep, hp, lp))
+
+
+def block_variant_classes(instruction: str, ep: int, hp: int, lp: int) -> list[str]:
+    """The core classes (gen.cores.CORE_CLASSES, in order) whose cores get other blocks than a
+    CPU=generic build's for this kernel: a generic build gives them a block variant of the
+    path. SME outer products: none (their paths are chosen by streaming vector length, not by
+    core class)."""
+    if instruction in SME_INSTRUCTIONS:
+        return []
+    generic = class_blocks(GENERIC, instruction, ep, hp, lp)
+    return [cls for cls in CORE_CLASSES
+            if class_blocks(cls, instruction, ep, hp, lp) != generic]

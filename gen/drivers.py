@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .blocking import block_sizes, cache_sizes, whole_k_steps
+from .blocking import block_variant_classes, cache_sizes, class_blocks
 from .cores import CPU_NAMES, GENERIC, core_class
 from .registry import BY_KEY, dispatch_paths, manifest_dispatch_paths, qdyn_kind  # noqa: F401  (public here too)
 from .templating import template_environment
@@ -66,14 +66,31 @@ def copy_drivers(prefix: str, out_dir, names=None) -> dict[str, Path]:
 def with_blocks(dispatch: dict, cpu: str) -> dict:
     """dispatch_paths with each path's cache blocks (gen.blocking: KC, MC and the longest K
     run unsplit) for a CPU= build; a core-class variant's for its class's cores (it runs on
-    those only)."""
-    def blocks(path: dict) -> dict:
-        where = path.get("core_class", GENERIC) if cpu == GENERIC else cpu
+    those only). A CPU=generic build's generic path is preceded by a block variant for each
+    core class whose blocks differ (gen.blocking block_variant_classes) and that has no kernel
+    variant of the instruction in the type's table: the same kernel and panels with that class's
+    blocks, core_class set, so dispatch gives it to that class's cores (ts_select_path_class:
+    the first usable path of the core's class or generic). The qdyn type's paths run their own
+    loops (ts_qdyn*.c, no blocks) and get none."""
+    def blocks(path: dict, where: str) -> dict:
         shape = (path["instruction"], path["ep"], path["hp"], path["lp"])
-        kc_steps, mc_panels = block_sizes(where, *shape)
-        return dict(path, kc_steps=kc_steps, mc_panels=mc_panels,
-                    kw_steps=whole_k_steps(where, *shape))
-    return {key: [blocks(path) for path in paths] for key, paths in dispatch.items()}
+        return dict(path, **dict(zip(("kc_steps", "mc_panels", "kw_steps"),
+                                     class_blocks(where, *shape))))
+
+    def table(key: str, paths: list) -> list:
+        out = []
+        for path in paths:
+            cls = path.get("core_class", GENERIC)
+            if cpu == GENERIC and cls == GENERIC and BY_KEY[key].epilogue != "dequant" and not path.get("svl_bytes"):
+                kernel_variants = {p.get("core_class") for p in paths
+                                   if p["instruction"] == path["instruction"]}
+                out += [blocks(dict(path, core_class=c), c)
+                        for c in block_variant_classes(path["instruction"], path["ep"],
+                                                       path["hp"], path["lp"])
+                        if c not in kernel_variants]
+            out.append(blocks(path, cls if cpu == GENERIC else cpu))
+        return out
+    return {key: table(key, paths) for key, paths in dispatch.items()}
 
 
 def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: dict) -> dict:

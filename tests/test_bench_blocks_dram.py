@@ -1,0 +1,64 @@
+"""The cache blocks a core of the out-of-order class runs with, measured by their memory traffic:
+fp32 GEMM 512^3 of a CPU=generic v86 build (the bench's program, bench/workloads.c) under
+qemu-aarch64 with the tbcount plugin simulating Neoverse N2's L1D and L2 (gen/cores.py MEMORY:
+64 KiB / 1 MiB, 64-byte lines), once with QEMU reporting an N2's MIDR_EL1 (the ooo class,
+bench.profile.qemu_cpu) and once with max's own (dispatch sees an unknown core: the generic
+blocks, sized for the smallest modeled L2, the A55's 128 KiB).
+
+Bytes to and from memory beyond L2, derived by hand: A, B and C are 1 MiB each (512 x 512
+fp32), the packed B 1 MiB. Compulsory: read A and B, read the packed B's and C's lines for
+ownership (write-allocate) and write both back at most once: 6 MiB. Beyond that, with K = 512
+run whole, every M block of h rows streams the whole packed B from memory again (B does not
+fit next to the A block in a 1 MiB L2): ceil(512 / h) passes. Blocks sized for the 128 KiB L2
+(48 rows, 11 passes) cost 6 + 11 = 17 MiB, above what a core's DRAM share lets an N2 stream in
+the GEMM's compute time; blocks of the ooo class (an A block of a quarter of that class's
+smallest L2, A710's 512 KiB: 128 KiB = 64 rows at least, at most 8 passes) must stay within
+6 + 8 = 14 MiB, and well under the generic blocks' figure."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from bench import symbols as sym
+from bench.profile import classify, memory_profile, qemu_cpu
+from bench.tbcount import build_plugin, run_profiled
+from bench.workloads import PATHS, Workload, build_program
+from cross import ROOT
+from gen.cores import MEMORY
+
+MIB = 1 << 20
+N2 = "neoverse-n2"
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    d = tmp_path_factory.mktemp("blocks_dram")
+    gen = d / "gen"
+    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v86", "--out", str(gen)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    return build_program(gen, d / "workloads"), build_plugin(d / "plugin"), d
+
+
+def dram_bytes(program, plugin, work_dir, cls: str) -> int:
+    """(L2 misses + L2 write-backs) x 64 bytes of the measured GEMM on the simulated N2."""
+    binary, table = program, sym.SymbolTable.from_elf(program)
+    workload = Workload("gemm512-f32", "GEMM 512³ f32", "gemm", "f32", (512, 512, 512), "gemm512")
+    [path] = [p for p in PATHS["f32"]]
+    blocks, _ = run_profiled(binary, workload.args(path), plugin, work_dir / f"{cls}.tb",
+                             cpu=qemu_cpu(cls), mark=table.address_of(sym.MARK),
+                             caches={N2: MEMORY[N2]})
+    groups, _ = classify(blocks, table, "ts_")
+    total = memory_profile(blocks, groups, N2)["total"]
+    return (total["l2_misses"] + total["l2_writebacks"]) * MEMORY[N2].l2.line
+
+
+def test_ooo_blocks_keep_fp32_512_cube_near_compulsory_traffic(program):
+    binary, plugin, d = program
+    ooo = dram_bytes(binary, plugin, d, "ooo")
+    generic = dram_bytes(binary, plugin, d, "generic")
+    assert ooo <= 14 * MIB, ooo / MIB
+    # the generic blocks re-read B once per 48-row M block (module comment): ~17 MiB
+    assert generic >= 15 * MIB, generic / MIB
+    assert ooo <= 0.75 * generic, (ooo / MIB, generic / MIB)
