@@ -284,10 +284,16 @@ def test_class_runs_follow_the_build_variants():
         "neoverse-n2": "ooo", "neoverse-v1": "ooo", "cortex-a510": "generic",
         "cortex-a55": "generic", "apple-m1": "generic"}
     assert set(class_runs(cpus, "fmla", variants).values()) == {"generic"}
-    manifest = {"kernels": [dict(role="main", core_class="generic", instruction="bfmmla"),
-                            dict(role="core_class", core_class="ooo", instruction="bfmmla"),
-                            dict(role="core_class", core_class="inorder", instruction="smmla")]}
-    assert variant_instructions(manifest) == {"ooo": {"bfmmla"}, "inorder": {"smmla"}}
+    kernels = [dict(role="core_class", core_class="ooo", instruction="bfmmla"),
+               dict(role="core_class", core_class="inorder", instruction="smmla")]
+    # main kernels add their block variants (CPU=generic builds only): gen.blocking sizes
+    # fp32 8x12 blocks for the ooo class's 64 KiB L1D / 512 KiB L2, bigger than the generic
+    # ones (the A55's 32 KiB / 128 KiB), and the inorder class's are the generic ones
+    main = [dict(role="main", core_class="generic", instruction="fmla_f32", ep=8, hp=12, lp=1)]
+    assert variant_instructions({"kernels": kernels}) == {"ooo": {"bfmmla"}, "inorder": {"smmla"}}
+    assert variant_instructions({"cpu": "generic", "kernels": main + kernels}) == {
+        "ooo": {"bfmmla", "fmla_f32"}, "inorder": {"smmla"}}
+    assert variant_instructions({"cpu": "neoverse-n2", "kernels": main}) == {}
 
 
 def test_each_core_is_modeled_on_its_class_run(built, variant_program, tmp_path):

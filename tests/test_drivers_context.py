@@ -17,7 +17,7 @@ import pytest
 
 from cross import GCC, ROOT, TEST_C, compile_aarch64, run_qemu
 from gen.blocking import block_sizes, cache_sizes, streams_from_l2, whole_k_steps
-from gen.cores import MEMORY
+from gen.cores import CORE_CLASSES, MEMORY
 from gen.drivers import DRIVERS
 from gen.epilogue import EPILOGUE_VARIANTS
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
@@ -51,47 +51,81 @@ def test_context_threads_workspace_and_blocks(cpu, ctx_harness):
     assert len(re.findall(r"^mask=\d+ cases \d+ runs \d+$", proc.stdout, re.M)) == len(CPUS[cpu])
 
 
+TABLE_ROW = re.compile(r'"(\w+)", \w+,\n.*\n\s+(\w+), (\d+), (\d+), (\d+),\n.*\n\s+\w+, TS_CORE_(\w+),')
+
+
+def table_rows(text: str, key: str) -> list[tuple]:
+    """(symbol, fused kernel or NULL, KC, MC, unsplit K, core class) of every path of a GEMM
+    type's dispatch table, in order."""
+    table = text[text.index(f"paths_{key}[] = {{"):]
+    table = table[:table.index("};")]
+    return [(sym, fused, int(kc), int(mc), int(kw), cls.lower())
+            for sym, fused, kc, mc, kw, cls in TABLE_ROW.findall(table)]
+
+
+def check_fit(cpu: str, p: dict, kc: int, mc: int, kw: int):
+    """The blocks keep a B micro-panel within half of the cores' smallest L1D and an A block
+    within half of their smallest L2; K runs whole beyond KC only where every core streams the
+    micro-panels from L2 at the kernel's peak and the whole-K A block of MC panels plus a B
+    micro-panel fit L2."""
+    l1, l2 = cache_sizes(cpu)
+    elem = TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
+    assert kc * p["lp"] * p["hp"] * elem <= l1 // 2
+    assert mc * p["ep"] * kc * p["lp"] * elem <= l2 // 2 or mc == 1
+    assert kw >= kc
+    if kw > kc:
+        assert streams_from_l2(cpu, p["instruction"], p["ep"], p["hp"], p["lp"])
+        assert (mc * p["ep"] + p["hp"]) * kw * p["lp"] * elem <= l2
+
+
 def test_dispatch_tables_carry_the_cache_blocks(v86):
-    """Every path of the build's table has gen.blocking's (KC, MC, the longest unsplit K) for
-    CPU=generic, and the blocks keep a B micro-panel within half of the smallest L1D and an A
-    block within L2."""
-    text = (v86 / "ts_dispatch.c").read_text()
+    """Every generic path of the build's table has gen.blocking's (KC, MC, the longest unsplit
+    K) for CPU=generic; just before it, a block variant (the same kernel) for each core class
+    whose blocks differ and that has no kernel variant of the instruction, with that class's
+    blocks; a kernel variant has its class's blocks. All keep their blocks within the caches
+    of the cores they run on."""
     l1, l2 = cache_sizes("generic")
     assert l1 == min(m.l1d.size for m in MEMORY.values())
+    text = (v86 / "ts_dispatch.c").read_text()
+    manifest = json.loads((v86 / "manifest.json").read_text())
+    variants = {(k["symbol"], k["core_class"]): k for k in manifest["kernels"]
+                if k["role"] == "core_class"}
+    assert variants     # v86: bfmmla_12x8x4_ooo (tests/test_drivers_variants.py)
+    block_variants = 0
     for key, paths in manifest_paths(v86).items():
-        table = text[text.index(f"paths_{key}[] = {{"):]
-        table = table[:table.index("};")]
+        rows = table_rows(text, key)
         # the fused requantisation is the GEMM type's own (int8 or uint8 C), where generated
         fused = fused_requant_epilogue(BY_KEY[key])
         for p in paths:
-            kc, mc = block_sizes("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
-            kw = whole_k_steps("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
-            row = re.search(re.escape(f'"{p["symbol"]}"')
-                            + r".*?\n.*?\n\s+(\w+), (\d+), (\d+), (\d+),\n", table)
-            assert row and (int(row.group(2)), int(row.group(3)), int(row.group(4))) == (kc, mc, kw), p["symbol"]
+            shape = (p["instruction"], p["ep"], p["hp"], p["lp"])
+            at = rows.index(next(r for r in rows if r[0] == p["symbol"] and r[5] == "generic"))
+            kc, mc = block_sizes("generic", *shape)
+            assert rows[at][2:5] == (kc, mc, whole_k_steps("generic", *shape)), p["symbol"]
             want = f'{p["symbol"]}_{fused}' if fused in EPILOGUE_VARIANTS[p["instruction"]] \
                 else "NULL"
-            assert row.group(1) == want, (key, p["symbol"])
-            elem = TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
-            assert kc * p["lp"] * p["hp"] * elem <= l1 // 2
-            assert mc * p["ep"] * kc * p["lp"] * elem <= l2 // 2 or mc == 1
-            # K whole up to kw: at least KC; beyond KC only where every core streams the
-            # micro-panels from L2 at the kernel's peak, and the whole-K A block of MC panels
-            # plus a B micro-panel fit L2
-            assert kw >= kc
-            if kw > kc:
-                assert streams_from_l2("generic", p["instruction"], p["ep"], p["hp"], p["lp"])
-                assert (mc * p["ep"] + p["hp"]) * kw * p["lp"] * elem <= l2
-    # a core-class variant runs on its class's cores only: its blocks are theirs
-    manifest = json.loads((v86 / "manifest.json").read_text())
-    variants = [k for k in manifest["kernels"] if k["role"] == "core_class"]
-    assert variants     # v86: bfmmla_12x8x4_ooo (tests/test_drivers_variants.py)
-    for k in variants:
-        shape = (k["instruction"], k["ep"], k["hp"], k["lp"])
-        want = (*block_sizes(k["core_class"], *shape), whole_k_steps(k["core_class"], *shape))
-        row = re.search(re.escape(f'"{k["symbol"]}"')
-                        + r".*?\n.*?\n\s+\w+, (\d+), (\d+), (\d+),\n", text)
-        assert row and tuple(map(int, row.groups())) == want, k["symbol"]
+            assert rows[at][1] == want, (key, p["symbol"])
+            check_fit("generic", p, *rows[at][2:5])
+            # block variants (key qdyn: its own loops, no blocks, none), then kernel variants
+            classes = [] if key == "qdyn" else [
+                c for c in CORE_CLASSES if c not in p["classes"]
+                and (*block_sizes(c, *shape), whole_k_steps(c, *shape)) != rows[at][2:5]]
+            assert ["ooo"] == classes or key == "qdyn" or p["classes"], p["symbol"]
+            before = rows[at - len(classes):at]
+            assert [(r[0], r[5]) for r in before] == [(p["symbol"], c) for c in classes]
+            for r, c in zip(before, classes):
+                assert r[1] == rows[at][1] and r[2:5] == (*block_sizes(c, *shape),
+                                                          whole_k_steps(c, *shape))
+                check_fit(c, p, *r[2:5])
+                block_variants += 1
+        for r in rows:
+            if (r[0], r[5]) in variants:
+                k = variants[r[0], r[5]]
+                shape = (k["instruction"], k["ep"], k["hp"], k["lp"])
+                assert r[2:5] == (*block_sizes(r[5], *shape), whole_k_steps(r[5], *shape)), r
+        # nothing else: the generic paths, their block variants, the kernel variants
+        assert len(rows) == sum(1 + len(p["classes"]) for p in paths) + sum(
+            1 for r in rows if r[5] != "generic" and (r[0], r[5]) not in variants)
+    assert block_variants >= 10
 
 
 def test_k_split_only_where_l2_cannot_stream_the_micro_panels():
