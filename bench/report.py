@@ -451,7 +451,8 @@ def memory_model_text(report) -> str:
                       f"{m.dram_bytes_per_cycle:.2f} B/cycle from DRAM"
                       for c, m in MEMORY.items() if c in _memory_cores(report))
     return ("- **Cache model**: the plugin also simulates each core's L1D and L2 on every load "
-            "and store (set-associative, LRU, 64-byte lines, write-back write-allocate, private "
+            "and store (set-associative, LRU, 64-byte lines, write-back write-allocate with write "
+            "streaming — a line stores write whole right after their miss is not read from memory —, private "
             "per thread, empty at the start of the operation; gen/cores.py MEMORY: " + cores +
             "). Misses are charged to the block that caused them, so they add up per group. "
             "The **roofline bound** per core is the largest of the modeled cycles, the bytes "

@@ -33,10 +33,20 @@ PATTERNS = {
     "one_set_9": (0, 9, 128 * KIB, 10, "ldr x3, [x1]"),          # 9 lines of one set, 10 rounds
     "straddle": (60, 10, 128, 1, "ldr x3, [x1]"),                # 8 bytes across two lines
     "store_256k": (0, 4096, 64, 1, "str x3, [x1]"),              # write 256 KiB once
+    "fill_256k": (0, 32768, 8, 1, "str x3, [x1]"),               # every byte of 256 KiB
+    "half_fill_256k": (0, 16384, 16, 1, "str x3, [x1]"),         # half of each line's bytes
 }
 # name -> the lines loaded, in order, as multiples of 128 KiB (all in one set, see one_set_5)
 SEQUENCES = {
     "lru_order": (0, 1, 2, 3, 0, 4, 0),
+}
+# name -> 8-byte stores, in order, as (64-byte line, byte offset) of consecutive lines:
+# line 0 is written whole only after four newer lines' store misses (the plugin keeps the four
+# most recent pending linefills), line 4 right after its own
+WS_LINES = [(line, 0) for line in range(5)]
+STORE_SEQUENCES = {
+    "fill_late": tuple(WS_LINES + [(0, off) for off in range(8, 64, 8)]
+                       + [(4, off) for off in range(8, 64, 8)]),
 }
 # Hand-derived (L1D misses, L2 misses, L1D write-backs, L2 write-backs) per core, caches
 # empty at the start, true LRU:
@@ -57,6 +67,9 @@ EXPECTED = {
     "one_set_9": {"tiny": (90, 90, 0, 0), "neoverse-n2": (90, 90, 0, 0)},
     # each load covers bytes 60..67 of a 128-byte pair of lines: two lines per load
     "straddle": {"tiny": (20, 20, 0, 0), "neoverse-n2": (20, 20, 0, 0)},
+    # 5 store misses; line 0's linefill was displaced before its last byte came (needed: read
+    # from memory), line 4's was not (write streaming: nothing read)
+    "fill_late": {"tiny": (5, 4, 0, 0), "neoverse-n2": (5, 4, 0, 0)},
     # 4 cold misses; line 0 hits and becomes most recent, so line 4 evicts line 1 (FIFO would
     # evict line 0: 6 misses) and the last load of line 0 hits: 5 misses in L1D, 5 in L2
     "lru_order": {"tiny": (5, 5, 0, 0), "neoverse-n2": (5, 5, 0, 0)},
@@ -66,13 +79,20 @@ EXPECTED = {
     # holds its last 8 lines and every eviction after the first 8 of a set is dirty:
     # 64 sets x (64 - 8). N2's L2 holds all 4096 lines: nothing goes to memory.
     "store_256k": {"tiny": (4096, 4096, 4032, 64 * 56), "neoverse-n2": (4096, 4096, 3072, 0)},
+    # write streaming: each line is written whole (8 stores) right after the store that missed,
+    # so its linefill read nothing from memory: no L2 miss counts; the lines still go through
+    # both levels as in store_256k, so the write-backs are the same
+    "fill_256k": {"tiny": (4096, 0, 4032, 64 * 56), "neoverse-n2": (4096, 0, 3072, 0)},
+    # 32 of each line's 64 bytes written: every linefill was needed, as in store_256k
+    "half_fill_256k": {"tiny": (4096, 4096, 4032, 64 * 56),
+                       "neoverse-n2": (4096, 4096, 3072, 0)},
 }
 
 
 def pattern_source() -> str:
     """_start: bench_mark, then the pattern chosen by argc (1 = the first), then exit.
     Between the mark and the exit only the pattern touches memory."""
-    names = [*PATTERNS, *SEQUENCES]
+    names = [*PATTERNS, *SEQUENCES, *STORE_SEQUENCES]
     lines = ["    .text", "    .global _start", "    .type _start, %function", "_start:",
              "    ldr x19, [sp]", "    bl bench_mark"]
     for i, name in enumerate(names, start=1):
@@ -91,6 +111,11 @@ def pattern_source() -> str:
                   "    add x0, x0, :lo12:buf"]
         for k in sequence:      # 128 KiB = 0x20 << 12
             lines += [f"    add x1, x0, #{0x20 * k}, lsl #12", "    ldr x3, [x1]"]
+        lines += ["    ret", f"    .size {name}, .-{name}"]
+    for name, stores in STORE_SEQUENCES.items():
+        lines += [f"    .type {name}, %function", f"{name}:", "    adrp x0, buf",
+                  "    add x0, x0, :lo12:buf"]
+        lines += [f"    str x3, [x0, #{64 * line + offset}]" for line, offset in stores]
         lines += ["    ret", f"    .size {name}, .-{name}"]
     lines += ["    .bss", "    .balign 4096", "buf:", f"    .skip {2 * 1024 * KIB}"]
     return "\n".join(lines) + "\n"
@@ -118,10 +143,10 @@ def totals(blocks, core):
     return tuple(out)
 
 
-@pytest.mark.parametrize("pattern", [*PATTERNS, *SEQUENCES])
+@pytest.mark.parametrize("pattern", [*PATTERNS, *SEQUENCES, *STORE_SEQUENCES])
 def test_misses_match_hand_derived_counts(built, pattern):
     d, program, plugin, mark = built
-    argc = [*PATTERNS, *SEQUENCES].index(pattern) + 1
+    argc = [*PATTERNS, *SEQUENCES, *STORE_SEQUENCES].index(pattern) + 1
     blocks, _ = run_profiled(program, ["x"] * (argc - 1), plugin, d / f"{pattern}.tb", mark=mark,
                              caches=CACHES)
     for core, expected in EXPECTED[pattern].items():
@@ -130,7 +155,7 @@ def test_misses_match_hand_derived_counts(built, pattern):
         offset, count, stride, passes, _ = PATTERNS[pattern]
         accesses = count * passes
     else:
-        accesses = len(SEQUENCES[pattern])
+        accesses = len({**SEQUENCES, **STORE_SEQUENCES}[pattern])
     # the plugin saw every access, all on vCPU 0
     assert sum(a for b in blocks for v, (_, a) in b.vcpus.items()) == accesses
     assert {v for b in blocks for v in b.vcpus} == {0}

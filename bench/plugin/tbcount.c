@@ -16,7 +16,8 @@
  * write-back, write-allocate L1D; an L1D miss reads the line from L2 (allocating it there, an
  * L2 miss reads it from memory); an L1D dirty eviction writes the line into L2 (allocating it
  * without a read; its own dirty victim goes to memory); L2 is neither inclusive nor exclusive
- * of L1D. Each vCPU (each guest thread under qemu-user) has private caches (qemu-user may give
+ * of L1D. Write streaming: the linefill of a line that stores write whole before it is needed
+ * reads nothing from memory (see ws_store). Each vCPU (each guest thread under qemu-user) has private caches (qemu-user may give
  * a new thread the index of one that has exited: their counts then add up). Addresses are
  * guest virtual addresses (qemu-user has no other: qemu_plugin_get_hwaddr gives NULL there).
  * Instruction fetches are not simulated, nor DC ZVA (QEMU writes the block without a memory
@@ -193,9 +194,32 @@ typedef struct {
     uint64_t l1_misses, l2_misses, l1_writebacks, l2_writebacks;
 } miss_counts;
 
+/* Write streaming (Arm Cortex-A76 TRM 100798 A6.2.6 "Write streaming mode"; the Neoverse N2 /
+ * V1, Cortex-A710 / A510 TRMs describe the same mechanism): a store that misses L1D starts a
+ * linefill, but when the core has stores pending to the whole line while it waits for the
+ * linefill (memset, memcpy, a packer writing its panels in order), the L1 switches to write
+ * streaming and such lines go out to L2 without being read from memory. Modeled per line: the
+ * WS_PENDING most recent lines whose L1D miss a store caused are kept with the bytes stores
+ * have written to them since; a line written whole before a load reads it and before
+ * WS_PENDING newer store misses displace it needed no linefill, so the read from memory its
+ * L2 miss stood for is taken back from the block that was charged (the line itself stays
+ * allocated: it was written to L2 and L1D, and its write-back still counts). A line stores
+ * leave partly unwritten (a GEMM kernel's C tile rows, 48 of 64 bytes, their neighbours written
+ * by a later call) keeps its linefill. Caches with lines over 64 bytes: not modeled. */
+#define WS_PENDING 4
+
+typedef struct {
+    uint64_t line;               /* NO_LINE: a free entry */
+    uint64_t written;            /* one bit per byte of the line written since the miss */
+    size_t block_id;             /* the block its misses were charged to */
+    bool l2_missed;              /* the miss read the line from memory */
+} pending_fill;
+
 /* Everything one vCPU owns: only its own thread writes it (the mark excepted). */
 typedef struct {
     cache_level l1[MAX_CACHES], l2[MAX_CACHES];
+    pending_fill pending[MAX_CACHES][WS_PENDING];
+    unsigned pending_next[MAX_CACHES];   /* the entry the next store miss replaces (FIFO) */
     uint64_t last_line;          /* smallest-line number of the last access, or NO_LINE */
     bool last_dirty;             /* that line is dirty in every L1D */
     size_t capacity;             /* block ids the arrays below hold */
@@ -254,20 +278,77 @@ static bool level_access(cache_level *lv, uint64_t line, bool write, uint64_t *d
     return false;
 }
 
-/* One line's access on one simulated core (L1D, then L2 on a miss), counted in *m. */
-static void hierarchy_access(vcpu_state *v, unsigned c, uint64_t line, bool store, miss_counts *m)
+/* One line's access on one simulated core (L1D, then L2 on a miss), counted in *m: true on an
+ * L1D hit; *l2_missed tells whether a miss also missed L2. */
+static bool hierarchy_access(vcpu_state *v, unsigned c, uint64_t line, bool store, miss_counts *m,
+                             bool *l2_missed)
 {
     uint64_t l1_victim, l2_victim;
-    if (level_access(&v->l1[c], line, store, &l1_victim)) return;
+    *l2_missed = false;
+    if (level_access(&v->l1[c], line, store, &l1_victim)) return true;
     m->l1_misses++;
     if (!level_access(&v->l2[c], line, false, &l2_victim)) {
         m->l2_misses++;
+        *l2_missed = true;
         if (l2_victim != NO_LINE) m->l2_writebacks++;
     }
     if (l1_victim != NO_LINE) {
         m->l1_writebacks++;
         if (!level_access(&v->l2[c], l1_victim, true, &l2_victim) && l2_victim != NO_LINE)
             m->l2_writebacks++;
+    }
+    return false;
+}
+
+/* Bits lo..hi (0 <= lo <= hi < 64) set. */
+static uint64_t byte_bits(unsigned lo, unsigned hi)
+{
+    uint64_t upto = hi == 63 ? ~0ull : (1ull << (hi + 1)) - 1;
+    return upto & ~((1ull << lo) - 1);
+}
+
+/* The pending fill of `line` on cache c, or NULL. */
+static pending_fill *ws_find(vcpu_state *v, unsigned c, uint64_t line)
+{
+    for (unsigned i = 0; i < WS_PENDING; i++)
+        if (v->pending[c][i].line == line) return &v->pending[c][i];
+    return NULL;
+}
+
+/* A load of `line` on cache c: a pending fill of it was needed (it keeps its counts). */
+static void ws_load(vcpu_state *v, unsigned c, uint64_t line)
+{
+    pending_fill *p = ws_find(v, c, line);
+    if (p) p->line = NO_LINE;
+}
+
+/* A store to bytes lo..hi of `line` on cache c (l1_hit: the access hit L1D; l2_missed: its miss
+ * read the line from memory): a miss opens a pending fill, replacing the oldest; a line whose
+ * bytes are all written ends its fill with the read from memory taken back (write streaming,
+ * see pending_fill). The caller has reserved block_id's counters. */
+static void ws_store(vcpu_state *v, unsigned c, uint64_t line, unsigned lo, unsigned hi,
+                     bool l1_hit, bool l2_missed, size_t block_id)
+{
+    if (caches[c].line_bytes > 64) return;      /* one bit per byte: lines up to 64 bytes */
+    const uint64_t full = caches[c].line_bytes == 64 ? ~0ull : (1ull << caches[c].line_bytes) - 1;
+    pending_fill *p = ws_find(v, c, line);
+    if (!p) {
+        if (l1_hit) return;
+        p = &v->pending[c][v->pending_next[c]];
+        v->pending_next[c] = (v->pending_next[c] + 1) % WS_PENDING;
+        *p = (pending_fill){ line, 0, block_id, l2_missed };
+    }
+    p->written |= byte_bits(lo, hi);
+    if ((p->written & full) != full) return;
+    if (p->l2_missed) v->misses[p->block_id * n_caches + c].l2_misses--;
+    p->line = NO_LINE;
+}
+
+static void ws_clear(vcpu_state *v)
+{
+    for (unsigned c = 0; c < n_caches; c++) {
+        for (unsigned i = 0; i < WS_PENDING; i++) v->pending[c][i].line = NO_LINE;
+        v->pending_next[c] = 0;
     }
 }
 
@@ -280,6 +361,7 @@ static vcpu_state *vcpu_new(void)
         level_init(&v->l2[c], caches[c].l2_bytes, caches[c].l2_ways, caches[c].line_bytes);
     }
     v->last_line = NO_LINE;
+    ws_clear(v);
     return v;
 }
 
@@ -330,6 +412,7 @@ static void vcpu_reset(vcpu_state *v)
         level_flush(&v->l2[c]);
     }
     v->last_line = NO_LINE;
+    ws_clear(v);
 }
 
 /* ---- Callbacks ------------------------------------------------------------------------ */
@@ -359,14 +442,27 @@ static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t
     v->accesses[b->id]++;
     uint64_t small_line = vaddr >> min_line_shift;
     /* Same (smallest) line as this vCPU's previous access: it is every L1D's most recently
-     * used line already, so nothing changes unless a store must first mark it dirty. */
-    if (small_line == v->last_line && last_byte >> min_line_shift == small_line
-        && (!store || v->last_dirty))
-        return;
+     * used line already, so nothing changes unless a store must first mark it dirty (only the
+     * line's pending fill, if any, sees the access). */
+    bool same = small_line == v->last_line && last_byte >> min_line_shift == small_line
+                && (!store || v->last_dirty);
     miss_counts *m = v->misses + b->id * n_caches;
-    for (unsigned c = 0; c < n_caches; c++)
-        for (uint64_t line = vaddr >> line_shift[c]; line <= last_byte >> line_shift[c]; line++)
-            hierarchy_access(v, c, line, store, &m[c]);
+    for (unsigned c = 0; c < n_caches; c++) {
+        const uint64_t offset_mask = caches[c].line_bytes - 1;
+        for (uint64_t line = vaddr >> line_shift[c]; line <= last_byte >> line_shift[c]; line++) {
+            bool l1_hit = true, l2_missed = false;
+            if (!same) l1_hit = hierarchy_access(v, c, line, store, &m[c], &l2_missed);
+            if (!store) {
+                ws_load(v, c, line);
+                continue;
+            }
+            unsigned lo = line == vaddr >> line_shift[c] ? (unsigned)(vaddr & offset_mask) : 0;
+            unsigned hi = line == last_byte >> line_shift[c] ? (unsigned)(last_byte & offset_mask)
+                                                             : (unsigned)offset_mask;
+            ws_store(v, c, line, lo, hi, l1_hit, l2_missed, b->id);
+        }
+    }
+    if (same) return;
     /* the line is now most recently used everywhere; dirty for sure only after a store */
     v->last_line = last_byte >> min_line_shift == small_line ? small_line : NO_LINE;
     v->last_dirty = store;
