@@ -1548,35 +1548,55 @@ int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out)
 
 /* sums[n] = sum over k of B(k, n); int8 sums fit int32 for any K below 2^24. */
 #if TS_HAVE_NEON
-/* Rows per int16 partial sum: 256 int8 values sum to -32768 .. 32512, inside int16. */
-#define TS_SUM_ROWS_S16 256
+/* Rows per pass of column_sums_s8 over a row-major B (n_stride 1). A pass reads each of its
+ * rows' 64-byte lines once per 16-column group, four times, so its rows must stay cached in
+ * between: 32 lines of a column fit an 8-way L2 at any row stride up to 16 KiB (8 sets x 8
+ * ways); one pass over all K rows (K = 4096 at a 4 KiB stride: 4096 lines in 32 sets) read
+ * every line from memory four times. At most 256 rows: 256 int8 values sum to -32768 .. 32512,
+ * inside the int16 partial sums. */
+#define TS_SUM_PASS_ROWS 32
 
-/* 16 columns of row-major B (n_stride 1): rows added pairwise (SADDL) into int16 partial sums
- * over blocks of TS_SUM_ROWS_S16 rows, each block widened into the int32 sums. */
-static void column_sums_s8_x16(int32_t *sums, const int8_t *B, size_t K, size_t k_stride)
+/* sums[0..15] (+)= the sums of 16 adjacent columns over `rows` <= TS_SUM_PASS_ROWS rows (store
+ * when `first`, else add): int16 partial sums (SADDL of two rows, then ADD), widened once. */
+static void column_sums_s8_x16(int32_t *sums, const int8_t *B, size_t rows, size_t k_stride,
+                               int first)
 {
-    int32x4_t s[4] = { vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0) };
-    for (size_t k0 = 0; k0 < K; k0 += TS_SUM_ROWS_S16) {
-        const size_t k_end = K - k0 < TS_SUM_ROWS_S16 ? K : k0 + TS_SUM_ROWS_S16;
-        int16x8_t lo = vdupq_n_s16(0), hi = vdupq_n_s16(0);
-        size_t k = k0;
-        for (; k + 2 <= k_end; k += 2) {
-            const int8x16_t a = vld1q_s8(B + k * k_stride), b = vld1q_s8(B + (k + 1) * k_stride);
-            lo = vaddq_s16(lo, vaddl_s8(vget_low_s8(a), vget_low_s8(b)));
-            hi = vaddq_s16(hi, vaddl_high_s8(a, b));
-        }
-        if (k < k_end) {
-            const int8x16_t a = vld1q_s8(B + k * k_stride);
-            lo = vaddw_s8(lo, vget_low_s8(a));
-            hi = vaddw_high_s8(hi, a);
-        }
-        s[0] = vaddw_s16(s[0], vget_low_s16(lo));
-        s[1] = vaddw_high_s16(s[1], lo);
-        s[2] = vaddw_s16(s[2], vget_low_s16(hi));
-        s[3] = vaddw_high_s16(s[3], hi);
+    int16x8_t lo = vdupq_n_s16(0), hi = vdupq_n_s16(0);
+    size_t k = 0;
+    for (; k + 2 <= rows; k += 2) {
+        const int8x16_t a = vld1q_s8(B + k * k_stride), b = vld1q_s8(B + (k + 1) * k_stride);
+        lo = vaddq_s16(lo, vaddl_s8(vget_low_s8(a), vget_low_s8(b)));
+        hi = vaddq_s16(hi, vaddl_high_s8(a, b));
     }
+    if (k < rows) {
+        const int8x16_t a = vld1q_s8(B + k * k_stride);
+        lo = vaddw_s8(lo, vget_low_s8(a));
+        hi = vaddw_high_s8(hi, a);
+    }
+    int32x4_t s[4] = { vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0) };
+    if (!first)
+        for (size_t i = 0; i < 4; ++i)
+            s[i] = vld1q_s32(sums + 4 * i);
+    s[0] = vaddw_s16(s[0], vget_low_s16(lo));
+    s[1] = vaddw_high_s16(s[1], lo);
+    s[2] = vaddw_s16(s[2], vget_low_s16(hi));
+    s[3] = vaddw_high_s16(s[3], hi);
     for (size_t i = 0; i < 4; ++i)
         vst1q_s32(sums + 4 * i, s[i]);
+}
+
+/* Columns 0 .. n16-1 (a multiple of 16) of a row-major B: passes of TS_SUM_PASS_ROWS rows,
+ * each over every 16-column group (exact int32 sums, so the order does not matter). */
+static void column_sums_s8_rows(int32_t *sums, const int8_t *B, size_t K, size_t n16,
+                                size_t k_stride)
+{
+    size_t k0 = 0;
+    do {
+        const size_t rows = K - k0 < TS_SUM_PASS_ROWS ? K - k0 : TS_SUM_PASS_ROWS;
+        for (size_t n = 0; n < n16; n += 16)
+            column_sums_s8_x16(sums + n, B + k0 * k_stride + n, rows, k_stride, k0 == 0);
+        k0 += rows;
+    } while (k0 < K);
 }
 
 /* One column of K contiguous values (n_stride K, k_stride 1: an OHWI filter): pairwise
@@ -1599,9 +1619,10 @@ static void column_sums_s8(int32_t *sums, const int8_t *B, size_t K, size_t N, s
 {
     size_t n = 0;
 #if TS_HAVE_NEON
-    if (n_stride == 1)
-        for (; n + 16 <= N; n += 16)
-            column_sums_s8_x16(sums + n, B + n, K, k_stride);
+    if (n_stride == 1 && N >= 16) {
+        n = N - N % 16;
+        column_sums_s8_rows(sums, B, K, n, k_stride);
+    }
     if (k_stride == 1) {
         for (; n < N; ++n)
             sums[n] = column_sum_s8_contiguous(B + n * n_stride, K);
