@@ -22,8 +22,8 @@ A profile is a plain dict (it goes into report.json as is):
                       kernel symbol that ran most on that run), "checksum"}}
 
 Per-core kernel variants (README "Per-core kernel variants"): dispatch picks a core class's
-variant (a kernel, or the generic kernel with the class's cache blocks) from MIDR_EL1, so each core is modeled on a run whose QEMU CPU reports a MIDR of its
-class (qemu_cpu). A (workload, path) runs once per class that has a variant of the path's
+variant (a kernel, or the generic kernel with the class's cache blocks) from MIDR_EL1, so each
+core is modeled on a run whose QEMU CPU reports a MIDR of its class (qemu_cpu). A (workload, path) runs once per class that has a variant of the path's
 instruction (class_runs) and once as "generic" for the cores whose class has none; each core's
 cycles, memory and threads come from its own run, the instructions and kernels from the first
 run (generic when any core uses it).
@@ -44,7 +44,7 @@ from gen.qdyn4_rl import FAMILIES as QDYN4_FAMILIES
 from . import symbols as sym
 from .mca import CycleModel
 from .tbcount import Block, ProfileError, run_profiled
-from .workloads import DispatchPath, Workload
+from .workloads import QDYN_FORMATS, DispatchPath, Workload
 
 QEMU_CPU = "max,sve=off"   # -cpu max (dotprod, i8mm, bf16) without SVE: glibc then takes its
                            # NEON string routines, which every modeled core (A55 too) can run
@@ -60,18 +60,29 @@ def qemu_cpu(cls: str) -> str:
 
 
 def variant_instructions(manifest: dict) -> dict:
-    """{core class: gen.isa keys of the instructions the build has that class's variant of}:
-    kernel variants (manifest kernels of role "core_class") and, in a CPU=generic build, block
-    variants (the main kernel with the class's cache blocks, gen.blocking
-    block_variant_classes; gen/drivers.py with_blocks)."""
+    """{core class: {gen.isa key: "kernel" or "blocks"}}: the instructions the build has that
+    class's variant of — a kernel variant (manifest kernels of role "core_class") or, in a
+    CPU=generic build, a block variant (the main kernel with the class's cache blocks,
+    gen.blocking block_variant_classes; gen/drivers.py with_blocks)."""
     out = {}
+    generic = manifest.get("cpu", GENERIC) == GENERIC
     for k in manifest.get("kernels", ()):
         if k.get("role") == "core_class":
-            out.setdefault(k["core_class"], set()).add(k["instruction"])
-        elif k.get("role", "main") == "main" and manifest.get("cpu", GENERIC) == GENERIC:
+            out.setdefault(k["core_class"], {})[k["instruction"]] = "kernel"
+        elif k.get("role", "main") == "main" and generic:
             for cls in block_variant_classes(k["instruction"], k["ep"], k["hp"], k["lp"]):
-                out.setdefault(cls, set()).add(k["instruction"])
+                out.setdefault(cls, {}).setdefault(k["instruction"], "blocks")
     return out
+
+
+def workload_variants(w: Workload, variants: dict) -> dict:
+    """The variants (variant_instructions) that change what workload w runs: the qdyn GEMMs
+    (bench dtypes QDYN_FORMATS) run their own loops, without cache blocks (ts_qdyn*.c), so only
+    kernel variants."""
+    if w.dtype not in QDYN_FORMATS:
+        return variants
+    return {cls: {i: v for i, v in insts.items() if v == "kernel"}
+            for cls, insts in variants.items()}
 
 
 def class_runs(cpus, instruction: str, variants: dict) -> dict:
@@ -314,7 +325,8 @@ def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix
     table = sym.SymbolTable.from_elf(program)
     mark = table.address_of(sym.MARK) if any(s.name == sym.MARK for s in table.symbols) else None
     work_dir.mkdir(parents=True, exist_ok=True)
-    own = [class_runs(cpus, p.instruction, variants or {}) for _, p in runs]
+    own = [class_runs(cpus, p.instruction, workload_variants(w, variants or {}))
+           for w, p in runs]
     # each class's run simulates the caches of the cores it models only
     jobs_list = [(i, cls, {c: m for c, m in (caches or {}).items() if own[i].get(c) == cls})
                  for i in sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first

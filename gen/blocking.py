@@ -11,8 +11,8 @@ L2. NC (the B block held in L3) is the task's whole column range: no L3 is model
 For CPU=generic the smallest L1D and L2 of the modeled cores are used (blocks sized for the
 smallest cache still fit the larger ones). Fitting is not enough beyond L2, though: the B block
 (KC x N) is re-read from memory once per M block, so an M block sized for the A55's 128 KB L2
-(48 fp32 rows) makes an N2 / V1 (1 MB L2) read B eleven times at 512^3 where four A-block
-heights of its own L2 would need two or three. So a CPU=generic build also carries, for each
+(48 fp32 rows) makes an N2 / V1 (1 MB L2) read B eleven times at 512^3 where an A block of
+half its own L2 would need two passes. So a CPU=generic build also carries, for each
 core class whose blocks (`class_blocks`) differ from the generic ones, a block variant of the
 path (`block_variant_classes`: the same kernel, that class's KC / MC / unsplit K), chosen at run
 time like a kernel variant (gen/drivers.py with_blocks, ts_cpu.c).

@@ -9,7 +9,7 @@ from bench import symbols as sym
 from bench.mca import CycleModel
 from bench.profile import (QEMU_CPU, class_runs, classify, fallthrough_runs,
                            instruction_profile, profile_all, qemu_cpu, run_codes, run_cycles,
-                           variant_instructions)
+                           variant_instructions, workload_variants)
 from bench.report import build_report, render_markdown
 from bench.tbcount import Block, ProfileError, build_plugin, parse_profile, run_profiled
 from bench.workloads import DispatchPath, Workload
@@ -290,10 +290,20 @@ def test_class_runs_follow_the_build_variants():
     # fp32 8x12 blocks for the ooo class's 64 KiB L1D / 512 KiB L2, bigger than the generic
     # ones (the A55's 32 KiB / 128 KiB), and the inorder class's are the generic ones
     main = [dict(role="main", core_class="generic", instruction="fmla_f32", ep=8, hp=12, lp=1)]
-    assert variant_instructions({"kernels": kernels}) == {"ooo": {"bfmmla"}, "inorder": {"smmla"}}
-    assert variant_instructions({"cpu": "generic", "kernels": main + kernels}) == {
-        "ooo": {"bfmmla", "fmla_f32"}, "inorder": {"smmla"}}
+    assert variant_instructions({"kernels": kernels}) == {"ooo": {"bfmmla": "kernel"},
+                                                          "inorder": {"smmla": "kernel"}}
+    variants = variant_instructions({"cpu": "generic", "kernels": main + kernels})
+    assert variants == {"ooo": {"bfmmla": "kernel", "fmla_f32": "blocks"},
+                        "inorder": {"smmla": "kernel"}}
     assert variant_instructions({"cpu": "neoverse-n2", "kernels": main}) == {}
+    # the qdyn GEMMs have no cache blocks: kernel variants only
+    gemm = Workload("toy", "toy", "gemm", "f32", (8, 8, 8), "toy")
+    qdyn = Workload("toy", "toy", "gemm", "qdyn4", (8, 8, 8), "toy")
+    assert workload_variants(gemm, variants) == variants
+    assert workload_variants(qdyn, variants) == {"ooo": {"bfmmla": "kernel"},
+                                                 "inorder": {"smmla": "kernel"}}
+    assert set(class_runs(cpus, "fmla_f32", workload_variants(qdyn, variants)).values()) \
+        == {"generic"}
 
 
 def test_each_core_is_modeled_on_its_class_run(built, variant_program, tmp_path):
