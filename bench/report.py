@@ -548,7 +548,8 @@ def render_markdown(report, charts: dict) -> str:
             "## Per-core kernel variants",
             "",
             "Each core is modeled on the run of the kernel dispatch picks on it: where the build "
-            "has a variant of the path's instruction for the core's class, that workload also "
+            "has a variant of the path's instruction for the core's class (a kernel of its "
+            "own, or the generic kernel with the class's cache blocks), that workload also "
             "runs under `qemu-aarch64` with "
             + ", ".join(f"`-cpu {q}` ({c})" for c, q in meta.get("class_qemu_cpu", {}).items())
             + " (QEMU reports the MIDR_EL1 of a core of that class, gen/cores.py CLASS_MIDR) and "
