@@ -72,8 +72,11 @@ static inline uint16_t half_bits(float f)
 
 /* Error bounds of the fp16 GEMMs (tilesmith.h; Higham, Accuracy and Stability, 2nd ed., 3.1),
  * over S = sum_k |a*b| (products of fp16 values: exact in double and in fp32):
- *  fp16 accumulation (fmla .8h): K fused multiply-adds rounded to fp16: gamma_K(u16) * S,
- *     u16 = 2^-11, plus K * 2^-25 where a rounding underflows (half the fp16 subnormal step);
+ *  fp16 accumulation (fmla .8h): K fused multiply-adds rounded to fp16: ((1 + u16)^K - 1) * S,
+ *     u16 = 2^-11 (each product carries at most K relative roundings; gamma_K(u16), which
+ *     bounds this for K u16 < 1, is negative beyond: K >= 2048 runs on the out-of-order
+ *     cores' K blocks), plus K * 2^-25 where a rounding underflows (half the fp16 subnormal
+ *     step);
  *  fp32 accumulation (fmlal, or fmla fp32 on the exact conversions): gamma_K(2^-24) * S plus
  *     K * 2^-150; for fp16 output one more rounding: u16 * |ref + that| + 2^-25.
  * gamma_n = n u / (1 - n u). */
@@ -81,7 +84,7 @@ static inline double gamma_n(size_t n, double u) { return (double)n * u / (1 - (
 static inline double half_bound(int fp16_acc, int f16_out, size_t K, double ref, double abs_sum)
 {
     if (fp16_acc)
-        return gamma_n(K, ldexp(1, -11)) * abs_sum + (double)K * ldexp(1, -25);
+        return expm1((double)K * log1p(ldexp(1, -11))) * abs_sum + (double)K * ldexp(1, -25);
     double e32 = gamma_n(K, ldexp(1, -24)) * abs_sum + (double)K * ldexp(1, -150);
     return f16_out ? e32 + ldexp(1, -11) * (fabs(ref) + e32) + ldexp(1, -25) : e32;
 }
