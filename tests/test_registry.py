@@ -57,19 +57,22 @@ def problems(types, dispatch_text, *, header=HEADER, harnesses=HARNESSES, api=AP
         if table is None:
             out.append(f"{where}: no dispatch table")
         else:
-            rows = re.findall(r"\{ TS_GEMM_(\w+), \"(\w+)\"", table.group(1))
+            rows = re.findall(r"\{ TS_GEMM_(\w+), \"(\w+)\".*?TS_CORE_(\w+),", table.group(1),
+                              re.S)
             insts = [next(i for i in INSTRUCTIONS if f"_{INSTRUCTIONS[i].mnemonic}_" in s
-                          and (i != "fmla_f32" or "_f32_" in s)) for _, s in rows]
-            # an instruction's core-class variants (symbol suffix _<class>) come just before
-            # its generic kernel: one entry per instruction once they are folded
-            generic = [i for (_, sym), i in zip(rows, insts)
-                       if not any(sym.endswith(f"_{c}") for c in CORE_CLASSES)]
+                          and (i != "fmla_f32" or "_f32_" in s)) for _, s, _ in rows]
+            # an instruction's core-class variants (kernel variants, symbol suffix _<class>,
+            # and block variants, the generic symbol) come just before its generic kernel:
+            # one entry per instruction once they are folded
+            assert all(cls.lower() in (*CORE_CLASSES, "generic") for _, _, cls in rows)
+            generic = [i for (_, sym, cls), i in zip(rows, insts) if cls == "GENERIC"
+                       and not any(sym.endswith(f"_{c}") for c in CORE_CLASSES)]
             folded = [i for j, i in enumerate(insts) if j == 0 or insts[j - 1] != i]
             if folded != generic:
                 out.append(f"{where}: class variants not next to their generic kernel: {rows}")
             insts = generic
             want = [p.instruction for p in t.chain if p.instruction in GENERATED["v86"]]
-            if insts != want or any(m != t.macro for m, _ in rows):
+            if insts != want or any(m != t.macro for m, _, _ in rows):
                 out.append(f"{where}: dispatch table {rows} != chain {want}")
         # declared
         if not re.search(rf"#define TS_GEMM_{t.macro}\b", header):
