@@ -157,11 +157,22 @@ def all_workloads() -> list[Workload]:
     return out + large_workloads()
 
 
+# issue 12's table times GEMM 512³ with the weights prepacked; the qdyn formats run it both ways
+# (the in-call workload, without the tag, also counts packing B).
+QDYN_PREPACKED_SHAPES = (*PREPACKED_SHAPES, "gemm512")
+
+
 def qdyn_workloads() -> list[Workload]:
-    """issue 12 deliverable 5: int4 per channel / block 32 on the registry's qdyn shapes, and
-    every format at N = 11008 (weights prepacked; GEMM 512³ also packs them in the call)."""
+    """issue 12 deliverable 5: int4 per channel / block 32 on the registry's qdyn shapes, every
+    format at N = 11008 (weights prepacked), and GEMM 512³ of every format with the weights
+    prepacked (issue 12's table) beside the in-call one (B packed in every call)."""
     base = {name: (title, dims) for name, title, dims in GEMM_SHAPES}
     out = []
+    for fmt in QDYN_FORMATS:
+        title, dims = base["gemm512"]
+        out.append(Workload(f"gemm512-{fmt}{PREPACKED}", f"{title} {DTYPE_LABEL[fmt]}, B prepacked",
+                            "gemm", fmt, dims, "gemm512" + PREPACKED, True,
+                            title + ", B prepacked"))
     for fmt in ("qdyn4", "qdyn4b32"):
         for name in ("gemv", "prefill", "gemm512"):
             title, dims = base[name]

@@ -40,7 +40,9 @@ def test_qdyn_every_path_bit_identical_and_exact(arch, cpu, generated, harness):
 def check_fused_kernels(stdout, folder):
     """Handles run the kernels with the fp32 epilogue inside where the path's instruction has
     one (int4 per channel and int4 scale blocks: smmla, sdot, smlal; int8 per channel: smmla),
-    so the cases test them; otherwise the raw kernels."""
+    so the cases test them; otherwise the path's raw kernel (ts_gemm_kernel's qdyn= field,
+    checked against dispatch by check_dispatch_lines). ts_gemm_qdyn_kernel names the kernel per
+    handle and M: the per-channel int4 decode kernel for M <= 4 where the path has one."""
     import json
     from gen.registry import qdyn_kind
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -50,9 +52,11 @@ def check_fused_kernels(stdout, folder):
         if not line.startswith("mask="):
             continue
         fields = dict(item.split("=") for item in line.split())
-        inst = next(i for i in ("smmla", "sdot", "smlal") if f"_{i}_" in fields["qdyn"])
-        for label, kind in (("qdyn_s8", 3), ("qdyn_s4", 0), ("qdyn_s4pc", 1)):
-            want = kinds.get((inst, kind), "raw")
+        raw = fields["qdyn"]
+        inst = next(i for i in ("smmla", "sdot", "smlal") if f"_{i}_" in raw)
+        for label, kind in (("qdyn_s8", 3), ("qdyn_s4", 0), ("qdyn_s4pc", 1), ("qdyn_s8_m1", 3),
+                            ("qdyn_s4_m1", 0), ("qdyn_s4pc_m4", 2)):
+            want = kinds.get((inst, kind), kinds.get((inst, 1), raw) if kind == 2 else raw)
             assert fields[label] == want, f"{line}: {label} {fields[label]} != {want}"
 
 

@@ -329,6 +329,14 @@ void ts_packed_a_free(ts_packed_a *a);   /* NULL is a no-op */
 int ts_gemm_qdyn_f32_packed_a(const ts_context *ctx, const ts_packed_a *A,
                               const ts_packed_b *B, const float *bias, float cmin, float cmax,
                               float *C, size_t ldc);
+/* Symbol of the kernel ts_gemm_qdyn_f32(ctx, M, ..., B, ...) (or _packed_a with M rows) runs
+ * now: the handle's kernel with the fp32 epilogue inside (ts_packed_kernel), or for M <= 4 on
+ * an int4 per-channel handle the path's decode kernel when it has one; for a handle without
+ * such a kernel (int8 weights and int4 scale blocks on the dotprod / Armv8.0 paths, a block
+ * beyond the kernels' bound) the path's raw int8 kernel, the epilogue in C. NULL for a NULL or
+ * non-qdyn handle, for M = 0, and where the call would return TS_EINVAL for the handle (packed
+ * for a path whose layout ctx's choice does not read). */
+const char *ts_gemm_qdyn_kernel(const ts_context *ctx, const ts_packed_b *B, size_t M);
 /* Weight quantisers (fp32 N x K, row stride ldw; finite values, else TS_EINVAL):
  *   qs8: per row n, amax = max_k |W|, scale = amax / 127 (amax = 0: 1),
  *        q = clamp(rint(W / scale), -127, 127); q rows of K bytes, scales N.
@@ -465,12 +473,15 @@ const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type);
 #define TS_GEMM_F16  6   /* gemm_f16 (fp16 accumulation) */
 #define TS_GEMM_F16F32 7 /* gemm_f16f32 (fp16 inputs, fp32 accumulation) */
 /* symbol of the (GEMM tile) kernel the next call of that GEMM type uses, M <= max_m
- * excepted (its GEMV kernel, above); NULL for an unknown type */
+ * excepted (its GEMV kernel, above); NULL for an unknown type. TS_GEMM_QDYN: the raw int8
+ * kernel of the path qdyn handles are packed for now, which names the path; what a qdyn call
+ * runs depends on the handle and M: ts_gemm_qdyn_kernel */
 const char *ts_gemm_kernel(int gemm_type);
 /* symbol of the kernel a call of that type with M rows of A and N columns of B runs now:
  * the GEMV / small-M kernel or the GEMM tile's (see "GEMV and small M" above) */
 const char *ts_gemm_kernel_mn(int gemm_type, size_t M, size_t N);
-/* symbol of the kernel a handle was packed for; NULL for NULL */
+/* symbol of the kernel a handle was packed for (a qdyn handle: the kernel with the fp32
+ * epilogue inside it runs for M > 4, see ts_gemm_qdyn_kernel); NULL for NULL */
 const char *ts_packed_kernel(const ts_packed_b *b);
 /* symbol of the GEMV / small-M kernel whose layout the handle also holds; NULL for NULL or
  * when it holds none */

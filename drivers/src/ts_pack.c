@@ -1772,7 +1772,11 @@ void ts_packed_free(ts_packed_b *b)
 
 const char *ts_packed_kernel(const ts_packed_b *b)
 {
-    return b != NULL ? b->path->symbol : NULL;
+    if (b == NULL)
+        return NULL;
+    /* a qdyn handle of a kernel with the fp32 epilogue inside: that kernel (its M > 4 one,
+     * ts_gemm_qdyn_kernel: per M), not the raw int8 kernel of its path */
+    return b->qdyn != NULL ? b->qdyn->symbol : b->path->symbol;
 }
 
 const char *ts_packed_gemv_kernel(const ts_packed_b *b)

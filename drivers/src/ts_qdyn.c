@@ -993,6 +993,15 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     return TS_OK;
 }
 
+const char *ts_gemm_qdyn_kernel(const ts_context *ctx, const ts_packed_b *B, size_t M)
+{
+    /* qdyn_gemm's choice: NULL where it returns TS_EINVAL for the handle; no kernel for M 0 */
+    if (B == NULL || B->path->gemm_type != TS_GEMM_QDYN || !ts_same_b_layout(B->path, qdyn_path(ctx))
+        || M == 0)
+        return NULL;
+    return B->qdyn != NULL ? fused_kernel(B, M)->symbol : B->path->symbol;
+}
+
 int ts_gemm_qdyn_f32(const ts_context *ctx, size_t M, const float *A, size_t lda,
                      const ts_packed_b *B, const float *bias, float cmin, float cmax,
                      float *C, size_t ldc)

@@ -190,8 +190,13 @@ static void run_case(int bits, size_t bl, size_t M, size_t N, size_t K, int with
         rc = bits == 8 ? ts_pack_b_qs8(N, K, (const int8_t *)B, ldb, ws, &pb)
                        : ts_pack_b_qs4(N, K, B, ldb, ws, bl, &pb);
     CHECK(rc == TS_OK, "pack qs%d bl %zu N %zu K %zu rc %d", bits, bl, N, K, rc);
-    CHECK(rc != TS_OK || strcmp(ts_packed_kernel(pb), ts_gemm_kernel(TS_GEMM_QDYN)) == 0,
-          "handle packed for %s", ts_packed_kernel(pb));
+    /* the kernel the call runs (which one: main's dispatch lines, tests/test_drivers_qdyn.py):
+     * the handle's own for M > 4 */
+    CHECK(rc != TS_OK || (ts_gemm_qdyn_kernel(NULL, pb, M) != NULL
+                          && (M <= 4 || strcmp(ts_gemm_qdyn_kernel(NULL, pb, M),
+                                               ts_packed_kernel(pb)) == 0)),
+          "handle packed for %s runs %s at M %zu", ts_packed_kernel(pb),
+          ts_gemm_qdyn_kernel(NULL, pb, M), M);
     if (rc != TS_OK) { free(R); release_all(); return; }
     CHECK(ts_gemm_qdyn_f32(NULL, M, A, lda, pb, bp, cmin, cmax, C, ldc) == TS_OK, "gemm rc");
     ts_packed_a *pa = NULL;
@@ -441,6 +446,20 @@ static void test_bad_inputs(void)
     CHECK(ts_pack_b_qs8(N, K, B8, K - 1, ws, &pb) == TS_EINVAL && pb == sentinel, "ldb < K");
 
     CHECK(ts_pack_b_qs4(N, K, B4, K / 2, ws, 32, &pb) == TS_OK, "pack ok");
+    /* ts_gemm_qdyn_kernel: NULL exactly where the call cannot run the handle */
+    CHECK(ts_gemm_qdyn_kernel(NULL, NULL, 1) == NULL && ts_gemm_qdyn_kernel(NULL, pb, 0) == NULL,
+          "qdyn kernel of nothing");
+    ts_packed_b *f32 = NULL;
+    CHECK(ts_pack_b_f32(1, 1, A, 1, &f32) == TS_OK && ts_gemm_qdyn_kernel(NULL, f32, 1) == NULL,
+          "qdyn kernel of an fp32 handle");
+    ts_packed_free(f32);
+    ts_context *v80 = NULL;
+    CHECK(ts_context_create(&v80) == TS_OK && ts_context_set_feature_mask(v80, 0) == TS_OK,
+          "context");
+    int runs = ts_gemm_qdyn_f32(v80, M, A, K, pb, bias, -1.0f, 1.0f, C, N);
+    CHECK((ts_gemm_qdyn_kernel(v80, pb, M) == NULL) == (runs == TS_EINVAL),
+          "Armv8.0 context: kernel %s, call rc %d", ts_gemm_qdyn_kernel(v80, pb, M), runs);
+    ts_context_free(v80);
     memset(C, 0x5A, M * N * 4);
     A[M * K - 1] = NAN;
     CHECK(ts_gemm_qdyn_f32(NULL, M, A, K, pb, bias, -1.0f, 1.0f, C, N) == TS_EINVAL, "NaN A");
@@ -511,10 +530,12 @@ static void test_k_bounds(void)
     }
 }
 
-/* The fused kernel (the fp32 epilogue inside: ts_packed_b.qdyn) a qs8 (bits 8) or qs4 (bits 4,
- * bl) handle of the current dispatch runs, or "raw" (the raw int8 kernel and the C epilogue):
- * the Python side checks that the i8mm path uses its kernels, so the cases above test them. */
-static const char *fused_kernel_of(int bits, size_t bl)
+/* The kernel a qs8 (bits 8) or qs4 (bits 4, bl) handle of the current dispatch runs at M rows
+ * (ts_gemm_qdyn_kernel): the Python side checks it against the manifest (the fused kernels,
+ * the fp32 epilogue inside, where the path's instruction has them, the decode kernel for small
+ * M, else the raw int8 kernel), so the cases above test them. ts_packed_kernel names the
+ * handle's kernel of M > 4. */
+static const char *fused_kernel_of(int bits, size_t bl, size_t M)
 {
     static unsigned char B[64 * 64];
     static const float ws[64 * 2] = { 1.0f };
@@ -523,9 +544,12 @@ static const char *fused_kernel_of(int bits, size_t bl)
                        : ts_pack_b_qs4(8, 64, B, 32, ws, bl, &pb);
     if (rc != TS_OK)
         return "error";
-    const char *name = pb->qdyn != NULL ? pb->qdyn->symbol : "raw";
+    const char *name = ts_gemm_qdyn_kernel(NULL, pb, M);
+    CHECK(name != NULL && strcmp(ts_gemm_qdyn_kernel(NULL, pb, 5), ts_packed_kernel(pb)) == 0,
+          "qs%d bl %zu: packed for %s, M 5 runs %s", bits, bl, ts_packed_kernel(pb),
+          ts_gemm_qdyn_kernel(NULL, pb, 5));
     ts_packed_free(pb);
-    return name;
+    return name != NULL ? name : "null";
 }
 
 int main(int argc, char **argv)
@@ -537,9 +561,10 @@ int main(int argc, char **argv)
     for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);
         ts_set_feature_mask(mask);
-        printf("mask=%u qdyn=%s qdyn_s8=%s qdyn_s4=%s qdyn_s4pc=%s\n", mask,
-               ts_gemm_kernel(TS_GEMM_QDYN), fused_kernel_of(8, 0), fused_kernel_of(4, 32),
-               fused_kernel_of(4, 0));
+        printf("mask=%u qdyn=%s qdyn_s8=%s qdyn_s4=%s qdyn_s4pc=%s qdyn_s8_m1=%s qdyn_s4_m1=%s "
+               "qdyn_s4pc_m4=%s\n", mask, ts_gemm_kernel(TS_GEMM_QDYN), fused_kernel_of(8, 0, 8),
+               fused_kernel_of(4, 32, 8), fused_kernel_of(4, 0, 8), fused_kernel_of(8, 0, 1),
+               fused_kernel_of(4, 32, 1), fused_kernel_of(4, 0, 4));
         hash = 1469598103934665603ull;
         ts_test_rng = 0x9E3779B97F4A7C15ull;
         int cases = 0;
