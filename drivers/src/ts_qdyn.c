@@ -599,6 +599,8 @@ typedef struct {
     size_t ldc;
     unsigned char *scratch;       /* task t's area at t * task_bytes */
     size_t task_bytes, a_panel_bytes, m_tasks, n_tasks;
+    const float *lohi;            /* from A: each row's range (ts_qdyn_row_ranges), 2 M */
+    int sums;                     /* the kernel reads the rows' sums (is_rl) */
 } qdyn_call;
 
 /* The quantised rows of one strip: per row its scale, zero point and sum_k qa. */
@@ -619,10 +621,12 @@ static int strip_buf_bytes(size_t ep, size_t K, size_t *out)
 
 /* Rows m0..m0+rows-1 of the call into the A panel of `view` (its ep rows, k-steps of its lp
  * elements of its pack_a; `ksteps` of them: zero past K and for rows past `rows`). From A:
- * int8 panels (the i8mm and dotprod paths) are quantised straight into the panel, one pass for
- * the rows' ranges and one that stores (ts_qdyn_quant_pack); another element (the widened
- * smlal panel) goes through quantised row-major rows in buf. From a packed A: its rows copied
- * into the panel (ts_qdyn_pack_s8; ts_pack_panel_as for another element).
+ * int8 panels (the i8mm and dotprod paths) are quantised straight into the panel, with the
+ * rows' ranges of the call's check of A (c->lohi) in one pass that stores
+ * (ts_qdyn_quant_pack_ranged); another element (the widened smlal panel) goes through
+ * quantised row-major rows in buf. The rows' sums only where the kernel reads them (c->sums).
+ * From a packed A: its rows copied into the panel (ts_qdyn_pack_s8; ts_pack_panel_as for
+ * another element).
  * The same bits every way: one function of the same inputs. */
 static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0, size_t rows,
                               size_t ksteps, unsigned char *a_panel, unsigned char *buf)
@@ -638,8 +642,9 @@ static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0
     if (view->pack_a == TS_PACK_S8 && 16 % lp == 0) {
         const ts_qdyn_layout panel = ts_qdyn_panel_layout(ep, lp, ksteps);
         if (c->pa == NULL) {
-            ts_qdyn_quant_pack(c->A + m0 * c->lda, c->lda, rows, ep, K, &panel,
-                               (int8_t *)a_panel, sb, zb, ub);
+            ts_qdyn_quant_pack_ranged(c->A + m0 * c->lda, c->lda, rows, ep, K, &panel,
+                                      c->lohi + 2 * m0, (int8_t *)a_panel, sb, zb,
+                                      c->sums ? ub : NULL);
             return out;
         }
         ts_qdyn_pack_s8(c->pa->qa + m0 * K, K, rows, ep, K, &panel, (int8_t *)a_panel, NULL);
@@ -656,8 +661,8 @@ static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0
         out.sum = c->pa->sum + m0;
     } else {
         const ts_qdyn_layout row_major = { 16, K, 16, K };
-        ts_qdyn_quant_pack(c->A + m0 * c->lda, c->lda, rows, rows, K, &row_major, qrows, sb, zb,
-                           ub);
+        ts_qdyn_quant_pack_ranged(c->A + m0 * c->lda, c->lda, rows, rows, K, &row_major,
+                                  c->lohi + 2 * m0, qrows, sb, zb, c->sums ? ub : NULL);
     }
     size_t packed = 0, want = ksteps * ep * lp * ts_pack_elem_bytes(view->pack_a);
     ts_panel_bytes(view, ep, K, &packed);
@@ -892,6 +897,14 @@ static int fused_call_bytes(const ts_context *ctx, const ts_packed_b *b, size_t 
            || ts_size_mul(*per_task, *m_tasks * *n_tasks, out) || ts_size_add(*out, 15, out);
 }
 
+/* A call's scratch `bytes` (16-aligned task areas, + 15) and the rows' ranges after them
+ * (ts_qdyn_row_ranges: 2 M floats). 0, or -1 on size_t overflow. */
+static int ranges_bytes(size_t M, size_t bytes, size_t *out)
+{
+    size_t r;
+    return ts_size_mul(M, 2 * sizeof(float), &r) || ts_size_add(bytes, r, out);
+}
+
 size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t K)
 {
     size_t count, most = 0, bytes, m_tasks, n_tasks, a_panel, per_task;
@@ -926,7 +939,7 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
             most = bytes > most ? bytes : most;
         }
     }
-    return most;
+    return ranges_bytes(M, most, &most) ? 0 : most;
 }
 
 static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda,
@@ -951,21 +964,22 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
             || ts_spans_overlap(C, c_len, pa->qa, qlen))
             return TS_EINVAL;
     } else {
+        /* A's NaN / Inf check: below, with the rows' ranges (one pass over A) */
         a_len = matrix_len(M, K, lda, sizeof(float));
-        if (!matrix_ok(A, M, K, lda, sizeof(float)) || !ts_qdyn_all_finite(A, M, K, lda)
-            || ts_spans_overlap(C, c_len, A, a_len))
+        if (!matrix_ok(A, M, K, lda, sizeof(float)) || ts_spans_overlap(C, c_len, A, a_len))
             return TS_EINVAL;
     }
-    if (M == 0 || N == 0)
-        return TS_OK;
+    if (M == 0 || N == 0)     /* nothing to compute; A is checked all the same */
+        return pa != NULL || ts_qdyn_all_finite(A, M, K, lda) ? TS_OK : TS_EINVAL;
     qdyn_call c;
     size_t bytes;
     void *mem, *owned;
     memset(&c, 0, sizeof c);
-    if (B->qdyn != NULL ? fused_call_bytes(ctx, B, M, &c.m_tasks, &c.n_tasks, &c.a_panel_bytes,
-                                           &c.task_bytes, &bytes)
-                        : call_bytes(ctx, B->path, M, N, K, &c.m_tasks, &c.n_tasks,
-                                     &c.a_panel_bytes, &c.task_bytes, &bytes))
+    if ((B->qdyn != NULL ? fused_call_bytes(ctx, B, M, &c.m_tasks, &c.n_tasks, &c.a_panel_bytes,
+                                            &c.task_bytes, &bytes)
+                         : call_bytes(ctx, B->path, M, N, K, &c.m_tasks, &c.n_tasks,
+                                      &c.a_panel_bytes, &c.task_bytes, &bytes))
+        || ranges_bytes(M, bytes, &bytes))
         return ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM;
     /* the workspace must not share a byte with anything the call reads or writes */
     const void *spans[6] = { C, A, pa != NULL ? (const void *)pa->qa : NULL, pa, bias, B->data };
@@ -977,6 +991,14 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     int err = ts_call_memory(ctx, bytes, spans, span_len, 6, &mem, &owned);
     if (err != TS_OK)
         return err;
+    c.scratch = (unsigned char *)ts_align16(mem);
+    float *lohi = (float *)(void *)(c.scratch + c.task_bytes * c.m_tasks * c.n_tasks);
+    if (pa == NULL && !ts_qdyn_row_ranges(A, lda, M, K, lohi)) {    /* NaN / Inf in A */
+        ts_call_memory_done(ctx, owned);
+        return TS_EINVAL;
+    }
+    c.lohi = lohi;
+    c.sums = B->qdyn != NULL && is_rl(B->path, fused_kernel(B, M));
     c.b = B;
     c.M = M;
     c.A = A;
@@ -987,7 +1009,6 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     c.cmax = cmax;
     c.C = C;
     c.ldc = ldc;
-    c.scratch = (unsigned char *)ts_align16(mem);
     ts_context_run(ctx, c.m_tasks * c.n_tasks, qdyn_task, &c);
     ts_call_memory_done(ctx, owned);
     return TS_OK;

@@ -57,6 +57,16 @@ void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, s
                         const ts_qdyn_layout *layout, int8_t *dst, float *scale, int32_t *zp,
                         int32_t *sums);
 
+/* The range pass alone, for rows 0..rows-1 of A (row stride lda, K columns): lohi[2r] = lo,
+ * lohi[2r + 1] = hi of row r as ts_qdyn_quant_pack computes them; returns whether every
+ * element is finite (the qdyn GEMM's input check: one pass over A does both). */
+int ts_qdyn_row_ranges(const float *A, size_t lda, size_t rows, size_t K, float *lohi);
+/* ts_qdyn_quant_pack with the rows' ranges from ts_qdyn_row_ranges (lohi; NULL: computed):
+ * the same bytes, the quantising pass only. */
+void ts_qdyn_quant_pack_ranged(const float *A, size_t lda, size_t rows, size_t width, size_t K,
+                               const ts_qdyn_layout *layout, const float *lohi, int8_t *dst,
+                               float *scale, int32_t *zp, int32_t *sums);
+
 /* int8 rows 0..rows-1 of W (row stride ldw, K columns) copied into dst in `layout` (rows
  * rows..width-1 and k past K zero), with sums[r] = sum_k W[r][k] when sums != NULL: the packed
  * A rows of a ts_packed_a into a kernel's panel, int8 weights into a handle's panels. */

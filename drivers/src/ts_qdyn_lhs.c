@@ -46,12 +46,16 @@ ts_qdyn_layout ts_qdyn_panel_layout(size_t width, size_t lp, size_t ksteps)
 
 /* ---- pass 1: the range of a row -> scale, 1/scale, zero point ---------------------------------- */
 
-/* lo = min(0, min_k a[k]), hi = max(0, max_k a[k]) (a finite). With NEON the minimum of a row
- * holding -0.0 and nothing below may be -0.0 where the scalar loop keeps +0.0: scale, 1/scale
- * and zp come out the same either way (hi - (-0.0)/255 = hi - 0.0; -128 - (-0.0) = -128). */
-static void row_range(const float *a, size_t K, float *lo_out, float *hi_out)
+/* lo = min(0, min_k a[k]), hi = max(0, max_k a[k]); returns whether every a[k] is finite
+ * (then so are lo and hi). With NEON the minimum of a row holding -0.0 and nothing below may
+ * be -0.0 where the scalar loop keeps +0.0: scale, 1/scale and zp come out the same either way
+ * (hi - (-0.0)/255 = hi - 0.0; -128 - (-0.0) = -128). FMIN / FMAX (and FMINV / FMAXV) return a
+ * NaN when an input is one, and an infinity is its own extreme: lo and hi are finite exactly
+ * when the NEON part is; the scalar tail checks its elements. */
+static int row_range(const float *a, size_t K, float *lo_out, float *hi_out)
 {
     float lo = 0.0f, hi = 0.0f;
+    int finite = 1;
     size_t k = 0;
 #if TS_LHS_NEON
     if (K >= 16) {
@@ -74,7 +78,9 @@ static void row_range(const float *a, size_t K, float *lo_out, float *hi_out)
         hi = vmaxvq_f32(vmaxq_f32(vmaxq_f32(h0, h1), vmaxq_f32(h2, h3)));
     }
 #endif
+    finite = lo >= -FLT_MAX && hi <= FLT_MAX;     /* false for a NaN */
     for (; k < K; ++k) {
+        finite &= isfinite(a[k]) != 0;
         if (a[k] < lo)
             lo = a[k];
         if (a[k] > hi)
@@ -82,6 +88,7 @@ static void row_range(const float *a, size_t K, float *lo_out, float *hi_out)
     }
     *lo_out = lo;
     *hi_out = hi;
+    return finite;
 }
 
 int32_t ts_qdyn_rint_clamp(float v, float lo, float hi)
@@ -143,9 +150,9 @@ static TS_ALWAYS_INLINE void store_16(int8_t *row, size_t k, size_t lp, size_t s
     int8_t *d = row + k / lp * step;
     if (lp == 16) {
         vst1q_s8(d, q);
-    } else if (lp == 8) {
+    } else if (lp == 8) {      /* the high half by a lane store (ST1 {v.d}[1]), no extra move */
         vst1_s8(d, vget_low_s8(q));
-        vst1_s8(d + step, vget_high_s8(q));
+        vst1q_lane_s64((int64_t *)(void *)(d + step), vreinterpretq_s64_s8(q), 1);
     } else {
         int8_t t[16];
         vst1q_s8(t, q);
@@ -178,20 +185,37 @@ static TS_ALWAYS_INLINE int32_t copy_row_lp(const int8_t *w, size_t K, size_t lp
     return sum;
 }
 
-/* One row: qa into the layout (zeros for k in [K, kpad)); returns sum_k qa. lp is a constant
- * where it is inlined (quant_row_as), so store_16 has no run-time choice left. */
+/* One row: qa into the layout (zeros for k in [K, kpad)); returns sum_k qa when want_sum (else
+ * 0: the NEON part skips the two additions per 16 k). lp and want_sum are constants where it is
+ * inlined (quant_row_as), so store_16 has no run-time choice left. 64 k per iteration: four
+ * independent chains of dependent operations (FMUL .. SQXTN) for the in-order cores. */
 static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv, int32_t zp,
-                                             size_t lp, size_t step, size_t kpad, int8_t *row)
+                                             size_t lp, size_t step, size_t kpad, int8_t *row,
+                                             int want_sum)
 {
     size_t k = 0;
     int32_t sum = 0;
+    (void)want_sum;                               /* the NEON part's only */
 #if TS_LHS_NEON
     const float32x4_t iv = vdupq_n_f32(inv);
     const int16x8_t zv = vdupq_n_s16((int16_t)zp);
     int32x4_t acc = vdupq_n_s32(0);
+    for (; k + 64 <= K; k += 64) {
+        int8x16_t q0 = quantize_16(a + k, iv, zv), q1 = quantize_16(a + k + 16, iv, zv);
+        int8x16_t q2 = quantize_16(a + k + 32, iv, zv), q3 = quantize_16(a + k + 48, iv, zv);
+        if (want_sum) {                           /* |lane| <= 128 K / 4: fits */
+            acc = vpadalq_s16(acc, vaddq_s16(vpaddlq_s8(q0), vpaddlq_s8(q1)));
+            acc = vpadalq_s16(acc, vaddq_s16(vpaddlq_s8(q2), vpaddlq_s8(q3)));
+        }
+        store_16(row, k, lp, step, q0);
+        store_16(row, k + 16, lp, step, q1);
+        store_16(row, k + 32, lp, step, q2);
+        store_16(row, k + 48, lp, step, q3);
+    }
     for (; k + 16 <= K; k += 16) {
         int8x16_t q = quantize_16(a + k, iv, zv);
-        acc = vpadalq_s16(acc, vpaddlq_s8(q));    /* |lane| <= 128 K / 4: fits */
+        if (want_sum)
+            acc = vpadalq_s16(acc, vpaddlq_s8(q));
         store_16(row, k, lp, step, q);
     }
     sum = vaddvq_s32(acc);
@@ -208,15 +232,25 @@ static void quant_row_as(const float *a, size_t K, float inv, int32_t zp,
                          const ts_qdyn_layout *l, int8_t *row, int32_t *sum)
 {
     int32_t s;
-    switch (l->lp) {       /* each case its own inlined copy (constant lp) */
-    case 16: s = quant_row_lp(a, K, inv, zp, 16, l->step_bytes, l->kpad, row); break;
-    case 8:  s = quant_row_lp(a, K, inv, zp, 8, l->step_bytes, l->kpad, row); break;
-    case 4:  s = quant_row_lp(a, K, inv, zp, 4, l->step_bytes, l->kpad, row); break;
-    case 2:  s = quant_row_lp(a, K, inv, zp, 2, l->step_bytes, l->kpad, row); break;
-    default: s = quant_row_lp(a, K, inv, zp, 1, l->step_bytes, l->kpad, row); break;
-    }
-    if (sum != NULL)
+    /* each case its own inlined copy (constant lp); with sums, the lp of the kernels that read
+     * them (smmla 8, sdot and the Armv8.0 kernels 4) and row-major (16) */
+    if (sum != NULL) {
+        switch (l->lp) {
+        case 16: s = quant_row_lp(a, K, inv, zp, 16, l->step_bytes, l->kpad, row, 1); break;
+        case 8:  s = quant_row_lp(a, K, inv, zp, 8, l->step_bytes, l->kpad, row, 1); break;
+        case 4:  s = quant_row_lp(a, K, inv, zp, 4, l->step_bytes, l->kpad, row, 1); break;
+        default: s = quant_row_lp(a, K, inv, zp, l->lp, l->step_bytes, l->kpad, row, 1); break;
+        }
         *sum = s;
+        return;
+    }
+    switch (l->lp) {
+    case 16: quant_row_lp(a, K, inv, zp, 16, l->step_bytes, l->kpad, row, 0); break;
+    case 8:  quant_row_lp(a, K, inv, zp, 8, l->step_bytes, l->kpad, row, 0); break;
+    case 4:  quant_row_lp(a, K, inv, zp, 4, l->step_bytes, l->kpad, row, 0); break;
+    case 2:  quant_row_lp(a, K, inv, zp, 2, l->step_bytes, l->kpad, row, 0); break;
+    default: quant_row_lp(a, K, inv, zp, 1, l->step_bytes, l->kpad, row, 0); break;
+    }
 }
 
 static int32_t copy_row_as(const int8_t *w, size_t K, const ts_qdyn_layout *l, int8_t *row)
@@ -237,9 +271,17 @@ static void zero_row(const ts_qdyn_layout *l, int8_t *row)
         memset(row + s * l->step_bytes, 0, l->lp);
 }
 
-void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, size_t K,
-                        const ts_qdyn_layout *layout, int8_t *dst, float *scale, int32_t *zp,
-                        int32_t *sums)
+int ts_qdyn_row_ranges(const float *A, size_t lda, size_t rows, size_t K, float *lohi)
+{
+    int finite = 1;
+    for (size_t r = 0; r < rows; ++r)
+        finite &= row_range(A + r * lda, K, &lohi[2 * r], &lohi[2 * r + 1]);
+    return finite;
+}
+
+void ts_qdyn_quant_pack_ranged(const float *A, size_t lda, size_t rows, size_t width, size_t K,
+                               const ts_qdyn_layout *layout, const float *lohi, int8_t *dst,
+                               float *scale, int32_t *zp, int32_t *sums)
 {
     for (size_t r = 0; r < width; ++r) {
         int8_t *row = dst + r * layout->row_bytes;
@@ -249,10 +291,22 @@ void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, s
         }
         const float *a = A + r * lda;
         float lo, hi, inv;
-        row_range(a, K, &lo, &hi);
+        if (lohi != NULL) {
+            lo = lohi[2 * r];
+            hi = lohi[2 * r + 1];
+        } else {
+            row_range(a, K, &lo, &hi);
+        }
         row_params(lo, hi, &scale[r], &inv, &zp[r]);
         quant_row_as(a, K, inv, zp[r], layout, row, sums != NULL ? &sums[r] : NULL);
     }
+}
+
+void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, size_t K,
+                        const ts_qdyn_layout *layout, int8_t *dst, float *scale, int32_t *zp,
+                        int32_t *sums)
+{
+    ts_qdyn_quant_pack_ranged(A, lda, rows, width, K, layout, NULL, dst, scale, zp, sums);
 }
 
 void ts_qdyn_pack_s8(const int8_t *W, size_t ldw, size_t rows, size_t width, size_t K,

@@ -226,6 +226,39 @@ static void run_case(int bits, size_t bl, size_t M, size_t N, size_t K, int with
     release_all();
 }
 
+/* The range pass of the call's input check (ts_qdyn_row_ranges) and the quantising pass that
+ * takes its ranges (ts_qdyn_quant_pack_ranged, no sums: the smmla panel of lp 8) give
+ * ref_quantize_row's bytes, scales and zero points; the range pass finds a NaN or an infinity
+ * at the start, middle and end (the scalar tail where K is not a multiple of 16) of any row. */
+static void test_ranges(float *A, size_t lda, size_t M, size_t K, const int8_t *want,
+                        const float *wscale, const int32_t *wzp)
+{
+    size_t ksteps = (K + 7) / 8, bytes = M * ksteps * 8;
+    float *lohi = guarded(2 * M * 4), *sc = guarded(M * 4);
+    int32_t *zp = guarded(M * 4);
+    int8_t *dst = guarded(bytes);
+    CHECK(ts_qdyn_row_ranges(A, lda, M, K, lohi) == 1, "ranges M %zu K %zu: finite", M, K);
+    ts_qdyn_layout layout = ts_qdyn_panel_layout(M, 8, ksteps);
+    ts_qdyn_quant_pack_ranged(A, lda, M, M, K, &layout, lohi, dst, sc, zp, NULL);
+    int bad = 0;
+    for (size_t m = 0; m < M; ++m) {
+        bad += memcmp(&sc[m], &wscale[m], 4) != 0 || zp[m] != wzp[m];
+        for (size_t k = 0; k < ksteps * 8; ++k)
+            bad += dst[k / 8 * M * 8 + m * 8 + k % 8] != (k < K ? want[m * K + k] : 0);
+    }
+    CHECK(bad == 0, "quant_pack_ranged M %zu K %zu: %d bytes / rows differ", M, K, bad);
+    static const float specials[3] = { NAN, INFINITY, -INFINITY };
+    const size_t where[3] = { 0, K / 2, K - 1 };
+    for (size_t v = 0; v < 3; ++v)
+        for (size_t w = 0; w < 3; ++w) {
+            float *x = &A[(M - 1 - (v + w) % M) * lda + where[w]], keep = *x;
+            *x = specials[v];
+            CHECK(ts_qdyn_row_ranges(A, lda, M, K, lohi) == 0, "ranges M %zu K %zu: %g at k "
+                  "%zu not found", M, K, specials[v], where[w]);
+            *x = keep;
+        }
+}
+
 /* The LHS quantise-pack alone (ts_qdyn_quant_pack: what every qdyn path quantises with) against
  * ref_quantize_row byte for byte, in every panel layout a path could ask for (lp 1, 2, 4, 8, 16;
  * partial strips: rows past M zero; k-steps past K zero) and row-major with a stride (the bytes
@@ -288,6 +321,7 @@ static void test_quant_pack(void)
                     hash_bytes(&sc[m], 4);
                 hash_bytes(dst, bytes);
             }
+            test_ranges(A, lda, M, K, want, wscale, wzp);
             free(want);
             free(wscale);
             free(wzp);
