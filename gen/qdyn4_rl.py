@@ -409,6 +409,122 @@ def ld1_loads(plan: RLPlan, step: int) -> list[Insn]:
     return code
 
 
+# Rotated ld1 form (smmla, two B banks): the in-order cores wait for a load issued right before
+# its first use (ld1 of 4 registers: 4 cycles on Cortex-A510, the smmla's latency), and the ld1
+# form above loads each k-step at its start. Here every A chunk (4 row pairs) is reloaded as
+# soon as its k-step's smmla have read it, with the next k-step's rows (the next iteration's
+# first k-step in the second), and the B bytes of each k-step one k-step ahead into the other
+# bank, its and AND_DELAY smmla later; the loads spread over the smmla, one after every
+# ROT_SPACING. Every pointer add and the count come first in the body: a 1-cycle operation
+# after the smmla waits for their in-order write-back on Cortex-A510 (llvm-mca-19: 2 cycles
+# each). So the pointers of k-step 1 start one iteration behind and advance before their loads.
+# The loop runs K/16 - 1 times, the last iteration (no loads ahead: nothing read past A or B)
+# starts the tail; the prologue loads the first k-step. llvm-mca-19 per 16 k of 16 x 4 (32
+# smmla, 2026-11-23): ld1 form N2 17.1 / V1 8.6 / A510 27.0 cycles, this form (see emit).
+ROT_SPACING = 2
+AND_DELAY = 6          # smmla between a B load and its and
+
+
+def rotated_fits(plan: RLPlan) -> bool:
+    """smmla, one panel, the ld1 form's pointers, two B banks in the registers, and at least two
+    A chunks (with one, a chunk's reload is the next k-step's first use)."""
+    return (plan.family.key == "smmla" and ld1_form_fits(plan) and len(plan.a_regs) > 4
+            and registers_needed(plan.ep, plan.panels, plan.instruction, 2) <= 32)
+
+
+def _chunk_loads(plan: RLPlan, step: int, chunk: int) -> Insn:
+    """The ld1 of A chunk `chunk` (4 row pairs) of k-step `step`."""
+    return next(i for i in ld1_loads(plan, step) if i.defs[0] == f"v{plan.a_regs[4 * chunk]}")
+
+
+def _b_load_and(plan: RLPlan, step: int) -> list[Insn]:
+    """k-step `step`'s B load (its bank) and its low nibbles."""
+    raw, low = plan.raw(0, step), plan.lows(0, step)
+    return [ld1_loads(plan, step)[-1],
+            _v(f"and v{low}.16b, v{raw}.16b, v{plan.mask}.16b", "w_lo + 8",
+               (f"v{low}",), (f"v{raw}", f"v{plan.mask}"))]
+
+
+def _stride(plan: RLPlan, base: str) -> int:
+    return BODY_K * plan.ep if base == "x0" else 16 * plan.family.steps
+
+
+def _rotated_groups(plan: RLPlan):
+    """(pointers of k-step 0, pointers of the other k-steps) of ld1_pointers."""
+    chunks = -(-len(plan.a_regs) // 4)
+    ptrs = ld1_pointers(plan)
+    first = [ptrs[c] for c in range(chunks)] + [ptrs[plan.family.steps * chunks]]
+    return first, [p for p in ptrs if p not in first]
+
+
+def rotated_body(plan: RLPlan, last: bool) -> list[Insn]:
+    """One iteration (16 k) of the rotated form whose first k-step is loaded (A, B and its low
+    nibbles); not `last`: loads the next iteration's first k-step."""
+    f = plan.family
+    chunks = -(-len(plan.a_regs) // 4)
+    first, rest = _rotated_groups(plan)
+    code = [_advance(ptr, _stride(plan, base), "next 16 k")
+            for ptr, base, _ in ([] if last else first) + rest]
+    if not last:
+        code.append(Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
+                         uses=(COUNT_REG,)))
+    # queue items [insn, the load it waits for (None: none), smmla after that load]
+    queue, done, count = [], {}, 0
+
+    def put_b(step):                        # k-step `step`'s B and, AND_DELAY later, its and
+        load, and_ = _b_load_and(plan, step)
+        queue.extend([[load, None, 0], [and_, load, AND_DELAY]])
+
+    def pop():
+        for item in queue:
+            insn, after, delay = item
+            if after is None or (id(after) in done and count - done[id(after)] >= delay):
+                queue.remove(item)
+                code.append(insn)
+                done[id(insn)] = count
+                return
+    put_b(1)                                # k-step 1's B into the other bank
+    all_macs = macs(plan, 0), macs(plan, 1)
+    for step in range(f.steps):
+        for c in range(chunks):
+            rows = range(4 * c, min(4 * c + 4, plan.rp))
+            seg = [m for m in all_macs[step] if any(f"v{plan.a_regs[r]}" in m.uses for r in rows)]
+            for mac in seg:
+                code.append(mac)
+                count += 1
+                if count % ROT_SPACING == 0:
+                    pop()
+            # this chunk's registers are read: the next k-step's rows (the next iteration's)
+            if step + 1 < f.steps or not last:
+                queue.insert(0, [_chunk_loads(plan, (step + 1) % f.steps, c), None, 0])
+            if step == 0 and c == chunks - 1 and not last:
+                put_b(0)                    # bank 0 is read: the next iteration's first B
+    while queue:
+        before = len(queue)
+        pop()
+        if len(queue) == before:            # only delayed ands left: their wait is over
+            count += AND_DELAY
+    return code if last else code + [Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
+
+
+def rotated_setup(plan: RLPlan) -> list[Insn]:
+    """The ld1 pointers (k-step 1's one iteration behind), the first k-step's A and B (and its
+    low nibbles), one iteration fewer."""
+    chunks = -(-len(plan.a_regs) // 4)
+    first, rest = _rotated_groups(plan)
+    code = []
+    for ptr, base, off in first + rest:
+        off -= 0 if (ptr, base, off) in first else _stride(plan, base)
+        code.append(ep_mod._i(f"mov {ptr}, {base}" if off == 0 else
+                               f"add {ptr}, {base}, #{off}" if off > 0 else
+                               f"sub {ptr}, {base}, #{-off}",
+                               "ld1 pointer" + ("" if (ptr, base, off) in first else
+                                                ", one iteration behind")))
+    return (code + [_chunk_loads(plan, 0, c) for c in range(chunks)] + _b_load_and(plan, 0)
+            + [ep_mod._i(f"sub {COUNT_REG}, {COUNT_REG}, #1",
+                         "the last 16 k after the loop (K / 16 >= 2)")])
+
+
 def loop_end(plan: RLPlan, advances: list[Insn]) -> list[Insn]:
     return advances + [Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
                             uses=(COUNT_REG,)),
@@ -631,14 +747,22 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
     double = replace(plan, banks=2)
     if f.key != "smmla" and registers_needed(plan.ep, plan.panels, plan.instruction, 2) <= 32:
         choices.append((double, "ldr"))
-    bodies = [inner_body(p, form) for p, form in choices]
-    plan, form = choices[best_body(bodies, plan.cpu)]
-    inner = scheduled(inner_body(plan, form), plan.cpu)
+    if rotated_fits(double):
+        # the rotated form as built (module comment at ROT_SPACING): gen.schedule, which sees
+        # one iteration, cannot move loads into the one before
+        plan, form = double, "rotated"
+        inner = rotated_body(plan, last=False)
+    else:
+        bodies = [inner_body(p, form) for p, form in choices]
+        plan, form = choices[best_body(bodies, plan.cpu)]
+        inner = scheduled(inner_body(plan, form), plan.cpu)
     tplan = plan.tile_plan()
     tail = scheduled(epilogue_body(plan), plan.cpu)
+    if form == "rotated":
+        tail = rotated_body(plan, last=True) + tail
     final, clamp, pieces = final_code(plan)
     write = ep_mod.store_row_pieces(tplan, pieces)
-    pro = prologue(plan)
+    pro = prologue(plan) + {"ld1": ld1_setup, "rotated": rotated_setup}.get(form, lambda _: [])(plan)
     used = sorted({int(n) for i in inner + tail + final + clamp + pro
                    for n in re.findall(r"\b[vqd](\d+)\b", i.text)})
     saved = [f"d{r}" for r in range(8, 16) if r in used]
@@ -653,7 +777,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
         mnemonic="smull / smull2, sadalp" if f.key == "smlal" else inst.mnemonic,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
-        saved=saved, prologue=pro + (ld1_setup(plan) if form == "ld1" else []), inner=inner,
+        saved=saved, prologue=pro, inner=inner,
         tail=tail, final=final, clamp=clamp, clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
