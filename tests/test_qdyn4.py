@@ -118,9 +118,15 @@ def test_int8_weights_accounting_and_choice():
             assert not later or not set(insn.defs) & set(later[0].uses)
     end = [Insn("b.ne 1b", "branch", uses=("nzcv",))]
     check_same_dependencies(body + end, schedule_loop(body, "generic") + end)
-    setup = qdyn4.prologue(plan)
-    assert [i.text for i in setup[-2:]] == ["ld1 {v0.16b-v3.16b}, [x10]",
-                                            "ld1 {v12.16b-v15.16b}, [x11]"]
+    # the prologue: every load first (the first half's A and B among them), then the 16
+    # zero-point multiplies, whose operands no load after theirs overwrites
+    setup = [i.text for i in qdyn4.prologue(plan)]
+    first = ["ld1 {v0.16b-v3.16b}, [x10]", "ld1 {v12.16b-v15.16b}, [x11]"]
+    assert set(first) <= set(setup)
+    muls = [k for k, t in enumerate(setup) if t.startswith("mul ")]
+    assert len(muls) == 16 and muls == list(range(len(setup) - 16, len(setup)))
+    read = {int(r) for t in setup[-16:] for r in re.findall(r"v(\d+)\.4s", t.split(",", 1)[1])}
+    assert read and not read & (set(range(0, 4)) | set(range(12, 16)))
 
 
 def test_int8_epilogue_order_is_the_headers():
@@ -379,3 +385,20 @@ def test_dot_block_epilogue_order_is_the_headers(name):
     assert all(re.match(r"fmul (v\d+)\.4s, \1\.4s, v\d+\.s\[[02]\]$", t) for t in scaled)
     first_fadd = next(k for k, t in enumerate(final) if t.startswith("fadd"))
     assert max(final.index(t) for t in scaled) < first_fadd
+
+
+def test_rl_smmla_rotated_loop():
+    """The per-channel smmla prefill loop (gen/qdyn4_rl.py rotated_body): pointer adds and the
+    count before the first smmla (none after), 32 smmla per 16 k; per iteration the loads of
+    k-step 1 and of the next iteration's k-step 0 (A chunks and B), the last iteration k-step
+    1's only (nothing read past A or B). Its results: tests/test_drivers_qdyn.py."""
+    from dataclasses import replace
+    from gen import qdyn4_rl as rl
+    plan = replace(rl.solve("smmla"), banks=2)
+    assert rl.rotated_fits(plan) and plan.ep == 16
+    for last, loads in ((False, 6), (True, 3)):
+        body = rl.rotated_body(plan, last=last)
+        first_mac = next(k for k, i in enumerate(body) if i.kind == "mac")
+        assert not any(i.text.startswith(("add ", "subs ")) for i in body[first_mac:])
+        assert sum(i.kind == "mac" for i in body) == 32
+        assert sum(i.kind == "load" for i in body) == loads
