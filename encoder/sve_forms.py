@@ -355,7 +355,7 @@ def int_epilogue():
             forms.append(SveForm(name, destructive(size), base | bits << 22, feature,
                                  f"Arm ARM DDI0487 {name.upper()} (vectors)"))
         for name, base in (("uzp1", 0x05206800), ("uzp2", 0x05206C00), ("trn1", 0x05207000),
-                           ("trn2", 0x05207400)):
+                           ("trn2", 0x05207400), ("zip1", 0x05206000), ("zip2", 0x05206400)):
             forms.append(SveForm(name, three(size), base | bits << 22, "sve",
                                  f"Arm ARM DDI0487 {name.upper()} (vectors)"))
     forms.append(SveForm("and", three("d"), 0x04203000, "sve",
@@ -485,6 +485,6 @@ SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\.",
                     # and the integer ones of the int8 epilogue (NEON, or A64 base for add/and)
                     **{name: r"\bz\d+\." for name in (
                         "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl",
-                        "uzp1", "uzp2", "trn1", "trn2", "ssra", "sqxtnb", "sqxtnt",
+                        "uzp1", "uzp2", "trn1", "trn2", "zip1", "zip2", "ssra", "sqxtnb", "sqxtnt",
                         # the bf16 rounding (A64 base lsr / orr, NEON cmhi-like / bsl-like)
                         "lsr", "orr", "cmphi", "sel")}}

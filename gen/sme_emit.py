@@ -8,8 +8,9 @@ streaming mode), and is callable from ordinary (non-streaming, private-ZA) code:
             halves of z8-z15, AAPCS64 callee-saved); SMSTART SM enters streaming mode; a
             pending lazy ZA save is committed (SME ABI, see `lazy_save_commit`); SMSTART ZA;
             ZERO {ZA}; the accumulator-input tile, if any, loaded into ZA slices;
-  k-loop    per k-step tr A vectors + tc B vectors (SVE LD1B/LD1H/LD1W) and tr*tc MOPAs, two
-            k-steps per iteration (the loads of step s+1 issue before the MOPAs of step s);
+  k-loop    per panel k-step (4 instruction k-steps, gen.sme_tiling GROUP) one LD4W per row
+            block and per column block (4 A / B vectors each) and 4*tr*tc MOPAs, two panel
+            k-steps per iteration;
   store     ZA horizontal slices (one C row each) straight to C under column predicates
             (WHILELT up to n_rem), rows up to m_rem: nothing outside the m_rem x n_rem tile is
             read or written, with no stack tile;
@@ -90,7 +91,6 @@ TPIDR2_BUFFER, TPIDR2_SLICES = 0, 8
 
 ALL_TRUE = 0            # p0: all lanes (PTRUE p0.b)
 COLUMN_PRED0 = 1        # p1..p4: columns of column tile c below n_rem
-BANK_STRIDE = 8         # k-step s+1 of an iteration uses z8.. (s uses z0..)
 FRAME_BYTES = 64        # d8-d15
 # Labels the template itself uses; the blocks' own (K_SAVE_SLICE, K_STORE_0, ...) are collected.
 FIXED_LABELS = ("K_LOOP", "K_ODD", "K_STORE", "K_BAD_TPIDR2")
@@ -127,8 +127,8 @@ def check_plan(plan: ZaPlan) -> None:
         raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: needs 1..4 ZA tiles")
     if plan.tc > len(OFFSET_REGS) or plan.tr > len(OFFSET_REGS):
         raise KernelPlanError(f"{plan.instruction}: at most 4 tile rows/columns")
-    # two banks of tr + tc vectors, immediates up to 2*max(tr, tc) - 1 (LD1 imm4 <= 7)
-    if 2 * max(plan.tr, plan.tc) - 1 > 7 or plan.tr + plan.tc > BANK_STRIDE:
+    # one panel k-step in z0-z31, LD4W immediates up to 4 * (2 * max(tr, tc) - 1) <= 28
+    if step_vectors(plan) > 32 or plan.group * (2 * max(plan.tr, plan.tc) - 1) > 28:
         raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: too many vectors")
 
 
@@ -384,46 +384,86 @@ def _address(pointer: str, index: int) -> str:
     return f"[{pointer}, #{index}, mul vl]" if index else f"[{pointer}]"
 
 
+def step_vectors(plan: ZaPlan) -> int:
+    """Z registers one panel k-step occupies: GROUP per row block and per column block."""
+    return plan.group * (plan.tr + plan.tc)
+
+
+def bank_base(plan: ZaPlan, bank: int) -> int:
+    """First Z register of k-step `bank` (0, 1) of an iteration: the second k-step gets its own
+    registers when both fit in z0-z31 (2x2: 16 each), else it reuses the first's (1x4: 20), its
+    loads then issue after the first step's MOPAs."""
+    return bank * step_vectors(plan) if 2 * step_vectors(plan) <= 32 else 0
+
+
+def a_reg(plan: ZaPlan, bank: int, r: int, j: int) -> int:
+    """Z register of row block r, instruction k-step j of the panel k-step in bank `bank`."""
+    return bank_base(plan, bank) + plan.group * r + j
+
+
+def b_reg(plan: ZaPlan, bank: int, c: int, j: int) -> int:
+    return bank_base(plan, bank) + plan.group * (plan.tr + c) + j
+
+
 def step_loads(plan: ZaPlan, bank: int, first: int) -> list[Insn]:
-    """Loads of one k-step into bank `bank`; `first` = vectors into the panels (VL units)."""
-    inst, base = plan.inst, bank * BANK_STRIDE
-    t = inst.z_suffix
-    code = [I(f"{inst.load_mnemonic} {{z{base + r}.{t}}}, p{ALL_TRUE}/z, "
-              f"{_address(A_PTR, first * plan.tr + r)}", f"A rows {r}*S.. (k-step +{bank})")
-            for r in range(plan.tr)]
-    code += [I(f"{inst.load_mnemonic} {{z{base + plan.tr + c}.{t}}}, p{ALL_TRUE}/z, "
-               f"{_address(B_PTR, first * plan.tc + c)}", f"B columns {c}*S.. (k-step +{bank})")
-             for c in range(plan.tc)]
+    """Loads of one panel k-step into bank `bank`; `first` = panel k-steps into the panels.
+    LD4W {z0.s-z3.s} of a row block's 4*S words puts word 4i + j (row i's instruction k-step
+    j: k * 4 bytes of fp32 / bf16 / fp16 / int8) in lane i of register j (Arm DDI0487 LD4W):
+    one load yields the A (B) vectors of 4 instruction k-steps."""
+    g = plan.group
+    code = [I(f"ld4w {{z{a_reg(plan, bank, r, 0)}.s-z{a_reg(plan, bank, r, g - 1)}.s}}, "
+              f"p{ALL_TRUE}/z, {_address(A_PTR, g * (first * plan.tr + r))}",
+              f"A rows {r}*S.., {g} k-steps (+{bank})") for r in range(plan.tr)]
+    code += [I(f"ld4w {{z{b_reg(plan, bank, c, 0)}.s-z{b_reg(plan, bank, c, g - 1)}.s}}, "
+               f"p{ALL_TRUE}/z, {_address(B_PTR, g * (first * plan.tc + c))}",
+               f"B columns {c}*S.., {g} k-steps (+{bank})") for c in range(plan.tc)]
     return code
 
 
 def step_macs(plan: ZaPlan, bank: int) -> list[Insn]:
-    base = bank * BANK_STRIDE
-    return [I(plan.inst.mac_text(plan.tile(r, c), base + r, base + plan.tr + c, ALL_TRUE,
-                                 ALL_TRUE), f"za{plan.tile(r, c)}.s += A{r} (x) B{c}")
-            for r in range(plan.tr) for c in range(plan.tc)]
+    return [I(plan.inst.mac_text(plan.tile(r, c), a_reg(plan, bank, r, j),
+                                 b_reg(plan, bank, c, j), ALL_TRUE, ALL_TRUE),
+              f"za{plan.tile(r, c)}.s += A{r} (x) B{c}, k-step {j}")
+            for j in range(plan.group) for r in range(plan.tr) for c in range(plan.tc)]
+
+
+def _advance(pointer: str, vectors: int, setup: list[Insn], what: str) -> Insn:
+    """pointer += vectors streaming vectors: ADDVL (imm6: up to 31), or beyond it an ADD of
+    TMP = 16 vectors in bytes (CNTB ... MUL #16, set up once before the loop) shifted."""
+    if vectors <= 31:
+        return I(f"addvl {pointer}, {pointer}, #{vectors}", what)
+    if vectors % 16 or vectors // 16 not in (2, 4):
+        raise KernelPlanError(f"k-loop: cannot advance by {vectors} vectors")
+    if not setup:
+        setup.append(I(f"cntb {TMP}, all, mul #16", "16 vectors in bytes (k-loop advance)"))
+    return I(f"add {pointer}, {pointer}, {TMP}, lsl #{(vectors // 16).bit_length() - 1}", what)
 
 
 def k_loop(plan: ZaPlan) -> dict:
-    return dict(
-        main_loads=step_loads(plan, 0, 0) + step_loads(plan, 1, 1),
-        main_advance=[I(f"addvl {A_PTR}, {A_PTR}, #{2 * plan.tr}", "two k-steps of A"),
-                      I(f"addvl {B_PTR}, {B_PTR}, #{2 * plan.tc}", "two k-steps of B")],
-        main_macs=step_macs(plan, 0) + step_macs(plan, 1),
-        single_loads=step_loads(plan, 0, 0),
-        single_macs=step_macs(plan, 0),
-    )
+    """Two panel k-steps per iteration: with separate register banks both steps' loads issue
+    before the MOPAs, otherwise each step's loads precede its own MOPAs."""
+    setup: list[Insn] = []
+    advance = [_advance(A_PTR, 2 * plan.group * plan.tr, setup, "two k-steps of A"),
+               _advance(B_PTR, 2 * plan.group * plan.tc, setup, "two k-steps of B")]
+    if bank_base(plan, 1):
+        main = (step_loads(plan, 0, 0) + step_loads(plan, 1, 1) + advance
+                + step_macs(plan, 0) + step_macs(plan, 1))
+    else:
+        main = (step_loads(plan, 0, 0) + step_macs(plan, 0) + step_loads(plan, 1, 1) + advance
+                + step_macs(plan, 1))
+    return dict(loop_setup=setup, main_body=main,
+                single_body=step_loads(plan, 0, 0) + step_macs(plan, 0))
 
 
 # ---- manifest and rendering ------------------------------------------------------------------
 def main_loop_mix(plan: ZaPlan) -> dict:
-    """Instructions of one main-loop iteration (two k-steps) by kind, as emitted: MOPAs, SVE
-    loads, other (ADDVL, SUBS, B.NE). With SME (not SME2) each operand vector takes one load,
-    so a tr x tc tile issues tr + tc loads per tr * tc MOPAs."""
-    loop = k_loop(plan)
-    loads = len(loop["main_loads"])
-    mopas = len(loop["main_macs"])
-    other = len(loop["main_advance"]) + 2           # + subs, b.ne
+    """Instructions of one main-loop iteration (two panel k-steps) by kind, as emitted: MOPAs,
+    SVE loads, other (ADDVL, SUBS, B.NE). One LD4W per row / column block: tr + tc loads per
+    4 * tr * tc MOPAs."""
+    body = k_loop(plan)["main_body"]
+    loads = sum(insn.text.startswith("ld") for insn in body)
+    mopas = sum(insn.text.startswith(plan.inst.mnemonic + " ") for insn in body)
+    other = len(body) - loads - mopas + 2           # + subs, b.ne
     return {"mopa": mopas, "load": loads, "other": other,
             "mopa_share": round(mopas / (mopas + loads + other), 4)}
 
@@ -443,7 +483,8 @@ def manifest_entry(plan: ZaPlan, symbol: str, epilogue: str = "raw") -> dict:
                      f"streaming vectors), row r's {plan.lp} k-values contiguous"),
         "b_layout": (f"per k-step: {plan.tc}*S columns x {plan.lp} {inst.b_type} ({plan.tc} "
                      f"streaming vectors), column c's {plan.lp} k-values contiguous"),
-        "a_step_vectors": plan.tr, "b_step_vectors": plan.tc, "unroll": 2,
+        "a_step_vectors": plan.group * plan.tr, "b_step_vectors": plan.group * plan.tc,
+        "group": plan.group, "unroll": 2,
         "main_loop_mix": main_loop_mix(plan),
         "contract": "v2", "epilogue": epilogue, "notes": list(plan.notes),
         "args_required": epilogue != "raw",

@@ -43,10 +43,11 @@ from .emit import environment, inst_features
 from .isa import ARCH_NAMES
 from .schedule import Insn
 from .sme_emit import I, LABEL_RE, lazy_save_commit, restore_d8_d15, save_d8_d15, sme_asm_line
+from .sme_tiling import GROUP
 
-# Element bytes x lp of the packed types whose packing is a copy (gen.registry PACKED kinds):
+# Element bytes x panel lp (gen.sme_tiling GROUP instruction k-steps) of the packed types whose packing is a copy (gen.registry PACKED kinds):
 # the pack kinds each B packer serves. A packers serve every copy kind (a k-step = one word).
-COPY_KINDS = {(4, 1): ("F32",), (2, 2): ("F16",), (1, 4): ("S8",)}
+COPY_KINDS = {(4, GROUP): ("F32",), (2, 2 * GROUP): ("F16",), (1, 4 * GROUP): ("S8",)}
 LETTER = {1: "b", 2: "h", 4: "w"}
 SUFFIX = {1: "b", 2: "h", 4: "s"}
 
@@ -117,8 +118,6 @@ def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
         I(f"add x15, x3, #{(1 << per_word) - 1}"),
         I(f"lsr x15, x15, #{per_word}", "k-steps (words per row) in all"),
         I("mul x16, x6, x4", "S rows of A in bytes"),
-        I("cntb x14" + (f", all, mul #{tr}" if tr > 1 else ""),
-          f"bytes per k-step: ep = {tr}*S words"),
         I("mov x8, #0", "chunk: bytes k_bytes[x8 ..] of every row"),
         I("mov x13, x0", "k-step 0 of the panel"),
     ]
@@ -176,17 +175,21 @@ def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
         I(f"lsr x11, x8, #{per_word}", "words before the chunk"),
         I("sub x11, x15, x11", "words left"),
         I("cmp x11, x6"), I("csel x11, x11, x6, lo", "words of this chunk: min(left, S)"),
-        I("mov w12, #0", "vertical slice j = k-step j of the chunk"),
+        I("mov w12, #0", f"vertical slices w12 .. w12 + {GROUP - 1} = one panel k-step"),
         Insn("K_STEP:", "label"),
     ]
     for t in range(tr):
-        code.append(I(f"st1w {{za{t}v.s[w12, 0]}}, p0, [x13" + (", x6, lsl #2]" if t else "]"),
-                      f"rows {t}*S.. of the k-step"))
+        regs = [GROUP * t + j for j in range(GROUP)]
+        code += [I(f"mova z{z}.s, p0/m, za{t}v.s[w12, {j}]", f"word w12 + {j} of rows {t}*S..")
+                 for j, z in enumerate(regs)]
+        code.append(I(f"st4w {{z{regs[0]}.s-z{regs[-1]}.s}}, p0, [x13"
+                      + (f", #{GROUP * t}, mul vl]" if t else "]"),
+                      f"rows {t}*S..: each row's {GROUP} words side by side"))
     code += [
-        I("add x13, x13, x14", "next k-step of the panel"),
-        I("add w12, w12, #1"),
+        I(f"addvl x13, x13, #{GROUP * tr}", "next k-step of the panel"),
+        I(f"add w12, w12, #{GROUP}"),
         I("cmp w12, w11"),
-        I("b.lo K_STEP"),
+        I("b.lo K_STEP", "(S is a multiple of 4: a chunk holds whole k-steps)"),
         I("add x8, x8, x7", "next chunk"),
         I("b K_CHUNK"),
         Insn("K_DONE:", "label"),
@@ -194,94 +197,142 @@ def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
     return code
 
 
-# ---- B: lp rows of k per k-step, interleaved by the store ---------------------------------------
-# x0 dst cursor, x1 src, x2 cols, x3 K, x4 ldb_bytes; x5 hp, x6 k-steps left, x7 rows of the
-# partial k-step, x9.. row pointers (lp of them), x8 lp * ldb, x15 chunk column offsets.
-def b_chunks(elem_bytes: int, tc: int) -> int:
-    """Vectors per k-step row: hp = tc*S columns of elem_bytes, S*4 bytes per vector."""
-    return max(1, tc * elem_bytes // 4)
+# ---- B: GROUP instruction k-steps of k rows each per panel k-step ------------------------------
+# The panel's k-step s holds, per column, the lp = GROUP * k values of B rows s*lp .. s*lp + lp - 1
+# side by side: GROUP 32-bit words per column, word j = instruction k-step j (k values). The
+# packer builds, per instruction k-step j and per S columns c, the vector W(j, c) of those words
+# (fp32: the row itself; fp16: ZIP1/ZIP2 .h of its two rows; int8: ZIP1/ZIP2 .b of row pairs,
+# then .h; bf16: the two rows rounded, TRN1 .h), then one ST4W {W(0, c) .. W(3, c)} per c writes
+# each column's 4 words side by side (Arm DDI0487 ST4W: register j to word 4i + j).
+# x0 dst cursor, x1 src, x2 cols, x3 K, x4 ldb_bytes, x5 col_sums; x6 panel k-steps left,
+# x7 rows of a last partial one, x8 its row's columns, x9 row 4q of B (chunk 0), x14 the same
+# at chunk 1, x10 / x11 / x12 one / two / three rows in elements, x13 four rows in bytes, x15
+# columns of one vector. z0-z7 rows and temporaries, z8.. W(j, c) = z(8 + 4c + j), int8 column
+# sums z24-z27, bf16 constants z27-z31.
+CHUNK_OFFSETS = ("xzr", "x15")          # column offset of source vector c of a row
+W_BASE, SUMS_BASE = 8, 24
 
 
-CHUNK_OFFSETS = ("xzr", "x15", "x16", "x17")     # column offset of vector c of a row
+def b_chunks(src_bytes: int, tc: int) -> int:
+    """Source vectors per row: hp = tc*S columns of src_bytes, S*4 bytes per vector."""
+    return max(1, tc * src_bytes // 4)
 
 
-def pack_b_body(elem_bytes: int, lp: int, tc: int) -> list[Insn]:
-    if not 1 <= b_chunks(elem_bytes, tc) <= len(CHUNK_OFFSETS):
-        raise ValueError(f"B packer: {tc} column tiles of {elem_bytes}-byte elements")
-    letter, size = LETTER[elem_bytes], SUFFIX[elem_bytes]
-    chunks = b_chunks(elem_bytes, tc)
-    partial = tc * elem_bytes < 4           # the store covers part of one vector
-    rows = [f"x{9 + i}" for i in range(lp)]
-    load_pred = [1 + c for c in range(chunks)]                  # p1..: columns < cols
-    tail_pred = {}                                              # (row, chunk) -> predicate
-    free = [p for p in range(1 + chunks, 8) if p != 5]
-    for i in range(1, lp):
-        for c in range(chunks):
-            tail_pred[i, c] = free.pop(0)
-    store_pred = 5 if partial else 0
-    per_vector = {4: "cntw", 2: "cnth", 1: "cntb"}[elem_bytes]
-    sums = (elem_bytes, lp) == (1, 4)      # int8 B: the column sums too (COLUMN_SUMS)
-    code = [I(f"cntw x14, all, mul #{tc}" if tc > 1 else "cntw x14", f"hp = {tc}*S columns"),
-            I(f"{per_vector} x15", f"columns of one vector ({letter} elements)")]
+def w_reg(j: int, c: int) -> int:
+    return W_BASE + GROUP * c + j
+
+
+def _row_address(q: int, c: int, src_bytes: int) -> str:
+    base = ("x9", "x14")[c]
+    if q == 0:
+        return f"[{base}]"
+    shift = src_bytes.bit_length() - 1
+    return f"[{base}, x{9 + q}" + (f", lsl #{shift}]" if shift else "]")
+
+
+def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False) -> list[Insn]:
+    """B panel of hp = tc*S columns, panel k-steps of lp = GROUP * k rows (see above);
+    `convert`: fp32 source rounded to bf16 (k = 2)."""
+    src_bytes = 4 if convert else elem_bytes
+    chunks = b_chunks(src_bytes, tc)
+    lp = GROUP * k
+    if chunks > len(CHUNK_OFFSETS) or w_reg(GROUP - 1, tc - 1) >= (27 if convert else SUMS_BASE):
+        raise ValueError(f"B packer: {tc} column tiles of {src_bytes}-byte elements")
+    letter, size = LETTER[src_bytes], SUFFIX[src_bytes]
+    sums = (elem_bytes, k) == (1, 4) and not convert     # int8 B: the column sums too
+    code = bf16_constants() if convert else []
+    code.append(I(f"cnt{letter} x15",
+                  f"columns of one source vector ({letter} elements)"))
     for c in range(chunks):
-        off = CHUNK_OFFSETS[c]
-        if c > 1:
-            code.append(I(f"{per_vector} {off}, all, mul #{c}", f"chunk {c}: {c} vectors in"))
-        code.append(I(f"whilelt p{load_pred[c]}.{size}, {off}, x2",
-                      f"chunk {c}: its columns below cols"))
-    if partial:
-        code.append(I(f"whilelt p{store_pred}.{size}, xzr, x14", "the hp columns of the vector"))
-    code.append(I(f"mov {rows[0]}, x1", "row k of the k-step"))
-    for i in range(1, lp):
-        code.append(I(f"add {rows[i]}, {rows[i - 1]}, x4", f"row k + {i}"))
-    if lp > 1:
-        code.append(I(f"lsl x8, x4, #{lp.bit_length() - 1}", f"{lp} rows: one k-step of B"))
-    code += [I(f"lsr x6, x3, #{lp.bit_length() - 1}" if lp > 1 else "mov x6, x3",
-               "whole k-steps"),
+        code.append(I(f"whilelt p{1 + c}.{size}, {CHUNK_OFFSETS[c]}, x2",
+                      f"source vector {c}: its columns below cols"))
+    shift = src_bytes.bit_length() - 1
+    code += [I("mov x9, x1", "row 0")]
+    if chunks > 1:
+        code.append(I("addvl x14, x1, #1", "row 0, source vector 1"))
+    code += [I(f"lsr x10, x4, #{shift}" if shift else "mov x10, x4", "one row in elements"),
+             I("lsl x11, x10, #1", "two rows"), I("add x12, x11, x10", "three rows"),
+             I("lsl x13, x4, #2", "four rows in bytes"),
+             I(f"lsr x6, x3, #{lp.bit_length() - 1}", f"whole panel k-steps ({lp} rows each)"),
              I("cbz x6, K_TAIL")]
 
-    def step(preds) -> list[Insn]:
+    def load(row: int, c: int, reg: int, tail: bool) -> list[Insn]:
+        """Row `row` (of the panel k-step), source vector c, into z<reg>; in the tail rows
+        at or past K % lp load under an all-false predicate: zeros, no memory access."""
+        pred, out = 1 + c, []
+        if tail and row:
+            pred = 6 + c
+            out += [I(f"cmp x7, #{row}"),
+                    I("csel x8, x2, xzr, hi", f"row {row}: cols if it exists, else none")]
+            out.append(I(f"whilelt p{pred}.{size}, {CHUNK_OFFSETS[c]}, x8"))
+        return out + [I(f"ld1{letter} {{z{reg}.{size}}}, p{pred}/z, "
+                        f"{_row_address(row % 4, c, src_bytes)}", f"row +{row}, vector {c}")]
+
+    def advance() -> list[Insn]:
+        return [I("add x9, x9, x13", "four rows on")] + (
+            [I("add x14, x14, x13")] if chunks > 1 else [])
+
+    def step(tail: bool) -> list[Insn]:
         body = []
-        for c in range(chunks):
-            for i in range(lp):
-                body.append(I(f"ld1{letter} {{z{lp * c + i}.{size}}}, p{preds(i, c)}/z, "
-                              f"[{rows[i]}" + (f", #{c}, mul vl]" if c else "]"),
-                              f"row k + {i}, columns of vector {c}"))
-        if sums:
-            body += column_sums_step()
-        for c in range(chunks):
-            regs = (f"{{z{lp * c}.{size}}}" if lp == 1 else
-                    f"{{z{lp * c}.{size}-z{lp * c + lp - 1}.{size}}}")
-            store = "st1w" if lp == 1 else f"st{lp}{letter}"
-            body.append(I(f"{store} {regs}, p{store_pred}, [x0" +
-                          (f", #{c * lp}, mul vl]" if c else "]"),
-                          "the k-step, each column's lp values side by side"
-                          if lp > 1 else "the k-step's columns"))
-        body.append(I(f"addvl x0, x0, #{tc}", f"next k-step of the panel ({tc}*S*4 bytes)"))
+        for quad in range(lp // 4):
+            rows = range(4 * quad, 4 * quad + 4)
+            if (elem_bytes, k) == (4, 1):               # fp32: the rows are W(j, c)
+                for row in rows:
+                    for c in range(chunks):
+                        body += load(row, c, w_reg(row, c), tail)
+            elif convert:                               # bf16: pairs of rows, rounded
+                for pair in range(2):
+                    j = 2 * quad + pair
+                    for c in range(chunks):
+                        body += load(4 * quad + 2 * pair, c, 0, tail)
+                        body += load(4 * quad + 2 * pair + 1, c, 1, tail)
+                        body += bf16_round(0) + bf16_round(1)
+                        body.append(I(f"trn1 z{w_reg(j, c)}.h, z0.h, z1.h",
+                                      f"column i: (k, k + 1) in word i -> W({j}, {c})"))
+            elif k == 2:                                # fp16: rows (0, 1), (2, 3) of the quad
+                for row in rows:
+                    body += load(row, 0, row % 4, tail)
+                for pair in range(2):
+                    j = 2 * quad + pair
+                    a, b = 2 * pair, 2 * pair + 1
+                    body += [I(f"zip1 z{w_reg(j, 0)}.h, z{a}.h, z{b}.h",
+                               f"columns 0..S-1: (k, k + 1) per word -> W({j}, 0)"),
+                             I(f"zip2 z{w_reg(j, 1)}.h, z{a}.h, z{b}.h", "columns S..2S-1")]
+            else:                                       # int8: the quad is one k-step
+                for row in rows:
+                    body += load(row, 0, row % 4, tail)
+                if sums:
+                    body += column_sums_step()
+                j = quad
+                body += [I("zip1 z4.b, z0.b, z1.b", "rows k, k + 1 by column: columns 0..2S-1"),
+                         I("zip1 z6.b, z2.b, z3.b", "rows k + 2, k + 3")]
+                if tc > 2:
+                    body += [I("zip2 z5.b, z0.b, z1.b", "columns 2S..4S-1"),
+                             I("zip2 z7.b, z2.b, z3.b")]
+                for c in range(tc):
+                    lo, hi = (4, 6) if c < 2 else (5, 7)
+                    body.append(I(f"zip{1 + c % 2} z{w_reg(j, c)}.h, z{lo}.h, z{hi}.h",
+                                  f"columns {c}*S..: k .. k + 3 per word -> W({j}, {c})"))
+            body += advance()
+        for c in range(tc):
+            body.append(I(f"st4w {{z{w_reg(0, c)}.s-z{w_reg(GROUP - 1, c)}.s}}, p0, [x0"
+                          + (f", #{GROUP * c}, mul vl]" if c else "]"),
+                          f"columns {c}*S..: each column's {lp} k-values side by side"))
+        body.append(I(f"addvl x0, x0, #{GROUP * tc}",
+                      f"next k-step of the panel ({GROUP}*{tc}*S words)"))
         return body
 
-    code.append(Insn("K_STEP:", "label"))
-    code += step(lambda i, c: load_pred[c])
-    for r in rows:
-        code.append(I(f"add {r}, {r}, x8" if lp > 1 else f"add {r}, {r}, x4"))
-    code += [I("subs x6, x6, #1"), I("b.ne K_STEP"), Insn("K_TAIL:", "label")]
-    if lp > 1:
-        code += [I(f"and x7, x3, #{lp - 1}", "rows of a last partial k-step"),
-                 I("cbz x7, K_DONE")]
-        for i in range(1, lp):
-            code += [I(f"cmp x7, #{i}"), I(f"csel x6, x2, xzr, hi",
-                                           f"row k + {i}: cols if it exists, else none")]
-            for c in range(chunks):
-                off = CHUNK_OFFSETS[c]
-                code.append(I(f"whilelt p{tail_pred[i, c]}.{size}, {off}, x6"))
-        code += step(lambda i, c: load_pred[c] if i == 0 else tail_pred[i, c])
-    code.append(Insn("K_DONE:", "label"))
+    code += [Insn("K_STEP:", "label")] + step(False)
+    code += [I("subs x6, x6, #1"), I("b.ne K_STEP"), Insn("K_TAIL:", "label"),
+             I(f"and x7, x3, #{lp - 1}", "rows of a last partial panel k-step"),
+             I("cbz x7, K_DONE")]
+    code += step(True) + [Insn("K_DONE:", "label")]
     if sums:
         code += [I("cbz x5, K_SUMS_DONE", "col_sums NULL: not wanted"),
                  I("add x13, x2, #3"), I("lsr x13, x13, #2", "ceil(cols / 4) groups of 4 sums"),
                  I("whilelt p6.s, xzr, x13"),
-                 I("st4w {z16.s-z19.s}, p6, [x5]", "sums of columns 4i + 0..3 interleaved: "
-                   "column order"),
+                 I(f"st4w {{z{SUMS_BASE}.s-z{SUMS_BASE + 3}.s}}, p6, [x5]",
+                   "sums of columns 4i + 0..3 interleaved: column order"),
                  Insn("K_SUMS_DONE:", "label")]
     return code
 
@@ -289,58 +340,24 @@ def pack_b_body(elem_bytes: int, lp: int, tc: int) -> list[Insn]:
 # COLUMN_SUMS: the int8 B packers also write sum_k B[k][c] of the panel's columns (int32, the
 # column sums ts_packed_b keeps for the zero points), from the rows they load: SADDLB / SADDLT
 # add rows k, k+1 (and k+2, k+3) into int16 per even / odd column, ADD joins the two pairs
-# (|sum| <= 512), SADDWB / SADDWT widen into four int32 accumulators z16-z19 = columns 4i,
+# (|sum| <= 512), SADDWB / SADDWT widen into four int32 accumulators z24-z27 = columns 4i,
 # 4i + 1, 4i + 2, 4i + 3 (even .h lanes of the even-column sums are columns 4i, odd ones
-# 4i + 2; of the odd-column sums 4i + 1, 4i + 3), so that ST4W {z16-z19} stores them in column
+# 4i + 2; of the odd-column sums 4i + 1, 4i + 3), so that ST4W {z24-z27} stores them in column
 # order. The accumulators start at zero: SMSTART SM zeroes every Z register (Arm DDI0487,
 # "Changes to PSTATE.SM"). Columns past cols load as zero and sum to zero; the store writes
 # ceil(cols / 4) * 4 sums (ts_pack.c sizes the sums in whole groups of 4).
 def column_sums_step() -> list[Insn]:
+    a, b, c, d = (SUMS_BASE + i for i in range(4))
     return [I("saddlb z4.h, z0.b, z1.b", "rows k + k+1, even columns"),
             I("saddlt z5.h, z0.b, z1.b", "odd columns"),
             I("saddlb z6.h, z2.b, z3.b", "rows k+2 + k+3"),
             I("saddlt z7.h, z2.b, z3.b"),
             I("add z4.h, z4.h, z6.h", "even columns: the four rows"),
             I("add z5.h, z5.h, z7.h", "odd columns"),
-            I("saddwb z16.s, z16.s, z4.h", "columns 4i"),
-            I("saddwb z17.s, z17.s, z5.h", "columns 4i + 1"),
-            I("saddwt z18.s, z18.s, z4.h", "columns 4i + 2"),
-            I("saddwt z19.s, z19.s, z5.h", "columns 4i + 3")]
-
-
-def pack_b_bf16_body(tc: int) -> list[Insn]:
-    """B panel of bf16 pairs from fp32 B: per k-step rows k, k+1 and per vector c of S columns,
-    both rounded (bf16_round) and TRN1 .h pairs column j's two values in word j."""
-    if not 1 <= tc <= len(CHUNK_OFFSETS):
-        raise ValueError(f"bf16 B packer: {tc} column tiles")
-    code = bf16_constants() + [I("cntw x15", "S: columns of one vector")]
-    for c in range(tc):
-        if c > 1:
-            code.append(I(f"cntw {CHUNK_OFFSETS[c]}, all, mul #{c}"))
-        code.append(I(f"whilelt p{1 + c}.s, {CHUNK_OFFSETS[c]}, x2",
-                      f"columns {c}*S.. below cols"))
-    code += [I("mov x9, x1", "row k"), I("add x10, x9, x4", "row k + 1"),
-             I("lsl x8, x4, #1", "2 rows: one k-step of B"),
-             I("lsr x6, x3, #1", "whole k-steps"), I("cbz x6, K_TAIL")]
-
-    def step(second):
-        body = []
-        for c in range(tc):
-            at = f", #{c}, mul vl]" if c else "]"
-            body += [I(f"ld1w {{z0.s}}, p{1 + c}/z, [x9{at}", f"row k, columns {c}*S.."),
-                     I(f"ld1w {{z1.s}}, p{second(c)}/z, [x10{at}", "row k + 1")]
-            body += bf16_round(0) + bf16_round(1)
-            body += [I("trn1 z0.h, z0.h, z1.h", "column j: (k, k + 1) in word j"),
-                     I(f"st1w {{z0.s}}, p0, [x0{at}", f"the k-step's columns {c}*S..")]
-        return body + [I(f"addvl x0, x0, #{tc}", f"next k-step of the panel ({tc}*S words)")]
-
-    code += [Insn("K_STEP:", "label")] + step(lambda c: 1 + c)
-    code += [I("add x9, x9, x8"), I("add x10, x10, x8"), I("subs x6, x6, #1"),
-             I("b.ne K_STEP"), Insn("K_TAIL:", "label"),
-             I("tbz x3, #0, K_DONE", "K even: no partial k-step"),
-             I("whilelt p7.s, xzr, xzr", "row k + 1 does not exist: none of it read, zeros")]
-    code += step(lambda c: 7) + [Insn("K_DONE:", "label")]
-    return code
+            I(f"saddwb z{a}.s, z{a}.s, z4.h", "columns 4i"),
+            I(f"saddwb z{b}.s, z{b}.s, z5.h", "columns 4i + 1"),
+            I(f"saddwt z{c}.s, z{c}.s, z4.h", "columns 4i + 2"),
+            I(f"saddwt z{d}.s, z{d}.s, z5.h", "columns 4i + 3")]
 
 
 # ---- rendering ---------------------------------------------------------------------------------
@@ -385,27 +402,27 @@ def emit_pack_a(prefix: str, tr: int, inst_mode: str = "auto",
     kinds = ["BF16"] if convert else sorted({k for kinds in COPY_KINDS.values() for k in kinds})
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "a", "tr": tr,
-                      "kinds": kinds})
+                      "group": GROUP, "kinds": kinds})
 
 
 def emit_pack_b_bf16(prefix: str, tc: int, inst_mode: str = "auto",
                      env: jinja2.Environment | None = None) -> SmePacker:
     symbol = b_bf16_symbol(prefix, tc)
     summary = [
-        f"B panel of hp = {tc}*S columns of bf16 pairs (lp = 2) for the SME kernels (S =",
+        f"B panel of hp = {tc}*S columns of bf16 (lp = {2 * GROUP}) for the SME kernels (S =",
         "SVL/32) from row-major fp32 B, rounded to bf16 (RNE, integer: bit for bit ts_pack.c",
-        "f32_to_bf16): per k-step rows k, k + 1 rounded, column j's two values in word j.",
+        f"f32_to_bf16): per k-step {2 * GROUP} rows, column j's {2 * GROUP} values side by side.",
         f"  void {symbol}(void *dst, const void *src, size_t cols,",
         "                 size_t K, size_t ldb_bytes, int32_t *col_sums);",
-        "  x0 dst: ceil(K/2) k-steps of hp words; x1 src: fp32 B at row 0, the panel's first",
+        f"  x0 dst: ceil(K/{2 * GROUP}) k-steps of hp x {GROUP} words; x1 src: fp32 B at row 0, the panel's first",
         "  column; x2 cols (<= hp; columns past it are zero); x3 K rows (k past K is zero);",
         "  x4 ldb_bytes: row stride. Reads exactly K x cols fp32, writes exactly the panel.",
         "  x5 col_sums: unused (no column sums for this type).",
     ]
-    text = _render(symbol, summary, pack_b_bf16_body(tc), False, inst_mode, env, BF16_CONSTS)
+    text = _render(symbol, summary, pack_b_body(2, 2, tc, convert=True), False, inst_mode, env, BF16_CONSTS)
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "b", "elem_bytes": 2,
-                      "lp": 2, "tc": tc, "kinds": ["BF16"], "col_sums": False})
+                      "lp": 2 * GROUP, "tc": tc, "kinds": ["BF16"], "col_sums": False})
 
 
 def emit_pack_b(prefix: str, elem_bytes: int, lp: int, tc: int, inst_mode: str = "auto",
@@ -415,8 +432,8 @@ def emit_pack_b(prefix: str, elem_bytes: int, lp: int, tc: int, inst_mode: str =
     symbol = b_symbol(prefix, elem_bytes, lp, tc)
     summary = [
         f"B panel of hp = {tc}*S columns for the SME kernels (S = SVL/32) from row-major B of",
-        f"{elem_bytes}-byte elements, lp = {lp}: per k-step {lp} rows of B "
-        + ("stored interleaved (ST{}{}).".format(lp, LETTER[elem_bytes]) if lp > 1 else "copied."),
+        f"{elem_bytes}-byte elements, lp = {lp}: per k-step {lp} rows of B, each column's {lp}",
+        f"values side by side ({GROUP} words: one ST4W per S columns).",
         f"  void {symbol}(void *dst, const void *src, size_t cols,",
         "                 size_t K, size_t ldb_bytes, int32_t *col_sums);",
         "  x0 dst: ceil(K/lp) k-steps of hp columns x lp elements (column c's lp k-values",
@@ -424,17 +441,17 @@ def emit_pack_b(prefix: str, elem_bytes: int, lp: int, tc: int, inst_mode: str =
         "  past it are zero); x3 K rows (k-values past K are zero); x4 ldb_bytes: row stride.",
         "  Reads exactly K x cols elements, writes exactly the panel.",
     ]
-    if (elem_bytes, lp) == (1, 4):
+    if elem_bytes == 1:
         summary += ["  x5 col_sums: NULL, or int32 sum over k of each column, ceil(cols/4)*4 of",
                     "  them written (columns past cols: 0)."]
     else:
         summary += ["  x5 col_sums: unused (no column sums for this type)."]
-    text = _render(symbol, summary, pack_b_body(elem_bytes, lp, tc), False, inst_mode, env)
+    text = _render(symbol, summary, pack_b_body(elem_bytes, lp // GROUP, tc), False, inst_mode, env)
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "b",
                       "elem_bytes": elem_bytes, "lp": lp, "tc": tc,
                       "kinds": list(COPY_KINDS[elem_bytes, lp]),
-                      "col_sums": (elem_bytes, lp) == (1, 4)})
+                      "col_sums": elem_bytes == 1})
 
 
 def emit_sme_packers(kernels: list[dict], prefix: str, inst_mode: str = "auto",

@@ -39,6 +39,14 @@ from .isa import SME_INSTRUCTIONS, TYPE_BYTES, OuterProductInstruction
 from .tiling import TilingError
 
 VECTOR_BYTES_PER_S = 4      # a streaming vector is 4 * S bytes (S = SVL / 32)
+# Instruction k-steps per panel k-step. With SME (not SME2) every LD1 fills one Z register, so
+# a tr x tc step loads tr + tc vectors for tr * tc MOPAs. The panels therefore keep GROUP
+# consecutive instruction k-steps of a row (column) side by side -- each row's GROUP words
+# contiguous, i.e. the NEON panel layout with lp = GROUP * k -- and one LD4W (SVE structure
+# load, legal in streaming mode: Arm DDI0487 LD4W; not in the "illegal when PSTATE.SM is 1"
+# list) de-interleaves the 4 words of S rows into 4 vectors, one per instruction k-step:
+# (tr + tc) loads per 4 * tr * tc MOPAs.
+GROUP = 4
 
 
 @dataclass(frozen=True)
@@ -76,8 +84,14 @@ class ZaPlan:
         return SME_INSTRUCTIONS[self.instruction]
 
     @property
+    def group(self) -> int:
+        """Instruction k-steps per panel k-step (one LD4W per row / column block)."""
+        return GROUP
+
+    @property
     def lp(self) -> int:
-        return self.inst.k
+        """Elements of a row per panel k-step: GROUP instruction k-steps of k each."""
+        return self.inst.k * GROUP
 
     def tile(self, r: int, c: int) -> int:
         """ZA tile number of row block r, column block c."""
@@ -134,6 +148,9 @@ def solve(instruction: str) -> ZaPlan:
         f"ep = {best.tr}*S rows, hp = {best.tc}*S columns (S = SVL/32)",
         f"per k-step {best.tr} A + {best.tc} B vectors, {best.tiles} {inst.mnemonic}: "
         f"{float(best.bytes_per_mac_s):.3f}/S bytes per MAC",
+        f"panel k-step = {GROUP} instruction k-steps (lp = {GROUP * inst.k}): one LD4W per "
+        f"row / column block, {best.tr + best.tc} loads per {GROUP * best.tiles} "
+        f"{inst.mnemonic}",
         f"a C row is {best.tc}*S {inst.out_type} = "
         f"{Fraction(best.tc * TYPE_BYTES[inst.out_type], VECTOR_BYTES_PER_S)} streaming "
         f"vector(s) of {VECTOR_BYTES_PER_S}*S bytes",

@@ -18,9 +18,9 @@ from gen.sme_pack import emit_pack_b
 
 HARNESS = TEST_C / "sme_pack_harness.c"
 EXPECTED = {"ts_sme_pack_a_1vl": ("a", 1), "ts_sme_pack_a_2vl": ("a", 2),
-            "ts_sme_pack_a_bf16_2vl": ("a", 2), "ts_sme_pack_b_bf16_2vl": ("b", (2, 2, 2)),
-            "ts_sme_pack_b_1x4_2vl": ("b", (1, 4, 2)), "ts_sme_pack_b_1x4_4vl": ("b", (1, 4, 4)),
-            "ts_sme_pack_b_2x2_2vl": ("b", (2, 2, 2)), "ts_sme_pack_b_4x1_2vl": ("b", (4, 1, 2))}
+            "ts_sme_pack_a_bf16_2vl": ("a", 2), "ts_sme_pack_b_bf16_2vl": ("b", (2, 8, 2)),
+            "ts_sme_pack_b_1x16_2vl": ("b", (1, 16, 2)), "ts_sme_pack_b_1x16_4vl": ("b", (1, 16, 4)),
+            "ts_sme_pack_b_2x8_2vl": ("b", (2, 8, 2)), "ts_sme_pack_b_4x4_2vl": ("b", (4, 4, 2))}
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +33,11 @@ def pack_table(manifest: dict) -> str:
     for p in manifest["sme_packers"]:
         if p["role"] == "a":
             rows.append(f'    {{"{p["symbol"]}", (void *){p["symbol"]}, \'a\', {p["tr"]}, 0, 0, 0, '
-                        f'{int(p["kinds"] == ["BF16"])}, 0}},')
+                        f'{int(p["kinds"] == ["BF16"])}, 0, {p["group"]}}},')
         else:
             rows.append(f'    {{"{p["symbol"]}", (void *){p["symbol"]}, \'b\', 0, '
                         f'{p["elem_bytes"]}, {p["lp"]}, {p["tc"]}, {int(p["kinds"] == ["BF16"])}, '
-                        f'{int(p["col_sums"])}}},')
+                        f'{int(p["col_sums"])}, 0}},')
     return (f'#include "{manifest["prefix"]}kernels.h"\n'
             "static const sme_packer_info PACKERS[] = {\n" + "\n".join(rows) + "\n};\n")
 
@@ -107,12 +107,15 @@ def test_packers_match_the_panel_layout_at_every_svl(harness, generated, svl_byt
 
 
 @pytest.mark.parametrize("symbol,line", [
-    ("ts_sme_pack_b_1x4_4vl", "addvl x0, x0, #4"),        # k-steps overwrite each other
-    ("ts_sme_pack_b_1x4_4vl", "whilelt p2.b, xzr, x6"),    # partial k-step: row k+1 dropped
+    ("ts_sme_pack_b_1x16_4vl", "addvl x0, x0, #16"),      # k-steps overwrite each other
+    ("ts_sme_pack_b_1x16_4vl", "whilelt p6.b, xzr, x8"),   # partial k-step: rows 1.. dropped
+    ("ts_sme_pack_b_1x16_4vl", "zip2 z12.h, z4.h, z6.h"),  # columns S..2S-1 of k-step 0
+    ("ts_sme_pack_b_4x4_2vl", "st4w {z12.s-z15.s}, p0, [x0, #4, mul vl]"),  # columns S..2S-1
+    ("ts_sme_pack_a_2vl", "mova z7.s, p0/m, za1v.s[w12, 3]"),  # word 3 of rows S..2S-1
     ("ts_sme_pack_a_2vl", "zero {za}"),                    # rows past `rows` not zero
     ("ts_sme_pack_b_bf16_2vl", "orr z2.d, z2.d, z27.d"),   # a NaN not made quiet
     ("ts_sme_pack_a_bf16_2vl", "and z3.d, z2.d, z28.d"),   # ties not to even (stale z3)
-    ("ts_sme_pack_b_1x4_2vl", "saddwt z19.s, z19.s, z5.h"),  # column sums 4i + 3 missing
+    ("ts_sme_pack_b_1x16_2vl", "saddwt z27.s, z27.s, z5.h"),  # column sums 4i + 3 missing
 ])
 def test_a_broken_packer_fails(generated, tmp_path, symbol, line):
     out, manifest = generated

@@ -4,8 +4,9 @@
  * status 1 on any failure.
  *
  * With S = SVL/32:
- *   A packer (tr): panel of ep = tr*S rows, k-step s = word s of every row (4 bytes): dst word
- *     (s, r) = bytes 4s..4s+3 of source row r, zero for r >= rows and for bytes >= k_bytes;
+ *   A packer (tr, group g): panel of ep = tr*S rows, k-step s = words g*s .. g*s + g - 1 of
+ *     every row (4 bytes each), a row's g words side by side: dst word (s*ep + r)*g + j = bytes
+ *     4(g*s + j) .. + 3 of source row r, zero for r >= rows and for bytes >= k_bytes;
  *   B packer (elem_bytes e, lp, tc): panel of hp = tc*S columns, k-step s = rows s*lp .. of B:
  *     dst element ((s*hp + c)*lp + i) = B[s*lp + i][c], zero for c >= cols or k >= K;
  *   bf16 packers (convert): the same layouts of bf16 (lp 2) from fp32 sources, each value
@@ -42,6 +43,7 @@ typedef struct {
     long elem_bytes, lp, tc;    /* B */
     int convert;                /* fp32 source rounded to bf16 pairs */
     int sums;                   /* B: also the int32 column sums (x5, NULL: none) */
+    long group;                 /* A: words per k-step (gen/sme_tiling.py GROUP) */
 } sme_packer_info;
 
 #include "sme_pack_table.h"
@@ -103,17 +105,18 @@ static void run_a(const sme_packer_info *p, long rows, size_t k_bytes, size_t ga
 {
     long ep = p->tr * S;
     size_t lda = k_bytes + gap, words = (k_bytes + (p->convert ? 7 : 3)) / (p->convert ? 8 : 4);
-    size_t panel = words * (size_t)ep * 4;
+    size_t g = (size_t)p->group, steps = (words + g - 1) / g;
+    size_t panel = steps * g * (size_t)ep * 4;
     size_t src_len = rows ? (size_t)(rows - 1) * lda + k_bytes : 0;
     guarded_region rs, rd;
     uint8_t *src = guarded_alloc_at(src_len, tail, &rs), *dst = guarded_alloc_at(panel, !tail, &rd);
     fill_source(src, src_len, p->convert);
     memset(dst, SENTINEL8, panel);
     call(p, dst, src, (size_t)rows, k_bytes, lda, NULL);
-    for (size_t s = 0; s < words; s++)
+    for (size_t s = 0; s < steps * g; s++)       /* s: word of the row */
         for (long r = 0; r < ep; r++)
             for (size_t b = 0; b < 4; b++) {
-                size_t at = (s * (size_t)ep + (size_t)r) * 4 + b, kb = s * 4 + b;
+                size_t at = ((s / g * (size_t)ep + (size_t)r) * g + s % g) * 4 + b, kb = s * 4 + b;
                 uint8_t want = r < rows && kb < k_bytes ? src[(size_t)r * lda + kb] : 0;
                 if (p->convert) {       /* values 2s (low half), 2s + 1 (high half) of row r */
                     const uint8_t *row = src + (size_t)r * lda;
@@ -215,10 +218,10 @@ static void run_packer(const sme_packer_info *p)
     if (p->role == 'a') {
         long ep = p->tr * S;
         long rows[] = {1, S - 1, S, S + 1, ep - 1, ep};
-        size_t kb[] = {0, 1, 2, 3, 4, 5, 7, 8, (size_t)(4 * S - 1), (size_t)(4 * S),
+        size_t kb[] = {0, 1, 2, 3, 4, 5, 7, 8, 13, 16, 17, (size_t)(4 * S - 1), (size_t)(4 * S),
                        (size_t)(4 * S + 1), (size_t)(8 * S + 3), (size_t)(12 * S + 4)};
         /* fp32 sources: K values 0, 1, 2, 3, ... around pairs, S and 2S (a chunk) */
-        size_t kf[] = {0, 1, 2, 3, 4, 5, 7, 8, (size_t)(2 * S - 1), (size_t)(2 * S),
+        size_t kf[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, (size_t)(2 * S - 1), (size_t)(2 * S),
                        (size_t)(2 * S + 1), (size_t)(4 * S + 3), (size_t)(6 * S + 4)};
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
             for (size_t j = 0; j < sizeof kb / sizeof kb[0]; j++) {
@@ -234,7 +237,7 @@ static void run_packer(const sme_packer_info *p)
     } else {
         long hp = p->tc * S;
         long cols[] = {1, S - 1, S, S + 1, hp - 1, hp};
-        size_t ks[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33};
+        size_t ks[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 33};
         for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
             for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
                 if (cols[i] < 1 || cols[i] > hp) continue;
