@@ -204,6 +204,12 @@ def bf16_rounding():
             forms.append(SveForm(name, (z(wide, 0, "destination Z register"), z(wide, 5),
                                         z(narrow, 16, "second source Z register")),
                                  base | bits << 22, "sve2", f"Arm ARM DDI0487 {name.upper()}"))
+        # the bf16 rounding's narrowing add (SVE2): ADDHNB / ADDHNT 01000101 size 1 Zm 011 0
+        # 0 0 / 1 Zn Zd, Zd narrow (the high half of each wide sum)
+        for name, base in (("addhnb", 0x45206000), ("addhnt", 0x45206400)):
+            forms.append(SveForm(name, (z(narrow, 0, "destination Z register"), z(wide, 5),
+                                        z(wide, 16, "second source Z register")),
+                                 base | bits << 22, "sve2", f"Arm ARM DDI0487 {name.upper()}"))
     return forms
 
 

@@ -200,12 +200,19 @@ def tile_sizes(plan: ZaPlan) -> list[Insn]:
     return code
 
 
-def slice_rows(plan: ZaPlan, name: str, pointer: str, stride: str, body) -> list[Insn]:
-    """Loop over the rows below m_rem, row block by row block: `body(r)` is the code for one
-    row (ZA slice w12 of row block r, C row at `pointer`); `pointer` advances by `stride`."""
+ROWS_PER_ITERATION = 4  # ZA.S slice offsets 0-3 (LD1W / ST1W / MOVA .s: w12 + imm2)
+
+
+def slice_rows(plan: ZaPlan, name: str, pointer: str, stride: str, body,
+               unroll: bool = True) -> list[Insn]:
+    """Loop over the rows below m_rem, row block by row block: `body(r, o)` is the code for
+    one row (ZA slice w12 + o of row block r, C row at `pointer`); `pointer` advances by
+    `stride` after each row. With `unroll`, four rows per iteration (slices w12 + 0..3) while
+    four are left -- every full row block, S being a multiple of 4 -- then one at a time."""
     code = []
     for r in range(plan.tr):
         done = f"K_{name}_DONE"
+        single = f"K_{name}_{r}"
         if r == 0:
             code.append(I(f"mov {ROW_END}, {M_REM}", "rows of block 0: min(m_rem, S)"))
         else:
@@ -213,14 +220,28 @@ def slice_rows(plan: ZaPlan, name: str, pointer: str, stride: str, body) -> list
                        f"rows of block {r}: min(m_rem - {r}*S, S)"),
                      I(f"b.ls {done}", "none left")]
         code += [I(f"cmp {ROW_END}, {S_REG}"), I(f"csel {ROW_END}, {ROW_END}, {S_REG}, lo"),
-                 I(f"mov {SLICE}, #0"),
-                 I(f"cbz {ROW_END}, {done}")]
-        code.append(Insn(f"K_{name}_{r}:", "label"))
-        code += body(r)
+                 I(f"mov {SLICE}, #0")]
+        if unroll:
+            n = ROWS_PER_ITERATION
+            quad = f"K_{name}_{r}_QUAD"
+            code += [I(f"sub {TMP}, {ROW_END}, #{n - 1}", f"slice < rows - {n - 1}: {n} rows left"),
+                     I(f"cmp {SLICE}, w{TMP[1:]}"),
+                     I(f"b.ge {single}", f"fewer than {n} rows"),
+                     Insn(f"{quad}:", "label")]
+            for o in range(n):
+                code += body(r, o) + [I(f"add {pointer}, {pointer}, {stride}")]
+            code += [I(f"add {SLICE}, {SLICE}, #{n}"),
+                     I(f"cmp {SLICE}, w{TMP[1:]}"),
+                     I(f"b.lt {quad}")]
+        code += [Insn(f"{single}:", "label"),
+                 I(f"cmp {SLICE}, w{ROW_END[1:]}"),
+                 I(f"b.hs {done if r == plan.tr - 1 else f'K_{name}_{r}_END'}", "every row")]
+        code += body(r, 0)
         code += [I(f"add {pointer}, {pointer}, {stride}"),
                  I(f"add {SLICE}, {SLICE}, #1"),
-                 I(f"cmp {SLICE}, w{ROW_END[1:]}"),
-                 I(f"b.lo K_{name}_{r}")]
+                 I(f"b {single}")]
+        if r < plan.tr - 1:
+            code.append(Insn(f"K_{name}_{r}_END:", "label"))
     code.append(Insn(f"K_{name}_DONE:", "label"))
     return code
 
@@ -228,8 +249,8 @@ def slice_rows(plan: ZaPlan, name: str, pointer: str, stride: str, body) -> list
 def load_accumulators(plan: ZaPlan) -> list[Insn]:
     """acc (m_rem x n_rem, int32/fp32, row stride ld_acc) into the ZA slices; the rest of ZA
     stays zero (ZERO {ZA}; LD1W zeroes the lanes its predicate leaves inactive)."""
-    def row(r):
-        return [I(f"ld1w {{za{plan.tile(r, c)}h.s[{SLICE}, 0]}}, p{COLUMN_PRED0 + c}/z, "
+    def row(r, o):
+        return [I(f"ld1w {{za{plan.tile(r, c)}h.s[{SLICE}, {o}]}}, p{COLUMN_PRED0 + c}/z, "
                   f"[{ACC_PTR}" + (f", {OFFSET_REGS[c]}, lsl #2]" if c else "]"),
                   f"acc row, columns {c}*S.. -> za{plan.tile(r, c)}.s") for c in range(plan.tc)]
     return [I(f"cbz {ACC_PTR}, K_ACC_DONE", "no accumulator tile")] + slice_rows(
@@ -250,12 +271,12 @@ def store_biasclamp(plan: ZaPlan) -> list[Insn]:
              I(f"ld1rw {{z{CLAMP_MAX_Z}.s}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_CLAMP_MAX}]",
                "clamp_max in every lane")]
 
-    def row(r):
+    def row(r, o):
         body = []
         for c in range(plan.tc):
             t, zr = plan.tile(r, c), ROW_Z + c
             body += [
-                I(f"mova z{zr}.s, p{ALL_TRUE}/m, za{t}h.s[{SLICE}, 0]", f"row of za{t}.s"),
+                I(f"mova z{zr}.s, p{ALL_TRUE}/m, za{t}h.s[{SLICE}, {o}]", f"row of za{t}.s"),
                 I(f"fadd z{zr}.s, z{zr}.s, z{BIAS_Z + c}.s", "+ bias"),
                 I(f"fmax z{zr}.s, p{ALL_TRUE}/m, z{zr}.s, z{CLAMP_MIN_Z}.s", "max(., clamp_min)"),
                 I(f"fmin z{zr}.s, p{ALL_TRUE}/m, z{zr}.s, z{CLAMP_MAX_Z}.s", "min(., clamp_max)"),
@@ -366,14 +387,14 @@ def store_requant(plan: ZaPlan) -> list[Insn]:
         code += requant_params(plan, mode)
         code += [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0")]
         code += slice_rows(plan, name, ROW_PTR, LDC,
-                           lambda r, mode=mode: requant_row(plan, r, mode))
+                           lambda r, o, mode=mode: requant_row(plan, r, mode), unroll=False)
         code.append(I("b K_RQ_DONE"))
     return code + [Insn("K_RQ_DONE:", "label")]
 
 
 def store_rows(plan: ZaPlan) -> list[Insn]:
-    def row(r):
-        return [I(f"st1w {{za{plan.tile(r, c)}h.s[{SLICE}, 0]}}, p{COLUMN_PRED0 + c}, "
+    def row(r, o):
+        return [I(f"st1w {{za{plan.tile(r, c)}h.s[{SLICE}, {o}]}}, p{COLUMN_PRED0 + c}, "
                   f"[{ROW_PTR}" + (f", {OFFSET_REGS[c]}, lsl #2]" if c else "]"),
                   f"C row, columns {c}*S.. from za{plan.tile(r, c)}.s") for c in range(plan.tc)]
     return [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0")] + slice_rows(plan, "STORE", ROW_PTR, LDC,

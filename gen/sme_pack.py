@@ -90,19 +90,20 @@ def bf16_constants() -> list[Insn]:
 
 def bf16_round(x: int) -> list[Insn]:
     """z<x>.s fp32 -> its bf16 bits in the low half of each lane (high half zero), as
-    ts_pack.c f32_to_bf16: x + 0x7FFF + (bit 16 of x), shifted down 16 (round to nearest,
-    ties to even; past the bf16 range to infinity), except NaNs (|x| > 0x7F800000), which keep
-    their high half with the quiet bit (0x40) set. Integers only: no FPCR mode (FZ, DN,
-    rounding) changes the result and no FP exception flag is raised. Temporaries z2-z4, p6."""
+    ts_pack.c f32_to_bf16: (x + 0x7FFF + bit 16 of x) >> 16 (round to nearest, ties to even;
+    past the bf16 range to infinity), except NaNs (|x| > 0x7F800000), which keep their high
+    half with the quiet bit (0x40) set. ADDHNB (SVE2) adds and keeps the high half of each sum
+    in the bottom halfword, zeroing the top one (Arm DDI0487 ADDHNB): the add, the shift and
+    the narrowing in one instruction. Integers only: no FPCR mode (FZ, DN, rounding) changes
+    the result and no FP exception flag is raised. Temporaries z2-z4, p6."""
     return [I(f"lsr z2.s, z{x}.s, #16", "the kept half"),
             I("and z3.d, z2.d, z28.d", "its lowest bit"),
-            I("add z3.s, z3.s, z29.s", "+ 0x7fff"),
-            I(f"add z3.s, z{x}.s, z3.s", "carries into the kept half: round to nearest even"),
-            I("lsr z3.s, z3.s, #16", "rounded"),
+            I("add z3.s, z3.s, z29.s", "+ 0x7fff: the increment, ties to even"),
             I(f"and z4.d, z{x}.d, z30.d", "|x|"),
             I("cmphi p6.s, p0/z, z4.s, z31.s", "NaN lanes"),
             I("orr z2.d, z2.d, z27.d", "kept | 0x40: a quiet NaN"),
-            I(f"sel z{x}.s, p6, z2.s, z3.s", "bf16 bits")]
+            I(f"addhnb z{x}.h, z{x}.s, z3.s", "(x + increment) >> 16, top halfwords zero"),
+            I(f"sel z{x}.s, p6, z2.s, z{x}.s", "bf16 bits")]
 
 
 def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:

@@ -116,11 +116,11 @@ def run_gemm(binary, cpu: str, masks, shapes):
 
 
 # GEMM type -> its SME paths' streaming packers of A and B panels (None: the C packers)
-STREAMING_PACKERS = {"f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_4x1_2vl"),
+STREAMING_PACKERS = {"f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_4x4_2vl"),
                      "bf16": ("ts_sme_pack_a_bf16_2vl", "ts_sme_pack_b_bf16_2vl"),
-                     "f16f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_2x2_2vl"),
-                     "s8": ("ts_sme_pack_a_1vl", "ts_sme_pack_b_1x4_4vl"),
-                     "u8s8": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_1x4_2vl")}
+                     "f16f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_2x8_2vl"),
+                     "s8": ("ts_sme_pack_a_1vl", "ts_sme_pack_b_1x16_4vl"),
+                     "u8s8": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_1x16_2vl")}
 
 
 def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
@@ -152,7 +152,7 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
             assert re.search(row, dispatch), row
             # the streaming packers (gen/sme_pack.py): copies, and bf16 rounded from fp32
             assert (p["sme_pack_a"], p["sme_pack_b"]) == STREAMING_PACKERS[t.key]
-    assert "ts_gemm_s8s32_smopa_1vlx4vlx4_requant," in dispatch
+    assert "ts_gemm_s8s32_smopa_1vlx4vlx16_requant," in dispatch
     # the SME kernels are in the CMake library too
     cmake = (folder[0] / "CMakeLists.txt").read_text()
     assert all(k["file"] in cmake for k in manifest["sme_kernels"] + manifest["sme_packers"])

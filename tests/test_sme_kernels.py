@@ -211,7 +211,7 @@ def _replace_inst(text: str, statement: str, new_word: int) -> str:
 
 def test_reference_check_can_fail(generated, tmp_path):
     """fmopa -> fmops (bit 4: subtract) in the main loop: wrong results are reported."""
-    statement = "fmopa za0.s, p0/m, p0/m, z8.s, z10.s"
+    statement = "fmopa za0.s, p0/m, p0/m, z0.s, z8.s"
     proc = _mutated_run(generated, tmp_path, 0,
                         lambda t: _replace_inst(t, statement, encode(statement) | 1 << 4))
     assert proc.returncode == 1 and "expected" in proc.stdout
@@ -261,7 +261,7 @@ def test_tiles_cli_shows_the_za_ranking(capsys):
     from gen.tiles_cli import main
     assert main(["--arch", "v92"]) == 0
     text = capsys.readouterr().out
-    assert "== smopa: 1vlx4vlx4" in text and "== fmopa_f32: 2vlx2vlx1" in text
+    assert "== smopa: 1vlx4vlx16" in text and "== fmopa_f32: 2vlx2vlx4" in text
     assert main(["--arch", "v86"]) == 0
     assert "SME outer products" not in capsys.readouterr().out
 
@@ -292,9 +292,9 @@ def test_solver_and_plan_checks():
             check_plan(bad)
     with pytest.raises(KernelPlanError, match="no biasclamp epilogue"):
         emit_sme_kernel(solve("smopa"), "ts_", epilogue="biasclamp")
-    assert kernel_symbol("x_", solve("smopa")) == "x_gemm_s8s32_smopa_1vlx4vlx4"
+    assert kernel_symbol("x_", solve("smopa")) == "x_gemm_s8s32_smopa_1vlx4vlx16"
     assert kernel_symbol("ts_", ZaPlan("bfmopa", 4, 1), "cortex-a510") == \
-        "ts_gemm_bf16f32_bfmopa_4vlx1vlx2_cortexa510"
+        "ts_gemm_bf16f32_bfmopa_4vlx1vlx8_cortexa510"
     assert SME_INSTRUCTIONS["smopa"].macs(16) == 16 * 16 * 4     # SVL 512: 1024 int8 MACs
 
 
@@ -327,8 +327,10 @@ def test_main_loop_mix_in_the_manifest_counts_the_emitted_loop(generated):
                       for line in body.strip().split("\n")] + ["b.ne K_LOOP"]
         mnemonics = [s.split()[0] for s in statements]
         mix = k["main_loop_mix"]
-        assert mnemonics.count(k["mnemonic"]) == mix["mopa"] == 2 * k["tr"] * k["tc"]
-        assert sum(m.startswith("ld1") for m in mnemonics) == mix["load"] == 2 * (k["tr"] + k["tc"])
+        # two panel k-steps of 4 instruction k-steps: one LD4W per row / column block
+        assert mnemonics.count(k["mnemonic"]) == mix["mopa"] == 2 * 4 * k["tr"] * k["tc"]
+        assert mnemonics.count("ld4w") == mix["load"] == 2 * (k["tr"] + k["tc"])
+        assert k["lp"] == 4 * SME_INSTRUCTIONS[k["instruction"]].k
         assert len(mnemonics) == mix["mopa"] + mix["load"] + mix["other"]
 
 
