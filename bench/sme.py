@@ -211,14 +211,18 @@ def _bounds_note(at: list[dict]) -> str:
     """What bounds the rest, from the measured mix (stated per run in the table)."""
     if not at:
         return ""
-    return ("What bounds the rest: with SME (not SME2) every operand vector is one LD1 "
-            "instruction, so a 2VLx2VL k-step is 4 loads per 4 MOPAs and a 1VLx4VL k-step 5 "
-            "loads per 4 MOPAs: the kernels' loops cannot exceed 50 % (44 %) MOPAs before loop "
-            "overhead. The streaming packers (`gen/sme_pack.py`) move whole streaming vectors "
-            "(the fp32 -> bf16 rounding costs 9 vector instructions per vector, counted as "
-            "'other' at the model's 4 per cycle: optimistic, see bench/sme_model.py); the "
-            "driver loop and the requantisation parameters run outside streaming mode and add "
-            "their core cycles to every call.")
+    return ("What bounds the rest: the panels keep four instruction k-steps of a row (column) "
+            "side by side, so one LD4W loads the operand vectors of four k-steps and a kernel "
+            "loop issues tr + tc loads per 4·tr·tc MOPAs (2VLx2VL: 4 per 16, 1VLx4VL: 5 per 16; "
+            "with ADDVL, SUBS, B.NE 70–73 % MOPAs). Outside the loop each kernel call loads its "
+            "accumulator tile (every K block after the first) and stores or requantises its C "
+            "rows (the int8 `_requant` epilogue: about 43 vector instructions per C row of 4S "
+            "outputs, more than the 8 MOPAs those outputs take at K = 512). The streaming "
+            "packers (`gen/sme_pack.py`) move whole streaming vectors (the fp32 -> bf16 "
+            "rounding costs 8 vector instructions per vector, counted as 'other' at the "
+            "model's 4 per cycle: optimistic, see bench/sme_model.py); the driver loop and the "
+            "requantisation parameters run outside streaming mode and add their core cycles to "
+            "every call.")
 
 
 def write(results: list[dict], meta: dict, md_path: Path) -> None:

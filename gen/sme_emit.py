@@ -115,7 +115,7 @@ def sme_asm_line(insn: Insn) -> str:
 
 
 def kernel_symbol(prefix: str, plan: ZaPlan, cpu: str = "generic") -> str:
-    """ts_gemm_f32_fmopa_2vlx2vlx1: ep x hp x lp with ep, hp in units of VL = S = SVL/32."""
+    """ts_gemm_f32_fmopa_2vlx2vlx4: ep x hp x lp with ep, hp in units of VL = S = SVL/32."""
     inst = plan.inst
     return f"{prefix}gemm_{inst.signature}_{inst.mnemonic}_{plan.shape_label}{cpu_suffix(cpu)}"
 

@@ -88,12 +88,12 @@ def test_summary_of_synthetic_blocks():
                   "ld1w {z2.s}, p0/z, [x1]", "ld1w {z3.s}, p0/z, [x1, #1, mul vl]"]
                  + ["fmopa za0.s, p0/m, p0/m, z0.s, z2.s"] * 4) + bytes(8)   # + 2 "other" words
     prologue = words(["smstart", "zero {za}", "cntw x6"])
-    table = sym.SymbolTable([sym.Symbol(0x1000, 0x100, "ts_gemm_f32_fmopa_2vlx2vlx1"),
+    table = sym.SymbolTable([sym.Symbol(0x1000, 0x100, "ts_gemm_f32_fmopa_2vlx2vlx4"),
                              sym.Symbol(0x2000, 0x100, "pack_panel_from"),
                              sym.Symbol(0x3000, 0x100, "bench_fill")])
     blocks = [Block(0x1000, 3, 1, prologue), Block(0x1010, 10, 512, loop),
               Block(0x2000, 10, 100, bytes(40)), Block(0x3000, 10, 7, bytes(40))]
-    r = sme.summarise(blocks, table, {"ts_gemm_f32_fmopa_2vlx2vlx1"}, BY_KEY["f32"], 512)
+    r = sme.summarise(blocks, table, {"ts_gemm_f32_fmopa_2vlx2vlx4"}, BY_KEY["f32"], 512)
     assert r["mopas"] == 2048 and r["streaming"]["load"] == 2048
     assert r["streaming"]["other"] == 512 * 2 + 1 and r["streaming"]["smstart"] == 1
     assert r["kernel_instructions"] == 3 + 10 * 512 and r["core"]["packing"] == 1000
