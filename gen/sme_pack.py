@@ -102,8 +102,8 @@ def bf16_round(x: int) -> list[Insn]:
             I(f"and z4.d, z{x}.d, z30.d", "|x|"),
             I("cmphi p6.s, p0/z, z4.s, z31.s", "NaN lanes"),
             I("orr z2.d, z2.d, z27.d", "kept | 0x40: a quiet NaN"),
-            I(f"addhnb z{x}.h, z{x}.s, z3.s", "(x + increment) >> 16, top halfwords zero"),
-            I(f"sel z{x}.s, p6, z2.s, z{x}.s", "bf16 bits")]
+            I(f"addhnb z3.h, z{x}.s, z3.s", "(x + increment) >> 16, top halfwords zero"),
+            I(f"sel z{x}.s, p6, z2.s, z3.s", "bf16 bits")]
 
 
 def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
