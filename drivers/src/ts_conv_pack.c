@@ -73,46 +73,51 @@ static const int8_t *im2col_tap(const conv_pack *p, const window *w, size_t kh, 
     return w->image + (y * c->in_w + x) * c->in_c;
 }
 
-/* Whether kernel row kh of windows w[0..n-1] has no padding tap and adjacent taps. */
-static int im2col_rows_inside(const ts_conv2d *c, const window *w, size_t n, size_t kh)
+/* Taps gathered per ts_pack_gather_taps call of pack_conv_padded (its pointer table: this
+ * many taps x GATHER_ROWS rows). */
+#define TAP_BATCH 16
+
+/* One tap's part [a, e) of the call's k-range (a and e inside tap t = (kh, kw)) of windows
+ * w[0..n-1], into the panel at dst (row 0 of the group). */
+static void pack_conv_tap_part(const conv_pack *p, void *dst, const window *w, size_t n,
+                               size_t kh, size_t kw, size_t a, size_t e, size_t t0)
 {
-    if (c->dilation_w != 1)
-        return 0;
+    const void *src[GATHER_ROWS];
+    const ts_gather_runs g = { a - p->k0, e - a, 1, a - t0, 0 };
     for (size_t r = 0; r < n; ++r)
-        if (kh < w[r].ky_lo || kh >= w[r].ky_hi || w[r].kw_lo != 0 || w[r].kw_hi != c->k_w)
-            return 0;
-    return 1;
+        src[r] = im2col_tap(p, &w[r], kh, kw);
+    ts_pack_gather(p->kind, p->path->lp, p->path->ep, dst, src, n, &g);
 }
 
-/* The part [lo, hi) of kernel row kh (its k from kh * row_len) in the call's k-range, of
- * windows w[0..n-1], into the panel at dst (row 0 of the group): one run per window when
- * `inside` (im2col_rows_inside: no tap of theirs is padding and the taps are adjacent), else
- * tap by tap. */
-static void pack_conv_kernel_row(const conv_pack *p, void *dst, const window *w, size_t n,
-                                 size_t kh, size_t lo, size_t hi, int inside)
+/* Windows w[0..n-1], some with a padding tap in the call's k-range: tap by tap, each row's tap
+ * from its own pointer (the input pixel or the padding row), the whole taps TAP_BATCH at a
+ * time through one pointer table (ts_pack_gather_taps), a tap cut by k0 or k1 alone. */
+static void pack_conv_padded(const conv_pack *p, void *dst, const window *w, size_t n)
 {
-    const ts_conv2d *c = p->c;
-    const ts_path *path = p->path;
-    const size_t base = kh * p->row_len;
-    const void *src[GATHER_ROWS];
-    if (inside) {           /* every tap in the input: the run starts at the window's corner */
-        const size_t dy = kh * c->dilation_h;
-        const ts_gather_runs g = { lo - p->k0, hi - lo, 1, lo - base, 0 };
-        for (size_t r = 0; r < n; ++r)
-            src[r] = w[r].image + (((size_t)w[r].y + dy) * c->in_w + (size_t)w[r].x) * c->in_c;
-        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
-        return;
+    const size_t in_c = p->c->in_c, k_w = p->c->k_w, k1 = p->k1;
+    const void *table[TAP_BATCH * GATHER_ROWS];
+    size_t k = p->k0, kh = k / p->row_len, kw = k % p->row_len / in_c;
+    if (k % in_c != 0) {                        /* the tap k0 cuts */
+        const size_t t0 = k - k % in_c, e = t0 + in_c < k1 ? t0 + in_c : k1;
+        pack_conv_tap_part(p, dst, w, n, kh, kw, k, e, t0);
+        k = e;
+        if (++kw == k_w) { kw = 0; ++kh; }
     }
-    for (size_t kw = lo == base ? 0 : (lo - base) / c->in_c; kw < c->k_w; ++kw) {
-        const size_t t0 = base + kw * c->in_c;      /* the tap's k */
-        const size_t a = lo > t0 ? lo : t0, e = hi < t0 + c->in_c ? hi : t0 + c->in_c;
-        if (a >= e)
-            break;
-        const ts_gather_runs g = { a - p->k0, e - a, 1, a - t0, 0 };
-        for (size_t r = 0; r < n; ++r)
-            src[r] = im2col_tap(p, &w[r], kh, kw);
-        ts_pack_gather(p->kind, path->lp, path->ep, dst, src, n, &g);
+    while (k1 - k >= in_c) {                    /* whole taps */
+        size_t taps = (k1 - k) / in_c;
+        if (taps > TAP_BATCH)
+            taps = TAP_BATCH;
+        for (size_t j = 0; j < taps; ++j) {
+            for (size_t r = 0; r < n; ++r)
+                table[j * n + r] = im2col_tap(p, &w[r], kh, kw);
+            if (++kw == k_w) { kw = 0; ++kh; }
+        }
+        ts_pack_gather_taps(p->kind, p->path->lp, p->path->ep, dst, table, n, k - p->k0, in_c,
+                            taps);
+        k += taps * in_c;
     }
+    if (k < k1)                                 /* the tap k1 cuts */
+        pack_conv_tap_part(p, dst, w, n, kh, kw, k, k1, k);
 }
 
 /* Whether window w has every tap of kernel rows kh0 .. kh1-1 in the input, adjacent. */
@@ -204,9 +209,8 @@ static void im2col_windows(const conv_pack *p, size_t *b, size_t *oy, size_t *ox
 
 /* One chunk of n <= GATHER_ROWS rows of a panel (at dst: its row 0) with windows w, over the
  * call's k-range (kernel rows kh0 .. kh1-1). Consecutive row groups (the gather's pair / quad)
- * whose windows have no padding tap there go together (pack_conv_inside); a group with one is
- * packed kernel row by kernel row, tap by tap where a window of it pads, so a padded window
- * slows only its own group. */
+ * whose windows have no padding tap there go together (pack_conv_inside), and so do those with
+ * one (pack_conv_padded), so a padded window slows only its own group. */
 static void pack_conv_chunk(const conv_pack *p, unsigned char *dst, const window *w, size_t n,
                             size_t group, size_t row_bytes)
 {
@@ -223,15 +227,18 @@ static void pack_conv_chunk(const conv_pack *p, unsigned char *dst, const window
             g = e;
             continue;
         }
-        const size_t m = n - g < group ? n - g : group;
-        for (size_t kh = kh0; kh < kh1; ++kh) {
-            const size_t base = kh * p->row_len;
-            const size_t lo = p->k0 > base ? p->k0 : base;
-            const size_t hi = p->k1 < base + p->row_len ? p->k1 : base + p->row_len;
-            pack_conv_kernel_row(p, dst + g * row_bytes, w + g, m, kh, lo, hi,
-                                 im2col_rows_inside(c, w + g, m, kh));
+        /* groups with a padded window, up to the next group without one */
+        for (e = g; e < n; e += group) {
+            size_t r = e, end = n - e < group ? n : e + group;
+            while (r < end && im2col_window_inside(c, &w[r], kh0, kh1))
+                ++r;
+            if (r == end)
+                break;
         }
-        g += m;
+        if (e > n)
+            e = n;
+        pack_conv_padded(p, dst + g * row_bytes, w + g, e - g);
+        g = e;
     }
 }
 

@@ -1301,43 +1301,54 @@ static TS_ALWAYS_INLINE void pack_gather_elements(ts_pack_kind kind, size_t lp, 
     }
 }
 
-/* 8 bytes at p as one general register (memcpy: no alignment or aliasing assumption), and
- * back. */
-static TS_ALWAYS_INLINE uint64_t load8(const unsigned char *p)
+/* 8 bytes at p as one register (no alignment or aliasing assumption), and back: a NEON D
+ * register where there is NEON (GCC and clang pair adjacent ones into LDP / STP Dn), else a
+ * general register through memcpy. */
+#if TS_HAVE_NEON
+typedef uint8x8_t bytes8;
+static TS_ALWAYS_INLINE bytes8 load8(const unsigned char *p) { return vld1_u8(p); }
+static TS_ALWAYS_INLINE void store8(unsigned char *p, bytes8 v) { vst1_u8(p, v); }
+#else
+typedef uint64_t bytes8;
+static TS_ALWAYS_INLINE bytes8 load8(const unsigned char *p)
 {
-    uint64_t v;
+    bytes8 v;
     memcpy(&v, p, 8);
     return v;
 }
-
-static TS_ALWAYS_INLINE void store8(unsigned char *p, uint64_t v)
-{
-    memcpy(p, &v, 8);
-}
+static TS_ALWAYS_INLINE void store8(unsigned char *p, bytes8 v) { memcpy(p, &v, 8); }
+#endif
 
 /* int8, lp 8: k-steps 0 .. steps-1 of rows a and b into the pair's slots (k-step s at
- * d + s * step), two k-steps per round in general registers: 16 bytes of each row (LDP), one
- * k-step of the pair per 16-byte store (STP), the even and odd k-steps through two pointers so
- * both stores take an immediate offset. Not NEON: on Neoverse N2 a vector store's data and a
- * ZIP each take one of its two vector pipes, which bounds the NEON pair interleave at 8
- * llvm-mca-19 cycles per 128 bytes; this loop takes 6 there (the load/store pipes) — V1 8
- * against 5.4, Cortex-A510 32 against 16: the N2 conv target (README) decides. */
+ * d + s * step): four k-steps per round, 32 bytes of each row (two LDP), one k-step of the
+ * pair per 16-byte store (STP), then the last steps % 4 one by one. 8-byte D registers rather
+ * than general ones or a NEON ZIP interleave: llvm-mca-19 cycles per 64 bytes of the pair,
+ * this loop (step 64) / the general-register one (LDP/STP Xn, 16 bytes of each row per round)
+ * / LDR Q + ZIP1/ZIP2 + STR Q: Neoverse N2 2.7 / 3.1 / 4.1, V1 2.7 / 4.0 / 2.8, Cortex-A510
+ * 9 / 16 / 16, Cortex-A55 17 / 26 / 26 — on N2 the load/store pipes bound it (8 of their
+ * operations per 64 bytes, 3 pipes), while a vector store's data and a ZIP share its two
+ * vector pipes. */
 static TS_ALWAYS_INLINE void gather_pair_lp8(unsigned char *d, size_t step,
                                              const unsigned char *a, const unsigned char *b,
                                              size_t steps)
 {
-    unsigned char *even = d, *odd = d + step;
-    const unsigned char *end = a + steps / 2 * 16;
-    for (; a != end; a += 16, b += 16, even += 2 * step, odd += 2 * step) {
-        const uint64_t a0 = load8(a), a1 = load8(a + 8), b0 = load8(b), b1 = load8(b + 8);
-        store8(even, a0);
-        store8(even + 8, b0);
-        store8(odd, a1);
-        store8(odd + 8, b1);
+    const unsigned char *const end = a + steps / 4 * 32;
+    for (; a != end; a += 32, b += 32, d += 4 * step) {
+        const bytes8 a0 = load8(a), a1 = load8(a + 8), a2 = load8(a + 16), a3 = load8(a + 24);
+        const bytes8 b0 = load8(b), b1 = load8(b + 8), b2 = load8(b + 16), b3 = load8(b + 24);
+        store8(d, a0);
+        store8(d + 8, b0);
+        store8(d + step, a1);
+        store8(d + step + 8, b1);
+        store8(d + 2 * step, a2);
+        store8(d + 2 * step + 8, b2);
+        store8(d + 3 * step, a3);
+        store8(d + 3 * step + 8, b3);
     }
-    if (steps % 2 != 0) {
-        store8(even, load8(a));
-        store8(even + 8, load8(b));
+    for (size_t s = 0; s < steps % 4; ++s, a += 8, b += 8, d += step) {
+        const bytes8 x = load8(a), y = load8(b);
+        store8(d, x);
+        store8(d + 8, y);
     }
 }
 
@@ -1456,40 +1467,37 @@ static TS_ALWAYS_INLINE void pack_gather_lp(ts_pack_kind kind, size_t lp, size_t
     }
 }
 
-/* int8, lp 8, runs of whole k-step pairs (k0 % 8 == 0, n % 16 == 0): row pair by row pair,
- * its runs one after the other (consecutive k-steps of the panel), so a run costs the pair a
- * pointer update rather than a pass through the general loops; rows 0 .. rows/2*2-1. (Four
- * rows at a time would store 32 contiguous bytes per k-step, but GCC then addresses the four
- * rows from one index register: eight LDR instead of four LDP, slower on N2.) */
-static void gather_pairs_runs_lp8(unsigned char *dst, size_t width, const void *const *src,
-                                  size_t rows, const ts_gather_runs *g)
+/* int8, lp 8, runs of whole k-steps (k0 % 8 == 0, n % 8 == 0): row pair by row pair, its
+ * runs one after the other (consecutive k-steps of the panel), so a run costs the pair a
+ * pointer update rather than a pass through the general loops; rows 0 .. rows/2*2-1. `width`
+ * is a constant where inlined (ts_pack_gather: the panel rows of the smmla tiles), so the
+ * pair loop's stores take immediate offsets. */
+static TS_ALWAYS_INLINE void gather_pairs_runs_lp8(unsigned char *dst, size_t width,
+                                                   const void *const *src, size_t rows,
+                                                   const ts_gather_runs *g)
 {
-    const size_t step = width * 8;
+    const size_t step = width * 8, steps = g->n / 8;
     unsigned char *const panel = dst + g->k0 * width;     /* k-step k0 / 8 */
-    size_t r = 0;
-    for (; r + 2 <= rows; r += 2) {
+    for (size_t r = 0; r + 2 <= rows; r += 2) {
         const unsigned char *a = (const unsigned char *)src[r] + g->offset;
         const unsigned char *b = (const unsigned char *)src[r + 1] + g->offset;
-        unsigned char *even = panel + r * 8, *odd = even + step;
-        for (size_t j = 0; j < g->runs; ++j, a += g->stride, b += g->stride) {
-            const unsigned char *x = a, *y = b, *const end = a + g->n;
-            for (; x != end; x += 16, y += 16, even += 2 * step, odd += 2 * step) {
-                const uint64_t a0 = load8(x), a1 = load8(x + 8), b0 = load8(y), b1 = load8(y + 8);
-                store8(even, a0);
-                store8(even + 8, b0);
-                store8(odd, a1);
-                store8(odd + 8, b1);
-            }
-        }
+        unsigned char *d = panel + r * 8;
+        for (size_t j = 0; j < g->runs; ++j, a += g->stride, b += g->stride, d += steps * step)
+            gather_pair_lp8(d, step, a, b, steps);
     }
 }
 
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
                     const void *const *src, size_t rows, const ts_gather_runs *g)
 {
-    if (kind == TS_PACK_S8 && lp == 8 && g->k0 % 8 == 0 && g->n % 16 == 0) {
-        /* the common case of the smmla panels: in_c a multiple of 16 */
-        gather_pairs_runs_lp8((unsigned char *)dst, width, src, rows, g);
+    if (kind == TS_PACK_S8 && lp == 8 && g->k0 % 8 == 0 && g->n % 8 == 0) {
+        /* the common case of the smmla panels: in_c a multiple of 8 */
+        if (width == 8)             /* the 8- and 12-row smmla tiles: constant offsets */
+            gather_pairs_runs_lp8((unsigned char *)dst, 8, src, rows, g);
+        else if (width == 12)
+            gather_pairs_runs_lp8((unsigned char *)dst, 12, src, rows, g);
+        else
+            gather_pairs_runs_lp8((unsigned char *)dst, width, src, rows, g);
         if (rows % 2 == 0)
             return;
         dst = (unsigned char *)dst + (rows - 1) * 8;        /* the last row, alone */
@@ -1506,6 +1514,42 @@ void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
         pack_gather_lp(TS_PACK_S16, 1, width, dst, src, rows, g);
     else
         pack_gather_lp(kind, lp, width, dst, src, rows, g);
+}
+
+/* int8, lp 8, whole k-steps (k0 % 8 == 0, n % 8 == 0) from a pointer table: run j of row r at
+ * src[j * rows + r]; rows 0 .. rows/2*2-1 by pairs, each pair's runs one after the other. */
+static TS_ALWAYS_INLINE void gather_pairs_taps_lp8(unsigned char *dst, size_t width,
+                                                   const void *const *src, size_t rows,
+                                                   size_t k0, size_t n, size_t runs)
+{
+    const size_t step = width * 8, steps = n / 8;
+    unsigned char *const panel = dst + k0 * width;        /* k-step k0 / 8 */
+    for (size_t r = 0; r + 2 <= rows; r += 2) {
+        unsigned char *d = panel + r * 8;
+        for (size_t j = 0; j < runs; ++j, d += steps * step)
+            gather_pair_lp8(d, step, (const unsigned char *)src[j * rows + r],
+                            (const unsigned char *)src[j * rows + r + 1], steps);
+    }
+}
+
+void ts_pack_gather_taps(ts_pack_kind kind, size_t lp, size_t width, void *dst,
+                         const void *const *src, size_t rows, size_t k0, size_t n, size_t runs)
+{
+    size_t done = 0;    /* rows packed by the pair loop */
+    if (kind == TS_PACK_S8 && lp == 8 && k0 % 8 == 0 && n % 8 == 0) {
+        if (width == 8)
+            gather_pairs_taps_lp8((unsigned char *)dst, 8, src, rows, k0, n, runs);
+        else
+            gather_pairs_taps_lp8((unsigned char *)dst, width, src, rows, k0, n, runs);
+        done = rows / 2 * 2;
+        if (done == rows)
+            return;
+    }
+    for (size_t j = 0; j < runs; ++j) {
+        const ts_gather_runs g = { k0 + j * n, n, 1, 0, 0 };
+        ts_pack_gather(kind, lp, width, (unsigned char *)dst + done * lp * packed_size(kind),
+                       src + j * rows + done, rows - done, &g);
+    }
 }
 
 /* ---- packed B ---------------------------------------------------------------------------------- */

@@ -253,6 +253,11 @@ void ts_pack_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
                             size_t width, size_t K);
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
                     const void *const *src, size_t rows, const ts_gather_runs *g);
+/* The same for `runs` runs of n k each from k0 on, run j of row r reading its n source
+ * elements at src[j * rows + r] (a table of rows x runs pointers, run by run: a conv window's
+ * taps, each tap its own pointer). */
+void ts_pack_gather_taps(ts_pack_kind kind, size_t lp, size_t width, void *dst,
+                         const void *const *src, size_t rows, size_t k0, size_t n, size_t runs);
 /* Rows ts_pack_gather packs together (2 for 8-bit lp 8; with NEON 4 for 8-bit lp 4 and for the
  * widened 16-bit lp 1), 0 when any count suits it: callers gathering rows in groups of this
  * size keep them whole. */
