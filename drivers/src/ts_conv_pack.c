@@ -42,6 +42,10 @@ typedef struct {
     size_t ox_lo, ox_hi;        /* output columns whose windows have every tap column inside,
                                    adjacent (dilation_w 1; else none) */
     ts_gather_runs head, whole, tail;
+    /* the k-range tap by tap (plan_taps, pack_conv_padded): the tap k0 cuts (kh, kw) up to
+     * k_whole (k_whole == k0: none), taps whole taps from tap (whole_kh, whole_kw) on, and the
+     * tap (tail_kh, tail_kw) that k1 cuts, from k_tail on (k_tail == k1: none) */
+    size_t head_kh, head_kw, k_whole, whole_kh, whole_kw, taps, k_tail, tail_kh, tail_kw;
 } conv_pack;
 
 /* Taps [*lo, *hi) of k, dilation d, whose coordinate origin + tap*d is in [0, in). */
@@ -77,8 +81,8 @@ static const int8_t *im2col_tap(const conv_pack *p, const window *w, size_t kh, 
  * many taps x GATHER_ROWS rows). */
 #define TAP_BATCH 16
 
-/* One tap's part [a, e) of the call's k-range (a and e inside tap t = (kh, kw)) of windows
- * w[0..n-1], into the panel at dst (row 0 of the group). */
+/* One tap's part [a, e) of the call's k-range (a and e inside tap (kh, kw), which starts at
+ * k = t0) of windows w[0..n-1], into the panel at dst (row 0 of the group). */
 static void pack_conv_tap_part(const conv_pack *p, void *dst, const window *w, size_t n,
                                size_t kh, size_t kw, size_t a, size_t e, size_t t0)
 {
@@ -89,35 +93,57 @@ static void pack_conv_tap_part(const conv_pack *p, void *dst, const window *w, s
     ts_pack_gather(p->kind, p->path->lp, p->path->ep, dst, src, n, &g);
 }
 
+/* Where `taps` consecutive taps of window w from (kh, kw) on read, tap j into table[j * n]:
+ * the input pixel, or pad_row (im2col_tap, walking the window). */
+static void window_taps(const conv_pack *p, const window *w, size_t kh, size_t kw, size_t taps,
+                        const void **table, size_t n)
+{
+    const ts_conv2d *c = p->c;
+    const ptrdiff_t dx = (ptrdiff_t)(c->dilation_w * c->in_c);
+    const ptrdiff_t dy = (ptrdiff_t)(c->dilation_h * c->in_w * c->in_c);
+    /* offset of tap (kh, 0) from the image, as if inside (used only where it is) */
+    ptrdiff_t row = (w->y * (ptrdiff_t)c->in_w + w->x) * (ptrdiff_t)c->in_c + (ptrdiff_t)kh * dy;
+    for (size_t j = 0; j < taps; ++j) {
+        const int inside = kh >= w->ky_lo && kh < w->ky_hi && kw >= w->kw_lo && kw < w->kw_hi;
+        table[j * n] = inside ? (const void *)(w->image + row + (ptrdiff_t)kw * dx)
+                              : (const void *)p->pad_row;
+        if (++kw == c->k_w) {
+            kw = 0;
+            ++kh;
+            row += dy;
+        }
+    }
+}
+
+/* Taps gathered per ts_pack_gather_taps call of pack_conv_padded (its pointer table: this
+ * many taps x GATHER_ROWS rows). */
+#define TAP_BATCH 16
+
 /* Windows w[0..n-1], some with a padding tap in the call's k-range: tap by tap, each row's tap
  * from its own pointer (the input pixel or the padding row), the whole taps TAP_BATCH at a
- * time through one pointer table (ts_pack_gather_taps), a tap cut by k0 or k1 alone. */
+ * time through one pointer table (ts_pack_gather_taps), a tap cut by k0 or k1 alone
+ * (plan_taps). */
 static void pack_conv_padded(const conv_pack *p, void *dst, const window *w, size_t n)
 {
-    const size_t in_c = p->c->in_c, k_w = p->c->k_w, k1 = p->k1;
+    const size_t in_c = p->c->in_c, k_w = p->c->k_w;
     const void *table[TAP_BATCH * GATHER_ROWS];
-    size_t k = p->k0, kh = k / p->row_len, kw = k % p->row_len / in_c;
-    if (k % in_c != 0) {                        /* the tap k0 cuts */
-        const size_t t0 = k - k % in_c, e = t0 + in_c < k1 ? t0 + in_c : k1;
-        pack_conv_tap_part(p, dst, w, n, kh, kw, k, e, t0);
-        k = e;
-        if (++kw == k_w) { kw = 0; ++kh; }
-    }
-    while (k1 - k >= in_c) {                    /* whole taps */
-        size_t taps = (k1 - k) / in_c;
-        if (taps > TAP_BATCH)
-            taps = TAP_BATCH;
-        for (size_t j = 0; j < taps; ++j) {
-            for (size_t r = 0; r < n; ++r)
-                table[j * n + r] = im2col_tap(p, &w[r], kh, kw);
-            if (++kw == k_w) { kw = 0; ++kh; }
-        }
+    if (p->k_whole != p->k0)
+        pack_conv_tap_part(p, dst, w, n, p->head_kh, p->head_kw, p->k0, p->k_whole,
+                           p->k0 - p->k0 % in_c);
+    size_t kh = p->whole_kh, kw = p->whole_kw, k = p->k_whole;
+    for (size_t t = 0; t < p->taps;) {
+        const size_t taps = p->taps - t < TAP_BATCH ? p->taps - t : TAP_BATCH;
+        for (size_t r = 0; r < n; ++r)
+            window_taps(p, &w[r], kh, kw, taps, table + r, n);
         ts_pack_gather_taps(p->kind, p->path->lp, p->path->ep, dst, table, n, k - p->k0, in_c,
                             taps);
+        t += taps;
         k += taps * in_c;
+        for (kw += taps; kw >= k_w; kw -= k_w)
+            ++kh;
     }
-    if (k < k1)                                 /* the tap k1 cuts */
-        pack_conv_tap_part(p, dst, w, n, kh, kw, k, k1, k);
+    if (p->k_tail != p->k1)
+        pack_conv_tap_part(p, dst, w, n, p->tail_kh, p->tail_kw, p->k_tail, p->k1, p->k_tail);
 }
 
 /* Whether window w has every tap of kernel rows kh0 .. kh1-1 in the input, adjacent. */
@@ -152,31 +178,6 @@ static void pack_conv_inside(const conv_pack *p, void *dst, const window *w, siz
     pack_conv_gathers(p, dst, src, n);
 }
 
-/* The common case without windows: n rows from output pixel (b, oy, ox) that lie in one output
- * row, every window inside for the call's kernel rows, so kernel row kh0 of row r starts
- * r * stride_w pixels after row 0's. Returns 0 (nothing packed) when they are not such rows. */
-static int pack_conv_interior(const conv_pack *p, unsigned char *dst, size_t b, size_t oy,
-                              size_t ox, size_t n)
-{
-    const ts_conv2d *c = p->c;
-    const void *src[GATHER_ROWS];
-    size_t lo, hi;
-    if (ox < p->ox_lo || ox + n > p->ox_hi)
-        return 0;
-    const ptrdiff_t y = (ptrdiff_t)(oy * c->stride_h) - (ptrdiff_t)c->pad_top;
-    im2col_taps_inside(y, c->in_h, c->k_h, c->dilation_h, &lo, &hi);
-    if (lo > p->kh0 || hi < p->kh1)
-        return 0;
-    const size_t y0 = (size_t)(y + (ptrdiff_t)(p->kh0 * c->dilation_h));
-    const size_t dx = c->stride_w * c->in_c;
-    const int8_t *corner = p->input + b * p->image_len
-                           + (y0 * c->in_w + ox * c->stride_w - c->pad_left) * c->in_c;
-    for (size_t r = 0; r < n; ++r)
-        src[r] = corner + r * dx;
-    pack_conv_gathers(p, dst, src, n);
-    return 1;
-}
-
 /* The windows of rows oy, ox (of image b) on: n of them, advancing *b, *oy, *ox. */
 static void im2col_windows(const conv_pack *p, size_t *b, size_t *oy, size_t *ox, window *w,
                            size_t n)
@@ -205,6 +206,59 @@ static void im2col_windows(const conv_pack *p, size_t *b, size_t *oy, size_t *ox
             im2col_taps_inside(y, c->in_h, c->k_h, c->dilation_h, &ky_lo, &ky_hi);
         }
     }
+}
+
+/* Rows first .. end-1 of n from output pixel (b, oy, ox), in one output row, tap by tap. */
+static void pack_conv_columns(const conv_pack *p, unsigned char *dst, size_t b, size_t oy,
+                              size_t ox, size_t first, size_t end, size_t row_bytes)
+{
+    window w[GATHER_ROWS];
+    ox += first;
+    im2col_windows(p, &b, &oy, &ox, w, end - first);
+    pack_conv_padded(p, dst + first * row_bytes, w, end - first);
+}
+
+/* The common case: n rows from output pixel (b, oy, ox) that lie in one output row whose
+ * windows are inside vertically for the call's kernel rows. The row groups whose windows are
+ * all inside horizontally (output columns ox_lo .. ox_hi-1) need no windows: kernel row kh0
+ * of row r starts r * stride_w pixels after the first's; the groups before and after them
+ * (a window in the left / right padding) go tap by tap (pack_conv_padded). Returns 0 (nothing
+ * packed) when the rows are not such rows. */
+static int pack_conv_row(const conv_pack *p, unsigned char *dst, size_t b, size_t oy, size_t ox,
+                         size_t n, size_t group, size_t row_bytes)
+{
+    const ts_conv2d *c = p->c;
+    const void *src[GATHER_ROWS];
+    size_t lo, hi;
+    if (ox + n > p->out_w)
+        return 0;
+    const ptrdiff_t y = (ptrdiff_t)(oy * c->stride_h) - (ptrdiff_t)c->pad_top;
+    im2col_taps_inside(y, c->in_h, c->k_h, c->dilation_h, &lo, &hi);
+    if (lo > p->kh0 || hi < p->kh1)
+        return 0;
+    /* rows i0 .. i1-1 inside, in whole groups (the last may end the chunk) */
+    size_t i0 = p->ox_lo > ox ? p->ox_lo - ox : 0, i1 = p->ox_hi > ox ? p->ox_hi - ox : 0;
+    if (i1 > n)
+        i1 = n;
+    i0 = (i0 + group - 1) & ~(group - 1);
+    if (i1 < n)
+        i1 &= ~(group - 1);
+    if (i0 >= i1)
+        i0 = i1 = n;                            /* none: every row tap by tap */
+    else {
+        const size_t y0 = (size_t)(y + (ptrdiff_t)(p->kh0 * c->dilation_h));
+        const size_t dx = c->stride_w * c->in_c;
+        const int8_t *corner = p->input + b * p->image_len
+                               + (y0 * c->in_w + (ox + i0) * c->stride_w - c->pad_left) * c->in_c;
+        for (size_t r = 0; r < i1 - i0; ++r)
+            src[r] = corner + r * dx;
+        pack_conv_gathers(p, dst + i0 * row_bytes, src, i1 - i0);
+    }
+    if (i0 > 0)
+        pack_conv_columns(p, dst, b, oy, ox, 0, i0, row_bytes);
+    if (i1 < n)
+        pack_conv_columns(p, dst, b, oy, ox, i1, n, row_bytes);
+    return 1;
 }
 
 /* One chunk of n <= GATHER_ROWS rows of a panel (at dst: its row 0) with windows w, over the
@@ -278,6 +332,26 @@ static void plan_inside(conv_pack *p)
         p->ox_hi = p->out_w;
 }
 
+/* The k-range [k0, k1) tap by tap (conv_pack head_kh ... tail_kw). */
+static void plan_taps(conv_pack *p)
+{
+    const size_t in_c = p->c->in_c, k_w = p->c->k_w;
+    const size_t t0 = p->k0 / in_c, t1 = p->k1 / in_c;     /* taps of k0, k1 */
+    p->head_kh = t0 / k_w;
+    p->head_kw = t0 % k_w;
+    p->k_whole = p->k0 % in_c == 0 ? p->k0 : (t0 + 1) * in_c;
+    if (p->k_whole > p->k1)                     /* k0 and k1 cut one tap: it is the head */
+        p->k_whole = p->k1;
+    p->taps = p->k_whole / in_c < t1 ? t1 - p->k_whole / in_c : 0;
+    p->whole_kh = p->k_whole / in_c / k_w;
+    p->whole_kw = p->k_whole / in_c % k_w;
+    p->k_tail = p->k_whole + p->taps * in_c;
+    if (p->k_tail > p->k1)
+        p->k_tail = p->k1;
+    p->tail_kh = t1 / k_w;
+    p->tail_kw = t1 % k_w;
+}
+
 void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *input,
                          const int8_t *pad_row, size_t m0, size_t rows, size_t k0, size_t klen,
                          void *dst, size_t panel_bytes)
@@ -287,7 +361,8 @@ void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *
                     ts_conv2d_out_w(c), row_len, k0, k1, k0 / row_len,
                     (k1 + row_len - 1) / row_len, c->in_h * c->in_w * c->in_c,
                     (c->k_w - 1) * c->dilation_w, 0, 0,
-                    { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 } };
+                    { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 },
+                    0, 0, 0, 0, 0, 0, 0, 0, 0 };
     const size_t row_bytes = path->lp * ts_pack_elem_bytes(p.kind), ep = path->ep;
     /* rows per group: the gather's pair / quad (1 when it packs rows one by one), so a padded
      * window slows only its own group */
@@ -298,6 +373,7 @@ void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *
     if (group == 0 || group > GATHER_ROWS)
         group = 1;
     plan_inside(&p);
+    plan_taps(&p);
     for (size_t r = 0; r < rows; r += ep, panel += panel_bytes) {
         const size_t panel_rows = rows - r < ep ? rows - r : ep;
         if (panel_rows < ep || k_padded)
@@ -305,7 +381,7 @@ void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *
         for (size_t r0 = 0; r0 < panel_rows; r0 += GATHER_ROWS) {
             window w[GATHER_ROWS];
             const size_t n = panel_rows - r0 < GATHER_ROWS ? panel_rows - r0 : GATHER_ROWS;
-            if (pack_conv_interior(&p, panel + r0 * row_bytes, b, oy, ox, n)) {
+            if (pack_conv_row(&p, panel + r0 * row_bytes, b, oy, ox, n, group, row_bytes)) {
                 ox += n;                /* within the output row: at most to its end */
                 if (ox == p.out_w) {
                     ox = 0;

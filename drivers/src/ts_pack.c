@@ -1328,9 +1328,19 @@ static TS_ALWAYS_INLINE void store8(unsigned char *p, bytes8 v) { memcpy(p, &v, 
  * 9 / 16 / 16, Cortex-A55 17 / 26 / 26 — on N2 the load/store pipes bound it (8 of their
  * operations per 64 bytes, 3 pipes), while a vector store's data and a ZIP share its two
  * vector pipes. */
-static TS_ALWAYS_INLINE void gather_pair_lp8(unsigned char *d, size_t step,
+/* GCC's induction-variable pass would address rows c and e (and a, b) from one index
+ * register — LDR Dn, [Xa, Xi] — which cannot pair into LDP: an empty asm statement makes each
+ * pointer its own induction variable (no instruction emitted). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define OWN_POINTER(p) __asm__("" : "+r"(p))
+#else
+#  define OWN_POINTER(p) ((void)0)
+#endif
+
+static TS_ALWAYS_INLINE void gather_rows_lp8(unsigned char *d, size_t step,
                                              const unsigned char *a, const unsigned char *b,
-                                             size_t steps)
+                                             const unsigned char *c, const unsigned char *e,
+                                             int quad, size_t steps)
 {
     const unsigned char *const end = a + steps / 4 * 32;
     for (; a != end; a += 32, b += 32, d += 4 * step) {
@@ -1344,12 +1354,39 @@ static TS_ALWAYS_INLINE void gather_pair_lp8(unsigned char *d, size_t step,
         store8(d + 2 * step + 8, b2);
         store8(d + 3 * step, a3);
         store8(d + 3 * step + 8, b3);
+        if (quad) {
+            const bytes8 c0 = load8(c), c1 = load8(c + 8), c2 = load8(c + 16), c3 = load8(c + 24);
+            const bytes8 e0 = load8(e), e1 = load8(e + 8), e2 = load8(e + 16), e3 = load8(e + 24);
+            store8(d + 16, c0);
+            store8(d + 24, e0);
+            store8(d + step + 16, c1);
+            store8(d + step + 24, e1);
+            store8(d + 2 * step + 16, c2);
+            store8(d + 2 * step + 24, e2);
+            store8(d + 3 * step + 16, c3);
+            store8(d + 3 * step + 24, e3);
+            c += 32;
+            e += 32;
+            OWN_POINTER(c);
+            OWN_POINTER(e);
+        }
     }
-    for (size_t s = 0; s < steps % 4; ++s, a += 8, b += 8, d += step) {
-        const bytes8 x = load8(a), y = load8(b);
-        store8(d, x);
-        store8(d + 8, y);
+    for (size_t s = 0; s < steps % 4; ++s, a += 8, b += 8, c += 8, e += 8, d += step) {
+        store8(d, load8(a));
+        store8(d + 8, load8(b));
+        if (quad) {
+            store8(d + 16, load8(c));
+            store8(d + 24, load8(e));
+        }
     }
+}
+
+/* The pair a, b (gather_rows_lp8 of two rows). */
+static TS_ALWAYS_INLINE void gather_pair_lp8(unsigned char *d, size_t step,
+                                             const unsigned char *a, const unsigned char *b,
+                                             size_t steps)
+{
+    gather_rows_lp8(d, step, a, b, a, b, 0, steps);
 }
 
 /* Whole k-steps: `steps` of them from k-step s0, row r reading at src[r] + src_offset elements. */
@@ -1478,12 +1515,24 @@ static TS_ALWAYS_INLINE void gather_pairs_runs_lp8(unsigned char *dst, size_t wi
 {
     const size_t step = width * 8, steps = g->n / 8;
     unsigned char *const panel = dst + g->k0 * width;     /* k-step k0 / 8 */
-    for (size_t r = 0; r + 2 <= rows; r += 2) {
+    for (size_t r = 0; r + 2 <= rows;) {
+        const int quad = r + 4 <= rows;
         const unsigned char *a = (const unsigned char *)src[r] + g->offset;
         const unsigned char *b = (const unsigned char *)src[r + 1] + g->offset;
+        const unsigned char *c = quad ? (const unsigned char *)src[r + 2] + g->offset : a;
+        const unsigned char *e = quad ? (const unsigned char *)src[r + 3] + g->offset : b;
         unsigned char *d = panel + r * 8;
-        for (size_t j = 0; j < g->runs; ++j, a += g->stride, b += g->stride, d += steps * step)
-            gather_pair_lp8(d, step, a, b, steps);
+        for (size_t j = 0; j < g->runs; ++j, d += steps * step) {
+            if (quad)
+                gather_rows_lp8(d, step, a, b, c, e, 1, steps);
+            else
+                gather_pair_lp8(d, step, a, b, steps);
+            a += g->stride;
+            b += g->stride;
+            c += g->stride;
+            e += g->stride;
+        }
+        r += quad ? 4 : 2;
     }
 }
 
