@@ -94,24 +94,31 @@ static void pack_conv_tap_part(const conv_pack *p, void *dst, const window *w, s
 }
 
 /* Where `taps` consecutive taps of window w from (kh, kw) on read, tap j into table[j * n]:
- * the input pixel, or pad_row (im2col_tap, walking the window). */
+ * the input pixel, or pad_row (im2col_tap), kernel row by kernel row: its padding taps left of
+ * the input, its taps inside (one pixel apart), its padding taps right of it. */
 static void window_taps(const conv_pack *p, const window *w, size_t kh, size_t kw, size_t taps,
                         const void **table, size_t n)
 {
     const ts_conv2d *c = p->c;
-    const ptrdiff_t dx = (ptrdiff_t)(c->dilation_w * c->in_c);
+    const size_t k_w = c->k_w, dx = c->dilation_w * c->in_c;
     const ptrdiff_t dy = (ptrdiff_t)(c->dilation_h * c->in_w * c->in_c);
-    /* offset of tap (kh, 0) from the image, as if inside (used only where it is) */
+    /* offset of tap (kh, 0) from the image, as if inside (a pointer only where it is) */
     ptrdiff_t row = (w->y * (ptrdiff_t)c->in_w + w->x) * (ptrdiff_t)c->in_c + (ptrdiff_t)kh * dy;
-    for (size_t j = 0; j < taps; ++j) {
-        const int inside = kh >= w->ky_lo && kh < w->ky_hi && kw >= w->kw_lo && kw < w->kw_hi;
-        table[j * n] = inside ? (const void *)(w->image + row + (ptrdiff_t)kw * dx)
-                              : (const void *)p->pad_row;
-        if (++kw == c->k_w) {
-            kw = 0;
-            ++kh;
-            row += dy;
+    for (; taps != 0; ++kh, kw = 0, row += dy) {
+        const size_t stop = k_w - kw < taps ? k_w : kw + taps;     /* this kernel row's end */
+        size_t lo = w->kw_lo > kw ? w->kw_lo : kw, hi = w->kw_hi < stop ? w->kw_hi : stop;
+        taps -= stop - kw;
+        if (kh < w->ky_lo || kh >= w->ky_hi || lo > hi)
+            lo = hi = stop;                     /* the whole kernel row is padding */
+        for (; kw < lo; ++kw, table += n)
+            *table = p->pad_row;
+        if (kw < hi) {
+            const int8_t *px = w->image + row + (ptrdiff_t)(kw * dx);
+            for (; kw < hi; ++kw, table += n, px += dx)
+                *table = px;
         }
+        for (; kw < stop; ++kw, table += n)
+            *table = p->pad_row;
     }
 }
 
@@ -337,19 +344,20 @@ static void plan_taps(conv_pack *p)
 {
     const size_t in_c = p->c->in_c, k_w = p->c->k_w;
     const size_t t0 = p->k0 / in_c, t1 = p->k1 / in_c;     /* taps of k0, k1 */
+    const size_t whole = t0 + (p->k0 != t0 * in_c);        /* the first whole tap */
     p->head_kh = t0 / k_w;
-    p->head_kw = t0 % k_w;
-    p->k_whole = p->k0 % in_c == 0 ? p->k0 : (t0 + 1) * in_c;
-    if (p->k_whole > p->k1)                     /* k0 and k1 cut one tap: it is the head */
-        p->k_whole = p->k1;
-    p->taps = p->k_whole / in_c < t1 ? t1 - p->k_whole / in_c : 0;
-    p->whole_kh = p->k_whole / in_c / k_w;
-    p->whole_kw = p->k_whole / in_c % k_w;
+    p->head_kw = t0 - p->head_kh * k_w;
+    p->k_whole = whole * in_c < p->k1 ? whole * in_c : p->k1;
+    p->taps = t1 > whole ? t1 - whole : 0;
+    p->whole_kh = p->head_kh;
+    p->whole_kw = p->head_kw;
+    if (whole != t0 && ++p->whole_kw == k_w) {
+        p->whole_kw = 0;
+        ++p->whole_kh;
+    }
     p->k_tail = p->k_whole + p->taps * in_c;
-    if (p->k_tail > p->k1)
-        p->k_tail = p->k1;
     p->tail_kh = t1 / k_w;
-    p->tail_kw = t1 % k_w;
+    p->tail_kw = t1 - p->tail_kh * k_w;
 }
 
 void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *input,
