@@ -1541,10 +1541,8 @@ void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
 {
     if (kind == TS_PACK_S8 && lp == 8 && g->k0 % 8 == 0 && g->n % 8 == 0) {
         /* the common case of the smmla panels: in_c a multiple of 8 */
-        if (width == 8)             /* the 8- and 12-row smmla tiles: constant offsets */
+        if (width == 8)             /* the 8-row smmla tile: constant store offsets */
             gather_pairs_runs_lp8((unsigned char *)dst, 8, src, rows, g);
-        else if (width == 12)
-            gather_pairs_runs_lp8((unsigned char *)dst, 12, src, rows, g);
         else
             gather_pairs_runs_lp8((unsigned char *)dst, width, src, rows, g);
         if (rows % 2 == 0)
