@@ -1536,6 +1536,22 @@ static TS_ALWAYS_INLINE void gather_pairs_runs_lp8(unsigned char *dst, size_t wi
     }
 }
 
+/* pack_gather_lp with the A panels of the int8 kernels specialised: smmla (lp 8), sdot / smopa
+ * (lp 4), smlal (int16, lp 1). */
+static TS_ALWAYS_INLINE void pack_gather_kinds(ts_pack_kind kind, size_t lp, size_t width,
+                                               void *dst, const void *const *src, size_t rows,
+                                               const ts_gather_runs *g)
+{
+    if (kind == TS_PACK_S8 && lp == 8)
+        pack_gather_lp(TS_PACK_S8, 8, width, dst, src, rows, g);
+    else if (kind == TS_PACK_S8 && lp == 4)
+        pack_gather_lp(TS_PACK_S8, 4, width, dst, src, rows, g);
+    else if (kind == TS_PACK_S16 && lp == 1)
+        pack_gather_lp(TS_PACK_S16, 1, width, dst, src, rows, g);
+    else
+        pack_gather_lp(kind, lp, width, dst, src, rows, g);
+}
+
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
                     const void *const *src, size_t rows, const ts_gather_runs *g)
 {
@@ -1551,16 +1567,7 @@ void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
         src += rows - 1;
         rows = 1;
     }
-    /* the A panels of the int8 kernels specialised: smmla (lp 8), sdot / smopa (lp 4), smlal
-     * (int16, lp 1) */
-    if (kind == TS_PACK_S8 && lp == 8)
-        pack_gather_lp(TS_PACK_S8, 8, width, dst, src, rows, g);
-    else if (kind == TS_PACK_S8 && lp == 4)
-        pack_gather_lp(TS_PACK_S8, 4, width, dst, src, rows, g);
-    else if (kind == TS_PACK_S16 && lp == 1)
-        pack_gather_lp(TS_PACK_S16, 1, width, dst, src, rows, g);
-    else
-        pack_gather_lp(kind, lp, width, dst, src, rows, g);
+    pack_gather_kinds(kind, lp, width, dst, src, rows, g);
 }
 
 /* int8, lp 8, whole k-steps (k0 % 8 == 0, n % 8 == 0) from a pointer table: run j of row r at
@@ -1594,8 +1601,8 @@ void ts_pack_gather_taps(ts_pack_kind kind, size_t lp, size_t width, void *dst,
     }
     for (size_t j = 0; j < runs; ++j) {
         const ts_gather_runs g = { k0 + j * n, n, 1, 0, 0 };
-        ts_pack_gather(kind, lp, width, (unsigned char *)dst + done * lp * packed_size(kind),
-                       src + j * rows + done, rows - done, &g);
+        pack_gather_kinds(kind, lp, width, (unsigned char *)dst + done * lp * packed_size(kind),
+                          src + j * rows + done, rows - done, &g);
     }
 }
 
