@@ -10,6 +10,7 @@
  * Plain C99. */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ts_gemm_internal.h"
 
@@ -25,28 +26,8 @@ typedef struct {
     size_t ky_lo, ky_hi, kw_lo, kw_hi;
 } window;
 
-/* What every row of one call shares (set once per call: no division per panel or row): the
- * conv, where padding taps read, the panel layout, the k-range [k0, k1) of K being packed and
- * the kernel rows kh0 .. kh1-1 it touches, and that k-range of a window with no padding tap
- * as at most three gathers from the window's corner (pack_conv_inside): a kernel row cut by
- * k0, the whole kernel rows (runs one input row apart), a kernel row cut by k1 (n or runs 0:
- * none). */
-typedef struct {
-    const ts_path *path;
-    ts_pack_kind kind;
-    const ts_conv2d *c;
-    const int8_t *input;
-    const int8_t *pad_row;
-    size_t out_h, out_w, row_len, k0, k1, kh0, kh1;
-    size_t image_len, span_w;   /* bytes of one image; dilated kernel width - 1 */
-    size_t ox_lo, ox_hi;        /* output columns whose windows have every tap column inside,
-                                   adjacent (dilation_w 1; else none) */
-    ts_gather_runs head, whole, tail;
-    /* the k-range tap by tap (plan_taps, pack_conv_padded): the tap k0 cuts (kh, kw) up to
-     * k_whole (k_whole == k0: none), taps whole taps from tap (whole_kh, whole_kw) on, and the
-     * tap (tail_kh, tail_kw) that k1 cuts, from k_tail on (k_tail == k1: none) */
-    size_t head_kh, head_kw, k_whole, whole_kh, whole_kw, taps, k_tail, tail_kh, tail_kw;
-} conv_pack;
+/* The plan of one K block (ts_conv_plan, ts_gemm_internal.h). */
+typedef ts_conv_plan conv_pack;
 
 /* Taps [*lo, *hi) of k, dilation d, whose coordinate origin + tap*d is in [0, in). */
 static void im2col_taps_inside(ptrdiff_t origin, size_t in, size_t k, size_t d, size_t *lo,
@@ -360,45 +341,60 @@ static void plan_taps(conv_pack *p)
     p->tail_kw = t1 - p->tail_kh * k_w;
 }
 
-void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *input,
-                         const int8_t *pad_row, size_t m0, size_t rows, size_t k0, size_t klen,
-                         void *dst, size_t panel_bytes)
+void ts_conv_plan_init(ts_conv_plan *p, const ts_path *path, const ts_conv2d *c,
+                       const int8_t *input, const int8_t *pad_row, size_t k0, size_t klen)
 {
     const size_t row_len = c->k_w * c->in_c, k1 = k0 + klen;
-    conv_pack p = { path, path->pack_a, c, input, pad_row, ts_conv2d_out_h(c),
-                    ts_conv2d_out_w(c), row_len, k0, k1, k0 / row_len,
-                    (k1 + row_len - 1) / row_len, c->in_h * c->in_w * c->in_c,
-                    (c->k_w - 1) * c->dilation_w, 0, 0,
-                    { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0 },
-                    0, 0, 0, 0, 0, 0, 0, 0, 0 };
-    const size_t row_bytes = path->lp * ts_pack_elem_bytes(p.kind), ep = path->ep;
+    size_t group = ts_pack_gather_group(path->pack_a, path->lp);
+    memset(p, 0, sizeof *p);
+    p->path = path;
+    p->kind = path->pack_a;
+    p->c = c;
+    p->input = input;
+    p->pad_row = pad_row;
+    p->out_h = ts_conv2d_out_h(c);
+    p->out_w = ts_conv2d_out_w(c);
+    p->row_len = row_len;
+    p->k0 = k0;
+    p->k1 = k1;
+    p->kh0 = k0 / row_len;
+    p->kh1 = (k1 + row_len - 1) / row_len;
+    p->image_len = c->in_h * c->in_w * c->in_c;
+    p->span_w = (c->k_w - 1) * c->dilation_w;
+    p->row_bytes = path->lp * ts_pack_elem_bytes(p->kind);
     /* rows per group: the gather's pair / quad (1 when it packs rows one by one), so a padded
      * window slows only its own group */
-    size_t group = ts_pack_gather_group(p.kind, path->lp);
-    size_t ox = m0 % p.out_w, oy = m0 / p.out_w % p.out_h, b = m0 / p.out_w / p.out_h;
+    p->group = group == 0 || group > GATHER_ROWS ? 1 : group;
+    p->k_padded = klen % path->lp != 0;         /* the last k-step holds k past klen */
+    plan_inside(p);
+    plan_taps(p);
+}
+
+void ts_pack_conv_panels(const ts_conv_plan *plan, size_t m0, size_t rows, void *dst,
+                         size_t panel_bytes)
+{
+    const conv_pack *p = plan;
+    const ts_path *path = p->path;
+    const size_t row_bytes = p->row_bytes, ep = path->ep, group = p->group;
+    size_t ox = m0 % p->out_w, oy = m0 / p->out_w % p->out_h, b = m0 / p->out_w / p->out_h;
     unsigned char *panel = (unsigned char *)dst;
-    const int k_padded = klen % path->lp != 0;   /* the last k-step holds k past klen */
-    if (group == 0 || group > GATHER_ROWS)
-        group = 1;
-    plan_inside(&p);
-    plan_taps(&p);
     for (size_t r = 0; r < rows; r += ep, panel += panel_bytes) {
         const size_t panel_rows = rows - r < ep ? rows - r : ep;
-        if (panel_rows < ep || k_padded)
-            ts_pack_clear_padding(p.kind, path->lp, panel, panel_rows, ep, klen);
+        if (panel_rows < ep || p->k_padded)
+            ts_pack_clear_padding(p->kind, path->lp, panel, panel_rows, ep, p->k1 - p->k0);
         for (size_t r0 = 0; r0 < panel_rows; r0 += GATHER_ROWS) {
             window w[GATHER_ROWS];
             const size_t n = panel_rows - r0 < GATHER_ROWS ? panel_rows - r0 : GATHER_ROWS;
-            if (pack_conv_row(&p, panel + r0 * row_bytes, b, oy, ox, n, group, row_bytes)) {
+            if (pack_conv_row(p, panel + r0 * row_bytes, b, oy, ox, n, group, row_bytes)) {
                 ox += n;                /* within the output row: at most to its end */
-                if (ox == p.out_w) {
+                if (ox == p->out_w) {
                     ox = 0;
-                    if (++oy == p.out_h) { oy = 0; ++b; }
+                    if (++oy == p->out_h) { oy = 0; ++b; }
                 }
                 continue;
             }
-            im2col_windows(&p, &b, &oy, &ox, w, n);
-            pack_conv_chunk(&p, panel + r0 * row_bytes, w, n, group, row_bytes);
+            im2col_windows(p, &b, &oy, &ox, w, n);
+            pack_conv_chunk(p, panel + r0 * row_bytes, w, n, group, row_bytes);
         }
     }
 }

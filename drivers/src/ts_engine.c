@@ -319,18 +319,27 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
     }
 }
 
+/* k = k0 .. k0 + *klen - 1: the K block of k-steps s0 .. s0+steps-1 (the last one ends at K). */
+static size_t k_block_range(const call *c, size_t s0, size_t steps, size_t *klen)
+{
+    const size_t lp = c->path->lp, k0 = s0 * lp;
+    *klen = c->K - k0 < steps * lp ? c->K - k0 : steps * lp;
+    return k0;
+}
+
 /* Packs A panels ib .. ie-1 over k-steps s0 .. s0+steps-1 into block (panel p at
- * (p - ib) * panel_bytes): from the matrix, or (conv) straight from the input. */
-static void pack_a_block(const call *c, size_t ib, size_t ie, size_t s0, size_t steps,
-                         unsigned char *block, size_t panel_bytes)
+ * (p - ib) * panel_bytes): from the matrix, or (conv) straight from the input with that K
+ * block's plan. */
+static void pack_a_block(const call *c, const ts_conv_plan *plan, size_t ib, size_t ie,
+                         size_t s0, size_t steps, unsigned char *block, size_t panel_bytes)
 {
     const ts_path *path = c->path;
     const ts_a_source *a = c->a;
-    const size_t k0 = s0 * path->lp, klen = c->K - k0 < steps * path->lp ? c->K - k0 : steps * path->lp;
+    size_t klen;
+    const size_t k0 = k_block_range(c, s0, steps, &klen);
     const size_t m_end = c->M < ie * path->ep ? c->M : ie * path->ep;
     if (a->conv != NULL) {
-        ts_pack_conv_panels(path, a->conv, (const int8_t *)a->A, c->pad_row, ib * path->ep,
-                            m_end - ib * path->ep, k0, klen, block, panel_bytes);
+        ts_pack_conv_panels(plan, ib * path->ep, m_end - ib * path->ep, block, panel_bytes);
         return;
     }
     const size_t src_elem = ts_source_elem_bytes(path->pack_a);
@@ -360,10 +369,17 @@ static void compute_task(void *arg, size_t t)
     for (size_t kb = 0; kb < n_kb; ++kb) {
         const size_t s0 = kb * kc, steps = c->ksteps - s0 < kc ? c->ksteps - s0 : kc;
         block_run r;
+        ts_conv_plan plan;      /* conv: what packing this K block's A blocks shares */
         setup_block(c, kb == 0, kb + 1 == n_kb, &r);
+        if (c->a->conv != NULL) {
+            size_t klen;
+            const size_t k0 = k_block_range(c, s0, steps, &klen);
+            ts_conv_plan_init(&plan, path, c->a->conv, (const int8_t *)c->a->A, c->pad_row, k0,
+                              klen);
+        }
         for (size_t ib = i0; ib < i1; ib += mc) {
             const size_t ie = i1 - ib < mc ? i1 : ib + mc;
-            pack_a_block(c, ib, ie, s0, steps, block, panel_bytes);
+            pack_a_block(c, &plan, ib, ie, s0, steps, block, panel_bytes);
             if (c->tail != NULL && ie == c->a_panels) {
                 /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
                 block_run tail = r;

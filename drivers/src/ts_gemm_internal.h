@@ -61,16 +61,41 @@ int ts_gemm_stage_of_type(int gemm_type, const ts_path *path);
 int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
                        size_t pad_bytes, unsigned threads, size_t *out);
 
-/* Implicit im2col (ts_conv_pack.c): rows m0 .. m0+rows-1 of the im2col matrix of conv c
- * (ts_im2col_rows_s8's rows), over k = k0 .. k0+klen-1 of K = k_h*k_w*in_c (a K block: k0 a
- * multiple of path->lp), packed straight from the input as consecutive A panels of path->ep
- * rows (conversion path->pack_a), panel p at dst + p * panel_bytes: each as ts_pack_panel_as
- * packs those rows and k of the matrix (rows past `rows` and k past klen zero). A padding tap
- * reads pad_row (in_c bytes of the pad value). Preconditions: c validated,
+/* Implicit im2col (ts_conv_pack.c). A plan: what every packing call of one K block of conv c
+ * shares, set once by ts_conv_plan_init for k = k0 .. k0+klen-1 of K = k_h*k_w*in_c (a K
+ * block: k0 a multiple of path->lp), input and pad_row (in_c bytes of the pad value, which a
+ * padding tap reads) included; its fields are ts_conv_pack.c's. ts_pack_conv_panels then
+ * packs rows m0 .. m0+rows-1 of the im2col matrix of c (ts_im2col_rows_s8's rows) over that
+ * k-range straight from the input, as consecutive A panels of path->ep rows (conversion
+ * path->pack_a), panel p at dst + p * panel_bytes: each as ts_pack_panel_as packs those rows
+ * and k of the matrix (rows past `rows` and k past klen zero). Preconditions: c validated,
  * m0 + rows <= batch*out_h*out_w, k0 + klen <= K. */
-void ts_pack_conv_panels(const ts_path *path, const ts_conv2d *c, const int8_t *input,
-                         const int8_t *pad_row, size_t m0, size_t rows, size_t k0, size_t klen,
-                         void *dst, size_t panel_bytes);
+typedef struct {
+    const ts_path *path;
+    ts_pack_kind kind;          /* path->pack_a */
+    const ts_conv2d *c;
+    const int8_t *input;
+    const int8_t *pad_row;
+    size_t out_h, out_w, row_len, k0, k1, kh0, kh1;   /* row_len = k_w * in_c; kernel rows
+                                                          kh0 .. kh1-1 meet [k0, k1) */
+    size_t image_len, span_w;   /* bytes of one image; dilated kernel width - 1 */
+    size_t row_bytes, group;    /* bytes of a row in a k-step; rows the gather packs together */
+    int k_padded;               /* the last k-step holds k past k1 */
+    size_t ox_lo, ox_hi;        /* output columns whose windows have every tap column inside,
+                                   adjacent (dilation_w 1; else none) */
+    /* the k-range of a window with no padding tap as at most three gathers from its kernel
+     * row kh0 (pack_conv_inside): a kernel row cut by k0, the whole kernel rows (runs one
+     * input row apart), a kernel row cut by k1 (n or runs 0: none) */
+    ts_gather_runs head, whole, tail;
+    /* the k-range tap by tap (plan_taps, pack_conv_padded): the tap k0 cuts (kh, kw) up to
+     * k_whole (k_whole == k0: none), taps whole taps from tap (whole_kh, whole_kw) on, and the
+     * tap (tail_kh, tail_kw) that k1 cuts, from k_tail on (k_tail == k1: none) */
+    size_t head_kh, head_kw, k_whole, whole_kh, whole_kw, taps, k_tail, tail_kh, tail_kw;
+} ts_conv_plan;
+void ts_conv_plan_init(ts_conv_plan *p, const ts_path *path, const ts_conv2d *c,
+                       const int8_t *input, const int8_t *pad_row, size_t k0, size_t klen);
+void ts_pack_conv_panels(const ts_conv_plan *p, size_t m0, size_t rows, void *dst,
+                         size_t panel_bytes);
 
 /* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, claimed for this call, or a
  * fresh malloc block (*owned; NULL with a workspace). TS_EINVAL when the workspace is too
