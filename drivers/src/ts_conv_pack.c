@@ -2,11 +2,13 @@
  * NHWC input, never writing im2col rows. Row m of the (virtual) im2col matrix is output pixel
  * m = (b*out_h + oy)*out_w + ox, its K = k_h*k_w*in_c values in (kh, kw, ic) order, as
  * ts_im2col_s8 writes them (geometry: ts_im2col.c). Each tap (kh, kw) of a row is in_c
- * contiguous input bytes, or a padding tap: the panels are gathered tap by tap from one
- * pointer per row (ts_pack_gather), padding taps pointing at a row of in_c pad values; a kernel
- * row that no window of a row group pads (and dilation_w 1) is one run of k_w*in_c bytes per
- * row. The engine packs A per MC x KC block (ts_engine.c pack_a_block): a call packs a k-range
- * [k0, k0 + klen) of K, the kernel rows and taps it cuts taken in part.
+ * contiguous input bytes, or a padding tap. The engine packs A per MC x KC block (ts_engine.c
+ * pack_a_block) with one plan per K block (ts_conv_plan_init): a k-range [k0, k0 + klen) of
+ * K, the kernel rows and taps it cuts taken in part. Rows whose windows have no padding tap
+ * in it are gathered from one pointer per row (ts_pack_gather), a kernel row (dilation_w 1) as
+ * one run of k_w*in_c bytes; rows of one output row need no window (pack_conv_row). Row
+ * groups with a padding tap go tap by tap from a table of one pointer per row and tap
+ * (ts_pack_gather_taps), padding taps pointing at a row of in_c pad values.
  * Plain C99. */
 #include <stddef.h>
 #include <stdint.h>

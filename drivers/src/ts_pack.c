@@ -1271,10 +1271,11 @@ void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const v
 
 /* ---- gathered rows: each row of a panel from its own pointer (implicit im2col) ---------------
  * Runs of a panel whose row r reads consecutive source elements from its own pointer src[r]
- * (a conv window: a kernel row's taps, one tap, or the padding row). Whole k-steps of 8-bit A
- * panels with lp 8 / 4 go by row pairs / quads (gather_pair_lp8, store_quad_steps); partial
- * k-steps (a tap boundary inside a k-step) and the other conversions element by element or run
- * by run. */
+ * (a conv window: a kernel row's taps, one tap, or the padding row), or from a table of one
+ * pointer per row and run (ts_pack_gather_taps: a padded window's taps). Whole k-steps of 8-bit
+ * A panels with lp 8 / 4 go by row quads and pairs (gather_rows_lp8) / quads
+ * (store_quad_steps); partial k-steps (a tap boundary inside a k-step) and the other
+ * conversions element by element or run by run. */
 
 void ts_pack_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
                             size_t width, size_t K)
@@ -1319,15 +1320,6 @@ static TS_ALWAYS_INLINE bytes8 load8(const unsigned char *p)
 static TS_ALWAYS_INLINE void store8(unsigned char *p, bytes8 v) { memcpy(p, &v, 8); }
 #endif
 
-/* int8, lp 8: k-steps 0 .. steps-1 of rows a and b into the pair's slots (k-step s at
- * d + s * step): four k-steps per round, 32 bytes of each row (two LDP), one k-step of the
- * pair per 16-byte store (STP), then the last steps % 4 one by one. 8-byte D registers rather
- * than general ones or a NEON ZIP interleave: llvm-mca-19 cycles per 64 bytes of the pair,
- * this loop (step 64) / the general-register one (LDP/STP Xn, 16 bytes of each row per round)
- * / LDR Q + ZIP1/ZIP2 + STR Q: Neoverse N2 2.7 / 3.1 / 4.1, V1 2.7 / 4.0 / 2.8, Cortex-A510
- * 9 / 16 / 16, Cortex-A55 17 / 26 / 26 — on N2 the load/store pipes bound it (8 of their
- * operations per 64 bytes, 3 pipes), while a vector store's data and a ZIP share its two
- * vector pipes. */
 /* GCC's induction-variable pass would address rows c and e (and a, b) from one index
  * register — LDR Dn, [Xa, Xi] — which cannot pair into LDP: an empty asm statement makes each
  * pointer its own induction variable (no instruction emitted). */
@@ -1337,6 +1329,18 @@ static TS_ALWAYS_INLINE void store8(unsigned char *p, bytes8 v) { memcpy(p, &v, 
 #  define OWN_POINTER(p) ((void)0)
 #endif
 
+/* int8, lp 8: k-steps 0 .. steps-1 of rows a and b (with `quad` also c and e) into their
+ * slots (k-step s of row i at d + s * step + 8 * i): four k-steps per round, 32 bytes of each
+ * row (two LDP), one k-step of a row pair per 16-byte store (STP), then the last steps % 4 one
+ * by one. 8-byte D registers rather than general ones or a NEON ZIP interleave: llvm-mca-19
+ * cycles per 64 bytes of a pair, this loop (step 64) / the general-register one (LDP/STP Xn,
+ * 16 bytes of each row per round) / LDR Q + ZIP1/ZIP2 + STR Q: Neoverse N2 2.7 / 3.1 / 4.1,
+ * V1 2.7 / 4.0 / 2.8, Cortex-A510 9 / 16 / 16, Cortex-A55 17 / 26 / 26 — the best on every
+ * modeled core, so no per-core-class choice. On N2 the load/store pipes bound it (8 of their
+ * operations per 64 bytes, 3 pipes); a vector store's data and a ZIP share its two vector
+ * pipes, and mixing general-register pairs with ZIP pairs gains N2 12 % but costs V1 13 %
+ * (one class). A quad of rows halves the per-run overhead of the runs loops at the same
+ * rate (N2 5.4 cycles per 128 bytes). */
 static TS_ALWAYS_INLINE void gather_rows_lp8(unsigned char *d, size_t step,
                                              const unsigned char *a, const unsigned char *b,
                                              const unsigned char *c, const unsigned char *e,
