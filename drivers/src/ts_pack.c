@@ -1575,18 +1575,27 @@ void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
 }
 
 /* int8, lp 8, whole k-steps (k0 % 8 == 0, n % 8 == 0) from a pointer table: run j of row r at
- * src[j * rows + r]; rows 0 .. rows/2*2-1 by pairs, each pair's runs one after the other. */
+ * src[j * rows + r]; rows 0 .. rows/2*2-1 by quads and pairs, each group's runs one after the
+ * other. */
 static TS_ALWAYS_INLINE void gather_pairs_taps_lp8(unsigned char *dst, size_t width,
                                                    const void *const *src, size_t rows,
                                                    size_t k0, size_t n, size_t runs)
 {
     const size_t step = width * 8, steps = n / 8;
     unsigned char *const panel = dst + k0 * width;        /* k-step k0 / 8 */
-    for (size_t r = 0; r + 2 <= rows; r += 2) {
+    for (size_t r = 0; r + 2 <= rows;) {
+        const int quad = r + 4 <= rows;
+        const void *const *s = src + r;
         unsigned char *d = panel + r * 8;
-        for (size_t j = 0; j < runs; ++j, d += steps * step)
-            gather_pair_lp8(d, step, (const unsigned char *)src[j * rows + r],
-                            (const unsigned char *)src[j * rows + r + 1], steps);
+        for (size_t j = 0; j < runs; ++j, s += rows, d += steps * step) {
+            const unsigned char *a = (const unsigned char *)s[0], *b = (const unsigned char *)s[1];
+            if (quad)
+                gather_rows_lp8(d, step, a, b, (const unsigned char *)s[2],
+                                (const unsigned char *)s[3], 1, steps);
+            else
+                gather_pair_lp8(d, step, a, b, steps);
+        }
+        r += quad ? 4 : 2;
     }
 }
 
