@@ -60,10 +60,6 @@ static const int8_t *im2col_tap(const conv_pack *p, const window *w, size_t kh, 
     return w->image + (y * c->in_w + x) * c->in_c;
 }
 
-/* Taps gathered per ts_pack_gather_taps call of pack_conv_padded (its pointer table: this
- * many taps x GATHER_ROWS rows). */
-#define TAP_BATCH 16
-
 /* One tap's part [a, e) of the call's k-range (a and e inside tap (kh, kw), which starts at
  * k = t0) of windows w[0..n-1], into the panel at dst (row 0 of the group). */
 static void pack_conv_tap_part(const conv_pack *p, void *dst, const window *w, size_t n,
