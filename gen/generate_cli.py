@@ -29,7 +29,7 @@ from . import schedule_cache
 from .cores import CORE_CLASSES, CORES, CPU_NAMES, GENERIC, check_cpu, core_class
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_features
-from . import gemv, qdyn4, qdyn4_dot, qdyn4_rl
+from . import gemv, ntail, qdyn4, qdyn4_dot, qdyn4_rl
 from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
 from .sme_pack import emit_sme_packers
@@ -165,7 +165,9 @@ def _class_entry(family, cls: str, small_of: dict) -> dict:
 def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "generic") -> dict:
     """Every output file's text by name (manifest.json included), drivers excluded. Kernel
     entries: the main kernel per instruction (role "main", core_class "generic" or the class of
-    the named CPU), then for CPU=generic the core-class variants (role "core_class")."""
+    the named CPU), their GEMV / small-M kernels (role "gemv"), their column-tail kernels
+    (role "ntail", gen.ntail; "serves": the main kernel's symbol), then for CPU=generic the
+    core-class variants (role "core_class")."""
     env = environment()
     families = [emit_kernels(solve(i.name, regs=REGISTER_BUDGET, cpu=cpu), prefix, inst, cpu, env)
                 for i in kernels_for(arch, cpu)]
@@ -184,6 +186,16 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
                           main_step_instructions=choice.main_step_instructions)
         entries.append(gemv_entry)
         small.append(kernel)
+    # column-tail kernels (gen.ntail): the same instruction and rows, narrower, for the last B
+    # panel of a call; each with the main kernel's epilogue variants
+    tail_families = []
+    for entry in [e for e in entries if e["role"] == "main"]:
+        for c in ntail.tails(entry["instruction"], entry["ep"], entry["hp"],
+                             regs=REGISTER_BUDGET, cpu=cpu):
+            family = emit_kernels(plan_for(c, cpu), prefix, inst, cpu, env)
+            tail_families.append(family)
+            entries.append(dict(_entry(family, core_class(cpu), "ntail"),
+                                serves=entry["symbol"]))
     if cpu == GENERIC:
         served = {e["symbol"]: e["instruction"] for e in entries if e["role"] == "main"}
         small_of = {served[e["serves"]]: e for e in entries if e["role"] == "gemv"}
@@ -221,6 +233,7 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
         manifest["sme_packers"] = [k.manifest for k in sme_packers]
     files = {k.file: k.text for family in families for k in family}
     files.update({k.file: k.text for k in small})
+    files.update({k.file: k.text for family in tail_families for k in family})
     files.update({k.file: k.text for k in sme})
     files.update({k.file: k.text for k in sme_packers})
     files.update({k.file: k.text for k in qdyn})

@@ -304,7 +304,7 @@ def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
     kernel, p = sme[t.sme.instruction], t.sme
     feature = SME_INSTRUCTIONS[p.instruction].feature
     return [_path_fields(t, p, kernel, feature, ep=int(kernel["tr"]) * svl // 4,
-                         hp=int(kernel["tc"]) * svl // 4, gemv=None, svl_bytes=svl,
+                         hp=int(kernel["tc"]) * svl // 4, gemv=None, ntail=[], svl_bytes=svl,
                          core_class="generic",
                          sme_pack_a=sme_packer(kernel, "a", PACKED[p.pack_a][0]),
                          sme_pack_b=sme_packer(kernel, "b", PACKED[p.pack_b][0]))
@@ -358,11 +358,29 @@ def _gemv_dict(small: dict | None, kernel: dict) -> dict | None:
                 main_step=int(main_step))
 
 
-def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict) -> dict:
+def _ntail_dicts(t: GemmType, kernel: dict, ntail: dict) -> list:
+    """The column-tail kernels (manifest role "ntail", gen.ntail) serving kernel entry
+    `kernel`, narrowest first, each as a dict (symbol, hp, and the symbol of its variant with
+    the type's fused requantisation, None: none): those of the same rows whose "serves" is
+    its symbol (a core-class variant has none)."""
+    tails = [dict(symbol=k["symbol"], hp=int(k["hp"]),
+                 requant=next((v["symbol"] for v in k.get("variants", [])
+                               if v["epilogue"] == fused_requant_epilogue(t)), None))
+            for k in sorted(ntail.get(kernel["symbol"], ()), key=lambda k: int(k["hp"]))
+            if int(k["ep"]) == int(kernel["ep"]) and int(k["hp"]) < int(kernel["hp"])]
+    if len(tails) > NTAILS:
+        raise ValueError(f"{kernel['symbol']}: {len(tails)} column-tail kernels, the dispatch "
+                         f"table holds {NTAILS} (ts_pack_internal.h TS_NTAILS)")
+    return tails
+
+
+def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict,
+               ntail: dict) -> dict:
     """The path dict (dispatch_paths) of kernel entry `kernel` (main or core-class variant)."""
     return _path_fields(
         t, p, kernel, INSTRUCTIONS[p.instruction].feature, ep=int(kernel["ep"]), hp=int(kernel["hp"]),
         core_class=kernel.get("core_class", "generic"),
+        ntail=_ntail_dicts(t, kernel, ntail),
         gemv=_gemv_dict(gemv.get(p.instruction) if has_gemv(t) else None, kernel),
         svl_bytes=0,
         qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
@@ -373,7 +391,7 @@ def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict)
 
 def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
                    sme: dict | None = None, qdyn: dict | None = None,
-                   classes: dict | None = None) -> dict:
+                   classes: dict | None = None, ntail: dict | None = None) -> dict:
     """{gemm type key: [path dict]} for the kernels present in `main` ({instruction: manifest
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
@@ -395,8 +413,11 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     whose features are usable and whose class is the running core's or generic; a variant
     shares the generic kernel's GEMV kernel (_gemv_dict) and qdyn kernels. `sme`
     ({instruction: raw SME kernel entry}) puts the type's SME paths first (sme_dispatch_paths).
+    `ntail` ({served symbol: [manifest entries with role "ntail"]}, gen.ntail) gives each path
+    `ntail`: its column-tail kernels (_ntail_dicts; SME paths: []).
     ValueError when a type has no Armv8.0 kernel in `main`."""
     gemv = gemv or {}
+    ntail = ntail or {}
     qdyn = qdyn or {}
     classes = classes or {}
     paths = {}
@@ -406,8 +427,8 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
             if p.instruction not in main:
                 continue
             for variant in classes.get(p.instruction, ()):
-                paths[t.key].append(_path_dict(t, p, variant, gemv, qdyn))
-            paths[t.key].append(_path_dict(t, p, main[p.instruction], gemv, qdyn))
+                paths[t.key].append(_path_dict(t, p, variant, gemv, qdyn, ntail))
+            paths[t.key].append(_path_dict(t, p, main[p.instruction], gemv, qdyn, ntail))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain
                         if INSTRUCTIONS[p.instruction].feature is None]
@@ -418,26 +439,31 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
 
 def manifest_dispatch_paths(manifest: dict, types=GEMM_TYPES) -> dict:
     """dispatch_paths of a generated manifest: its main kernels, their GEMV / small-M kernels
-    (by the instruction of the kernel they serve), the core-class variants, the SME kernels
+    (by the instruction of the kernel they serve), their column-tail kernels (by the symbol
+    of the kernel they serve), the core-class variants, the SME kernels
     (raw, with their epilogue variants) and the qdyn int4 kernels."""
     kernels = manifest["kernels"]
     main = {k["instruction"]: k for k in kernels if k.get("role", "main") == "main"}
     served = {k["symbol"]: k["instruction"] for k in main.values()}
     gemv = {served[k["serves"]]: k for k in kernels if k.get("role") == "gemv"}
     classes: dict = {}
+    ntail: dict = {}
     for k in kernels:
         if k.get("role") == "core_class":
             classes.setdefault(k["instruction"], []).append(k)
+        if k.get("role") == "ntail":
+            ntail.setdefault(k["serves"], []).append(k)
     sme_kernels = manifest.get("sme_kernels", [])
     sme = {k["instruction"]: dict(k, variants=[v for v in sme_kernels if v["epilogue"] != "raw"
                                                and v["instruction"] == k["instruction"]],
                                   packers=manifest.get("sme_packers", []))
            for k in sme_kernels if k["epilogue"] == "raw"}
     qdyn = {(k["instruction"], qdyn_kind(k)): k for k in manifest.get("qdyn_kernels", [])}
-    return dispatch_paths(main, types, gemv, sme, qdyn, classes)
+    return dispatch_paths(main, types, gemv, sme, qdyn, classes, ntail)
 
 
 QDYN_KINDS = 4     # entries of ts_path.qdyn (ts_pack_internal.h TS_QDYN_KINDS)
+NTAILS = 3         # entries of ts_path.ntail (ts_pack_internal.h TS_NTAILS)
 
 
 def qdyn_kind(entry: dict) -> int:

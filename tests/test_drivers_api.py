@@ -116,8 +116,8 @@ def check_dispatch_lines(stdout, paths, cpu, types):
 
 
 def gemm_shapes(paths):
-    """M, N, K around every tile size of the build (ep-1, ep, ep+1, 2ep+1 ...), 0 and 1, plus a
-    few larger ones; N stays <= 512 (harness quant arrays)."""
+    """M, N, K around every tile size of the build (ep-1, ep, ep+1, 2ep+1 ...), 0 and 1, every
+    column remainder, plus a few larger ones; N stays <= 512 (harness quant arrays)."""
     tiles = {t for ps in paths.values() for p in ps for t in p["tiles"]}   # variants' too
     eps, hps, lps = ({t[i] for t in tiles} for i in range(3))
     ms = sorted({0, 1} | {v for e in eps for v in (e - 1, e, e + 1, 2 * e + 1)})
@@ -125,6 +125,13 @@ def gemm_shapes(paths):
     ks = sorted({0, 1, 2, 3, 33} | {v for lp in lps for v in (lp - 1, lp + 1, 2 * lp, 3 * lp + 1)} - {-1})
     shapes = [(m, n, ks[(i * 5 + j * 3) % len(ks)]) for i, m in enumerate(ms) for j, n in enumerate(ns)]
     shapes += [(1, 1, k) for k in ks] + [(37, 45, 70), (64, 64, 64), (30, 100, 257)]
+    # every column remainder of every tile width (the narrow ones run on the column-tail
+    # kernels, gen/ntail.py), the rows through the row remainders of every ep, and every
+    # fourth K split into K blocks on the lp-1 paths (fp32 whole up to 546 k-steps: 700 runs
+    # as two blocks of 350)
+    tails = [(h + 1 + r) for h in sorted(hps) for r in range(h)]
+    shapes += [(1 + (7 * i) % 25, n, 700 if i % 4 == 3 else (5, 33, 2)[i % 3])
+               for i, n in enumerate(tails)]
     return [f"{m},{n},{k}" for m, n, k in shapes]
 
 

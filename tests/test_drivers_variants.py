@@ -140,6 +140,24 @@ def test_variant_choice_per_core(cpu, build):
                          else "NULL") for r in range(1, k["ep"])}
         assert tails[k["symbol"]] == want, k["symbol"]
     assert any(k["role"] == "core_class" for k in manifest["kernels"] if k["symbol"] in tails)
+    # a last B panel of `cols` columns runs on the narrowest column-tail kernel (gen/ntail.py,
+    # manifest role "ntail") of the path's kernel that holds them; core-class variants and
+    # paths without one keep their tile (fp32 8x12: 8x8 for 1..8 columns)
+    ntails = {line.split()[1]: dict(item.split("=") for item in line.split()[2:])
+              for line in lines if line.startswith("ntail ")}
+    served = {}
+    for k in manifest["kernels"]:
+        if k["role"] == "ntail":
+            served.setdefault(k["serves"], []).append(k)
+    for k in manifest["kernels"]:
+        if k["symbol"] not in ntails:
+            continue
+        mine = sorted(served.get(k["symbol"], []), key=lambda t: t["hp"])
+        want = {str(c): next((t["symbol"] for t in mine if c <= t["hp"] and t["ep"] == k["ep"]),
+                             "NULL") for c in range(1, k["hp"])}
+        assert ntails[k["symbol"]] == want, k["symbol"]
+    assert ntails["ts_gemm_f32_fmla_8x12x1"] == {
+        str(c): "ts_gemm_f32_fmla_8x8x1" if c <= 8 else "NULL" for c in range(1, 12)}
     handles = [line for line in lines if line.startswith("handle ")]
     assert any(line.endswith("rc=0") for line in handles)
     if usable:   # another instruction's layout (sdot 8x12x4 vs smmla 8x8x8, smlal): rejected

@@ -309,6 +309,14 @@ const ts_path *ts_tail_path(const ts_path *path, size_t rows)
     return best;
 }
 
+const ts_ntail_kernel *ts_ntail_of(const ts_path *path, size_t cols)
+{
+    for (size_t i = 0; i < TS_NTAILS && path->ntail[i].kernel != NULL; ++i)
+        if (cols <= path->ntail[i].hp && (path->requant == NULL || path->ntail[i].requant != NULL))
+            return &path->ntail[i];     /* narrowest first */
+    return NULL;
+}
+
 /* The one place a context's choices pick a kernel path: its feature mask (the global one when
  * ctx is NULL or has none) and its CPU (ctx->core_class: the class of the ts_context_set_cpu
  * name; TS_CORE_AUTO for "auto": the class of the core the thread runs on, read per call). */

@@ -17,7 +17,10 @@
  * fused _requant (_requant_u8) kernel runs on the last K block only, otherwise the staged tile goes to C
  * after its last K block (ts_requant_rows, ts_narrow_rows_f16). Partial tiles are stored by
  * the kernel (m_rem, n_rem); on a core-class variant, a last A panel that a generic tile of the
- * same instruction holds runs on that smaller kernel (ts_tail_path: no padding rows computed). Every output element is computed by the same kernel calls over
+ * same instruction holds runs on that smaller kernel (ts_tail_path: no padding rows computed);
+ * when B is packed in the call, a last B panel that a column-tail kernel of the path holds
+ * (gen/ntail.py, ts_ntail_of) is packed that kernel's width and runs on it (no padding
+ * columns computed). Every output element is computed by the same kernel calls over
  * the same K blocks whatever the grid, so the results do not depend on the number of threads
  * (fp32: the same fused multiply-add chain).
  * Plain C99. */
@@ -190,6 +193,9 @@ typedef struct {
     int fused, stage;
     int32_t rounding;           /* fused: the kernels' rounding mode (ts_kernel_rounding) */
     const ts_path *tail;        /* the last A panel's path when it is not `path` (ts_tail_path) */
+    const ts_ntail_kernel *ntail, *tail_ntail;  /* the last B panel's kernels (ts_ntail_of) on
+                                   `path` and on `tail`, or NULL: that panel is hp wide */
+    ts_packed_b local_b;        /* B packed in the call: the handle with its tail_hp */
     size_t pack_tasks, m_tasks, n_tasks;
 } call;
 
@@ -232,6 +238,7 @@ static void pack_task(void *arg, size_t t)
  * accumulators come from (NULL: the first K block). */
 typedef struct {
     ts_kernel_fn kernel;
+    ts_kernel_fn last_kernel;    /* the last B panel's: `kernel`, or a column tail's */
     struct ts_tile_args args;
     unsigned char *dst;          /* the tile at row 0, column 0 */
     size_t dst_ld, dst_elem;     /* row stride in bytes, bytes per element */
@@ -240,6 +247,16 @@ typedef struct {
     size_t acc_elem;
     int last;
 } block_run;
+
+/* The kernel of a block run on `kernel` (path's raw or fused one) for the last B panel: the
+ * column tail's matching kernel, or `kernel` itself without a column tail. */
+static ts_kernel_fn last_panel_kernel(const ts_path *path, const ts_ntail_kernel *ntail,
+                                      ts_kernel_fn kernel)
+{
+    if (ntail == NULL)
+        return kernel;
+    return kernel == path->kernel ? ntail->kernel : ntail->requant;
+}
 
 static void setup_block(const call *c, int first, int last, block_run *r)
 {
@@ -272,6 +289,7 @@ static void setup_block(const call *c, int first, int last, block_run *r)
         r->dst_ld = c->out->ldc;
         r->dst_elem = 1;
     }
+    r->last_kernel = last_panel_kernel(path, c->ntail, r->kernel);
 }
 
 /* The kernel calls of B panels j0 .. j1-1 x A panels ib .. ie-1 (packed in `block`, panel p
@@ -284,15 +302,18 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
 {
     const ts_path *path = c->path;
     const size_t ep = path->ep, hp = path->hp;
-    const size_t b_step = hp * path->lp * ts_pack_elem_bytes(path->pack);
+    const size_t step_bytes = path->lp * ts_pack_elem_bytes(path->pack);   /* per column */
     const size_t pp = params_panel_bytes(path);
     /* the tiles' results go to C through the driver (after the last K block, not fused) */
     const int to_c = r->last && c->stage != TS_STAGE_NONE && !c->fused;
     struct ts_tile_args args = r->args;
     for (size_t j = j0; j < j1; ++j) {
         const size_t n0 = j * hp;
+        /* the last panel of a column-tail call is tail_hp wide, run by its kernel */
+        const int narrow = j + 1 == c->b->panels && c->b->tail_hp != 0;
+        const ts_kernel_fn kernel = narrow ? r->last_kernel : r->kernel;
         const unsigned char *b = (const unsigned char *)c->b->data + j * c->b->panel_bytes
-                                 + s0 * b_step;
+                                 + s0 * (narrow ? c->b->tail_hp : hp) * step_bytes;
         args.n_rem = c->N - n0 < hp ? c->N - n0 : hp;
         if (c->fused && r->last)
             args.params = c->params + j * pp;
@@ -300,7 +321,7 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
             const size_t m0 = i * ep;
             args.m_rem = c->M - m0 < ep ? c->M - m0 : ep;
             args.acc = r->acc != NULL ? r->acc + m0 * r->acc_ld + n0 * r->acc_elem : NULL;
-            r->kernel(block + (i - ib) * panel_bytes, b, steps,
+            kernel(block + (i - ib) * panel_bytes, b, steps,
                       r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
             if (!to_c)
                 continue;
@@ -384,6 +405,7 @@ static void compute_task(void *arg, size_t t)
                 /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
                 block_run tail = r;
                 tail.kernel = r.kernel == path->kernel ? c->tail->kernel : c->tail->requant;
+                tail.last_kernel = last_panel_kernel(c->tail, c->tail_ntail, tail.kernel);
                 run_tiles(c, &r, block, panel_bytes, ib, ie - 1, j0, j1, s0, steps);
                 run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes, ie - 1,
                           ie, j0, j1, s0, steps);
@@ -431,6 +453,26 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
     }
 }
 
+/* The column tails of a call (c->ntail, c->tail_ntail): with B packed in the call and N not
+ * a multiple of hp, the narrowest column-tail kernel of the path that holds the last panel's
+ * columns — when the last A panel runs on a tail path, only if that path has one of the same
+ * width (the corner tile); c->b then packs the last panel that wide. */
+static void choose_column_tail(call *c, const ts_b_source *bsrc)
+{
+    const size_t cols = c->N % c->path->hp;
+    if (!bsrc->fill || cols == 0)
+        return;
+    const ts_ntail_kernel *nt = ts_ntail_of(c->path, cols);
+    const ts_ntail_kernel *corner = nt != NULL && c->tail != NULL ? ts_ntail_of(c->tail, cols) : NULL;
+    if (nt == NULL || (c->tail != NULL && (corner == NULL || corner->hp != nt->hp)))
+        return;
+    c->ntail = nt;
+    c->tail_ntail = corner;
+    c->local_b = *bsrc->b;
+    c->local_b.tail_hp = nt->hp;
+    c->b = &c->local_b;
+}
+
 void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
                   const ts_a_source *a, const ts_c_sink *out, void *work)
 {
@@ -453,6 +495,7 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     c.a_panels = div_up(M, path->ep);
     /* conv panels are gathered at the path's ep (ts_pack_conv_panels): no tail path there */
     c.tail = M % path->ep != 0 && a->conv == NULL ? ts_tail_path(path, M % path->ep) : NULL;
+    choose_column_tail(&c, bsrc);
     ts_gemm_grid(c.a_panels, b->panels, threads, &c.m_tasks, &c.n_tasks);
     a_block_bytes(path, b->K, div_up(c.a_panels, c.m_tasks), &c.a_block_bytes);
     c.stage = ts_gemm_stage(path, out);

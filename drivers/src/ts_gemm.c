@@ -183,6 +183,7 @@ static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gem
     view->panels = b->gemv_panels;
     view->panel_bytes = b->gemv_panel_bytes;
     view->data = b->gemv_data;
+    view->tail_hp = 0;
     view->gemv_panels = 0;
     view->gemv_panel_bytes = 0;
     view->gemv_data = NULL;

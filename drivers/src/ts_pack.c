@@ -1765,6 +1765,7 @@ void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
     col_sums_bytes(path, N, &sums);     /* cannot fail: ts_packed_b_bytes succeeded */
     layout_bytes(path, path->hp, K, N, &data);
     set_geometry(b, path, K, N);
+    b->tail_hp = 0;
     b->gemv_panels = 0;
     b->gemv_panel_bytes = 0;
     b->gemv_data = NULL;
@@ -1833,8 +1834,10 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
         size_t c0 = j * path->hp;
         size_t cols = part.N - c0 < path->hp ? part.N - c0 : path->hp;
         const void *src = (const unsigned char *)B + c0 * n_stride * src_elem;
+        /* the last panel of a column-tail call: tail_hp wide (fits in panel_bytes) */
+        size_t width = j0 + j + 1 == b->panels && b->tail_hp != 0 ? b->tail_hp : path->hp;
         pack_panel_from(path, path->pack, (unsigned char *)part.data + j * part.panel_bytes,
-                        src, cols, path->hp, part.K, n_stride, k_stride,
+                        src, cols, width, part.K, n_stride, k_stride,
                         j < transposed ? part.K / path->lp * path->lp : 0);
     }
 }

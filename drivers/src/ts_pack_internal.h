@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tilesmith.h"
 #include "ts_span_internal.h"   /* ts_size_*, ts_matrix_span_* */
@@ -59,6 +60,18 @@ typedef struct {
                                   this tile) exceeds ceil(N / path hp) * main_step (of the
                                   path's GEMM tile): very narrow B */
 } ts_gemv_kernel;
+
+/* A column-tail kernel of a path (gen/ntail.py): the path's instruction and rows (ep), a
+ * narrower tile of hp columns, for the last B panel of a call whose N mod the path's hp it
+ * holds (ts_engine.c; that panel packed hp columns wide: ts_packed_b.tail_hp). requant: its
+ * variant with the path's fused requantisation (NULL: none). kernel NULL: no such entry. */
+#define TS_NTAILS 3            /* entries of ts_path.ntail (gen/registry.py NTAILS) */
+typedef struct {
+    const char *symbol;
+    ts_kernel_fn kernel;
+    ts_kernel_fn requant;
+    size_t hp;
+} ts_ntail_kernel;
 
 /* The qdyn kernels of a path with the fp32 epilogue inside (gen/qdyn4.py, gen/qdyn4_rl.py,
  * README "qdyn kernels"): int8 A x int4 B (two nibbles per byte) or int8 B -> fp32 with the
@@ -144,6 +157,7 @@ typedef struct {
      * TS_PACK_S8, also write the column sums: ceil(cols / 4) * 4 of them) */
     ts_sme_pack_a_fn sme_pack_a;
     ts_sme_pack_b_fn sme_pack_b;
+    ts_ntail_kernel ntail[TS_NTAILS];  /* column-tail kernels, narrowest first (ts_ntail_of) */
 } ts_path;
 
 /* The CPU= names of this build's generator (gen/cores.py CPU_NAMES), *count of them, and the
@@ -192,6 +206,10 @@ int ts_same_b_layout(const ts_path *packed_for, const ts_path *run);
  * `path` is generic or no such kernel exists. Results are the same bits (README "Per-core
  * kernel variants"). */
 const ts_path *ts_tail_path(const ts_path *path, size_t rows);
+/* The column-tail kernel (gen/ntail.py) that runs a last B panel of `cols` columns on `path`:
+ * the narrowest of path->ntail whose hp holds them (and that has the path's fused requant
+ * variant when the path has one); NULL when none does (cols >= every tail's hp, or none). */
+const ts_ntail_kernel *ts_ntail_of(const ts_path *path, size_t cols);
 /* Every path of `gemm_type` compiled into this build (*count of them), for worst-case sizing. */
 const ts_path *ts_paths_of(int gemm_type, size_t *count);
 
@@ -287,6 +305,11 @@ struct ts_packed_b {
     const ts_qdyn_kernel *qdyn;  /* handles of a fused qdyn kernel (one of path->qdyn): data
                                   holds its panels (gen/qdyn4.py layout); NULL otherwise */
     size_t qdyn_kpairs;        /* ... and its k-step pairs (16 k each) per block */
+    size_t tail_hp;            /* 0: every panel hp columns wide; else the last panel (N mod
+                                  hp columns) is packed tail_hp wide for a column-tail kernel
+                                  (ts_ntail_of). Only B packed inside a call (ts_engine.c
+                                  chooses); handles from ts_pack_b_* keep 0, as a handle may
+                                  run on another path's kernels */
     size_t gemv_panels;        /* ceil(N / gemv.hp), 0 without a GEMV layout */
     size_t gemv_panel_bytes;
     void *gemv_data;           /* gemv_panels * gemv_panel_bytes bytes, or NULL */
@@ -323,6 +346,7 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.kw_steps = (size_t)-1;
     v.sme_pack_a = NULL;        /* the GEMV kernel's layout is not the SME kernel's */
     v.sme_pack_b = NULL;
+    memset(v.ntail, 0, sizeof v.ntail);   /* the column tails are the GEMM tile's */
     return v;
 }
 

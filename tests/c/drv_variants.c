@@ -14,6 +14,8 @@
  *   same <type> <symbol> <symbol>            two variants of one instruction, bit-identical
  *   tail <symbol> <rows>=<symbol|NULL> ...   ts_tail_path of each path for 1 .. ep-1 rows (the
  *                                            kernel of a call's last, shorter A panel)
+ *   ntail <symbol> <cols>=<symbol|NULL> ...  ts_ntail_of of each path for 1 .. hp-1 columns (the
+ *                                            column-tail kernel of a last, narrower B panel)
  *   handle <type> <packed symbol> rc=<rc>    a *_prepacked call (M rows, then M = 1: the GEMV
  *                                            kernel where the path has one) with a handle
  *                                            packed for that path
@@ -204,6 +206,20 @@ static void print_tails(const gemm_type_name *t)
             CHECK(ts_tail_path(&single, rows) == tail, "%s: tail of its single-layout copy",
                   paths[i].symbol);
             printf(" %zu=%s", rows, tail != NULL ? tail->symbol : "NULL");
+        }
+        printf("\n");
+        printf("ntail %s", paths[i].symbol);
+        for (size_t cols = 1; cols < paths[i].hp; ++cols) {
+            const ts_ntail_kernel *nt = ts_ntail_of(&paths[i], cols);
+            const ts_path single = ts_single_layout_path(&paths[i]);   /* the engine's copy */
+            const ts_path gemv = paths[i].gemv.kernel != NULL ? ts_gemv_path(&paths[i]) : single;
+            CHECK(ts_ntail_of(&single, cols) == (nt != NULL ? &single.ntail[nt - paths[i].ntail] : NULL),
+                  "%s: column tail of its single-layout copy", paths[i].symbol);
+            CHECK(paths[i].gemv.kernel == NULL || ts_ntail_of(&gemv, cols) == NULL,
+                  "%s: the GEMV path has no column tail", paths[i].symbol);
+            CHECK(nt == NULL || (nt->hp >= cols && nt->hp < paths[i].hp),
+                  "%s: column tail of %zu columns", paths[i].symbol, nt != NULL ? nt->hp : 0);
+            printf(" %zu=%s", cols, nt != NULL ? nt->symbol : "NULL");
         }
         printf("\n");
     }
