@@ -382,7 +382,12 @@ def assign_registers(c: Candidate) -> tuple[tuple[int, ...], tuple[int, ...], tu
 
 def edge_handling(inst: MacInstruction, ep: int, hp: int) -> str:
     """How the driver handles M % ep and N % hp remainders, and what it costs."""
+    from .ntail import N_TAIL_INSTRUCTIONS     # late: gen.ntail builds on this module
     variants = (ep // inst.c_rows_per_reg) * (hp // inst.c_cols_per_reg) - 1
+    tails = (f" Exception: {inst.name} is one of gen/ntail.py's N_TAIL_INSTRUCTIONS, so with "
+             f"B packed in the call the last column panel runs on a narrower {ep}-row kernel "
+             f"of the same instruction where one holds N mod {hp} (the same bits)."
+             if inst.name in N_TAIL_INSTRUCTIONS else "")
     return (
         f"The driver zero-pads the packed A panel to a multiple of ep={ep} rows, the packed B "
         f"panel to a multiple of hp={hp} columns (and K to a multiple of lp={inst.lp}), and "
@@ -394,7 +399,7 @@ def edge_handling(inst: MacInstruction, ep: int, hp: int) -> str:
         f"({ep}-1)/M + ({hp}-1)/N. Why not smaller edge kernels (MNN's approach): up to "
         f"{variants} extra tile shapes would each need generating, scheduling and testing, "
         f"while the padding waste touches only the last row and column of tiles and shrinks "
-        f"as 1/M and 1/N.")
+        f"as 1/M and 1/N.{tails}")
 
 
 def _accumulator_note(inst: MacInstruction, cores: list[CoreModel], count: int) -> str:

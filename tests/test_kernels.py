@@ -13,6 +13,7 @@ import pytest
 from cross import CLANG, GCC, ROOT
 from encoder.encoding import is_known_instruction
 from gen.epilogue import ARGS_BYTES, ARGS_FIELDS
+from gen import ntail
 from gen.gemv import GEMV_FORMS, GEMV_INSTRUCTIONS
 from gen.generate_cli import main as generate_main
 from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature, sme_generated_for
@@ -52,16 +53,30 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
     # the GEMM kernels, then one GEMV / small-M kernel per instruction of gen/gemv.py
     # GEMV_INSTRUCTIONS (fmla_f16 and fmlal have none yet), of that instruction or a GEMV form
     # of it (gen/gemv.py GEMV_FORMS), in the order of the kernels they serve, then the
+    # column-tail kernels of gen/ntail.py N_TAIL_INSTRUCTIONS (role ntail: same instruction and
+    # ep, narrower, each width the solver can feed, serving the main kernel), then the
     # core-class variants (CPU=generic): role core_class, symbol suffix _<class>
     small = [n for n in names if n in GEMV_INSTRUCTIONS]
     main = {k["symbol"]: k["instruction"] for k in kernels if k["role"] == "main"}
+    mains = {k["symbol"]: k for k in kernels if k["role"] == "main"}
     head = kernels[:len(names) + len(small)]
     assert [k["instruction"] for k in head[:len(names)]] == names
     assert [main[k["serves"]] for k in head[len(names):]] == small
     for k in head[len(names):]:
         assert k["instruction"] in (main[k["serves"]], *GEMV_FORMS.get(main[k["serves"]], ()))
     assert [k["role"] for k in head] == ["main"] * len(names) + ["gemv"] * len(small)
-    assert {k["role"] for k in kernels[len(head):]} <= {"core_class"}
+    tails = [k for k in kernels[len(head):] if k["role"] == "ntail"]
+    assert kernels[len(head):len(head) + len(tails)] == tails
+    assert [k["instruction"] for k in tails] == [
+        t.instruction for m in mains.values()
+        for t in ntail.tails(m["instruction"], m["ep"], m["hp"])]
+    assert "fmla_f32" in [k["instruction"] for k in tails]
+    for k in tails:
+        served = mains[k["serves"]]
+        assert (k["instruction"], k["ep"]) == (served["instruction"], served["ep"])
+        assert k["hp"] < served["hp"]
+        assert [v["epilogue"] for v in k["variants"]] == [v["epilogue"] for v in served["variants"]]
+    assert {k["role"] for k in kernels[len(head) + len(tails):]} <= {"core_class"}
     for k in kernels:
         assert MANIFEST_KEYS <= set(k)
         i = INSTRUCTIONS[k["instruction"]]
@@ -71,6 +86,7 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
         assert k["file"] == k["symbol"] + ".S" and (out / k["file"]).is_file()
         assert (k["feature"], k["arch"], k["lp"]) == (i.feature, i.arch, i.k)
         assert (k["role"], k["core_class"]) in {("main", "generic"), ("gemv", "generic"),
+                                                ("ntail", "generic"),
                                                 ("core_class", "ooo"), ("core_class", "inorder")}
         assert k["regs_c"] == i.c_regs(k["ep"], k["hp"])
     sme = manifest.get("sme_kernels", [])     # ARCH v92: tests/test_sme_kernels.py

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cross import run_qemu
-from gen import gemv
+from gen import gemv, ntail
 from gen.cores import CORES, CPU_NAMES, GENERIC
 from gen.isa import INSTRUCTIONS, generated_for
 import kernel_build
@@ -59,18 +59,25 @@ def covers_every_remainder(ksteps, unroll: int) -> bool:
 
 @pytest.mark.parametrize("arch,instruction,role", [
     (arch, inst.name, role) for arch in QEMU_CPU for inst in generated_for(arch)
-    for role in ("main", "gemv") if role == "main" or inst.name in gemv.GEMV_INSTRUCTIONS])
+    for role in ("main", "gemv", "ntail") if role == "main"
+    or (role == "gemv" and inst.name in gemv.GEMV_INSTRUCTIONS)
+    or (role == "ntail" and inst.name in ntail.N_TAIL_INSTRUCTIONS)])
 def test_kernel_matches_reference(harness, arch, instruction, role):
     binary, manifest = harness(arch)
     (main,) = [k for k in manifest["kernels"]
                if k["instruction"] == instruction and k["role"] == "main"]
     # role gemv: the GEMV kernel serving this instruction's path (its own instruction or a
-    # GEMV form of it, gen/gemv.py GEMV_FORMS)
-    (kernel,) = ([main] if role == "main" else
-                 [k for k in manifest["kernels"] if k.get("serves") == main["symbol"]])
-    instruction = kernel["instruction"]
-    assert covers_every_remainder(kernel_build.KSTEPS, kernel["unroll"])
-    _run(binary, kernel["symbol"], kernel_build.KSTEPS, FEATURE_CPU[INSTRUCTIONS[instruction].feature])
+    # GEMV form of it, gen/gemv.py GEMV_FORMS); role ntail: its column-tail kernels
+    # (gen/ntail.py), at least one
+    kernels = ([main] if role == "main" else
+               [k for k in manifest["kernels"]
+                if k.get("serves") == main["symbol"] and k["role"] == role])
+    assert len(kernels) == 1 or (role == "ntail" and kernels)
+    for kernel in kernels:
+        instruction = kernel["instruction"]
+        assert covers_every_remainder(kernel_build.KSTEPS, kernel["unroll"])
+        _run(binary, kernel["symbol"], kernel_build.KSTEPS,
+             FEATURE_CPU[INSTRUCTIONS[instruction].feature])
 
 
 @pytest.mark.parametrize("cpu", [c for c in CPU_NAMES if c != GENERIC])

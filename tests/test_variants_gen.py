@@ -56,13 +56,13 @@ def test_variants_only_where_the_class_gains():
 def test_v8_build_holds_no_variants_and_names_them_by_class():
     files = generate("v8")
     kernels = json.loads(files["manifest.json"])["kernels"]
-    # fmla and smlal, then their GEMV / small-M kernels
+    # fmla and smlal, then their GEMV / small-M kernels, then fmla's column tail (gen/ntail.py)
     assert [(k["role"], k["core_class"]) for k in kernels] == \
-        [("main", GENERIC)] * 2 + [("gemv", GENERIC)] * 2
+        [("main", GENERIC)] * 2 + [("gemv", GENERIC)] * 2 + [("ntail", GENERIC)]
     # a named CPU builds no variants; its kernels carry its class
     named = json.loads(generate("v8", cpu="neoverse-n2")["manifest.json"])["kernels"]
     assert [(k["role"], k["core_class"]) for k in named] == \
-        [("main", "ooo")] * 2 + [("gemv", "ooo")] * 2
+        [("main", "ooo")] * 2 + [("gemv", "ooo")] * 2 + [("ntail", "ooo")]
 
 
 def test_variant_shares_the_generic_gemv_kernel_with_its_own_dispatch_numbers():
