@@ -380,7 +380,8 @@ def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict,
     return _path_fields(
         t, p, kernel, INSTRUCTIONS[p.instruction].feature, ep=int(kernel["ep"]), hp=int(kernel["hp"]),
         core_class=kernel.get("core_class", "generic"),
-        ntail=_ntail_dicts(t, kernel, ntail),
+        # the engine's types only (those it also runs GEMV kernels for; qdyn has its own loop)
+        ntail=_ntail_dicts(t, kernel, ntail) if has_gemv(t) else [],
         gemv=_gemv_dict(gemv.get(p.instruction) if has_gemv(t) else None, kernel),
         svl_bytes=0,
         qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
