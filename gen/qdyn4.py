@@ -624,9 +624,7 @@ def scheduled(body: list[Insn], cpu: str) -> list[Insn]:
 
 
 def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
-    from encoder import rewrite_text
-    from .emit import (Kernel, arch_directive, callee_saved_used, frame_bytes,
-                       gp_registers_used, inst_features, restore_registers, save_registers)
+    from .emit import arch_directive, frame_bytes, restore_registers, save_registers
     if registers_needed(plan.ep, plan.hp, plan.weights) > 32:
         raise KernelPlanError(f"qdyn4 {plan.ep}x{plan.hp}: more than 32 vector registers")
     inst = INSTRUCTIONS[plan.instruction]
@@ -655,19 +653,29 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
         a_step=plan.a_step_bytes(), b_step=plan.b_step_bytes(),
         panel=panel_bytes_formula(plan))
+    return render_kernel(env, inst_mode, context, plan.instruction, inst.mnemonic, used, saved,
+                         ep=plan.ep, hp=plan.hp, lp=LP, a_lp=8, a_step_bytes=plan.a_step_bytes(),
+                         b_step_bytes=plan.b_step_bytes(), blocked=plan.blocked, panels=1,
+                         decode=False, weights=plan.weights, b_layout=panel_bytes_formula(plan))
+
+
+def render_kernel(env, inst_mode: str, context: dict, instruction: str, mnemonic: str,
+                  used: list, saved: list, **shape) -> "Kernel":
+    """Every qdyn kernel's last step (gen.qdyn4, gen.qdyn4_rl, gen.qdyn4_dot): render
+    kernel_qdyn4.S.j2 with `context` (its `symbol` names the kernel), rewrite the instructions
+    the assembler may lack to .inst words per inst_mode, and build the manifest entry: what
+    every qdyn kernel records, with `shape` (tile, k-steps, layout, ...) in the middle."""
+    from encoder import rewrite_text
+    from .emit import Kernel, gp_registers_used, inst_features
+    symbol, inst = context["symbol"], INSTRUCTIONS[instruction]
     text = env.get_template("kernel_qdyn4.S.j2").render(**context)
     features = inst_features(inst_mode)
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")
-    entry = {
-        "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
-        "mnemonic": inst.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
-        "ep": plan.ep, "hp": plan.hp, "lp": LP, "a_lp": 8, "a_step_bytes": plan.a_step_bytes(),
-        "blocked": plan.blocked, "panels": 1, "decode": False,
-        "b_step_bytes": plan.b_step_bytes(), "max_bl": QDYN4_MAX_BL, "weights": plan.weights,
-        "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,
-        "b_layout": panel_bytes_formula(plan), "variants": [],
-    }
+    entry = {"symbol": symbol, "file": f"{symbol}.S", "instruction": instruction,
+             "mnemonic": mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
+             **shape, "max_bl": QDYN4_MAX_BL, "vregs_used": used,
+             "gpregs_used": gp_registers_used(text), "callee_saved_used": saved, "variants": []}
     return Kernel(symbol, f"{symbol}.S", text, entry)
 
 

@@ -35,7 +35,8 @@ from .cores import CoreModel
 from .isa import INSTRUCTIONS
 from .loop import KernelPlanError
 from .plan import TilePlan
-from .qdyn4 import (OFF, QDYN4_MAX_BL, SIGNATURE, _advance, _load, _v, final_code, scheduled)
+from .qdyn4 import (OFF, SIGNATURE, _advance, _load, _v, final_code, render_kernel,
+                    scheduled)
 from .schedule import Insn
 from .tiling import covered_cores
 
@@ -424,9 +425,7 @@ def doc_lines(plan: DotBlockPlan) -> list[str]:
 def emit(plan: DotBlockPlan, prefix: str, inst_mode: str, env):
     import re
     import textwrap
-    from encoder import rewrite_text
-    from .emit import (Kernel, arch_directive, frame_bytes, gp_registers_used, inst_features,
-                       restore_registers, save_registers)
+    from .emit import arch_directive, frame_bytes, restore_registers, save_registers
     f = plan.family
     if registers_needed(plan.ep, plan.hp, plan.instruction) > 32:
         raise KernelPlanError(f"qdyn4 {f.key} blocks {plan.ep}x{plan.hp}: more than 32 registers")
@@ -459,17 +458,7 @@ def emit(plan: DotBlockPlan, prefix: str, inst_mode: str, env):
             f"A v{plan.a_regs[0]}-v{plan.a_regs[-1]}, B v{plan.ep}-v{plan.mask - 1}, "
             f"mask v{plan.mask}, int32 v{plan.acc_regs[0]}-v{plan.acc_regs[-1]}, fp32 sums "
             f"v{plan.sum_regs[0]}-v{plan.sum_regs[-1]}"))
-    text = env.get_template("kernel_qdyn4.S.j2").render(**context)
-    features = inst_features(inst_mode)
-    if features:
-        text = rewrite_text(text, features, filename=f"{symbol}.S")
-    entry = {
-        "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
-        "mnemonic": f.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
-        "ep": plan.ep, "hp": plan.hp, "lp": LP, "a_lp": LP, "a_step_bytes": plan.ep * LP,
-        "blocked": True, "panels": 1, "decode": False,
-        "b_step_bytes": plan.b_step_bytes(), "max_bl": QDYN4_MAX_BL, "weights": "s4",
-        "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,
-        "b_layout": layout, "variants": [],
-    }
-    return Kernel(symbol, f"{symbol}.S", text, entry)
+    return render_kernel(env, inst_mode, context, plan.instruction, f.mnemonic, used, saved,
+                         ep=plan.ep, hp=plan.hp, lp=LP, a_lp=LP, a_step_bytes=plan.ep * LP,
+                         b_step_bytes=plan.b_step_bytes(), blocked=True, panels=1, decode=False,
+                         weights="s4", b_layout=layout)

@@ -47,7 +47,8 @@ from .cores import CoreModel
 from .isa import INSTRUCTIONS
 from .loop import KernelPlanError
 from .plan import TilePlan
-from .qdyn4 import OFF, QDYN4_MAX_BL, SIGNATURE, _advance, _load, _v, final_code, scheduled
+from .qdyn4 import (OFF, SIGNATURE, _advance, _load, _v, final_code, render_kernel,
+                    scheduled)
 from .schedule import Insn, best_body
 from .tiling import covered_cores
 
@@ -733,9 +734,7 @@ def doc_lines(plan: RLPlan) -> list[str]:
 def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
     import re
     import textwrap
-    from encoder import rewrite_text
-    from .emit import (Kernel, arch_directive, frame_bytes, gp_registers_used, inst_features,
-                       restore_registers, save_registers)
+    from .emit import arch_directive, frame_bytes, restore_registers, save_registers
     f = plan.family
     if registers_needed(plan.ep, plan.panels, plan.instruction, plan.banks) > 32:
         raise KernelPlanError(f"qdyn4 pc {plan.ep}x{plan.hp}: more than 32 vector registers")
@@ -782,17 +781,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
         a_step=plan.ep * f.lp, b_step=16, panel=layout)
-    text = env.get_template("kernel_qdyn4.S.j2").render(**context)
-    features = inst_features(inst_mode)
-    if features:
-        text = rewrite_text(text, features, filename=f"{symbol}.S")
-    entry = {
-        "symbol": symbol, "file": f"{symbol}.S", "instruction": plan.instruction,
-        "mnemonic": f.mnemonic, "role": "qdyn4", "feature": inst.feature, "arch": inst.arch,
-        "ep": plan.ep, "hp": plan.hp, "lp": f.lp, "a_lp": f.lp, "a_step_bytes": plan.ep * f.lp,
-        "b_step_bytes": 16, "blocked": False, "panels": plan.panels,
-        "decode": plan.decode, "max_bl": QDYN4_MAX_BL,
-        "vregs_used": used, "gpregs_used": gp_registers_used(text), "callee_saved_used": saved,
-        "b_layout": layout, "variants": [],
-    }
-    return Kernel(symbol, f"{symbol}.S", text, entry)
+    return render_kernel(env, inst_mode, context, plan.instruction, f.mnemonic, used, saved,
+                         ep=plan.ep, hp=plan.hp, lp=f.lp, a_lp=f.lp, a_step_bytes=plan.ep * f.lp,
+                         b_step_bytes=16, blocked=False, panels=plan.panels, decode=plan.decode,
+                         b_layout=layout)
