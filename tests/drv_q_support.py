@@ -15,7 +15,7 @@ def render_templates(out_dir, names, *, prefix="ts_", arch="v86") -> dict[str, P
     """Copy the tree's drivers for every name (e.g. "requant.c") with `prefix` into out_dir,
     with the headers they include. Returns {name: copied path}. (`arch` is unused: these
     drivers are the same on every ARCH.)"""
-    names = ("tilesmith.h", "quant_internal.h", "span_internal.h", *names)
+    names = ("tilesmith.h", "build_internal.h", "quant_internal.h", "span_internal.h", *names)
     tree = {name: name if name == "tilesmith.h" else "ts_" + name for name in names}
     copied = copy_drivers(prefix, out_dir, names=set(tree.values()))
     return {name: copied[tree[name]] for name in names}
