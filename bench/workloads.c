@@ -317,7 +317,8 @@ HARNESS static int bench_conv(char **arg, int prepacked, size_t batch)
     int8_t *output = bench_alloc(out_n, 1);
     int32_t *bias = bench_alloc(c.out_c, 4), *mult = bench_alloc(c.out_c, 4);
     int32_t *shift = bench_alloc(c.out_c, 4);
-    void *workspace = bench_alloc(ts_conv2d_s8_workspace_size_ctx(bench_ctx, &c), 1);
+    size_t workspace_bytes = ts_conv2d_s8_workspace_size_ctx(bench_ctx, &c);
+    void *workspace = bench_alloc(workspace_bytes, 1);
     ts_packed_b *packed = NULL;
     ts_quant q;
     int status;
@@ -327,10 +328,12 @@ HARNESS static int bench_conv(char **arg, int prepacked, size_t batch)
     if (prepacked) {
         packed = bench_pack_weights(ts_pack_conv2d_filter_s8_ctx(bench_ctx, &c, filter, &packed), packed);
         bench_mark();
-        status = ts_conv2d_s8_prepacked_ctx(bench_ctx, &c, input, packed, &q, output, workspace);
+        status = ts_conv2d_s8_prepacked_ctx(bench_ctx, &c, input, packed, &q, output, workspace,
+                                             workspace_bytes);
     } else {
         bench_mark();
-        status = ts_conv2d_s8_ctx(bench_ctx, &c, input, filter, &q, output, workspace);
+        status = ts_conv2d_s8_ctx(bench_ctx, &c, input, filter, &q, output, workspace,
+                                  workspace_bytes);
     }
     return bench_report(status, "conv2d", bench_checksum(output, out_n));
 }

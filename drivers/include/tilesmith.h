@@ -20,7 +20,7 @@ extern "C" {
 
 /* Version of the generator and C library that made this folder (also in manifest.json, with a
  * digest of the sources). Bumped when the C API, the kernel contract or a packed layout changes. */
-#define TS_VERSION "0.5.0"
+#define TS_VERSION "0.6.0"
 
 #define TS_OK      0
 #define TS_EINVAL (-1)   /* bad argument: nothing written */
@@ -448,18 +448,23 @@ int ts_gemm_f16_prepacked_ctx   (const ts_context *ctx, size_t M, const uint16_t
                                  size_t lda, const ts_packed_b *B, uint16_t *C, size_t ldc);
 int ts_gemm_f16f32_prepacked_ctx(const ts_context *ctx, size_t M, const uint16_t *A,
                                  size_t lda, const ts_packed_b *B, float *C, size_t ldc);
-/* conv2d: `workspace` as sized by ts_conv2d_s8_workspace_size_ctx for this context (the
- * context's own workspace is not used by conv2d). With threads that is MORE than
- * ts_conv2d_s8_workspace_size(c) (one work area per task): conv2d takes no size argument,
- * so a buffer sized for the call without _ctx is overrun, undetected. Size it per context
- * and again after ts_context_set_num_threads / _set_parallel_for. */
+/* conv2d with a context: the workspace is checked, unlike the calls without _ctx (which take
+ * ts_conv2d_s8_workspace_size(c) bytes on trust). Either a buffer of workspace_bytes, at least
+ * ts_conv2d_s8_workspace_size_ctx(ctx, c) — with threads that is MORE than
+ * ts_conv2d_s8_workspace_size(c): one work area per task; size it again after
+ * ts_context_set_num_threads / _set_parallel_for — or workspace NULL with workspace_bytes 0:
+ * the context's workspace (ts_context_set_workspace; TS_EINVAL when smaller than
+ * ts_conv2d_s8_workspace_size_ctx, TS_EBUSY when another call uses it) or, when the context
+ * has none (or ctx is NULL), one allocation for the call (TS_ENOMEM). A buffer smaller than
+ * that, or workspace NULL with workspace_bytes not 0 → TS_EINVAL, nothing written. */
 size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c);
 int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
                      const int8_t *filter, const ts_quant *q, int8_t *output,
-                     void *workspace);
+                     void *workspace, size_t workspace_bytes);
 int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
                                const int8_t *input, const ts_packed_b *filter,
-                               const ts_quant *q, int8_t *output, void *workspace);
+                               const ts_quant *q, int8_t *output, void *workspace,
+                               size_t workspace_bytes);
 /* the kernel the next _ctx call of that GEMM type uses with ctx (NULL: ts_gemm_kernel) */
 const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type);
 

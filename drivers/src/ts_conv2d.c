@@ -6,8 +6,9 @@
  * (ts_pack_conv_panels), padded taps equal to a_zero_point so they add nothing once the zero
  * point is subtracted; the im2col matrix is never written, not even a panel's rows. A 1x1
  * stride-1 unpadded conv reads the input as A directly (a matrix A, row stride in_c).
- * Everything lives in the caller's workspace (the packed filter, the engine's work area with
- * one padding row of in_c bytes): no allocation. Plain C99. */
+ * Everything lives in the workspace (the packed filter, the engine's work area with one padding
+ * row of in_c bytes): the caller's buffer, or with _ctx and a NULL workspace the context's
+ * workspace or one allocation. Plain C99. */
 #include "ts_context_internal.h"
 #include "ts_gemm_internal.h"
 #include "ts_quant_internal.h"
@@ -63,16 +64,16 @@ size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
     return ts_conv2d_s8_workspace_size_ctx(NULL, c);
 }
 
-/* Checks shared by both entry points (the filter is checked by each). A conv whose workspace
- * size or output (M x out_c bytes) overflows size_t is invalid: no buffer could hold it; so is
- * one with K = k_h*k_w*in_c beyond TS_GEMM_S8_MAX_K (its int32 sums could overflow). */
-static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, const int8_t *input, const ts_quant *q,
-                        const int8_t *output, const void *workspace)
+/* Checks shared by both entry points (the filter and the workspace are checked by each). A
+ * conv whose workspace size or output (M x out_c bytes) overflows size_t is invalid: no buffer
+ * could hold it; so is one with K = k_h*k_w*in_c beyond TS_GEMM_S8_MAX_K (its int32 sums could
+ * overflow). */
+static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
+                        const ts_quant *q, const int8_t *output)
 {
     return ts_conv2d_s8_workspace_size_ctx(ctx, c) != 0 && conv_k(c) <= TS_GEMM_S8_MAX_K
            && !ts_matrix_span_overflows(conv_m(c), c->out_c, c->out_c, 1)
-           && input != NULL && output != NULL && workspace != NULL
-           && ts_quant_validate(q, c->out_c) == TS_OK;
+           && input != NULL && output != NULL && ts_quant_validate(q, c->out_c) == TS_OK;
 }
 
 /* Whether the buffers a conv writes (output, workspace) share a byte with what it reads (input,
@@ -96,6 +97,41 @@ static int conv_buffers_overlap(const ts_context *ctx, const ts_conv2d *c, const
     return ts_spans_overlap(output, out_len, workspace, written_len[1]);
 }
 
+/* The call's workspace (*mem, 16-aligned), for validated arguments: the caller's buffer of
+ * workspace_bytes (at least ts_conv2d_s8_workspace_size_ctx(ctx, c), else TS_EINVAL), or for
+ * workspace NULL and workspace_bytes 0 the context's workspace (TS_EINVAL when too small,
+ * TS_EBUSY when in use) or an allocation (*owned, TS_ENOMEM). TS_EINVAL too when the memory
+ * shares a byte with a buffer the conv reads or with the output. On TS_OK the caller ends with
+ * ts_call_memory_done(ctx, *owned) when it used the context's workspace or allocated
+ * (*claimed set). */
+static int conv_memory(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
+                       const void *filter, size_t filter_bytes, const ts_packed_b *packed,
+                       const ts_quant *q, const int8_t *output, void *workspace,
+                       size_t workspace_bytes, void **mem, void **owned, int *claimed)
+{
+    const size_t need = ts_conv2d_s8_workspace_size_ctx(ctx, c);
+    *owned = NULL;
+    *claimed = 0;
+    if (workspace != NULL) {
+        if (workspace_bytes < need)
+            return TS_EINVAL;
+        *mem = workspace;
+    } else {
+        if (workspace_bytes != 0)
+            return TS_EINVAL;
+        int rc = ts_call_memory(ctx, need, NULL, NULL, 0, mem, owned);
+        if (rc != TS_OK)
+            return rc;
+        *claimed = 1;
+    }
+    if (conv_buffers_overlap(ctx, c, input, filter, filter_bytes, packed, q, output, *mem)) {
+        if (*claimed)
+            ts_call_memory_done(ctx, *owned);
+        return TS_EINVAL;
+    }
+    return TS_OK;
+}
+
 /* Runs a validated conv with the filter packed (b->src NULL) or packed on the way. */
 static void run_conv(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
                      const ts_b_source *b, const ts_quant *q, int8_t *output, void *work)
@@ -108,30 +144,39 @@ static void run_conv(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
 }
 
 int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
-                     const int8_t *filter, const ts_quant *q, int8_t *output, void *workspace)
+                     const int8_t *filter, const ts_quant *q, int8_t *output, void *workspace,
+                     size_t workspace_bytes)
 {
-    if (!conv_args_ok(ctx, c, input, q, output, workspace) || filter == NULL
-        || conv_buffers_overlap(ctx, c, input, filter, c->out_c * conv_k(c), NULL, q, output,
-                                workspace))   /* out_c * K fits: conv2d_validate */
+    void *mem, *owned;
+    int claimed;
+    if (!conv_args_ok(ctx, c, input, q, output) || filter == NULL)
         return TS_EINVAL;
+    int rc = conv_memory(ctx, c, input, filter, c->out_c * conv_k(c), NULL, q, output,
+                         workspace, workspace_bytes, &mem, &owned, &claimed);
+    if (rc != TS_OK)   /* out_c * K fits: conv2d_validate */
+        return rc;
     /* the filter packed for this call only: the GEMM tile's layout (the engine runs it) */
     const ts_path single = ts_single_layout_path(ts_select_path_ctx(ctx, TS_GEMM_INT8));
     const ts_path *path = &single;
     size_t K = conv_k(c), filter_bytes;
     ts_packed_b_bytes(path, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
     ts_size_round_up(filter_bytes, 16, &filter_bytes);
-    unsigned char *base = (unsigned char *)ts_align16(workspace);
+    unsigned char *base = (unsigned char *)ts_align16(mem);
     ts_packed_b packed;
     ts_packed_b_layout(&packed, path, K, c->out_c, base);
     ts_b_source b = { &packed, 1, filter, 1, K };   /* B[k][n] = filter[n*K + k] */
     run_conv(ctx, c, input, &b, q, output, base + filter_bytes);
+    if (claimed)
+        ts_call_memory_done(ctx, owned);
     return TS_OK;
 }
 
 int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
                  const ts_quant *q, int8_t *output, void *workspace)
 {
-    return ts_conv2d_s8_ctx(NULL, c, input, filter, q, output, workspace);
+    return workspace == NULL ? TS_EINVAL
+           : ts_conv2d_s8_ctx(NULL, c, input, filter, q, output, workspace,
+                              ts_conv2d_s8_workspace_size(c));
 }
 
 int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
@@ -152,19 +197,27 @@ int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed
 
 int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
                                const int8_t *input, const ts_packed_b *filter,
-                               const ts_quant *q, int8_t *output, void *workspace)
+                               const ts_quant *q, int8_t *output, void *workspace,
+                               size_t workspace_bytes)
 {
     const ts_path *run = ts_select_path_ctx(ctx, TS_GEMM_INT8);   /* once: the thread may
                                                                      migrate */
-    if (!conv_args_ok(ctx, c, input, q, output, workspace) || filter == NULL || run == NULL
+    void *mem, *owned;
+    int claimed;
+    if (!conv_args_ok(ctx, c, input, q, output) || filter == NULL || run == NULL
         || filter->path->gemm_type != TS_GEMM_INT8 || !ts_same_b_layout(filter->path, run)
-        || filter->K != conv_k(c) || filter->N != c->out_c
-        || conv_buffers_overlap(ctx, c, input, NULL, 0, filter, q, output, workspace))
+        || filter->K != conv_k(c) || filter->N != c->out_c)
         return TS_EINVAL;
+    int rc = conv_memory(ctx, c, input, NULL, 0, filter, q, output, workspace, workspace_bytes,
+                         &mem, &owned, &claimed);
+    if (rc != TS_OK)
+        return rc;
     ts_packed_b as_run = *filter;   /* the same panels, read by this call's kernel variant */
     as_run.path = run;
     ts_b_source b = { &as_run, 0, NULL, 0, 0 };
-    run_conv(ctx, c, input, &b, q, output, ts_align16(workspace));
+    run_conv(ctx, c, input, &b, q, output, ts_align16(mem));
+    if (claimed)
+        ts_call_memory_done(ctx, owned);
     return TS_OK;
 }
 
@@ -172,5 +225,7 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
                            const ts_packed_b *filter, const ts_quant *q, int8_t *output,
                            void *workspace)
 {
-    return ts_conv2d_s8_prepacked_ctx(NULL, c, input, filter, q, output, workspace);
+    return workspace == NULL ? TS_EINVAL
+           : ts_conv2d_s8_prepacked_ctx(NULL, c, input, filter, q, output, workspace,
+                                        ts_conv2d_s8_workspace_size(c));
 }

@@ -10,7 +10,9 @@
  *   - requantization with every shift negative in every other case (the fused kernels'
  *     rounding mode 2 when double rounding is asked for);
  *   - a caller workspace of exactly ts_context_workspace_size bytes ending at a guard page:
- *     identical C; 16 bytes: TS_EINVAL with C untouched.
+ *     identical C; 16 bytes: TS_EINVAL with C untouched;
+ *   - conv2d's checked workspace (caller's buffer exact / one byte short, NULL: allocation or
+ *     the context's workspace exact / one byte short; plain and prepacked filter).
  * fp16 (fp16 and fp32 accumulation) likewise, within the fp16 bounds of drv_api_common.h. qdyn
  * (int8 / int4 weights, per channel and per block; A quantised by the call or packed): the NULL
  * context's result (drv_api_qdyn.c checks it against the formulas) must come back bit for bit
@@ -382,6 +384,52 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
 }
 
 /* ---- conv2d with a context -------------------------------------------------------------------- */
+/* One conv with ctx: the filter from OHWI (`pb` NULL) or the handle `pb`. */
+static int conv_call(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
+                     const int8_t *filter, const ts_packed_b *pb, const ts_quant *q,
+                     int8_t *output, void *workspace, size_t workspace_bytes)
+{
+    if (pb != NULL)
+        return ts_conv2d_s8_prepacked_ctx(ctx, c, input, pb, q, output, workspace,
+                                          workspace_bytes);
+    return ts_conv2d_s8_ctx(ctx, c, input, filter, q, output, workspace, workspace_bytes);
+}
+
+/* The checked workspace of ts_conv2d_s8_ctx and _prepacked_ctx (w: ws bytes, exactly what
+ * ts_conv2d_s8_workspace_size_ctx says): one byte short, or (NULL, bytes != 0), is TS_EINVAL
+ * with the output untouched; (NULL, 0) runs from an allocation, then from the context's
+ * workspace (TS_EINVAL, output untouched, when that is one byte short), each giving `want`. */
+static void check_conv_workspace(ts_context *ctx, const ts_conv2d *c, const int8_t *input,
+                                 const int8_t *filter, const ts_quant *q, int8_t *output,
+                                 const int8_t *want, size_t out_bytes, void *w, size_t ws)
+{
+    ts_packed_b *handle = NULL;
+    int rc = ts_pack_conv2d_filter_s8_ctx(ctx, c, filter, &handle);
+    CHECK(rc == TS_OK, "conv filter pack rc %d", rc);
+    const struct { void *buf; size_t bytes, ctx_bytes; int want_rc; } tries[] = {
+        { w, ws - 1, 0, TS_EINVAL },        /* the caller's buffer, one byte short */
+        { NULL, ws, 0, TS_EINVAL },         /* no buffer but a size */
+        { NULL, 0, 0, TS_OK },              /* one allocation */
+        { NULL, 0, ws - 1, TS_EINVAL },     /* the context's workspace, one byte short */
+        { NULL, 0, ws, TS_OK },             /* the context's workspace, exact */
+    };
+    for (int prepacked = 0; prepacked < 2; ++prepacked) {
+        for (size_t i = 0; i < sizeof tries / sizeof tries[0]; ++i) {
+            ts_context_set_workspace(ctx, tries[i].ctx_bytes ? w : NULL, tries[i].ctx_bytes);
+            memset(output, 0x5A, out_bytes);
+            rc = conv_call(ctx, c, input, filter, prepacked ? handle : NULL, q, output,
+                           tries[i].buf, tries[i].bytes);
+            int ok = tries[i].want_rc == TS_OK ? memcmp(output, want, out_bytes) == 0
+                                               : all_bytes(output, out_bytes, 0x5A);
+            CHECK(rc == tries[i].want_rc && ok,
+                  "conv workspace case %zu (prepacked %d): rc %d, output %s", i, prepacked, rc,
+                  ok ? "as expected" : "wrong");
+        }
+    }
+    ts_context_set_workspace(ctx, NULL, 0);
+    ts_packed_free(handle);
+}
+
 static void run_conv(size_t k, size_t stride, size_t pad, size_t in_c, size_t out_c)
 {
     ts_conv2d c = { 2, 9, 7, in_c, out_c, k, k, stride, stride, 1, 1, pad, pad, pad, pad };
@@ -411,10 +459,11 @@ static void run_conv(size_t k, size_t stride, size_t pad, size_t in_c, size_t ou
         size_t ws = ts_conv2d_s8_workspace_size_ctx(ctx, &c);
         void *w = guarded(ws);
         memset(output, 0x5A, out_bytes);
-        rc = ts_conv2d_s8_ctx(ctx, &c, input, filter, &qs.q, output, w);
+        rc = ts_conv2d_s8_ctx(ctx, &c, input, filter, &qs.q, output, w, ws);
         CHECK(rc == TS_OK && memcmp(output, want, out_bytes) == 0,
               "conv k%zu s%zu p%zu %zu->%zu: threads %u differ (rc %d)", k, stride, pad, in_c,
               out_c, t, rc);
+        check_conv_workspace(ctx, &c, input, filter, &qs.q, output, want, out_bytes, w, ws);
         runs++;
         n_regions--;            /* this run's workspace */
         guarded_free(&regions[n_regions]);
