@@ -15,7 +15,8 @@ def render_templates(out_dir, names, *, prefix="ts_", arch="v86") -> dict[str, P
     """Copy the tree's drivers for every name (e.g. "requant.c") with `prefix` into out_dir,
     with the headers they include. Returns {name: copied path}. (`arch` is unused: these
     drivers are the same on every ARCH.)"""
-    names = ("tilesmith.h", "build_internal.h", "quant_internal.h", "span_internal.h", *names)
+    names = ("tilesmith.h", "build_internal.h", "error_internal.h", "quant_internal.h",
+             "span_internal.h", "error.c", *names)
     tree = {name: name if name == "tilesmith.h" else "ts_" + name for name in names}
     copied = copy_drivers(prefix, out_dir, names=set(tree.values()))
     return {name: copied[tree[name]] for name in names}
@@ -25,9 +26,10 @@ def build_harness(tmp_path, harness, templates, *, link=(), prefix="ts_", compil
                   march="armv8-a", flags=(), binary_name=None):
     """Build tests/c/<harness> together with the drivers named in `link` (names as for
     render_templates; a harness may instead #include a driver .c to reach its static
-    functions). With prefix ts_ straight from the tree (drivers/include, drivers/src on the
-    include path), else from a copy with the prefix applied. C99, warnings are errors.
-    Returns the binary path."""
+    functions), always with error.c (ts_last_error, which every driver records into). With
+    prefix ts_ straight from the tree (drivers/include, drivers/src on the include path), else
+    from a copy with the prefix applied. C99, warnings are errors. Returns the binary path."""
+    link = ("error.c", *link)
     if prefix == "ts_":
         includes = TREE_INCLUDES
         sources = [DRIVERS / "src" / f"ts_{name}" for name in link]

@@ -73,5 +73,6 @@ def build_harness(out: Path, manifest: dict, binary: Path) -> Path:
     (table_dir / "kernel_table.h").write_text(kernel_table(manifest))
     (table_dir / "harness_prefix.h").write_text(prefix_header(manifest))
     sources = [TEST_C / "kernel_harness.c", TEST_C / "kernel_harness_regs.c",
+               out / f'{manifest["prefix"]}error.c',   # ts_last_error: requant.c records into it
                *(out / f for _, _, _, f in all_kernels(manifest))]
     return compile_aarch64(sources, binary, includes=[table_dir, out])

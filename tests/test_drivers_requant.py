@@ -334,11 +334,12 @@ def test_clang_builds_and_matches(tmp_path):
 
 
 def test_requant_im2col_uzp_follow_the_prefix(tmp_path):
-    """With PREFIX=qq_ every external symbol of the three drivers carries the prefix, and they
-    build as plain C99 for -march=armv8-a."""
+    """With PREFIX=qq_ every external symbol of the three drivers (and of error.c, whose
+    ts_last_error they record into) carries the prefix, and they build as plain C99 for
+    -march=armv8-a."""
     paths = render_templates(tmp_path, ["requant.c", "im2col.c", "uzp.c"], prefix="qq_")
     symbols = []
-    for name in ("requant.c", "im2col.c", "uzp.c"):
+    for name in ("requant.c", "im2col.c", "uzp.c", "error.c"):
         obj = tmp_path / (name + ".o")
         subprocess.run([GCC, "-std=c99", "-march=armv8-a", "-O2", "-Wall", "-Wextra", "-Wpedantic",
                         "-Werror", "-I", str(tmp_path), "-c", str(paths[name]), "-o", str(obj)],
@@ -348,5 +349,6 @@ def test_requant_im2col_uzp_follow_the_prefix(tmp_path):
         symbols += [line.split()[-1] for line in nm.splitlines()]
     assert "qq_requantize" in symbols and "qq_uzp_mmla_f32" in symbols
     assert all(s.startswith("qq_") for s in symbols), symbols
-    header = paths["tilesmith.h"].read_text() + paths["quant_internal.h"].read_text()
+    header = "".join(paths[h].read_text() for h in ("tilesmith.h", "quant_internal.h",
+                                                     "error_internal.h"))
     assert "ts_" not in header and "TS_" not in header

@@ -26,6 +26,11 @@ extern "C" {
 #define TS_EINVAL (-1)   /* bad argument: nothing written */
 #define TS_ENOMEM (-2)
 #define TS_EBUSY  (-3)   /* the context's workspace is in use by another call: nothing written */
+/* Why the calling thread's most recent failing call failed: a static string naming the argument
+ * and the rule it broke, e.g. "lda < K (A's row stride)", "C overlaps A"; "" before any failure.
+ * Successful calls leave it as it is (like errno). Per thread (one slot for the process when
+ * built with TS_NO_THREADS). */
+const char *ts_last_error(void);
 
 /* ---- CPU features and dispatch -------------------------------------------------------- */
 #define TS_FEAT_DOTPROD 1u

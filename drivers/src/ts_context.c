@@ -4,14 +4,15 @@
 #include <stdlib.h>
 
 #include "ts_context_internal.h"
+#include "ts_error_internal.h"
 
 int ts_context_create(ts_context **out)
 {
     if (out == NULL)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "out (where the context goes) is NULL");
     ts_context *ctx = (ts_context *)calloc(1, sizeof *ctx);
     if (ctx == NULL)
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory (the context)");
     ctx->threads = 1;
     ctx->core_class = TS_CORE_AUTO;
     *out = ctx;
@@ -39,7 +40,7 @@ static void drop_pool(ts_context *ctx)
 int ts_context_set_parallel_for(ts_context *ctx, ts_parallel_for_fn fn, void *pool)
 {
     if (ctx == NULL)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "ctx is NULL");
     drop_pool(ctx);
     if (fn != NULL) {
         ctx->parallel_for = fn;
@@ -52,8 +53,10 @@ int ts_context_set_parallel_for(ts_context *ctx, ts_parallel_for_fn fn, void *po
 int ts_context_set_num_threads(ts_context *ctx, unsigned n)
 {
     ts_pool *pool = NULL;
-    if (ctx == NULL || n == 0 || n > TS_MAX_THREADS)
-        return TS_EINVAL;
+    if (ctx == NULL)
+        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (n == 0 || n > TS_MAX_THREADS)
+        return ts_fail(TS_EINVAL, "thread count not in 1..TS_MAX_THREADS");
     if (n > 1) {
         int err = ts_pool_create(n, &pool);   /* before dropping the old one: error = no change */
         if (err != TS_OK)
@@ -72,7 +75,7 @@ int ts_context_set_num_threads(ts_context *ctx, unsigned n)
 int ts_context_set_feature_mask(ts_context *ctx, unsigned mask)
 {
     if (ctx == NULL)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "ctx is NULL");
     ctx->has_mask = 1;
     ctx->feature_mask = mask;
     return TS_OK;
@@ -81,8 +84,10 @@ int ts_context_set_feature_mask(ts_context *ctx, unsigned mask)
 int ts_context_set_cpu(ts_context *ctx, const char *cpu)
 {
     int core_class;
-    if (ctx == NULL || ts_cpu_lookup(cpu, &core_class) != TS_OK)
-        return TS_EINVAL;
+    if (ctx == NULL)
+        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (ts_cpu_lookup(cpu, &core_class) != TS_OK)
+        return ts_fail(TS_EINVAL, "cpu is NULL or not \"auto\" or a CPU= name of this build");
     ctx->core_class = core_class;
     return TS_OK;
 }
@@ -90,7 +95,7 @@ int ts_context_set_cpu(ts_context *ctx, const char *cpu)
 int ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes)
 {
     if (ctx == NULL)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "ctx is NULL");
     ctx->workspace = bytes != 0 ? buf : NULL;
     ctx->workspace_bytes = buf != NULL ? bytes : 0;
     return TS_OK;

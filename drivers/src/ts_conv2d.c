@@ -10,6 +10,7 @@
  * row of in_c bytes): the caller's buffer, or with _ctx and a NULL workspace the context's
  * workspace or one allocation. Plain C99. */
 #include "ts_context_internal.h"
+#include "ts_error_internal.h"
 #include "ts_gemm_internal.h"
 #include "ts_quant_internal.h"
 
@@ -71,9 +72,17 @@ size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
 static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
                         const ts_quant *q, const int8_t *output)
 {
-    return ts_conv2d_s8_workspace_size_ctx(ctx, c) != 0 && conv_k(c) <= TS_GEMM_S8_MAX_K
-           && !ts_matrix_span_overflows(conv_m(c), c->out_c, c->out_c, 1)
-           && input != NULL && output != NULL && ts_quant_validate(q, c->out_c) == TS_OK;
+    if (ts_conv2d_validate(c) != TS_OK)
+        return 0;
+    if (ts_conv2d_s8_workspace_size_ctx(ctx, c) == 0)
+        return ts_reject("the conv's workspace size overflows size_t");
+    if (conv_k(c) > TS_GEMM_S8_MAX_K)
+        return ts_reject("k_h * k_w * in_c beyond TS_GEMM_S8_MAX_K");
+    if (ts_matrix_span_overflows(conv_m(c), c->out_c, c->out_c, 1))
+        return ts_reject("the output's size overflows size_t");
+    if (input == NULL || output == NULL)
+        return ts_reject("input or output is NULL");
+    return ts_quant_validate(q, c->out_c) == TS_OK;
 }
 
 /* Whether the buffers a conv writes (output, workspace) share a byte with what it reads (input,
@@ -87,14 +96,18 @@ static int conv_buffers_overlap(const ts_context *ctx, const ts_conv2d *c, const
     const size_t out_len = conv_m(c) * c->out_c, in_len = ts_conv2d_input_bytes(c);
     const void *written[2] = { output, workspace };
     const size_t written_len[2] = { out_len, ts_conv2d_s8_workspace_size_ctx(ctx, c) };
+    static const char *const why[2] = { "output overlaps input, the filter or an array of q",
+                                         "the workspace overlaps input, the filter or an array "
+                                         "of q" };
     for (int i = 0; i < 2; ++i) {
         if (ts_spans_overlap(written[i], written_len[i], input, in_len)
             || ts_spans_overlap(written[i], written_len[i], filter, filter_bytes)
             || (packed != NULL && ts_packed_b_overlaps(packed, written[i], written_len[i]))
             || ts_quant_overlaps(q, c->out_c, written[i], written_len[i]))
-            return 1;
+            return !ts_reject(why[i]);
     }
-    return ts_spans_overlap(output, out_len, workspace, written_len[1]);
+    return ts_spans_overlap(output, out_len, workspace, written_len[1])
+           && !ts_reject("output overlaps the workspace");
 }
 
 /* The call's workspace (*mem, 16-aligned), for validated arguments: the caller's buffer of
@@ -114,11 +127,11 @@ static int conv_memory(const ts_context *ctx, const ts_conv2d *c, const int8_t *
     *claimed = 0;
     if (workspace != NULL) {
         if (workspace_bytes < need)
-            return TS_EINVAL;
+            return ts_fail(TS_EINVAL, "workspace_bytes < ts_conv2d_s8_workspace_size_ctx(ctx, c)");
         *mem = workspace;
     } else {
         if (workspace_bytes != 0)
-            return TS_EINVAL;
+            return ts_fail(TS_EINVAL, "workspace is NULL but workspace_bytes is not 0");
         int rc = ts_call_memory(ctx, need, NULL, NULL, 0, mem, owned);
         if (rc != TS_OK)
             return rc;
@@ -149,8 +162,10 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
 {
     void *mem, *owned;
     int claimed;
-    if (!conv_args_ok(ctx, c, input, q, output) || filter == NULL)
+    if (!conv_args_ok(ctx, c, input, q, output))
         return TS_EINVAL;
+    if (filter == NULL)
+        return ts_fail(TS_EINVAL, "filter is NULL");
     int rc = conv_memory(ctx, c, input, filter, c->out_c * conv_k(c), NULL, q, output,
                          workspace, workspace_bytes, &mem, &owned, &claimed);
     if (rc != TS_OK)   /* out_c * K fits: conv2d_validate */
@@ -174,7 +189,7 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
 int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
                  const ts_quant *q, int8_t *output, void *workspace)
 {
-    return workspace == NULL ? TS_EINVAL
+    return workspace == NULL ? ts_fail(TS_EINVAL, "workspace is NULL")
            : ts_conv2d_s8_ctx(NULL, c, input, filter, q, output, workspace,
                               ts_conv2d_s8_workspace_size(c));
 }
@@ -182,9 +197,12 @@ int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
 int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
                                  const int8_t *filter, ts_packed_b **out)
 {
-    if (ts_conv2d_validate(c) != TS_OK || conv_k(c) > TS_GEMM_S8_MAX_K || filter == NULL
-        || out == NULL)
+    if (ts_conv2d_validate(c) != TS_OK)
         return TS_EINVAL;
+    if (conv_k(c) > TS_GEMM_S8_MAX_K)
+        return ts_fail(TS_EINVAL, "k_h * k_w * in_c beyond TS_GEMM_S8_MAX_K");
+    if (filter == NULL || out == NULL)
+        return ts_fail(TS_EINVAL, "filter or out is NULL");
     size_t K = conv_k(c);
     return ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), K, c->out_c, filter, 1, K,
                               out);
@@ -204,10 +222,19 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
                                                                      migrate */
     void *mem, *owned;
     int claimed;
-    if (!conv_args_ok(ctx, c, input, q, output) || filter == NULL || run == NULL
-        || filter->path->gemm_type != TS_GEMM_INT8 || !ts_same_b_layout(filter->path, run)
-        || filter->K != conv_k(c) || filter->N != c->out_c)
+    if (!conv_args_ok(ctx, c, input, q, output))
         return TS_EINVAL;
+    if (filter == NULL)
+        return ts_fail(TS_EINVAL, "filter (the packed handle) is NULL");
+    if (run == NULL)
+        return ts_fail(TS_EINVAL, "no int8 kernel path on this CPU / feature mask");
+    if (filter->path->gemm_type != TS_GEMM_INT8)
+        return ts_fail(TS_EINVAL, "filter was packed for another GEMM type");
+    if (!ts_same_b_layout(filter->path, run))
+        return ts_fail(TS_EINVAL, "filter was packed for a kernel whose panel layout this call's "
+                                  "kernel does not read (another feature mask or CPU choice)");
+    if (filter->K != conv_k(c) || filter->N != c->out_c)
+        return ts_fail(TS_EINVAL, "filter was packed for another conv (K or out_c differs)");
     int rc = conv_memory(ctx, c, input, NULL, 0, filter, q, output, workspace, workspace_bytes,
                          &mem, &owned, &claimed);
     if (rc != TS_OK)
@@ -225,7 +252,7 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
                            const ts_packed_b *filter, const ts_quant *q, int8_t *output,
                            void *workspace)
 {
-    return workspace == NULL ? TS_EINVAL
+    return workspace == NULL ? ts_fail(TS_EINVAL, "workspace is NULL")
            : ts_conv2d_s8_prepacked_ctx(NULL, c, input, filter, q, output, workspace,
                                         ts_conv2d_s8_workspace_size(c));
 }

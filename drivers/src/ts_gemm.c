@@ -7,22 +7,36 @@
 #include <string.h>
 
 #include "ts_context_internal.h"
+#include "ts_error_internal.h"
 #include "ts_gemm_internal.h"
 #include "ts_quant_internal.h"
 
 /* ---- argument checks ---------------------------------------------------------------------------- */
 
-/* A buffer may be NULL only when it holds no element. */
-static int buffer_ok(const void *p, size_t rows, size_t cols)
-{
-    return p != NULL || rows == 0 || cols == 0;
-}
+/* Why a matrix argument is refused (ts_last_error): NULL although not empty, its row stride
+ * below its width, its span beyond size_t. */
+typedef struct {
+    const char *null, *stride, *span;
+} matrix_why;
+static const matrix_why A_WHY = { "A is NULL (M and K > 0)", "lda < K (A's row stride)",
+                                  "A's span (M, K, lda) overflows size_t" };
+static const matrix_why B_WHY = { "B is NULL (K and N > 0)", "ldb < N (B's row stride)",
+                                  "B's span (K, N, ldb) overflows size_t" };
+static const matrix_why C_WHY = { "C is NULL (M and N > 0)", "ldc < N (C's row stride)",
+                                  "C's span (M, N, ldc) overflows size_t" };
 
-/* Non-NULL unless empty, ld >= cols, and its span (rows-1)*ld + cols addressable. */
-static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem_bytes)
+/* Non-NULL unless empty, ld >= cols, and its span (rows-1)*ld + cols addressable; else the
+ * reason recorded. */
+static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem_bytes,
+                     const matrix_why *why)
 {
-    return buffer_ok(p, rows, cols) && ld >= cols
-           && !ts_matrix_span_overflows(rows, cols, ld, elem_bytes);
+    if (p == NULL && rows != 0 && cols != 0)
+        return ts_reject(why->null);
+    if (ld < cols)
+        return ts_reject(why->stride);
+    if (ts_matrix_span_overflows(rows, cols, ld, elem_bytes))
+        return ts_reject(why->span);
+    return 1;
 }
 
 /* Bytes of a matrix that passed matrix_ok (its span fits in size_t). */
@@ -71,8 +85,14 @@ static ts_c_sink sink_of(const gemm_op *op, void *C, size_t ldc, const ts_quant 
 static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
 {
     if (op->output == OUT_RAW || op->output == OUT_F16)
-        return q == NULL;
+        return q == NULL || ts_reject("q given to a GEMM without requantization");
     return (op->output == OUT_U8 ? ts_quant_validate_u8(q, N) : ts_quant_validate(q, N)) == TS_OK;
+}
+
+/* K within op's bound (tilesmith.h: beyond it the int32 sums could overflow). */
+static int k_ok(const gemm_op *op, size_t K)
+{
+    return K <= op->max_k || ts_reject("K beyond this GEMM type's bound (its *_MAX_K)");
 }
 
 /* A handle usable for `op` with the kernel `run` the dispatcher picked for this call: packed
@@ -80,8 +100,28 @@ static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
  * variant of the same hp, lp and conversion), K within op's bound. */
 static int packed_ok(const ts_packed_b *b, const gemm_op *op, const ts_path *run)
 {
-    return b != NULL && b->path->gemm_type == op->gemm_type
-           && ts_same_b_layout(b->path, run) && b->K <= op->max_k;
+    if (b == NULL)
+        return ts_reject("B (the packed handle) is NULL");
+    if (b->path->gemm_type != op->gemm_type)
+        return ts_reject("B was packed for another GEMM type");
+    if (!ts_same_b_layout(b->path, run))
+        return ts_reject("B was packed for a kernel whose panel layout this call's kernel does "
+                         "not read (another feature mask or CPU choice)");
+    return k_ok(op, b->K);
+}
+
+/* Neither of C's bytes nor any other written span shares a byte with a span read. */
+static int c_apart(const void *C, size_t c_len, const void *A, size_t a_len, const void *B,
+                   size_t b_len, const ts_packed_b *packed, const gemm_op *op,
+                   const ts_quant *q, size_t N)
+{
+    if (ts_spans_overlap(C, c_len, A, a_len))
+        return ts_reject("C overlaps A");
+    if (ts_spans_overlap(C, c_len, B, b_len) || (packed != NULL && ts_packed_b_overlaps(packed, C, c_len)))
+        return ts_reject("C overlaps B");
+    if (op->output != OUT_RAW && op->output != OUT_F16 && q != NULL && ts_quant_overlaps(q, N, C, c_len))
+        return ts_reject("C overlaps an array of q");
+    return 1;
 }
 
 /* Valid arguments of a GEMM with a row-major B: K within the bound, matrices as matrix_ok, q
@@ -94,13 +134,12 @@ static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, si
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
     const size_t b_bytes = ts_source_elem_bytes(path->pack);
     const size_t c_bytes = out_bytes(op, path);
-    if (K > op->max_k || !matrix_ok(A, M, K, lda, a_bytes) || !matrix_ok(B, K, N, ldb, b_bytes)
-        || !matrix_ok(C, M, N, ldc, c_bytes) || !quant_ok(op, q, N))
+    if (!k_ok(op, K) || !matrix_ok(A, M, K, lda, a_bytes, &A_WHY)
+        || !matrix_ok(B, K, N, ldb, b_bytes, &B_WHY) || !matrix_ok(C, M, N, ldc, c_bytes, &C_WHY)
+        || !quant_ok(op, q, N))
         return 0;
-    const size_t c_len = matrix_len(M, N, ldc, c_bytes);
-    return !ts_spans_overlap(C, c_len, A, matrix_len(M, K, lda, a_bytes))
-           && !ts_spans_overlap(C, c_len, B, matrix_len(K, N, ldb, b_bytes))
-           && !(q != NULL && ts_quant_overlaps(q, N, C, c_len));
+    return c_apart(C, matrix_len(M, N, ldc, c_bytes), A, matrix_len(M, K, lda, a_bytes), B,
+                   matrix_len(K, N, ldb, b_bytes), NULL, op, q, N);
 }
 
 /* As unpacked_args_ok with B a handle for op (packed_ok): C shares no byte with A, the handle
@@ -113,13 +152,11 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
         return 0;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
-    if (!matrix_ok(A, M, B->K, lda, a_bytes) || !matrix_ok(C, M, B->N, ldc, c_bytes)
+    if (!matrix_ok(A, M, B->K, lda, a_bytes, &A_WHY) || !matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
         || !quant_ok(op, q, B->N))
         return 0;
-    const size_t c_len = matrix_len(M, B->N, ldc, c_bytes);
-    return !ts_spans_overlap(C, c_len, A, matrix_len(M, B->K, lda, a_bytes))
-           && !ts_packed_b_overlaps(B, C, c_len)
-           && !(q != NULL && ts_quant_overlaps(q, B->N, C, c_len));
+    return c_apart(C, matrix_len(M, B->N, ldc, c_bytes), A, matrix_len(M, B->K, lda, a_bytes),
+                   NULL, 0, B, op, q, B->N);
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */
@@ -130,18 +167,19 @@ int ts_call_memory(const ts_context *ctx, size_t bytes, const void *const *spans
     *owned = NULL;
     if (ctx != NULL && ctx->workspace != NULL) {
         if (bytes > ctx->workspace_bytes)
-            return TS_EINVAL;
+            return ts_fail(TS_EINVAL, "the context's workspace is smaller than the call needs "
+                                      "(ts_context_workspace_size)");
         for (int i = 0; i < n_spans; ++i)
             if (ts_spans_overlap(ctx->workspace, bytes, spans[i], span_len[i]))
-                return TS_EINVAL;
+                return ts_fail(TS_EINVAL, "the context's workspace overlaps a buffer of the call");
         if (!TS_TRY_CLAIM(((ts_context *)ctx)->workspace_busy))
-            return TS_EBUSY;
+            return ts_fail(TS_EBUSY, "the context's workspace is in use by another call");
         *mem = ctx->workspace;
         return TS_OK;
     }
     *owned = malloc(bytes != 0 ? bytes : 1);
     *mem = *owned;
-    return *owned != NULL ? TS_OK : TS_ENOMEM;
+    return *owned != NULL ? TS_OK : ts_fail(TS_ENOMEM, "out of memory (the call's workspace)");
 }
 
 void ts_call_memory_done(const ts_context *ctx, void *owned)
@@ -241,7 +279,8 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
         path = unpacked_path(path, M, N, &gemv);
     }
     if (call_bytes(ctx, path, M, N, K, ts_gemm_stage(path, out), packed == NULL, &bytes))
-        return ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM;
+        return ts_fail(ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM,
+                       "the call's workspace size overflows size_t");
     int err = ts_call_memory(ctx, bytes, spans->p, spans->len, 4, &mem, &owned);
     if (err != TS_OK)
         return err;
@@ -289,7 +328,9 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
 {
     const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);   /* once: the thread may
                                                                        migrate */
-    if (path == NULL || !prepacked_args_ok(op, path, M, A, lda, B, q, C, ldc))
+    if (path == NULL)
+        return ts_fail(TS_EINVAL, "no kernel path of this GEMM type on this CPU / feature mask");
+    if (!prepacked_args_ok(op, path, M, A, lda, B, q, C, ldc))
         return TS_EINVAL;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
@@ -309,7 +350,9 @@ static int pack_b(const ts_context *ctx, const gemm_op *op, size_t K, size_t N, 
                   size_t ldb, ts_packed_b **out)
 {
     const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);
-    if (out == NULL || K > op->max_k || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack)))
+    if (out == NULL)
+        return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
+    if (!k_ok(op, K) || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack), &B_WHY))
         return TS_EINVAL;
     return ts_packed_b_create(path, K, N, B, ldb, 1, out);
 }

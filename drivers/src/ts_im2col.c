@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tilesmith.h"
+#include "ts_error_internal.h"
 #include "ts_quant_internal.h"
 #include "ts_span_internal.h"
 
@@ -65,12 +66,15 @@ size_t ts_conv2d_out_w(const ts_conv2d *c)
 
 int ts_conv2d_validate(const ts_conv2d *c)
 {
-    if (c == NULL || c->batch == 0 || c->in_c == 0 || c->out_c == 0)
-        return TS_EINVAL;
+    if (c == NULL)
+        return ts_fail(TS_EINVAL, "the conv (ts_conv2d *) is NULL");
+    if (c->batch == 0 || c->in_c == 0 || c->out_c == 0)
+        return ts_fail(TS_EINVAL, "conv batch, in_c or out_c is 0");
     const size_t out_h = ts_conv2d_out_h(c), out_w = ts_conv2d_out_w(c);
     size_t row_len, rows, total, input_len;
     if (out_h == 0 || out_w == 0)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "conv geometry: an input size, kernel size, stride or "
+                                  "dilation is 0, or the dilated kernel exceeds the padded input");
     if (mul_overflows(c->k_h, c->k_w, &row_len) || mul_overflows(row_len, c->in_c, &row_len)
         || mul_overflows(c->batch, out_h, &rows) || mul_overflows(rows, out_w, &rows)
         || mul_overflows(rows, row_len, &total)
@@ -78,7 +82,7 @@ int ts_conv2d_validate(const ts_conv2d *c)
         || mul_overflows(input_len, c->in_w, &input_len)
         || mul_overflows(input_len, c->in_c, &input_len)
         || mul_overflows(c->out_c, row_len, &total))
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "conv sizes overflow size_t");
     return TS_OK;
 }
 
@@ -163,12 +167,14 @@ void ts_im2col_rows_s8(const ts_conv2d *c, const int8_t *input, int8_t pad_value
 
 int ts_im2col_s8(const ts_conv2d *c, const int8_t *input, int8_t pad_value, int8_t *cols)
 {
-    if (ts_conv2d_validate(c) != TS_OK || input == NULL || cols == NULL)
+    if (ts_conv2d_validate(c) != TS_OK)
         return TS_EINVAL;
+    if (input == NULL || cols == NULL)
+        return ts_fail(TS_EINVAL, "input or cols is NULL");
     const size_t rows = c->batch * ts_conv2d_out_h(c) * ts_conv2d_out_w(c);
     const size_t row_len = c->k_h * c->k_w * c->in_c;
     if (ts_spans_overlap(cols, rows * row_len, input, ts_conv2d_input_bytes(c)))
-        return TS_EINVAL;   /* validate checked rows * row_len fits */
+        return ts_fail(TS_EINVAL, "cols overlaps input");   /* validate: rows * row_len fits */
     ts_im2col_rows_s8(c, input, pad_value, 0, rows, cols, row_len);
     return TS_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_error_internal.h"
 #include "ts_pack_internal.h"
 
 #if (defined(__aarch64__) && defined(__ARM_NEON)) || defined(_M_ARM64)
@@ -1866,11 +1867,11 @@ int ts_packed_b_create(const ts_path *path, size_t K, size_t N, const void *B,
     /* one block: the handle, padding to 16 bytes, the packed data */
     size_t head = (sizeof(ts_packed_b) + 15) / 16 * 16, bytes, total;
     if (ts_packed_b_bytes(path, K, N, &bytes) || ts_size_add(head, bytes, &total))
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "the packed handle's size overflows size_t");
     /* malloc's result is aligned for any object (16 bytes on AArch64 Linux, Apple, Windows). */
     unsigned char *block = (unsigned char *)malloc(total);
     if (block == NULL)
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory (the packed handle)");
     ts_packed_b *b = (ts_packed_b *)block;
     ts_packed_b_init(b, path, K, N, B, k_stride, n_stride, block + head);
     b->owned = block;

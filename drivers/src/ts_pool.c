@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "ts_context_internal.h"
+#include "ts_error_internal.h"
 
 #ifndef TS_NO_THREADS
 #include <pthread.h>
@@ -107,7 +108,7 @@ int ts_pool_create(unsigned n, ts_pool **out)
 {
     ts_pool *p = (ts_pool *)calloc(1, sizeof *p);
     if (p == NULL)
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory (the thread pool)");
     p->n_workers = n > 1 ? n - 1 : 0;
     p->workers = (pthread_t *)calloc(p->n_workers + 1, sizeof *p->workers);
     worker_slot *slots = (worker_slot *)calloc(p->n_workers + 1, sizeof *slots);
@@ -116,7 +117,7 @@ int ts_pool_create(unsigned n, ts_pool **out)
         free(p->workers);
         free(slots);
         free(p);
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory (the thread pool)");
     }
     pthread_mutex_init(&p->call_lock, NULL);
     pthread_mutex_init(&p->lock, NULL);
@@ -127,7 +128,7 @@ int ts_pool_create(unsigned n, ts_pool **out)
         slots[i].id = i + 1;
         if (pthread_create(&p->workers[i], NULL, worker_main, &slots[i]) != 0) {
             pool_destroy(p, i);
-            return TS_ENOMEM;
+            return ts_fail(TS_ENOMEM, "pthread_create failed (the thread pool)");
         }
     }
     *out = p;
@@ -156,10 +157,10 @@ void ts_pool_parallel_for(void *pool, size_t n, ts_task_fn task, void *arg)
 int ts_pool_create(unsigned n, ts_pool **out)
 {
     if (n > 1)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "built with TS_NO_THREADS: one thread only");
     ts_pool *p = (ts_pool *)calloc(1, sizeof *p);
     if (p == NULL)
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory (the thread pool)");
     *out = p;
     return TS_OK;
 }

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "tilesmith.h"
+#include "ts_error_internal.h"
 #include "ts_quant_internal.h"
 #include "ts_span_internal.h"
 
@@ -51,17 +52,22 @@ static int fits_s8(int32_t v) { return v >= -128 && v <= 127; }
 /* Everything the epilogue reads (all of ts_quant except a_zero_point). */
 static int epilogue_validate(const ts_quant *q, size_t N)
 {
-    if (q == NULL || q->multiplier == NULL || q->shift == NULL)
-        return TS_EINVAL;
-    if (!fits_s8(q->c_zero_point) || !fits_s8(q->act_min) || !fits_s8(q->act_max)
-        || q->act_min > q->act_max)
-        return TS_EINVAL;
+    if (q == NULL)
+        return ts_fail(TS_EINVAL, "q is NULL");
+    if (q->multiplier == NULL || q->shift == NULL)
+        return ts_fail(TS_EINVAL, "q->multiplier or q->shift is NULL");
+    if (!fits_s8(q->c_zero_point) || !fits_s8(q->act_min) || !fits_s8(q->act_max))
+        return ts_fail(TS_EINVAL, "q->c_zero_point, act_min or act_max outside the output type");
+    if (q->act_min > q->act_max)
+        return ts_fail(TS_EINVAL, "q->act_min > q->act_max");
     if (q->rounding != TS_ROUND_DOUBLE && q->rounding != TS_ROUND_SINGLE)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "q->rounding is not TS_ROUND_DOUBLE or TS_ROUND_SINGLE");
     const size_t channels = q->per_channel ? N : 1;
     for (size_t i = 0; i < channels; ++i) {
-        if (q->multiplier[i] < 0 || q->shift[i] < -31 || q->shift[i] > 30)
-            return TS_EINVAL;
+        if (q->multiplier[i] < 0)
+            return ts_fail(TS_EINVAL, "a q->multiplier is negative");
+        if (q->shift[i] < -31 || q->shift[i] > 30)
+            return ts_fail(TS_EINVAL, "a q->shift is outside -31..30");
     }
     return TS_OK;
 }
@@ -69,7 +75,7 @@ static int epilogue_validate(const ts_quant *q, size_t N)
 int ts_quant_validate(const ts_quant *q, size_t N)
 {
     if (q != NULL && !fits_s8(q->a_zero_point))
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "q->a_zero_point outside -128..127");
     return epilogue_validate(q, N);
 }
 
@@ -86,9 +92,11 @@ void ts_quant_u8_as_s8(const ts_quant *q, ts_quant *s8)
 int ts_quant_validate_u8(const ts_quant *q, size_t N)
 {
     ts_quant s8;
-    if (q == NULL || !fits_u8(q->a_zero_point) || !fits_u8(q->c_zero_point)
-        || !fits_u8(q->act_min) || !fits_u8(q->act_max))
-        return TS_EINVAL;
+    if (q == NULL)
+        return ts_fail(TS_EINVAL, "q is NULL");
+    if (!fits_u8(q->a_zero_point) || !fits_u8(q->c_zero_point) || !fits_u8(q->act_min)
+        || !fits_u8(q->act_max))
+        return ts_fail(TS_EINVAL, "a zero point or bound of q outside 0..255 (uint8)");
     ts_quant_u8_as_s8(q, &s8);
     return epilogue_validate(&s8, N);
 }
@@ -516,11 +524,15 @@ int ts_requantize(size_t M, size_t N, const int32_t *acc, size_t ld_acc,
         return TS_OK;
     /* both spans, (M-1)*ld + N elements, addressable; C shares no byte with what is read */
     size_t acc_len, c_len;
-    if (acc == NULL || C == NULL || ld_acc < N || ldc < N
-        || ts_matrix_span_bytes(M, N, ld_acc, sizeof(int32_t), &acc_len)
-        || ts_matrix_span_bytes(M, N, ldc, 1, &c_len)
-        || ts_spans_overlap(C, c_len, acc, acc_len) || ts_quant_overlaps(q, N, C, c_len))
-        return TS_EINVAL;
+    if (acc == NULL || C == NULL)
+        return ts_fail(TS_EINVAL, "acc or C is NULL");
+    if (ld_acc < N || ldc < N)
+        return ts_fail(TS_EINVAL, "ld_acc < N or ldc < N");
+    if (ts_matrix_span_bytes(M, N, ld_acc, sizeof(int32_t), &acc_len)
+        || ts_matrix_span_bytes(M, N, ldc, 1, &c_len))
+        return ts_fail(TS_EINVAL, "acc's or C's span overflows size_t");
+    if (ts_spans_overlap(C, c_len, acc, acc_len) || ts_quant_overlaps(q, N, C, c_len))
+        return ts_fail(TS_EINVAL, "C overlaps acc or an array of q");
     for (size_t m = 0; m < M; m += TS_REQUANT_ROWS_PER_CALL) {
         const size_t rows = M - m < TS_REQUANT_ROWS_PER_CALL ? M - m : TS_REQUANT_ROWS_PER_CALL;
         ts_requant_rows(acc + m * ld_acc, ld_acc, rows, N, 0, q, NULL, C + m * ldc, ldc);

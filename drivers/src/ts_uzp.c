@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tilesmith.h"
+#include "ts_error_internal.h"
 #include "ts_span_internal.h"
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
@@ -49,15 +50,19 @@ static void unzip_row_pair(const unsigned char *tiles, size_t pairs, unsigned ch
 static int uzp_mmla_bytes(const void *tiles, size_t rows, size_t cols, void *out, size_t ldo)
 {
     if (rows % 2 != 0 || cols % 2 != 0)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "rows or cols is odd (2x2 mmla tiles)");
     if (rows == 0 || cols == 0)
         return TS_OK;
     size_t tiles_len, out_len;   /* tiles: rows x cols packed; out: rows x cols, stride ldo */
-    if (tiles == NULL || out == NULL || ldo < cols
-        || ts_matrix_span_bytes(rows, cols, cols, ELEM, &tiles_len)
-        || ts_matrix_span_bytes(rows, cols, ldo, ELEM, &out_len)
-        || ts_spans_overlap(tiles, tiles_len, out, out_len))
-        return TS_EINVAL;
+    if (tiles == NULL || out == NULL)
+        return ts_fail(TS_EINVAL, "tiles or out is NULL");
+    if (ldo < cols)
+        return ts_fail(TS_EINVAL, "ldo < cols");
+    if (ts_matrix_span_bytes(rows, cols, cols, ELEM, &tiles_len)
+        || ts_matrix_span_bytes(rows, cols, ldo, ELEM, &out_len))
+        return ts_fail(TS_EINVAL, "tiles' or out's span overflows size_t");
+    if (ts_spans_overlap(tiles, tiles_len, out, out_len))
+        return ts_fail(TS_EINVAL, "out overlaps tiles");
     const size_t pairs = cols / 2, row_bytes = ldo * ELEM;
     const unsigned char *src = tiles;
     unsigned char *dst = out;

@@ -3,6 +3,7 @@
  * (M, N or K = 0, NULL buffers of no element) return TS_OK with the right contents.
  * Aliasing: an output overlapping an input (exactly, or by one element) is TS_EINVAL with
  * nothing written; an input that only touches the output end to end runs normally.
+ * Every failure records a reason of its own in ts_last_error(); a sample names its problem.
  *   drv_api_errors        last line "failures <n>"; exit status 1 on any failure. */
 #include "drv_api_common.h"   /* first: sets _DEFAULT_SOURCE */
 
@@ -73,14 +74,73 @@ static gemm_args valid_gemm(enum kind kind, const ts_quant *q)
     return g;
 }
 
-/* Runs g, expects rc, and C (Cbuf) untouched unless rc is TS_OK. */
+/* A known reason in ts_last_error() (a NULL ts_context_create), so a failure after it must
+ * have recorded its own. Returns that reason. */
+static const char *known_last_error(void)
+{
+    ts_context_create(NULL);
+    return ts_last_error();
+}
+
+/* Runs g, expects rc, and C (Cbuf) untouched unless rc is TS_OK; a failure records a reason of
+ * its own in ts_last_error(). */
 static void expect(const gemm_args *g, int rc_want, const char *what)
 {
     memset(Cbuf, 0xA5, sizeof Cbuf);
+    const char *before = known_last_error();
     int rc = call_gemm(g);
     CHECK(rc == rc_want, "%s %s: rc %d, want %d", kind_name[g->kind], what, rc, rc_want);
-    if (rc_want != TS_OK)
+    if (rc_want != TS_OK) {
         CHECK(all_bytes(Cbuf, sizeof Cbuf, 0xA5), "%s %s: output written", kind_name[g->kind], what);
+        CHECK(ts_last_error() != before && ts_last_error()[0] != '\0',
+              "%s %s: no reason recorded (ts_last_error \"%s\")", kind_name[g->kind], what,
+              ts_last_error());
+    }
+}
+
+/* ts_last_error names the problem: after each failing call below, its reason contains the
+ * expected words (the reasons are tilesmith.h's promise: argument and rule). */
+static void expect_reason(int rc, const char *words, const char *what)
+{
+    CHECK(rc != TS_OK && strstr(ts_last_error(), words) != NULL,
+          "%s: rc %d, reason \"%s\", want one containing \"%s\"", what, rc, ts_last_error(),
+          words);
+}
+
+static void error_reasons(void)
+{
+    ts_quant q = valid_quant();
+    int8_t *C8 = (int8_t *)Cbuf;
+    expect_reason(ts_gemm_f32(M0, N0, K0, Af, K0 - 1, Bf, N0, (float *)Cbuf, N0), "lda < K",
+                  "f32 lda");
+    expect_reason(ts_gemm_f32(M0, N0, K0, Af, K0, Bf, N0, NULL, N0), "C is NULL", "f32 C NULL");
+    expect_reason(ts_gemm_s8(M0, N0, K0, A8, K0, B8, N0, NULL, C8, N0), "q is NULL", "s8 q NULL");
+    shift[3] = 31;
+    expect_reason(ts_gemm_s8(M0, N0, K0, A8, K0, B8, N0, &q, C8, N0), "shift", "s8 shift 31");
+    q = valid_quant();
+    expect_reason(ts_gemm_s8s32(M0, N0, K0, (const int8_t *)Cbuf, K0, B8, N0, (int32_t *)Cbuf, N0),
+                  "C overlaps A", "s8s32 C == A");
+    ts_context *ctx = NULL;
+    CHECK(ts_context_create(&ctx) == TS_OK, "context");
+    expect_reason(ts_context_set_cpu(ctx, "cortex-z9"), "CPU= name", "set_cpu unknown");
+    expect_reason(ts_context_set_num_threads(ctx, 0), "thread count", "0 threads");
+    expect_reason(ts_context_set_num_threads(NULL, 2), "ctx is NULL", "NULL context");
+    ts_conv2d c = { 1, 4, 4, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 };
+    size_t ws = ts_conv2d_s8_workspace_size_ctx(ctx, &c);
+    void *w = malloc(ws);
+    int8_t in[4 * 4 * 2] = { 0 }, filter[3 * 3 * 3 * 2] = { 0 }, out[4 * 4 * 3];
+    expect_reason(ts_conv2d_s8_ctx(ctx, &c, in, filter, &q, out, w, ws - 1), "workspace_bytes",
+                  "conv workspace short");
+    expect_reason(ts_conv2d_s8_ctx(ctx, &c, in, NULL, &q, out, w, ws), "filter is NULL",
+                  "conv filter NULL");
+    c.stride_w = 0;
+    expect_reason(ts_conv2d_s8_ctx(ctx, &c, in, filter, &q, out, w, ws), "stride",
+                  "conv stride 0");
+    expect_reason(ts_im2col_s8(NULL, in, 0, out), "NULL", "im2col conv NULL");
+    expect_reason(ts_requantize(1, 4, (const int32_t *)Cbuf, 3, &q, C8 + 64, 4), "ld_acc < N",
+                  "requantize ld_acc");
+    free(w);
+    ts_context_free(ctx);
 }
 
 static void gemm_errors(enum kind kind)
@@ -649,6 +709,7 @@ int main(void)
     prepacked_errors();
     u8_handle_errors();
     conv_errors();
+    error_reasons();
     for (enum kind kind = F32; kind <= U8; ++kind)
         gemm_alias_errors(kind);
     gemm_alias_errors(S8);   /* other_alias_errors uses the int8 a_q and the int8 data */
