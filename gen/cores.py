@@ -39,8 +39,11 @@ class OpTiming:
 
 # Instruction classes gen.schedule.op_class() sorts a loop instruction into. MACs use their
 # gen.isa key ("fmla_f32", "smmla", ...).
-LOAD_CLASSES = ("ldr_q", "ldr_d", "ldr_x", "ldp_q", "ldp_d", "ld1_1", "ld1_2", "ld1_3",
-                "ld1_4", "ld1r")
+LOAD_CLASSES = ("ldr_q", "ldr_d", "ldr_x", "ldr_r", "ldp_q", "ldp_d", "ld1_1", "ld1_2",
+                "ld1_3", "ld1_4", "ld1r")
+# "ldr_r": a SIMD&FP `ldr` with a register offset (`ldr q5, [x1, x9]`, gen/loop.py load form
+# "ldr_r"); llvm-mca-19 -instruction-info, 2026-11-23: A55 4 cycles (the immediate form 3)
+# holding the load pipe 1 cycle, A510 2 cycles, N2 / V1 7 cycles for q (2 micro-ops), 6 for d.
 OTHER_CLASSES = ("ins", "alu", "branch", "vint", "vfp")
 # "vint": 128-bit integer SIMD ALU operations (shl, and, mul, movi, uzp/zip: the int4 unpack and
 # the qdyn kernels' zero-point correction, gen/qdyn4.py); "vfp": 128-bit fp32 arithmetic and
@@ -125,6 +128,7 @@ _A510_OPS = _ops(
     loads={"ldr_q": OpTiming(2, units=(("ld", 1, 1),)),
            "ldr_d": OpTiming(2, units=(("ld", 1, 1),)),
            "ldr_x": OpTiming(2, units=(("ld", 1, 1),)),
+           "ldr_r": OpTiming(2, units=(("ld", 1, 1),)),
            "ldp_q": OpTiming(3, uops=2, units=(("ld", 1, 2),)),
            "ldp_d": OpTiming(3, uops=2, units=(("ld", 1, 2),)),
            "ld1_1": OpTiming(3, units=(("ld", 1, 1),)),
@@ -154,6 +158,7 @@ _A55_OPS = _ops(
     loads={"ldr_q": OpTiming(3, units=(("ld", 1, 1),)),
            "ldr_d": OpTiming(3, units=(("ld", 1, 1),)),
            "ldr_x": OpTiming(3, units=(("ld", 1, 1),)),
+           "ldr_r": OpTiming(4, units=(("ld", 1, 1),)),
            "ldp_q": OpTiming(6, uops=2, units=(("ld", 1, 6),), first_write=4),
            "ldp_d": OpTiming(5, uops=2, units=(("ld", 1, 2),), first_write=4),
            "ld1_1": OpTiming(5, units=(("ld", 1, 2),)),
@@ -179,7 +184,8 @@ def _ooo_ops(mac_table: dict, mac_pipes: int, ins_latency: int) -> dict:
     load = lambda lat, n=1: OpTiming(lat, uops=n, units=(("ld", min(n, 3), 1 + (n > 3)),),
                                      retire_ooo=True)
     return _ops(
-        loads={"ldr_q": load(6), "ldr_d": load(6), "ldr_x": load(4), "ldp_q": load(6, 2),
+        loads={"ldr_q": load(6), "ldr_d": load(6), "ldr_x": load(4), "ldr_r": load(7),
+               "ldp_q": load(6, 2),
                "ldp_d": load(6, 2), "ld1_1": load(6), "ld1_2": load(6, 2),
                "ld1_3": load(6, 3), "ld1_4": load(7, 4), "ld1r": load(8)},
         other={"ins": OpTiming(ins_latency, uops=2, units=(("v", 1, 1),), retire_ooo=True),

@@ -37,10 +37,11 @@ ODD_ROW_PTR = ep_mod.ODD_ROW_PTR   # row pointer of odd C rows (C_PTR walks the 
 # (in-order write-back); merging 4 suits Cortex-A510 (fewer pointers to advance per
 # iteration). "ldr" keeps immediate offsets: best for fmla (RetireOOO on both in-order models,
 # so its loads never wait for it), where Cortex-A55's 2-wide issue is the limit and 8 k-steps
-# per iteration amortise the loop control best.
+# per iteration amortise the loop control best. "ldr_r" (register offsets, only x0/x1 advance):
+# Cortex-A55's dot-product loops (4-cycle loads, two pointer adds per iteration).
 MAIN_LOOP_VARIANTS = ((2, "ldr", 1, 1), (4, "ldr", 1, 1), (8, "ldr", 1, 1),
                       (2, "ld1", 1, 1), (4, "ld1", 1, 1), (2, "ld1", 4, 1), (4, "ld1", 4, 1),
-                      (4, "ld1", 4, 2))
+                      (4, "ld1", 4, 2), (2, "ldr_r", 1, 1), (4, "ldr_r", 1, 1))
 # AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers" / "General-purpose registers"):
 # the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
 CALLEE_SAVED_VREGS = range(8, 16)
@@ -393,6 +394,9 @@ def emit_kernels(plan: TilePlan, prefix: str, inst_mode: str = "auto", cpu: str 
 
 def main_load_form(main: loop.MainLoop) -> str:
     """One line for the kernel comment: how the main loop loads its operands."""
+    if main.offset_regs:
+        regs = ", ".join(reg for reg, _ in main.offset_regs)
+        return f"ldr from x0/x1 with register offsets {regs} (set once; x0/x1 advance)"
     if not main.pointers:
         return "ldr with immediate offsets from x0/x1"
     regs = ", ".join(p.reg for p in main.pointers)

@@ -41,6 +41,16 @@ Load forms (`LOAD_FORMS`):
          NEON ops); LLVM 19's A55 model charges `ins` a full 128-bit NEON issue slot and the
          64-bit loads the in-order write-back stall (3 cycles per 16 bytes: measured 46 vs 28
          cycles for 24 sdot + 6 x 16 loaded bytes), so tilesmith does not use that form.
+  "ldr_r" every chunk load as `ldr q/d/s..., [x0|x1, xR]`: a register offset, xR (x5-x17) set
+         once before the loop to the load's byte offset from the iteration's panel pointer
+         (one register per distinct offset, shared by A and B loads), so only x0 and x1
+         advance per iteration. Why: LLVM 19's Cortex-A55 model gives this form 4 cycles
+         (the MAC latency: no in-order write-back stall, unlike the immediate form's 3) and
+         the load pipe for 1 cycle (ld1: 2), and the pointer `add`s, which the A55 can only
+         issue in a window after the MACs (2 per cycle), shrink to two: measured 101 instead
+         of 111-114 cycles for the sdot 8x12x4 main loop (96 MACs). On Cortex-A510 the
+         form is 2 cycles (an in-order write-back stall per load): the scheduler's objective
+         decides (gen.schedule.targets).
   Post-indexed loads are never used: LLVM 19 models the base write-back with latency 0 on the
   in-order cores (the load then waits for every MAC before it) and with the load latency on N2.
 
@@ -66,7 +76,7 @@ A_PTR, B_PTR, KSTEPS, C_PTR, LDC = "x0", "x1", "x2", "x3", "x4"
 # by the C store after the loop. x18 (platform register) is never touched.
 POINTER_REGS = tuple(f"x{n}" for n in range(5, 18))
 
-LOAD_FORMS = ("ldr", "ld1")
+LOAD_FORMS = ("ldr", "ld1", "ldr_r")
 LD1_MAX_REGS = 4          # LD1 (multiple structures): 1 to 4 consecutive registers
 
 # SIMD&FP register name per load size in bytes: LDR Bt/Ht/St/Dt/Qt (Arm ARM C7.2 "LDR
@@ -294,6 +304,14 @@ def ldr_insn(plan: TilePlan, load: Load) -> Insn:
                 defs=(f"v{reg}",), uses=(base,), comment=load.comment)
 
 
+def ldr_r_insn(load: Load, offset_reg: str) -> Insn:
+    """`ldr <reg>, [x0|x1, offset_reg]` of a one-chunk load (load form "ldr_r")."""
+    (chunk,), (reg,) = load.chunks, load.regs
+    base = panel_pointer(load.operand)
+    return Insn(f"ldr {LOAD_REG_PREFIX[chunk.size]}{reg}, [{base}, {offset_reg}]", "load",
+                defs=(f"v{reg}",), uses=(base, offset_reg), comment=load.comment)
+
+
 def ld1_insn(load: Load, pointer: str) -> Insn:
     arrangement = LD1_ARRANGEMENT[load.chunks[0].size]
     regs = ", ".join(f"v{r}.{arrangement}" for r in load.regs)
@@ -322,6 +340,7 @@ class MainLoop:
     unroll: int
     pointers: tuple[Pointer, ...]
     advances_panels: tuple[str, ...]    # panel pointers (x0/x1) the body itself advances
+    offset_regs: tuple[tuple[str, int], ...] = ()   # load form "ldr_r": (register, offset)
 
 
 def _interleave(plan: TilePlan, steps: int, next_step: bool, merge: int = 1
@@ -379,9 +398,18 @@ def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS,
     items = _interleave(plan, unroll, next_step=True, merge=merge if form == "ld1" else 1)
     body: list[Insn] = []
     pointers: list[Pointer] = []
+    offset_regs: dict[int, str] = {}
     for kind, item in items:
         if kind == "mac":
             body.append(item)
+        elif form == "ldr_r":
+            offset = item.offset(plan)
+            if offset not in offset_regs:
+                if len(offset_regs) == len(POINTER_REGS):
+                    raise KernelPlanError(f"load form ldr_r: more than {len(POINTER_REGS)} "
+                                          f"distinct load offsets per iteration")
+                offset_regs[offset] = POINTER_REGS[len(offset_regs)]
+            body.append(ldr_r_insn(item, offset_regs[offset]))
         elif (form == "ld1" and loads_ld1_can_take(item) and len(pointers) < len(POINTER_REGS)
               and len(item.regs) >= min_ld1_regs):
             pointer = Pointer(POINTER_REGS[len(pointers)], item.operand, item.offset(plan))
@@ -399,7 +427,8 @@ def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS,
             body.append(_advance(panel_pointer(x), unroll * step_bytes(plan, x),
                                  "next iteration"))
     body += _loop_control(LOOP_LABEL, "b.hs", unroll)
-    return MainLoop(body, unroll, tuple(pointers), advanced)
+    return MainLoop(body, unroll, tuple(pointers), advanced,
+                    tuple((reg, offset) for offset, reg in offset_regs.items()))
 
 
 def check_unroll(plan: TilePlan, unroll: int) -> None:
@@ -412,8 +441,10 @@ def check_unroll(plan: TilePlan, unroll: int) -> None:
 
 
 def pointer_setup(plan: TilePlan, loop: MainLoop) -> list[Insn]:
-    """Before the main loop: each ld1 pointer = its panel pointer + offset."""
-    code = []
+    """Before the main loop: each ld1 pointer = its panel pointer + offset; each ldr_r offset
+    register = its offset."""
+    code = [Insn(f"mov {reg}, #{offset}", "alu", comment=f"load offset {offset}")
+            for reg, offset in loop.offset_regs]
     for p in loop.pointers:
         base = panel_pointer(p.operand)
         if p.offset > ADD_IMMEDIATE_MAX:

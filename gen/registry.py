@@ -215,6 +215,21 @@ def epilogue_variants(types=GEMM_TYPES) -> dict:
     return {i: ("raw", *(e for e in KNOWN_EPILOGUES if e in es)) for i, es in fused.items()}
 
 
+def dispatched_on(instruction: str, has, types=GEMM_TYPES) -> bool | None:
+    """Whether a CPU that has the features `has(feature)` says it has runs `instruction`'s
+    kernels: some chain holds the instruction and the CPU lacks the feature of every path
+    before it there (dispatch takes a chain's first path whose feature the CPU has). None when
+    no chain holds it (the GEMV forms of OFF_CHAIN_EPILOGUES, chosen per kernel path)."""
+    chains = [t.chain for t in types if any(p.instruction == instruction for p in t.chain)]
+    if not chains:
+        return None
+    for chain in chains:
+        before = chain[:[p.instruction for p in chain].index(instruction)]
+        if not any(has(INSTRUCTIONS[p.instruction].feature) for p in before):
+            return True
+    return False
+
+
 def features(types=GEMM_TYPES) -> tuple:
     """Every CPU feature some path needs, in the order of their TS_FEAT_* bits."""
     used = {INSTRUCTIONS[p.instruction].feature for t in types for p in t.chain}

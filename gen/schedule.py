@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from . import schedule_cache
 from .cores import CORES, GENERIC, MAC_KEYS, CoreModel, check_cpu, cores_for
 from .isa import INSTRUCTIONS
+from .registry import dispatched_on
 from .issue_model import IssueOp, IssueState, compile_ops, cycles_per_iteration
 
 KINDS = ("load", "mac", "alu", "branch")
@@ -83,6 +84,7 @@ class ScheduleError(ValueError):
 # ---- instruction classes ----------------------------------------------------------------------
 
 _POST_INDEX = re.compile(r"\]\s*,|\]!")
+_REGISTER_OFFSET = re.compile(r"\[\s*x\d+\s*,\s*x\d+\s*\]")
 _REG_LIST = re.compile(r"\{([^}]*)\}")
 
 
@@ -109,6 +111,8 @@ def op_class(insn: Insn) -> str:
         return insn.instruction
     if insn.kind == "load":
         first = operands[:1]
+        if mnemonic == "ldr" and _REGISTER_OFFSET.search(operands):
+            return "ldr_r"
         if mnemonic in ("ldr", "ldur"):
             return {"q": "ldr_q", "x": "ldr_x", "w": "ldr_x"}.get(first, "ldr_d")
         if mnemonic in ("ldp", "ldnp"):
@@ -216,7 +220,13 @@ def targets(body: list[Insn], cpu: str) -> list[CoreModel]:
     cores = [core for core in cores_for(cpu) if all(core.has(f) for f in features)]
     # generic and the in-order class: judged on their in-order cores (the out-of-order ones
     # reorder); the out-of-order class on its own cores
-    return [core for core in cores if core.in_order] or cores or [CORES["cortex-a510"]]
+    in_order = [core for core in cores if core.in_order]
+    # ... and of those on the ones whose dispatch runs the instruction (gen.registry
+    # dispatched_on): Cortex-A510 has i8mm, so its int8 GEMMs run smmla, never sdot / udot
+    # (only with i8mm masked off), and the dot-product loops are judged on Cortex-A55 alone
+    running = [core for core in in_order
+               if all(dispatched_on(k, core.has) is not False for k in keys)]
+    return running or in_order or cores or [CORES["cortex-a510"]]
 
 
 def mac_bound(body: list[Insn], core: CoreModel) -> float:

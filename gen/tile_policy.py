@@ -91,6 +91,8 @@ def estimate(c: Candidate, cpu: str, searched: bool) -> Estimate:
     in_order = main_loop_fractions(plan_for(c, cpu), cpu, search=searched)
     fractions = []
     for core in covered_cores(inst, cpu):
+        if core.in_order and core.name not in in_order:
+            continue    # an in-order core that never runs the instruction (gen.schedule.targets)
         bound = latency_bound(core, c.instruction, c.regs_c)
         value = min(bound, in_order[core.name]) if core.in_order else bound
         fractions.append((core.name, value))

@@ -135,6 +135,7 @@ def test_bad_bodies_are_refused():
     ("ldr d3, [x1, #8]", "ldr_d"), ("ldr s3, [x1]", "ldr_d"), ("ldr x9, [x1, #8]", "ldr_x"),
     ("ldp q0, q1, [x0, #32]", "ldp_q"), ("ld1 {v0.16b, v1.16b}, [x0]", "ld1_2"),
     ("ld1 {v0.16b-v3.16b}, [x0], #64", "ld1_4"), ("ld1r {v0.4s}, [x0]", "ld1r"),
+    ("ldr q5, [x1, x9]", "ldr_r"), ("ldr d5, [x0, x12]", "ldr_r"),
 ])
 def test_load_classes(text, expected):
     assert op_class(Insn(text, "load", defs=("v0",), uses=("x0",))) == expected
