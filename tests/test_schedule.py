@@ -7,7 +7,8 @@ import pytest
 
 from gen.cores import CORES, CPU_NAMES
 from gen.issue_model import IssueState, cycles_per_iteration
-from gen.schedule import (Insn, ScheduleError, issue_op, op_class, schedule_loop)
+from gen.schedule import (Insn, ScheduleError, issue_op, op_class, schedule_loop,
+                          targets)
 from gen.loop import iteration_body
 from gen.tiling import solve
 
@@ -193,3 +194,17 @@ def test_list_scheduling_gives_loads_the_slots_macs_leave_free():
     cycles = cycles_per_iteration([issue_op(i, core) for i in scheduled], core)
     assert 96 / 2 / cycles >= 0.80
     assert_same_dataflow(body, scheduled)
+
+
+@pytest.mark.parametrize("instruction,cpu,expected", [
+    ("sdot", "generic", ["cortex-a55"]),        # Cortex-A510 has i8mm: its int8 runs smmla
+    ("smlal", "inorder", ["cortex-a55"]),       # Cortex-A55 runs smlal for uint8 (no i8mm)
+    ("smmla", "generic", ["cortex-a510"]),      # the only in-order core with i8mm
+    ("fmla_f32", "generic", ["cortex-a510", "cortex-a55"]),
+    ("sudot", "generic", ["cortex-a510"]),      # off-chain (a GEMV form): every core with i8mm
+    ("sdot", "ooo", ["neoverse-n2", "cortex-a710", "neoverse-v1"]),
+    ("sdot", "cortex-a510", ["cortex-a510"]),   # a named CPU is judged on itself
+])
+def test_loops_are_judged_on_the_cores_that_run_them(instruction, cpu, expected):
+    body = [Insn("mac", "mac", defs=("v16",), uses=("v16", "v0", "v8"), instruction=instruction)]
+    assert [core.name for core in targets(body, cpu)] == expected

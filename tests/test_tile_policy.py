@@ -31,8 +31,10 @@ def test_solver_choice_kept_where_it_meets_the_targets():
     choice = tile_policy.choose("sdot")
     assert _tile(choice.candidate) == _tile(candidates("sdot")[0])
     assert choice.first.meets_targets() and choice.weighed == ()
+    # every core with dotprod, except Cortex-A510: it has i8mm, so dispatch runs smmla there
+    # and the sdot loop is not judged on it (gen.schedule.targets)
     assert {core for core, _ in choice.first.fractions} == {
-        "neoverse-n2", "cortex-a710", "neoverse-v1", "cortex-a510", "cortex-a55"}
+        "neoverse-n2", "cortex-a710", "neoverse-v1", "cortex-a55"}
 
 
 def test_named_core_keeps_the_solver_choice():
