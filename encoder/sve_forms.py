@@ -386,6 +386,19 @@ def int_epilogue():
     return forms
 
 
+def add_to_tile():
+    """ADDHA / ADDVA, 32-bit (FEAT_SME): add each element of Zn to the active elements of its
+    column of every horizontal slice (ADDHA) / its row of every vertical slice (ADDVA) of a
+    ZA.S tile, row predicate Pn and column predicate Pm: 11000000 10 01000 V 000 Pm Pn Zn 0 00
+    ZAda (SME supplement DDI0616 / Arm ARM DDI0487 C9.2.5 ADDHA, C9.2.6 ADDVA). The int8
+    requant kernel adds its column offsets to the accumulators with ADDHA."""
+    slots = (za_tile("s"), governing("m", 10, label="row predicate"),
+             governing("m", 13, label="column predicate"), z("s", 5))
+    return [SveForm(name, slots, 0xC0900000 | vertical << 16, "sme",
+                    f"SME supplement DDI0616 {name.upper()}, 32-bit")
+            for vertical, name in enumerate(("addha", "addva"))]
+
+
 def mova():
     """MOVA (tile to vector) 11000000 size 00001 0 V Rs Pg 0 ZAn:off Zd and (vector to tile)
     11000000 size 00000 0 V Rs Pg Zn 0 ZAd:off; GNU as 2.40 takes both spellings and objdump
@@ -464,6 +477,7 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
     + [SveForm("zero", (Slot("{za}", ("{za}",), (Field("tile mask", 0, 8, 0, 255),)),), 0xC0080000,
                "sme", "SME supplement DDI0616 ZERO")]
     + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
+    + add_to_tile()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
     + fp_epilogue() + load_replicate() + int_epilogue() + structure_stores()
     + bf16_rounding()

@@ -66,7 +66,7 @@ def test_requested_instructions_have_forms():
                  "fadd", "fmax", "fmin", "ld1rw",   # the SME fp32 epilogue
                  "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl", "ssra",
                  "smullb", "smullt", "sqxtnb", "sqxtnt", "uzp1", "trn1", "trn2", "ld1rb",
-                 "ld1rh", "ld4w"}                   # and its int8 requantisation
+                 "ld1rh", "ld4w", "addha"}          # and its int8 requantisation
     assert requested <= {form.mnemonic for form in SVE_FORMS}
     assert len(SVE_FORMS) >= 100
 
