@@ -78,6 +78,7 @@ ROW_PTR, ROW_END = "x9", "x10"
 TMP = "x11"
 SLICE = "w12"           # ZA slice index register (MOVA / LD1x / ST1x slices take w12-w15)
 ACC_PTR, ACC_LD = "x13", "x14"
+CLAMP = "w14"           # requant store (acc's stride no longer needed): 0 = no clamp needed
 PAIRS = "x15"           # k-step pairs left in the main loop
 # Column (and row) offsets c*S in elements: 0 -> xzr, 1 -> x6, 2 -> x16, 3 -> x17.
 OFFSET_REGS = ("xzr", S_REG, "x16", "x17")
@@ -289,7 +290,8 @@ def store_biasclamp(plan: ZaPlan) -> list[Insn]:
 
 
 def requant_params(plan: ZaPlan, mode: int) -> list[Insn]:
-    """The parameter rows of every column tile, de-interleaved into one vector each.
+    """The parameter rows of every column tile but the offsets (added to the accumulators before
+    the k-loop, `requant_offsets`), de-interleaved into one vector each.
 
     LD4W {z0.s-z3.s} of column tile c's 64-byte groups puts word 4i+k of the block in lane i
     of zk: 128-bit segment g of zk holds column k of group g's four rows (offset, multiplier,
@@ -297,41 +299,63 @@ def requant_params(plan: ZaPlan, mode: int) -> list[Insn]:
     then TRN1/TRN2 .d, give row t of the group in one vector, columns in order (Arm ARM
     DDI0487 LD4W, TRN1, TRN2). Single rounding keeps rows 2/3 as int64 shifts of columns
     (0, 1) / (2, 3) per group; SMULLB/SMULLT work on even / odd columns, so one more TRN1/TRN2
-    .d makes them (0, 2) and (1, 3)."""
+    .d makes them (0, 2) and (1, 3). Rounding 2 has no fourth row."""
     code = []
     for c in range(plan.tc):
-        o, m, l, r = (RQ_PARAM_Z + 4 * c + i for i in range(4))
+        _, m, l, r = (RQ_PARAM_Z + 4 * c + i for i in range(4))
         code += [I(f"ld4w {{z0.s-z3.s}}, p{ALL_TRUE}/z, [{PARAMS}"
                    + (f", #{4 * c}, mul vl]" if c else "]"),
                    f"params of columns {c}*S.. (16 bytes each)"),
                  I("trn1 z4.s, z0.s, z1.s"), I("trn2 z5.s, z0.s, z1.s"),
                  I("trn1 z6.s, z2.s, z3.s"), I("trn2 z7.s, z2.s, z3.s"),
-                 I(f"trn1 z{o}.d, z4.d, z6.d", "offsets"),
                  I(f"trn1 z{m}.d, z5.d, z7.d", "multipliers")]
         if mode == ROUND_SINGLE:
             code += [I("trn2 z0.d, z4.d, z6.d", "int64 shift - 31, columns (0, 1) per group"),
                      I("trn2 z1.d, z5.d, z7.d", "columns (2, 3)"),
                      I(f"trn1 z{l}.d, z0.d, z1.d", "columns (0, 2): even"),
                      I(f"trn2 z{r}.d, z0.d, z1.d", "columns (1, 3): odd")]
+        elif mode == ROUND_DOUBLE:
+            code += [I(f"trn2 z{l}.d, z4.d, z6.d", "left shifts"),
+                     I(f"trn2 z{r}.d, z5.d, z7.d", "right shifts")]
         else:
-            code += [I(f"trn2 z{l}.d, z4.d, z6.d",
-                       "left shifts" if mode == ROUND_DOUBLE else "2^(31 + shift)"),
-                     I(f"trn2 z{r}.d, z5.d, z7.d",
-                       "right shifts" if mode == ROUND_DOUBLE else "unused")]
+            code.append(I(f"trn2 z{l}.d, z4.d, z6.d", "2^(31 + shift)"))
     return code
 
 
-def requant_row(plan: ZaPlan, r: int, mode: int) -> list[Insn]:
-    """One C row: ZA slices -> int32 row vectors -> MultiplyByQuantizedMultiplier (the NEON
-    kernels' steps, bit-exact with ts_requantize) -> int16 (SQXTNB), + zero point (SQADD),
-    int8 (SQXTNB), packed in column order (UZP1), clamped (SMAX/SMIN), one ST1B."""
+def requant_offsets(plan: ZaPlan) -> list[Insn]:
+    """requant, before the k-loop: each column's offset (zero-point correction + bias) added to
+    every row of the accumulators, on the accumulator-input tile or zero -- one ADDHA per ZA
+    tile (SME supplement DDI0616 ADDHA: element (row, col) += Zn[col] where both predicates
+    are true) instead of one vector ADD per C row and column tile after the loop. int32
+    addition wraps, so the sums are those of ts_requantize's x = acc + offset. The offset row
+    of column tile c is row 0 of its parameter groups (LD4W, then TRN1 .s and TRN1 .d: see
+    `requant_params`); every row and column of the tiles gets it (rows and columns outside
+    m_rem x n_rem are never stored)."""
+    code = [I(f"ldr {PARAMS}, [{ARGS}, #{ARGS_PARAMS}]", "params (x15: k-loop counter later)")]
+    for c in range(plan.tc):
+        code += [I(f"ld4w {{z0.s-z3.s}}, p{ALL_TRUE}/z, [{PARAMS}"
+                   + (f", #{4 * c}, mul vl]" if c else "]"),
+                   f"params of columns {c}*S.. (16 bytes each)"),
+                 I("trn1 z4.s, z0.s, z1.s"), I("trn1 z5.s, z2.s, z3.s"),
+                 I("trn1 z6.d, z4.d, z5.d", f"offsets of columns {c}*S..")]
+        code += [I(f"addha za{plan.tile(r, c)}.s, p{ALL_TRUE}/m, p{ALL_TRUE}/m, z6.s",
+                   f"+ offset[column] on every row of za{plan.tile(r, c)}.s")
+                 for r in range(plan.tr)]
+    return code
+
+
+def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool) -> list[Insn]:
+    """One C row (ZA slice w12 + o of row block r): ZA slices -> int32 row vectors (the offsets
+    are already in ZA, `requant_offsets`) -> MultiplyByQuantizedMultiplier (the NEON kernels'
+    steps, bit-exact with ts_requantize) -> int16 (SQXTNB), + zero point (SQADD), int8
+    (SQXTNB), packed in column order (UZP1), clamped (SMAX/SMIN; not with `clamp` False, for
+    act_min = -128 and act_max = 127: the saturating narrowing did it), one ST1B."""
     code = []
     rows = [RQ_ROW_Z + c for c in range(plan.tc)]
     for c, v in enumerate(rows):
-        o, m, l, rr = (RQ_PARAM_Z + 4 * c + i for i in range(4))
-        code += [I(f"mova z{v}.s, p{ALL_TRUE}/m, za{plan.tile(r, c)}h.s[{SLICE}, 0]",
-                   f"columns {c}*S..: row of za{plan.tile(r, c)}.s"),
-                 I(f"add z{v}.s, z{v}.s, z{o}.s", "+ offset")]
+        _, m, l, rr = (RQ_PARAM_Z + 4 * c + i for i in range(4))
+        code.append(I(f"mova z{v}.s, p{ALL_TRUE}/m, za{plan.tile(r, c)}h.s[{SLICE}, {o}]",
+                      f"columns {c}*S..: row of za{plan.tile(r, c)}.s (x = acc + offset)"))
         if mode == ROUND_DOUBLE:
             code += [I(f"sqshl z{v}.s, p{ALL_TRUE}/m, z{v}.s, z{l}.s",
                        "<< max(shift, 0), saturating"),
@@ -358,15 +382,23 @@ def requant_row(plan: ZaPlan, r: int, mode: int) -> list[Insn]:
         code += [I(f"sqadd z{v}.h, z{v}.h, z{RQ_ZP_Z}.h", "+ zero point, saturating"),
                  I(f"sqxtnb z{v}.b, z{v}.h", "to int8")]
     v = rows[0]
-    return code + [
-        I(f"uzp1 z{v}.b, z{v}.b, z{rows[2]}.b", "the 4S columns in order"),
-        I(f"smax z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MIN_Z}.b", "clamp"),
-        I(f"smin z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MAX_Z}.b"),
-        I(f"st1b {{z{v}.b}}, p{ROW_BYTES_PRED}, [{ROW_PTR}]", "C row: n_rem int8")]
+    code.append(I(f"uzp1 z{v}.b, z{v}.b, z{rows[2]}.b", "the 4S columns in order"))
+    if clamp:
+        code += [I(f"smax z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MIN_Z}.b", "clamp"),
+                 I(f"smin z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MAX_Z}.b")]
+    return code + [I(f"st1b {{z{v}.b}}, p{ROW_BYTES_PRED}, [{ROW_PTR}]", "C row: n_rem int8")]
+
+
+# requant slice loops: (rounding mode, clamp) -> label prefix; the first one is the fall-through
+RQ_LOOPS = {(ROUND_DOUBLE, True): "RQD", (ROUND_DOUBLE, False): "RQDF",
+            (ROUND_SINGLE, True): "RQS", (ROUND_SINGLE, False): "RQSF",
+            (ROUND_DOUBLE_RIGHT, True): "RQR", (ROUND_DOUBLE_RIGHT, False): "RQRF"}
 
 
 def store_requant(plan: ZaPlan) -> list[Insn]:
-    """requant: parameters once per tile (per rounding mode), then one slice loop per mode."""
+    """requant: the output constants, then per rounding mode its parameters (once per tile) and
+    one slice loop (four rows per iteration) with the clamp, or without it when act_min = -128
+    and act_max = 127 (the saturating narrowings to int16 and int8 then did it)."""
     code = [I(f"ldr {PARAMS}, [{ARGS}, #{ARGS_PARAMS}]", "params"),
             I(f"ld1rh {{z{RQ_ZP_Z}.h}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ZERO_POINT}]",
               "c_zero_point (int32, -128..127: its low halfword)"),
@@ -374,21 +406,31 @@ def store_requant(plan: ZaPlan) -> list[Insn]:
               "act_min (its low byte)"),
             I(f"ld1rb {{z{RQ_MAX_Z}.b}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ACT_MAX}]", "act_max"),
             I(f"whilelt p{ROW_BYTES_PRED}.b, xzr, {N_REM}", "the n_rem bytes of a C row"),
+            I(f"ldr w{TMP[1:]}, [{ARGS}, #{ARGS_ACT_MIN}]", "act_min"),
+            I(f"ldr {CLAMP}, [{ARGS}, #{ARGS_ACT_MAX}]", "act_max"),
+            I(f"add w{TMP[1:]}, w{TMP[1:]}, #128", "act_min + 128"),
+            I(f"sub {CLAMP}, {CLAMP}, #127", "act_max - 127"),
+            I(f"orr {CLAMP}, {CLAMP}, w{TMP[1:]}",
+              "0: act_min = -128 and act_max = 127, the narrowings clamp"),
             I(f"ldr w{TMP[1:]}, [{ARGS}, #{ARGS_ROUNDING}]", "rounding"),
             I(f"cmp w{TMP[1:]}, #{ROUND_SINGLE}"),
             I("b.eq K_RQ_SINGLE", "1: single rounding"),
             I("b.hi K_RQ_RIGHT", "2: double rounding, every shift < 0")]
-    names = {ROUND_DOUBLE: ("RQD", None), ROUND_SINGLE: ("RQS", "K_RQ_SINGLE"),
-             ROUND_DOUBLE_RIGHT: ("RQR", "K_RQ_RIGHT")}
+    labels = {ROUND_DOUBLE: None, ROUND_SINGLE: "K_RQ_SINGLE", ROUND_DOUBLE_RIGHT: "K_RQ_RIGHT"}
     for mode in (ROUND_DOUBLE, ROUND_SINGLE, ROUND_DOUBLE_RIGHT):
-        name, label = names[mode]
-        if label:
-            code.append(Insn(f"{label}:", "label"))
+        if labels[mode]:
+            code.append(Insn(f"{labels[mode]}:", "label"))
         code += requant_params(plan, mode)
-        code += [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0")]
-        code += slice_rows(plan, name, ROW_PTR, LDC,
-                           lambda r, o, mode=mode: requant_row(plan, r, mode), unroll=False)
-        code.append(I("b K_RQ_DONE"))
+        code += [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0"),
+                 I(f"cbz {CLAMP}, K_{RQ_LOOPS[mode, False]}", "full int8 range: no clamp")]
+        for clamp in (True, False):
+            name = RQ_LOOPS[mode, clamp]
+            if not clamp:
+                code.append(Insn(f"K_{name}:", "label"))
+            code += slice_rows(plan, name, ROW_PTR, LDC,
+                               lambda r, o, mode=mode, clamp=clamp:
+                               requant_row(plan, r, o, mode, clamp))
+            code.append(I("b K_RQ_DONE"))
     return code + [Insn("K_RQ_DONE:", "label")]
 
 
@@ -539,7 +581,9 @@ def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str
         epilogue=epilogue,
         arch_directive=f"{ARCH_NAMES[inst.arch]}+sme" if inst_mode == "never" else None,
         save=save_d8_d15(), restore=restore_d8_d15(), lazy_save=lazy_save_commit(),
-        sizes=tile_sizes(plan), acc=load_accumulators(plan), store=store,
+        sizes=tile_sizes(plan),
+        acc=load_accumulators(plan) + (requant_offsets(plan) if epilogue == "requant" else []),
+        store=store,
         **k_loop(plan),
     )
     blocks = [v for v in context.values() if isinstance(v, list)]

@@ -14,7 +14,8 @@
  *     the buffer holds ZA's first num_za_save_slices vectors, nothing after them is written.
  * biasclamp kernels: always called with args, the bias array (n_rem fp32) flush against a guard
  * page, clamp bounds that cut some outputs. requant kernels: int8 C, the three rounding modes
- * in turn with their parameter blocks (hp columns, at a guard page), checked against the
+ * in turn with their parameter blocks (hp columns, at a guard page), the whole int8 range
+ * (clamp-free loops) or bounds that cut, checked against the
  * TFLite definitions written out here (requant_ref). Values are small integers, so every sum is exact in
  * every type and results must match the reference exactly (int64 arithmetic). */
 #include <stdint.h>
@@ -235,7 +236,10 @@ static void run_case(const sme_kernel_info *k, test_case tc)
         }
     guarded_region rrq = {0};
     rq_column *rq = calloc((size_t)hp, sizeof(rq_column));
-    int rq_mode = rq_counter++ % 3, zp = 0, act_lo = -128, act_hi = 127;
+    /* rounding modes in turn; every other three cases the whole int8 range (-128..127: the
+     * kernel's clamp-free loops), else clamp bounds that cut */
+    int rq_case = rq_counter++, rq_mode = rq_case % 3, full_range = rq_case / 3 % 2;
+    int zp = 0, act_lo = -128, act_hi = 127;
     if (requant) {
         int32_t *block = guarded_alloc((size_t)hp / 4 * 64, &rrq);
         for (long j = 0; j < hp; j++) {
@@ -259,8 +263,8 @@ static void run_case(const sme_kernel_info *k, test_case tc)
         }
         rq_params(block, rq, hp, rq_mode);
         zp = (int)(rng_next() % 256) - 128;
-        act_lo = -128 + (int)(rng_next() % 40);
-        act_hi = 127 - (int)(rng_next() % 40);
+        act_lo = full_range ? -128 : -128 + (int)(rng_next() % 40) + 1;
+        act_hi = full_range ? 127 : 127 - (int)(rng_next() % 40);
         args.params = block;
         args.rounding = rq_mode;
         args.c_zero_point = zp;
