@@ -155,9 +155,9 @@ def main_sme(args) -> int:
         svls = tuple(int(v) for v in args.svl.split(","))
         if any(v not in sme.SVL_BITS for v in svls):
             raise ValueError(f"--svl {args.svl}: each of {', '.join(map(str, sme.SVL_BITS))}")
-        if not sme.sme_types(args.only):
+        if not sme.sme_runs(args.only):
             raise ValueError(f"--only {args.only!r} matches no SME type: "
-                             f"{', '.join(t.bench_dtype for t in sme.sme_types())}")
+                             f"{', '.join(dtype for _, dtype, _ in sme.sme_runs())}")
         check_qemu_plugins()
         gen_dir = Path(args.gen_dir) if args.gen_dir else generate(
             "v92", args.cpu, args.inst, out_dir / "v92" / "gen")

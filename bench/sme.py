@@ -37,6 +37,25 @@ PEAK_TYPES = ("f32", "bf16", "s8")
 BEGIN, END = "<!-- sme -->", "<!-- /sme -->"
 
 
+# The rows of the section beyond one per type: the raw int8 -> int32 GEMM (ts_gemm_s8s32, the
+# smopa kernel without the requant epilogue) next to the requantising ts_gemm_s8, labelled as such
+# (issue 14's int8 targets are the requantising row's).
+RAW_RUNS = {"s8": ("s8s32", "int8 → int32 (raw, ts_gemm_s8s32)")}
+RUN_LABELS = {"s8": "int8 → int8 (requantising, ts_gemm_s8)"}
+
+
+def sme_runs(only: str = ""):
+    """(GEMM type, workloads dtype, label) of every SME row: each type of `sme_types`, and its
+    raw sibling of RAW_RUNS; `only` selects by dtype substring as for sme_types."""
+    wanted = [w for w in (s.strip() for s in only.split(",")) if w]
+    runs = []
+    for t in sme_types():
+        runs.append((t, t.bench_dtype, RUN_LABELS.get(t.bench_dtype, t.bench_label)))
+        if t.bench_dtype in RAW_RUNS:
+            runs.append((t, *RAW_RUNS[t.bench_dtype]))
+    return [r for r in runs if not wanted or any(w in r[1] for w in wanted)]
+
+
 def sme_types(only: str = ""):
     """The registry's GEMM types with an SME path and a bench dtype (all, or those whose dtype
     contains one of the comma-separated substrings of `only`)."""
@@ -50,7 +69,7 @@ def qemu_cpu(svl_bits: int) -> str:
 
 
 def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_bits: int,
-              pack_symbols: set = frozenset()) -> dict:
+              pack_symbols: set = frozenset(), dtype: str = "", label: str = "") -> dict:
     """The figures of one profiled run: mixes, shares, useful MACs per MOPA, model estimate.
     `sme_symbols` are the SME kernels, `pack_symbols` the streaming packers (gen/sme_pack.py):
     both run in streaming mode, each its own phase in the model."""
@@ -85,7 +104,8 @@ def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_b
     mopas = streaming[MOPA]
     est = estimate(APPLE_M4, inst.name, streaming, core_total, useful, macs_per_mopa,
                    vectors, packing if packer_total else None, packing_vectors)
-    return dict(dtype=gemm_type.bench_dtype, label=gemm_type.bench_label, svl_bits=svl_bits,
+    return dict(dtype=dtype or gemm_type.bench_dtype, label=label or gemm_type.bench_label,
+                svl_bits=svl_bits,
                 s=s, instruction=inst.name, kernels=sorted(kernels), packers=sorted(packers),
                 streaming=streaming, vectors=vectors, packing=packing,
                 packing_vectors=packing_vectors, core=core, kernel_instructions=kernel_total,
@@ -109,17 +129,17 @@ def profile(program, plugin, work_dir: Path, manifest: dict, svls=SVL_BITS, only
     if not sme_symbols:
         raise ValueError("the generated folder has no SME kernels (generate ARCH=v92)")
     work_dir.mkdir(parents=True, exist_ok=True)
-    runs = [(t, svl) for t in sme_types(only) for svl in svls]
+    runs = [(run, svl) for run in sme_runs(only) for svl in svls]
 
     def one(run):
-        t, svl = run
-        args = ["gemm", t.bench_dtype, "sme", *map(str, SHAPE[2])]
+        (t, dtype, label), svl = run
+        args = ["gemm", dtype, "sme", *map(str, SHAPE[2])]
         try:
-            blocks, _ = run_profiled(program, args, plugin, work_dir / f"sme-{t.bench_dtype}-{svl}.tb",
+            blocks, _ = run_profiled(program, args, plugin, work_dir / f"sme-{dtype}-{svl}.tb",
                                      cpu=qemu_cpu(svl), mark=mark)
         except ProfileError as e:
-            return dict(dtype=t.bench_dtype, svl_bits=svl, error=str(e).splitlines()[0][:300])
-        result = summarise(blocks, table, sme_symbols, t, svl, pack_symbols)
+            return dict(dtype=dtype, svl_bits=svl, error=str(e).splitlines()[0][:300])
+        result = summarise(blocks, table, sme_symbols, t, svl, pack_symbols, dtype, label)
         if not result["kernels"]:
             result["error"] = "no SME kernel ran (dispatch took another path)"
         return result

@@ -199,6 +199,26 @@ HARNESS static int bench_gemm_s8(size_t M, size_t N, size_t K, int prepacked)
     return bench_report(status, "gemm", bench_checksum(C, M * N));
 }
 
+/* int8 x int8 -> int32, raw (ts_gemm_s8s32: no requantisation; the SME section's raw int8 row). */
+HARNESS static int bench_gemm_s8s32(size_t M, size_t N, size_t K, int prepacked)
+{
+    int8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1);
+    int32_t *C = bench_alloc(M * N, 4);
+    ts_packed_b *packed = NULL;
+    int status;
+    bench_fill_s8(A, M * K);
+    bench_fill_s8(B, K * N);
+    if (prepacked) {
+        packed = bench_pack_weights(ts_pack_b_s8_ctx(bench_ctx, K, N, B, N, &packed), packed);
+        bench_mark();
+        status = ts_gemm_s8s32_prepacked_ctx(bench_ctx, M, A, K, packed, C, N);
+    } else {
+        bench_mark();
+        status = ts_gemm_s8s32_ctx(bench_ctx, M, N, K, A, K, B, N, C, N);
+    }
+    return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
+}
+
 /* uint8 activations x int8 weights, quantized uint8 output (ts_gemm_u8: QLinearMatMul). */
 HARNESS static int bench_gemm_u8s8(size_t M, size_t N, size_t K, int prepacked)
 {
@@ -280,6 +300,8 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
         return bench_gemm_float(type[0] == 'b', M, N, K, prepacked);
     if (strcmp(type, "s8") == 0)
         return bench_gemm_s8(M, N, K, prepacked);
+    if (strcmp(type, "s8s32") == 0)
+        return bench_gemm_s8s32(M, N, K, prepacked);
     if (strcmp(type, "u8s8") == 0)
         return bench_gemm_u8s8(M, N, K, prepacked);
     if (strcmp(type, "u8u32") == 0)
@@ -288,7 +310,7 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
         return bench_gemm_qdyn(type, M, N, K, prepacked);
     if (strcmp(type, "f16") == 0 || strcmp(type, "f16f32") == 0)
         return bench_gemm_f16(type[3] == 'f', M, N, K, prepacked);
-    fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8, u8s8, u8u32, qdyn, qdyn4, "
+    fprintf(stderr, "workloads: unknown GEMM type %s (f32, bf16, s8, s8s32, u8s8, u8u32, qdyn, qdyn4, "
                     "qdyn4b32, f16, f16f32)\n", type);
     return 2;
 }

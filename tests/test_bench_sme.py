@@ -114,8 +114,21 @@ def _result(dtype, svl, share, useful, peak):
                               percent_of_peak=peak))
 
 
+def test_runs_label_the_requantising_and_the_raw_int8_rows():
+    runs = {dtype: label for _, dtype, label in sme.sme_runs()}
+    assert runs["s8"].startswith("int8 → int8 (requantising")
+    assert runs["s8s32"].startswith("int8 → int32 (raw")
+    assert [dtype for _, dtype, _ in sme.sme_runs("s8s32")] == ["s8s32"]
+    # every run's dtype is one bench/workloads.c knows
+    text = (ROOT / "bench" / "workloads.c").read_text()
+    assert all(f'strcmp(type, "{dtype}")' in text or dtype.startswith(("f16", "f32", "bf16"))
+               for dtype in runs)
+
+
 def test_report_section_marks_targets_and_replaces_itself(tmp_path):
-    results = [_result("s8", 512, 55.0, 100.0, 90.0), _result("bf16", 512, 40.0, 80.0, 50.0),
+    raw = dict(_result("s8", 512, 60.0, 100.0, 95.0), dtype="s8s32",
+               label=sme.RAW_RUNS["s8"][1])
+    results = [_result("s8", 512, 55.0, 100.0, 90.0), raw, _result("bf16", 512, 40.0, 80.0, 50.0),
                _result("f32", 128, 10.0, 100.0, 20.0),
                dict(dtype="u8s8", svl_bits=512, error="qemu failed")]
     md = tmp_path / "report.md"
@@ -124,6 +137,9 @@ def test_report_section_marks_targets_and_replaces_itself(tmp_path):
     first = md.read_text()
     assert first.startswith("# report\n\nearlier text\n") and first.count(sme.BEGIN) == 1
     s8_row = next(line for line in first.splitlines() if line.startswith("| int8 |"))
+    raw_row = next(line for line in first.splitlines() if line.startswith("| int8 → int32"))
+    # the share and peak targets are the requantising row's: the raw row's cells carry no mark
+    assert "| 60.0 % (60.0 %) |" in raw_row and raw_row.endswith("| 95.0 % |")
     assert "55.0 % ✓" in s8_row and "90.0 % ✓" in s8_row and "100.0 % ✓" in s8_row
     bf16_row = next(line for line in first.splitlines() if line.startswith("| bf16 |"))
     assert "40.0 % ✗" in bf16_row and "80.0 % ✗" in bf16_row and "50.0 % ✗" in bf16_row
