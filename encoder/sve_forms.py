@@ -399,6 +399,22 @@ def add_to_tile():
             for vertical, name in enumerate(("addha", "addva"))]
 
 
+def table_lookup():
+    """The int8 requant kernel's column-order permutation (built once per tile, one lookup per
+    C row): TBL Zd.T, {Zn.T}, Zm.T 00000101 size 1 Zm 001100 Zn Zd; INDEX Zd.T, #imm1, #imm2
+    (immediates) 00000100 size 1 imm5b 010000 imm5 Zd, imm5 the start and imm5b the step,
+    each -16..15 (Arm ARM DDI0487 TBL, INDEX (immediates))."""
+    forms = []
+    for bits, size in enumerate(SIZES):
+        forms.append(SveForm("tbl", (z(size, 0, "destination Z register"),
+                                     vector_list(size, 5), z(size, 16, "index Z register")),
+                             0x05203000 | bits << 22, "sve", "Arm ARM DDI0487 TBL"))
+        forms.append(SveForm("index", (z(size, 0, "destination Z register"),
+                                       imm("start", 5, 5, -16, 15), imm("step", 16, 5, -16, 15)),
+                             0x04204000 | bits << 22, "sve", "Arm ARM DDI0487 INDEX (immediates)"))
+    return forms
+
+
 def mova():
     """MOVA (tile to vector) 11000000 size 00001 0 V Rs Pg 0 ZAn:off Zd and (vector to tile)
     11000000 size 00000 0 V Rs Pg Zn 0 ZAd:off; GNU as 2.40 takes both spellings and objdump
@@ -477,7 +493,7 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
     + [SveForm("zero", (Slot("{za}", ("{za}",), (Field("tile mask", 0, 8, 0, 255),)),), 0xC0080000,
                "sme", "SME supplement DDI0616 ZERO")]
     + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
-    + add_to_tile()
+    + add_to_tile() + table_lookup()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
     + fp_epilogue() + load_replicate() + int_epilogue() + structure_stores()
     + bf16_rounding()
@@ -507,4 +523,6 @@ SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\.",
                         "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl",
                         "uzp1", "uzp2", "trn1", "trn2", "zip1", "zip2", "ssra", "sqxtnb", "sqxtnt",
                         # the bf16 rounding (A64 base lsr / orr, NEON cmhi-like / bsl-like)
-                        "lsr", "orr", "cmphi", "sel")}}
+                        "lsr", "orr", "cmphi", "sel",
+                        # the requant permutation (NEON tbl; index is SVE only)
+                        "tbl", "index")}}
