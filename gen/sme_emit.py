@@ -62,8 +62,10 @@ ARGS_ROUNDING, ARGS_ZERO_POINT, ARGS_ACT_MIN, ARGS_ACT_MAX = (
 RQ_GROUP_BYTES = EPILOGUES["requant"].group_bytes      # 64
 # requant registers: the four parameter rows of column tile c in z8+4c..z11+4c (after the
 # de-interleave), zero point (.h) z24, act_min / act_max (.b) z25 / z26, row vectors z27+c,
-# temporaries z0-z7 (parameter staging, single-rounding products) and z31.
+# the column-order indices z7, temporaries z0-z6 (parameter staging, single-rounding
+# products) and z31.
 RQ_PARAM_Z, RQ_ZP_Z, RQ_MIN_Z, RQ_MAX_Z, RQ_ROW_Z, RQ_TMP_Z = 8, 24, 25, 26, 27, 31
+RQ_INDEX_Z = 7          # the TBL indices putting a narrowed row in column order (`row_order`)
 ROW_BYTES_PRED = 5      # p5: the n_rem bytes of an int8 C row
 # biasclamp registers: bias of column tile c in z16+c, clamp bounds z20/z21, row temporaries
 # z24+c.
@@ -322,6 +324,20 @@ def requant_params(plan: ZaPlan, mode: int) -> list[Insn]:
     return code
 
 
+def row_order() -> list[Insn]:
+    """The TBL indices of `requant_row`'s last step, once per tile: the int16 and int8
+    narrowings (SQXTNB even, SQXTNT odd elements) leave column i of column tile t at byte
+    4i + (0, 2, 1, 3)[t] of the row vector; C wants it at byte t*S + i. INDEX .s #p, #4 gives
+    4i + p per column tile, UZP1 .h then .b keep the low bytes in tile order (the largest,
+    4S - 1, is at most 255: S <= 64), so byte t*S + i of z7 = 4i + (0, 2, 1, 3)[t] and
+    TBL z.b, {z.b}, z7.b puts every column in place (Arm ARM DDI0487 SQXTNB, SQXTNT,
+    INDEX, UZP1, TBL)."""
+    return [I("index z2.s, #0, #4", "tile 0: byte 4i"), I("index z3.s, #2, #4", "tile 1: 4i + 2"),
+            I("index z4.s, #1, #4", "tile 2: 4i + 1"), I("index z5.s, #3, #4", "tile 3: 4i + 3"),
+            I("uzp1 z2.h, z2.h, z3.h"), I("uzp1 z4.h, z4.h, z5.h"),
+            I(f"uzp1 z{RQ_INDEX_Z}.b, z2.b, z4.b", "row byte of C column t*S + i")]
+
+
 def requant_offsets(plan: ZaPlan) -> list[Insn]:
     """requant, before the k-loop: each column's offset (zero-point correction + bias) added to
     every row of the accumulators, on the accumulator-input tile or zero -- one ADDHA per ZA
@@ -347,9 +363,10 @@ def requant_offsets(plan: ZaPlan) -> list[Insn]:
 def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool) -> list[Insn]:
     """One C row (ZA slice w12 + o of row block r): ZA slices -> int32 row vectors (the offsets
     are already in ZA, `requant_offsets`) -> MultiplyByQuantizedMultiplier (the NEON kernels'
-    steps, bit-exact with ts_requantize) -> int16 (SQXTNB), + zero point (SQADD), int8
-    (SQXTNB), packed in column order (UZP1), clamped (SMAX/SMIN; not with `clamp` False, for
-    act_min = -128 and act_max = 127: the saturating narrowing did it), one ST1B."""
+    steps, bit-exact with ts_requantize) -> int16 (SQXTNB / SQXTNT: two tiles per vector),
+    + zero point (SQADD), int8 (SQXTNB / SQXTNT), put in column order (TBL, `row_order`),
+    clamped (SMAX/SMIN; not with `clamp` False, for act_min = -128 and act_max = 127: the
+    saturating narrowings did it), one ST1B."""
     code = []
     rows = [RQ_ROW_Z + c for c in range(plan.tc)]
     for c, v in enumerate(rows):
@@ -375,14 +392,17 @@ def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool) -> list[In
             code += [I(f"sqrdmulh z{v}.s, z{v}.s, z{m}.s", "high mul"),
                      I(f"ssra z{v}.s, z{v}.s, #31", "-1 where negative: ties away from zero"),
                      I(f"sqrdmulh z{v}.s, z{v}.s, z{l}.s", "x 2^(31 + shift): rounding >> -shift")]
-    code += [I(f"sqxtnb z{v}.h, z{v}.s", "to int16 (even halfwords)") for v in rows]
-    code += [I(f"uzp1 z{rows[0]}.h, z{rows[0]}.h, z{rows[1]}.h", "columns 0..2S-1 in order"),
-             I(f"uzp1 z{rows[2]}.h, z{rows[2]}.h, z{rows[3]}.h", "columns 2S..4S-1")]
-    for v in (rows[0], rows[2]):
-        code += [I(f"sqadd z{v}.h, z{v}.h, z{RQ_ZP_Z}.h", "+ zero point, saturating"),
-                 I(f"sqxtnb z{v}.b, z{v}.h", "to int8")]
-    v = rows[0]
-    code.append(I(f"uzp1 z{v}.b, z{v}.b, z{rows[2]}.b", "the 4S columns in order"))
+    v0, v1, v2, v3 = rows
+    code += [I(f"sqxtnb z{v0}.h, z{v0}.s", "to int16: column tile 0 in the even halfwords"),
+             I(f"sqxtnt z{v0}.h, z{v1}.s", "column tile 1 in the odd ones"),
+             I(f"sqxtnb z{v2}.h, z{v2}.s", "column tiles 2 / 3 likewise"),
+             I(f"sqxtnt z{v2}.h, z{v3}.s")]
+    for v in (v0, v2):
+        code.append(I(f"sqadd z{v}.h, z{v}.h, z{RQ_ZP_Z}.h", "+ zero point, saturating"))
+    v = v0
+    code += [I(f"sqxtnb z{v}.b, z{v0}.h", "to int8: byte 4i + (0, 2) = tile (0, 1) column i"),
+             I(f"sqxtnt z{v}.b, z{v2}.h", "byte 4i + (1, 3) = tile (2, 3) column i"),
+             I(f"tbl z{v}.b, {{z{v}.b}}, z{RQ_INDEX_Z}.b", "the 4S columns in order")]
     if clamp:
         code += [I(f"smax z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MIN_Z}.b", "clamp"),
                  I(f"smin z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MAX_Z}.b")]
@@ -420,7 +440,7 @@ def store_requant(plan: ZaPlan) -> list[Insn]:
     for mode in (ROUND_DOUBLE, ROUND_SINGLE, ROUND_DOUBLE_RIGHT):
         if labels[mode]:
             code.append(Insn(f"{labels[mode]}:", "label"))
-        code += requant_params(plan, mode)
+        code += requant_params(plan, mode) + row_order()
         code += [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0"),
                  I(f"cbz {CLAMP}, K_{RQ_LOOPS[mode, False]}", "full int8 range: no clamp")]
         for clamp in (True, False):

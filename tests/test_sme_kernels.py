@@ -205,9 +205,14 @@ def _mutated_run(generated, tmp_path, symbol_index: int, mutate, svl_bytes: int 
     return run_qemu(binary, svl_bytes, kernel["symbol"], cpu=qemu_cpu(svl_bytes), check=False)
 
 
-def _replace_inst(text: str, statement: str, new_word: int) -> str:
-    line = next(line for line in text.split("\n") if f"// {statement}" in line)
-    return text.replace(line, f"        .inst 0x{new_word:08x} // mutated from {statement}", 1)
+def _replace_inst(text: str, statement: str, new_word: int, count: int = 1) -> str:
+    """The first `count` lines (-1: every line) of `statement` replaced by `new_word`."""
+    lines = text.split("\n")
+    hits = [i for i, line in enumerate(lines) if f"// {statement}" in line]
+    assert hits, statement
+    for i in hits if count < 0 else hits[:count]:
+        lines[i] = f"        .inst 0x{new_word:08x} // mutated from {statement}"
+    return "\n".join(lines)
 
 
 def test_reference_check_can_fail(generated, tmp_path):
@@ -341,12 +346,27 @@ def test_main_loop_mix_in_the_manifest_counts_the_emitted_loop(generated):
     ("smullt z1.d, z27.s, z9.s", "smullb z1.d, z27.s, z9.s"),   # single rounding: wrong lanes
     ("ssra z29.s, z29.s, #31", "nop"),                  # rounding 2: tie fix-up dropped
     ("sqadd z27.h, z27.h, z24.h", "nop"),               # zero point dropped
+    ("addha za0.s, p0/m, p0/m, z6.s", "nop"),           # column offsets of za0.s dropped
+    ("tbl z27.b, {z27.b}, z7.b", "nop"),                # columns left interleaved
+    ("index z3.s, #2, #4", "index z3.s, #1, #4"),       # column tile 1 read from tile 2's bytes
 ])
 def test_requant_checks_can_fail(generated, tmp_path, statement, replacement):
-    """Each rounding mode's path is exercised, ties included: one changed instruction in the
-    first row's code of the requant kernel is reported."""
+    """Each rounding mode's path is exercised, ties included: one instruction of the requant
+    kernel changed -- in a row's code, in every copy (the four unrolled rows and the single
+    row of each slice loop, with and without the clamp) -- is reported."""
     out, manifest = generated
     index = next(i for i, k in enumerate(manifest["sme_kernels"]) if k["epilogue"] == "requant")
     word = 0xD503201F if replacement == "nop" else encode(replacement)  # NOP: DDI0487 C6.2
-    proc = _mutated_run(generated, tmp_path, index, lambda t: _replace_inst(t, statement, word))
+    proc = _mutated_run(generated, tmp_path, index,
+                        lambda t: _replace_inst(t, statement, word, count=-1))
+    assert proc.returncode == 1 and "expected" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_requant_clamp_free_loops_are_taken_only_for_the_whole_int8_range(generated, tmp_path):
+    """The flag that picks the clamp-free loops forced to 0: the cases with clamp bounds that
+    cut (every other three calls) are reported."""
+    out, manifest = generated
+    index = next(i for i, k in enumerate(manifest["sme_kernels"]) if k["epilogue"] == "requant")
+    proc = _mutated_run(generated, tmp_path, index,
+                        lambda t: t.replace("orr w14, w14, w11", "mov w14, wzr", 1))
     assert proc.returncode == 1 and "expected" in proc.stdout, proc.stdout[-2000:]

@@ -245,15 +245,16 @@ static void run_case(const sme_kernel_info *k, test_case tc)
         for (long j = 0; j < hp; j++) {
             /* |x| below 2^bits over the column (acc adds at most 8000); multiplier ~2^-1 or,
              * every 5th column, ~2^-11 (then a left shift); the shift maps x to ~2^8, so most
-             * outputs stay inside the clamp; every 7th column multiplier 0.5 and the smallest
-             * right shift that does: ties (x / 2^e exactly .5) are frequent there. */
+             * outputs stay inside the clamp; every 7th column and column 1 of every column
+             * tile multiplier 0.5 and the smallest right shift that does: ties (x / 2^e
+             * exactly .5) are frequent there, in every ZA tile's columns. */
             int64_t most = 8000 + 2000;
             for (long i = 0; i < m; i++)
                 most = llabs(expect[i * hp + j]) + 10000 > most ? llabs(expect[i * hp + j]) + 10000 : most;
             int bits = 0;
             while (((int64_t)1 << bits) <= most) bits++;
             rq[j].offset = (int32_t)(rng_next() % 2001) - 1000;
-            int small = j % 5 == 1, half = j % 7 == 3;
+            int small = j % 5 == 1, half = j % 7 == 3 || j % S == 1;
             rq[j].mult = half ? (1 << 30) : small ? (int32_t)((1u << 20) + rng_next() % (1u << 20))
                                                   : (int32_t)((1u << 30) + rng_next() % (1u << 30));
             int shift = (small ? 11 : 1) + 8 - bits + (int)(rng_next() % 3) - 1;
