@@ -37,7 +37,9 @@ def classify_word(word: int) -> str:
            bits[31:29] = 100 (LD1R*) or 101 (LD1B/H/W, LD4W);
     STORE  SVE stores from Z: bits[31:29] = 111, bits[28:25] = 0010;
     ZA_MOVE ZA tile slice loads / stores (0xe0/0xe1: LD1W/ST1W {ZAnH.S[...]}) and MOVA
-           between ZA and Z (0xc0, not ZERO): what moves data into or out of the tiles;
+           between ZA and Z (0xc0, not ZERO): what moves data into or out of the tiles; also
+           ADDHA / ADDVA (0xc090 / 0xc091: a vector added to a whole tile, the int8 requant
+           kernel's column offsets, one per tile and call);
     ZA_ZERO ZERO {za...} (0xc008....);
     SMSTART SMSTART / SMSTOP (MSR SVCR*, 0xd50340 7f pattern);
     OTHER  everything else (scalar, branches, predicates, CNTW, ADDVL, the epilogue's vector ALU).

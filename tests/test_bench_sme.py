@@ -36,6 +36,8 @@ from gen.registry import BY_KEY
     ("st1w {za3v.s[w15, 3]}, p7, [x0, x1, lsl #2]", "za_move"),
     ("mova z0.s, p0/m, za0h.s[w12, 0]", "za_move"),
     ("mova za0v.s[w12, 0], p0/m, z0.s", "za_move"),
+    ("addha za3.s, p0/m, p1/m, z6.s", "za_move"), ("addva za0.s, p0/m, p0/m, z0.s", "za_move"),
+    ("tbl z27.b, {z27.b}, z7.b", "other"), ("index z2.s, #0, #4", "other"),
     ("zero {za}", "za_zero"),
     ("smstart", "smstart"), ("smstop", "smstart"), ("smstart sm", "smstart"),
     ("smstop za", "smstart"),
