@@ -113,7 +113,8 @@ def test_solver_ranks_whole_output_rows_then_bytes_per_mac():
 STREAMING_BASE = {"add", "sub", "subs", "cmp", "csel", "mov", "lsr", "and", "ldr", "cbz",
                   "cbnz", "tbz", "b", "b.ne", "b.eq", "b.hi", "b.lo", "b.ls", "mrs", "msr",
                   "brk", "mul", "lsl", "b.hs", "adr",   # (mul .. adr: the streaming packers)
-                  "b.ge", "b.lt"}                       # (the four-row ZA slice loops)
+                  "b.ge", "b.lt",                       # (the four-row ZA slice loops)
+                  "orr"}                                # (the requant clamp test)
 FP_SIMD_OPERAND = re.compile(r"\b[vqdshb]\d+\b|\bv\d+\.")
 
 
