@@ -51,6 +51,23 @@ def test_context_threads_workspace_and_blocks(cpu, ctx_harness):
     assert len(re.findall(r"^mask=\d+ cases \d+ runs \d+$", proc.stdout, re.M)) == len(CPUS[cpu])
 
 
+@pytest.fixture(scope="module")
+def state_harness(v86, tmp_path_factory):
+    sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S")) + [TEST_C / "drv_api_thread_state.c"]
+    return compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_api_thread_state",
+                           includes=[v86], flags=["-std=c99", "-Werror"])
+
+
+@pytest.mark.parametrize("mode", ["fpcr", "fork"])
+def test_pool_threads_compute_as_the_caller(mode, state_harness):
+    """drv_api_thread_state.c: with the caller's FPCR rounding upward and flushing to zero, the
+    built-in pool's and a caller's pool's threads give the one-thread bits and keep their own
+    FPCR after their tasks; after fork() the child's pooled context computes the same bits
+    (on the calling thread) and frees without hanging. (Both failed before: review session 6.)"""
+    proc = run_qemu(state_harness, mode, cpu="max", check=False, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+
+
 TABLE_ROW = re.compile(r'"(\w+)", \w+,\n.*\n\s+(\w+), (\d+), (\d+), (\d+),\n.*\n\s+\w+, TS_CORE_(\w+),')
 
 

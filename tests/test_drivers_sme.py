@@ -231,3 +231,15 @@ def test_manifest_names_the_sme_kernels_the_registry_dispatches(folder):
     raw = {k["instruction"] for k in manifest["sme_kernels"] if k["epilogue"] == "raw"}
     assert {t.sme.instruction for t in registry.GEMM_TYPES if t.sme} <= raw
     assert json.loads(json.dumps(v92_paths(manifest)))     # plain data (the template's input)
+
+
+def test_pool_threads_take_the_callers_svl(harness):
+    """drv_api_thread_state.c svl: a pool of 4 threads made at the default SVL (64 bytes), then
+    the caller moves to each other SVL (prctl PR_SME_SET_VL): the pooled fp32 and int8 GEMMs
+    (the SME paths of the caller's SVL) give the one-thread bits, and a caller-pool thread's SVL
+    is its own again after its tasks. (Before: heap corruption or wrong C, review session 6.)"""
+    proc = run_qemu(harness("drv_api_thread_state"), "svl", cpu=sme_cpu(64), check=False,
+                    timeout=900)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    checked = re.findall(r"^checked svl (\d+)", proc.stdout, re.M)
+    assert sorted(int(v) for v in checked) == sorted(v for v in SVL_BYTES if v != 64), proc.stdout

@@ -5,7 +5,7 @@
  * run while a call uses that context (see the execution context section).
  * Outputs must not overlap inputs: a call whose output (C, output, cols, out; also a conv's
  * workspace) shares a byte with a buffer it reads (A, B, acc, input, filter, a packed handle,
- * the arrays of ts_quant) or with its other written buffer returns TS_EINVAL, nothing written.
+ * a ts_quant and its arrays) or with its other written buffer returns TS_EINVAL, nothing written.
  * Overlap is judged on the bytes the call touches: a matrix of rows x cols with stride ld
  * spans ((rows-1)*ld + cols) elements, so buffers that only touch end to end are fine. */
 #ifndef TS_TILESMITH_H
@@ -169,7 +169,7 @@ size_t ts_conv2d_out_w(const ts_conv2d *c);
 size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c);
 /* input NHWC, filter OHWI (TFLite), output NHWC; q per tensor or per output channel
  * (q->per_channel, out_c values); padded taps equal a_zero_point.
- * output and workspace must not overlap each other, input, filter or q's arrays. */
+ * output and workspace must not overlap each other, input, filter or q (the struct or its arrays). */
 int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
                  const ts_quant *q, int8_t *output, void *workspace);
 /* The im2col matrix, as a utility (ts_conv2d_s8 does not use it):
@@ -365,6 +365,11 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
  * except that a workspace serves one call at a time: a call that finds the context's
  * workspace in use by another returns TS_EBUSY with nothing written (give each calling
  * thread its own context, or its own workspace).
+ * A task run on another thread (the built-in pool's or the caller's) runs with the calling
+ * thread's FPCR (rounding mode, flush-to-zero) and, on Linux with SME, its streaming vector
+ * length (prctl PR_SME_SET_VL is per thread), and gives them back after the task. After fork()
+ * (between calls) a context with a built-in pool still works in the child: its tasks run on
+ * the calling thread (the workers are not copied); ts_context_free frees it.
  * Built with TS_NO_THREADS defined (no pthreads), ts_context_set_num_threads accepts 1 only.
  * The CPU choice picks the kernel variant: a CPU= name runs that name's core class's kernels
  * (its class variants where the build has them, else the generic ones; README "Per-core
@@ -378,6 +383,9 @@ int  ts_context_create(ts_context **out);                 /* TS_OK, TS_EINVAL (N
 void ts_context_free(ts_context *ctx);                    /* NULL is a no-op */
 /* the caller's pool (fn NULL: back to one thread); replaces a built-in pool */
 int  ts_context_set_parallel_for(ts_context *ctx, ts_parallel_for_fn fn, void *pool);
+/* how many threads the caller's parallel_for runs at once (1..TS_MAX_THREADS; default 8): the
+ * work is split into balanced shares for that many; kept across ts_context_set_parallel_for */
+int  ts_context_set_pool_width(ts_context *ctx, unsigned n);
 /* built-in pthreads pool of n threads (the calling thread is one of them; 1: no pool);
  * n in 1..TS_MAX_THREADS; replaces a caller's parallel_for */
 int  ts_context_set_num_threads(ts_context *ctx, unsigned n);

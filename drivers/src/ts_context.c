@@ -1,6 +1,7 @@
 /* ts_context.c — the execution context: creation, setters, and how a call runs its tasks.
  * (ts_context_workspace_size lives with the GEMM's workspace layout, in ts_gemm.c.)
  * Plain C99. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "ts_context_internal.h"
@@ -45,8 +46,20 @@ int ts_context_set_parallel_for(ts_context *ctx, ts_parallel_for_fn fn, void *po
     if (fn != NULL) {
         ctx->parallel_for = fn;
         ctx->pool = pool;
-        ctx->threads = TS_CALLER_POOL_SPLIT;
+        ctx->threads = ctx->pool_width != 0 ? ctx->pool_width : TS_CALLER_POOL_SPLIT;
     }
+    return TS_OK;
+}
+
+int ts_context_set_pool_width(ts_context *ctx, unsigned n)
+{
+    if (ctx == NULL)
+        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (n == 0 || n > TS_MAX_THREADS)
+        return ts_fail(TS_EINVAL, "pool width not in 1..TS_MAX_THREADS");
+    ctx->pool_width = n;
+    if (ctx->parallel_for != NULL && ctx->own_pool == NULL)   /* a caller's pool is set */
+        ctx->threads = n;
     return TS_OK;
 }
 
@@ -106,10 +119,74 @@ unsigned ts_context_threads(const ts_context *ctx)
     return ctx != NULL ? ctx->threads : 1;
 }
 
+/* ---- the calling thread's state, adopted by tasks on other threads -------------------------
+ * A task run by a pool thread must compute exactly what the calling thread would: with the
+ * caller's FPCR (rounding mode, flush-to-zero: fp32 results identical for every thread count,
+ * tilesmith.h) and, on Linux with SME, the caller's streaming vector length (the call chose
+ * its SME path, packed its panels and sized its tiles for the caller's SVL, which is per
+ * thread: prctl PR_SME_SET_VL). A task whose thread differs takes the caller's state for the
+ * task and returns to its own after it. */
+typedef struct {
+    uint64_t fpcr;
+    size_t svl_bytes;     /* 0: no SME on this CPU */
+} thread_state;
+
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#  define TS_HAVE_FPCR 1
+#endif
+#if defined(TS_HAVE_FPCR) && (defined(__linux__) || defined(__ANDROID__))
+#  include <sys/prctl.h>
+#  ifndef PR_SME_SET_VL
+#    define PR_SME_SET_VL 63   /* Linux include/uapi/linux/prctl.h (6.3+; SME since 5.19) */
+#  endif
+#  define TS_SET_SVL 1
+#endif
+
+static thread_state this_thread_state(void)
+{
+    thread_state s = { 0, 0 };
+#ifdef TS_HAVE_FPCR
+    __asm__ volatile("mrs %0, fpcr" : "=r"(s.fpcr));
+#endif
+    if (ts_cpu_features() & TS_FEAT_SME)   /* RDSVL only where SME exists */
+        s.svl_bytes = ts_sme_svl_bytes();
+    return s;
+}
+
+static void set_thread_state(const thread_state *to, const thread_state *from)
+{
+#ifdef TS_HAVE_FPCR
+    if (to->fpcr != from->fpcr)
+        __asm__ volatile("msr fpcr, %0" : : "r"(to->fpcr));
+#endif
+#ifdef TS_SET_SVL
+    if (to->svl_bytes != from->svl_bytes)   /* this thread's SVL for later SME code */
+        prctl(PR_SME_SET_VL, (unsigned long)to->svl_bytes, 0UL, 0UL, 0UL);
+#endif
+    (void)to;
+    (void)from;
+}
+
+typedef struct {
+    ts_task_fn task;
+    void *arg;
+    thread_state caller;
+} adopting_task;
+
+static void run_adopting(void *p, size_t i)
+{
+    const adopting_task *t = (const adopting_task *)p;
+    const thread_state own = this_thread_state();
+    set_thread_state(&t->caller, &own);
+    t->task(t->arg, i);
+    set_thread_state(&own, &t->caller);
+}
+
 void ts_context_run(const ts_context *ctx, size_t n, ts_task_fn task, void *arg)
 {
     if (ctx != NULL && ctx->parallel_for != NULL && n > 1) {
-        ctx->parallel_for(ctx->pool, n, task, arg);
+        adopting_task t = { task, arg, this_thread_state() };
+        ctx->parallel_for(ctx->pool, n, run_adopting, &t);
         return;
     }
     for (size_t i = 0; i < n; ++i)

@@ -25,6 +25,7 @@ struct ts_context {
     void *pool;                        /* its first argument */
     ts_pool *own_pool;                 /* the built-in pool, or NULL */
     unsigned threads;                  /* how many tasks may run at once (split target) */
+    unsigned pool_width;               /* ts_context_set_pool_width; 0: TS_CALLER_POOL_SPLIT */
     int has_mask;                      /* feature_mask set: it replaces the global mask */
     unsigned feature_mask;
     int core_class;                    /* ts_context_set_cpu: TS_CORE_AUTO ("auto") or a class */
@@ -43,8 +44,9 @@ struct ts_context {
 #  error "tilesmith's drivers need GCC / Clang atomic builtins (__atomic_exchange_n)"
 #endif
 
-/* Tasks a caller's parallel_for is assumed to run at once (the work split of a context with a
- * caller's pool; balanced shares for 1, 2, 4 and 8 threads). */
+/* Tasks a caller's parallel_for is assumed to run at once unless ts_context_set_pool_width
+ * says otherwise (the work split of a context with a caller's pool; balanced shares for 1, 2,
+ * 4 and 8 threads). */
 #define TS_CALLER_POOL_SPLIT 8u
 
 /* How many tasks can run at once with ctx (1 for NULL): what the work is split for. */

@@ -96,9 +96,8 @@ static int conv_buffers_overlap(const ts_context *ctx, const ts_conv2d *c, const
     const size_t out_len = conv_m(c) * c->out_c, in_len = ts_conv2d_input_bytes(c);
     const void *written[2] = { output, workspace };
     const size_t written_len[2] = { out_len, ts_conv2d_s8_workspace_size_ctx(ctx, c) };
-    static const char *const why[2] = { "output overlaps input, the filter or an array of q",
-                                         "the workspace overlaps input, the filter or an array "
-                                         "of q" };
+    static const char *const why[2] = { "output overlaps input, the filter or q",
+                                         "the workspace overlaps input, the filter or q" };
     for (int i = 0; i < 2; ++i) {
         if (ts_spans_overlap(written[i], written_len[i], input, in_len)
             || ts_spans_overlap(written[i], written_len[i], filter, filter_bytes)

@@ -120,7 +120,7 @@ static int c_apart(const void *C, size_t c_len, const void *A, size_t a_len, con
     if (ts_spans_overlap(C, c_len, B, b_len) || (packed != NULL && ts_packed_b_overlaps(packed, C, c_len)))
         return ts_reject("C overlaps B");
     if (op->output != OUT_RAW && op->output != OUT_F16 && q != NULL && ts_quant_overlaps(q, N, C, c_len))
-        return ts_reject("C overlaps an array of q");
+        return ts_reject("C overlaps q or one of its arrays");
     return 1;
 }
 
@@ -284,6 +284,10 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
     int err = ts_call_memory(ctx, bytes, spans->p, spans->len, 4, &mem, &owned);
     if (err != TS_OK)
         return err;
+    if (out->q != NULL && ts_quant_overlaps(out->q, N, mem, bytes)) {   /* ctx's workspace */
+        ts_call_memory_done(ctx, owned);
+        return ts_fail(TS_EINVAL, "the context's workspace overlaps q or one of its arrays");
+    }
     unsigned char *base = (unsigned char *)ts_align16(mem);
     ts_packed_b local;
     ts_b_source b = { packed, 0, NULL, 0, 0 };

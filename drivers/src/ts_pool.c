@@ -3,7 +3,10 @@
  * workers 1 .. n-1) runs tasks id, id + n, id + 2n, ... (OpenMP's schedule(static, 1)), so
  * equal tasks give equal shares however late a worker wakes up. One call's tasks run at a time
  * (calls sharing a pool queue on call_lock). Built with TS_NO_THREADS (no pthreads), only a
- * pool of one thread exists. Plain C99 + POSIX threads. */
+ * pool of one thread exists. After fork() the child has none of the workers (POSIX: only the
+ * forking thread is copied): a pool created by another process runs every task on the calling
+ * thread (the same results: they never depend on the thread count) and is freed without
+ * joining (fork between calls: a call in flight on another thread holds the pool's locks). Plain C99 + POSIX threads. */
 #include <stdlib.h>
 
 #include "ts_context_internal.h"
@@ -11,6 +14,7 @@
 
 #ifndef TS_NO_THREADS
 #include <pthread.h>
+#include <unistd.h>
 
 struct ts_pool {
     pthread_mutex_t call_lock;   /* held for the whole of one parallel_for */
@@ -25,6 +29,7 @@ struct ts_pool {
     size_t n, finished;
     unsigned long generation;
     int stop;
+    pid_t owner;                 /* the process whose threads these are (fork: see above) */
 };
 
 typedef struct {
@@ -71,6 +76,11 @@ void ts_pool_parallel_for(void *pool, size_t n, ts_task_fn task, void *arg)
     ts_pool *p = (ts_pool *)pool;
     if (n == 0)
         return;
+    if (p->owner != getpid()) {   /* a forked child: no workers */
+        for (size_t i = 0; i < n; ++i)
+            task(arg, i);
+        return;
+    }
     pthread_mutex_lock(&p->call_lock);
     pthread_mutex_lock(&p->lock);
     p->task = task;
@@ -110,6 +120,7 @@ int ts_pool_create(unsigned n, ts_pool **out)
     if (p == NULL)
         return ts_fail(TS_ENOMEM, "out of memory (the thread pool)");
     p->n_workers = n > 1 ? n - 1 : 0;
+    p->owner = getpid();
     p->workers = (pthread_t *)calloc(p->n_workers + 1, sizeof *p->workers);
     worker_slot *slots = (worker_slot *)calloc(p->n_workers + 1, sizeof *slots);
     p->slots = slots;
@@ -137,8 +148,18 @@ int ts_pool_create(unsigned n, ts_pool **out)
 
 void ts_pool_free(ts_pool *pool)
 {
-    if (pool != NULL)
+    if (pool == NULL)
+        return;
+    if (pool->owner == getpid()) {
         pool_destroy(pool, pool->n_workers);
+        return;
+    }
+    /* A forked child: no workers to stop, and the condition variables still count the
+     * parent's waiting workers, so destroying them would wait forever (glibc); only the
+     * memory is freed. */
+    free(pool->workers);
+    free(pool->slots);
+    free(pool);
 }
 
 #else /* TS_NO_THREADS: a pool of one thread runs the tasks in order */

@@ -40,8 +40,8 @@ int ts_quant_validate_u8(const ts_quant *q, size_t N);
  * uint8 result exactly. */
 void ts_quant_u8_as_s8(const ts_quant *q, ts_quant *s8);
 
-/* Whether the arrays of a validated q for N columns (bias: N values if not NULL; multiplier and
- * shift: N if per_channel, else 1) share a byte with [p, p+len). */
+/* Whether a validated q for N columns — the struct itself, or its arrays (bias: N values if not
+ * NULL; multiplier and shift: N if per_channel, else 1) — shares a byte with [p, p+len). */
 int ts_quant_overlaps(const ts_quant *q, size_t N, const void *p, size_t len);
 
 /* Requantizes one row segment: columns col0 .. col0+n-1 of an output row.

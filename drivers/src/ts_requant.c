@@ -104,7 +104,8 @@ int ts_quant_validate_u8(const ts_quant *q, size_t N)
 int ts_quant_overlaps(const ts_quant *q, size_t N, const void *p, size_t len)
 {
     const size_t channels = q->per_channel ? N : 1;
-    return ts_spans_overlap(p, len, q->bias, q->bias != NULL ? N * sizeof(int32_t) : 0)
+    return ts_spans_overlap(p, len, q, sizeof *q)
+           || ts_spans_overlap(p, len, q->bias, q->bias != NULL ? N * sizeof(int32_t) : 0)
            || ts_spans_overlap(p, len, q->multiplier, channels * sizeof(int32_t))
            || ts_spans_overlap(p, len, q->shift, channels * sizeof(int32_t));
 }
@@ -532,7 +533,7 @@ int ts_requantize(size_t M, size_t N, const int32_t *acc, size_t ld_acc,
         || ts_matrix_span_bytes(M, N, ldc, 1, &c_len))
         return ts_fail(TS_EINVAL, "acc's or C's span overflows size_t");
     if (ts_spans_overlap(C, c_len, acc, acc_len) || ts_quant_overlaps(q, N, C, c_len))
-        return ts_fail(TS_EINVAL, "C overlaps acc or an array of q");
+        return ts_fail(TS_EINVAL, "C overlaps acc, q or one of its arrays");
     for (size_t m = 0; m < M; m += TS_REQUANT_ROWS_PER_CALL) {
         const size_t rows = M - m < TS_REQUANT_ROWS_PER_CALL ? M - m : TS_REQUANT_ROWS_PER_CALL;
         ts_requant_rows(acc + m * ld_acc, ld_acc, rows, N, 0, q, NULL, C + m * ldc, ldc);

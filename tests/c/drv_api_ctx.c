@@ -324,17 +324,21 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
         runs++;
     }
 
-    /* a caller's parallel_for, serial reverse and on 3 pthreads */
+    /* a caller's parallel_for, serial reverse for the default width (8) and on 3 pthreads for
+     * pool widths 3 and 16 (ts_context_set_pool_width: the split changes, the bits do not) */
     static recorder rec;
-    for (int threaded = 0; threaded < 2; ++threaded) {
+    static const unsigned widths[3] = { 8, 3, 16 };
+    for (int variant = 0; variant < 3; ++variant) {
+        const int threaded = variant > 0;
         rec.threaded = threaded;
         rec.calls = rec.bad = 0;
+        CHECK(ts_context_set_pool_width(ctx, widths[variant]) == TS_OK, "set_pool_width");
         ts_context_set_parallel_for(ctx, recording_parallel_for, &rec);
         memset(C, 0xA5, c_bytes);
         rc = call(ctx, kind, prepacked, M, N, K, A, lda, B, ldb, q, C, ldc);
         CHECK(rc == TS_OK && memcmp(C, want, c_bytes) == 0,
-              "%s %zux%zux%zu: caller parallel_for (threaded %d) differs", kind_name[kind], M,
-              N, K, threaded);
+              "%s %zux%zux%zu: caller parallel_for (threaded %d, width %u) differs",
+              kind_name[kind], M, N, K, threaded, widths[variant]);
         CHECK(rec.bad == 0 && (M == 0 || N == 0 || rec.calls > 0),
               "%s %zux%zux%zu: parallel_for calls %zu, %zu with a task not run exactly once",
               kind_name[kind], M, N, K, rec.calls, rec.bad);
@@ -607,6 +611,20 @@ static void check_api(void)
         CHECK(ts_context_set_cpu(ctx, names[i]) == TS_OK, "cpu %s", names[i]);
     CHECK(ts_context_workspace_size(ctx, 99, 8, 8, 8) == 0, "unknown type");
     CHECK(ts_context_set_workspace(NULL, NULL, 0) == TS_EINVAL, "workspace NULL ctx");
+    CHECK(ts_context_set_pool_width(ctx, 0) == TS_EINVAL, "pool width 0");
+    CHECK(ts_context_set_pool_width(ctx, TS_MAX_THREADS + 1) == TS_EINVAL, "pool width too big");
+    CHECK(ts_context_set_pool_width(NULL, 4) == TS_EINVAL, "pool width NULL ctx");
+    /* the width sets the split of a caller's pool only: the workspace grows with it */
+    static recorder rec;
+    CHECK(ts_context_set_parallel_for(ctx, recording_parallel_for, &rec) == TS_OK, "pfor");
+    const size_t at8 = ts_context_workspace_size(ctx, TS_GEMM_F32, 256, 256, 256);
+    CHECK(ts_context_set_pool_width(ctx, 16) == TS_OK, "pool width 16");
+    const size_t at16 = ts_context_workspace_size(ctx, TS_GEMM_F32, 256, 256, 256);
+    CHECK(at16 > at8, "pool width 16: workspace %zu, at 8 %zu (the split ignores the width)",
+          at16, at8);
+    CHECK(ts_context_set_num_threads(ctx, 2) == TS_OK
+          && ts_context_workspace_size(ctx, TS_GEMM_F32, 256, 256, 256) < at8,
+          "built-in pool of 2 after a pool width: its own split");
     ts_context_free(ctx);
     ts_context_free(NULL);
 }

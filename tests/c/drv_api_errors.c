@@ -107,6 +107,50 @@ static void expect_reason(int rc, const char *words, const char *what)
           words);
 }
 
+/* A context workspace holding q (the struct, or its bias / multiplier / shift array) is
+ * TS_EINVAL with C untouched, for ts_gemm_s8_ctx, ts_gemm_u8_ctx and
+ * ts_gemm_s8_prepacked_ctx: the call would overwrite q while reading it (q at the workspace's
+ * start: every call uses it from there). */
+static void workspace_holds_q(void)
+{
+    ts_context *ctx = NULL;
+    ts_packed_b *pb = NULL;
+    CHECK(ts_context_create(&ctx) == TS_OK && ts_pack_b_s8_ctx(ctx, K0, N0, B8, N0, &pb) == TS_OK,
+          "workspace_holds_q set-up");
+    const size_t ws = ts_context_workspace_size(ctx, TS_GEMM_INT8, M0, N0, K0);
+    unsigned char *w = malloc(ws);
+    ts_context_set_workspace(ctx, w, ws);
+    for (int part = 0; part < 4; ++part) {               /* struct, bias, multiplier, shift */
+        const size_t bytes = part == 0 ? sizeof(ts_quant) : N0 * sizeof(int32_t);
+        unsigned char *const at = w;
+        for (int call = 0; call < 3; ++call) {           /* s8, u8, s8 prepacked */
+            ts_quant q = quant_for(call == 1 ? U8 : S8), *qp = &q;
+            int32_t *arrays[3] = { bias, mult, shift };
+            if (part == 0) {
+                memcpy(at, &q, sizeof q);
+                qp = (ts_quant *)(void *)at;
+            } else {
+                memcpy(at, arrays[part - 1], bytes);
+                if (part == 1) q.bias = (int32_t *)(void *)at;
+                if (part == 2) q.multiplier = (int32_t *)(void *)at;
+                if (part == 3) q.shift = (int32_t *)(void *)at;
+            }
+            memset(Cbuf, 0xA5, sizeof Cbuf);
+            int rc = call == 0 ? ts_gemm_s8_ctx(ctx, M0, N0, K0, A8, K0, B8, N0, qp, (int8_t *)Cbuf, N0)
+                   : call == 1 ? ts_gemm_u8_ctx(ctx, M0, N0, K0, (const uint8_t *)A8, K0, B8, N0, qp,
+                                                (uint8_t *)Cbuf, N0)
+                   : ts_gemm_s8_prepacked_ctx(ctx, M0, A8, K0, pb, qp, (int8_t *)Cbuf, N0);
+            CHECK(rc == TS_EINVAL && all_bytes(Cbuf, sizeof Cbuf, 0xA5)
+                  && strstr(ts_last_error(), "workspace overlaps q") != NULL,
+                  "workspace holds q (part %d, call %d): rc %d, reason \"%s\"", part, call,
+                  rc, ts_last_error());
+        }
+    }
+    free(w);
+    ts_packed_free(pb);
+    ts_context_free(ctx);
+}
+
 static void error_reasons(void)
 {
     ts_quant q = valid_quant();
@@ -710,6 +754,7 @@ int main(void)
     u8_handle_errors();
     conv_errors();
     error_reasons();
+    workspace_holds_q();
     for (enum kind kind = F32; kind <= U8; ++kind)
         gemm_alias_errors(kind);
     gemm_alias_errors(S8);   /* other_alias_errors uses the int8 a_q and the int8 data */
