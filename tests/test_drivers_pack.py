@@ -18,7 +18,8 @@ def folder():
 @pytest.mark.parametrize("compiler,march", [("gcc", "armv8-a"), ("clang", "armv8-a"),
                                             ("gcc", "armv8-a+nosimd")])
 def test_packing_matches_reference_layout(folder, tmp_path, compiler, march):
-    binary = compile_aarch64([TEST_C / "drv_pack.c", folder / "ts_pack.c"],
+    sources = [TEST_C / "drv_pack.c", folder / "ts_pack.c", folder / "ts_error.c"]
+    binary = compile_aarch64(sources,
                              tmp_path / f"drv_pack_{compiler}",
                              includes=[DRIVERS / "include", folder],
                              compiler=compiler, march=march,
