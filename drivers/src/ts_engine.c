@@ -8,7 +8,7 @@
  *      (ts_gemm_grid); each task runs, over its block: for each K block (the whole K up to
  *      kw_steps k-steps, beyond that as few blocks of at most kc_steps as possible, of equal
  *      length: the split depends on K only), for each M block of A panels (mc_panels, more
- *      when the K block is shorter than kc_steps: m_block_panels): pack
+ *      when the K block is shorter than kc_steps or a whole K fits more: m_block_panels): pack
  *      that MC x KC block of A into the task's own area (conv2d: straight from the input,
  *      ts_pack_conv_panels), then for each B panel, for each A panel: one kernel call. kc_steps, mc_panels
  *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py).
@@ -115,16 +115,27 @@ static size_t params_panel_bytes(const ts_path *path)
 
 
 
-/* A panels per M block at a K block of k_steps: the M block holds as many panels as the
- * path's A-block budget (mc_panels panels of kc_steps k-steps, half of L2: gen/blocking.py)
- * takes at this length, so a short K (a 1x1 conv, K = 24) gets tall M blocks and each B
- * micro-panel serves many A panels; never fewer than mc_panels (a whole K up to kw_steps keeps
- * the M block's height, whole_k_steps). */
+/* A panels per M block at a K block of k_steps. Below kc_steps the M block holds as many
+ * panels as the path's A-block budget (mc_panels panels of kc_steps k-steps, half of L2:
+ * gen/blocking.py) takes at this length, so a short K (a 1x1 conv, K = 24) gets tall M blocks
+ * and each B micro-panel serves many A panels. A whole K of kc_steps .. kw_steps k-steps
+ * (the K block exceeds Low et al.'s half-L2 A block at mc_panels) is governed by the L2 fit
+ * that whole_k_steps sized kw_steps by, (mc_panels * ep + hp) * kw_steps k-steps of L2: the M
+ * block takes the most panels for which (panels * ep + hp) * k_steps stays within it (never
+ * fewer than mc_panels). Every M block streams the K block of packed B from beyond L2 once,
+ * so at K = 4096 int8 (smmla 8x8x8, the ooo class's 512 KB: 910 k-steps unsplit) this is 14
+ * panels instead of 8, 5 passes over B at M = 512 instead of 8. */
 static size_t m_block_panels(const ts_path *path, size_t k_steps)
 {
-    if (k_steps >= path->kc_steps || path->kc_steps == (size_t)-1)
+    if (path->kc_steps == (size_t)-1)
         return path->mc_panels;
-    return path->mc_panels * path->kc_steps / k_steps;
+    if (k_steps < path->kc_steps)
+        return path->mc_panels * path->kc_steps / k_steps;
+    if (k_steps > path->kw_steps)
+        return path->mc_panels;
+    const size_t budget = (path->mc_panels * path->ep + path->hp) * path->kw_steps / k_steps;
+    const size_t panels = (budget - path->hp) / path->ep;     /* budget >= mc * ep + hp */
+    return panels > path->mc_panels ? panels : path->mc_panels;
 }
 
 /* Bytes of one task's packed A block: m_block_panels (at most the task's) panels of one K

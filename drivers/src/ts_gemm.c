@@ -189,13 +189,22 @@ void ts_call_memory_done(const ts_context *ctx, void *owned)
     free(owned);
 }
 
-/* Bytes a call with path needs with ctx's threads: B's panels (unless prepacked) and the
- * macro-kernel's work area (stage: TS_STAGE_*). */
+/* Data-cache line of every modeled core (gen/cores.py MEMORY: 64 bytes, from the Arm TRMs).
+ * B packed in the call starts its panels on a line: the row-major packers write one k-step of
+ * every panel in turn (ts_pack.c pack_b_transposed), 64 bytes per panel for the 8-column int8 /
+ * bf16 tiles, so on a line they write whole lines (no read of the destination, write
+ * streaming) instead of halves of two lines a whole sweep apart (read from memory, written
+ * back twice: prefill M=512 int8 on the bench's N2 model, 48 MiB more traffic). */
+#define TS_LINE_BYTES 64
+
+/* Bytes a call with path needs with ctx's threads: B's panels (unless prepacked, with room to
+ * start them on a line) and the macro-kernel's work area (stage: TS_STAGE_*). */
 static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size_t N, size_t K,
                       int stage, int pack_b, size_t *out)
 {
     size_t b_bytes = 0, work;
-    if (pack_b && (ts_packed_b_bytes(path, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)))
+    if (pack_b && (ts_packed_b_bytes(path, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)
+                   || ts_size_add(b_bytes, TS_LINE_BYTES - 16, &b_bytes)))
         return -1;
     return ts_gemm_work_bytes(path, M, N, K, stage, 0, ts_context_threads(ctx), &work)
            || ts_size_add(b_bytes, work, out) || ts_size_add(*out, 15, out);
@@ -294,6 +303,9 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
     if (packed == NULL) {
         ts_packed_b_bytes(path, K, N, &b_bytes);
         ts_size_round_up(b_bytes, 16, &b_bytes);
+        /* the panels on a line (TS_LINE_BYTES): move the block by at most 48 bytes */
+        ts_packed_b_layout(&local, path, K, N, base);
+        base += (TS_LINE_BYTES - (uintptr_t)local.data % TS_LINE_BYTES) % TS_LINE_BYTES;
         ts_packed_b_layout(&local, path, K, N, base);
         b.b = &local;
         b.fill = 1;
