@@ -1698,15 +1698,17 @@ static void column_sums_s8_x16(int32_t *sums, const int8_t *B, size_t rows, size
 }
 
 /* Columns 0 .. n16-1 (a multiple of 16) of a row-major B: passes of TS_SUM_PASS_ROWS rows,
- * each over every 16-column group (exact int32 sums, so the order does not matter). */
+ * each over every 16-column group (exact int32 sums, so the order does not matter); the sums
+ * start at 0 when `first`, else these K rows are added to them. */
 static void column_sums_s8_rows(int32_t *sums, const int8_t *B, size_t K, size_t n16,
-                                size_t k_stride)
+                                size_t k_stride, int first)
 {
     size_t k0 = 0;
     do {
         const size_t rows = K - k0 < TS_SUM_PASS_ROWS ? K - k0 : TS_SUM_PASS_ROWS;
         for (size_t n = 0; n < n16; n += 16)
-            column_sums_s8_x16(sums + n, B + k0 * k_stride + n, rows, k_stride, k0 == 0);
+            column_sums_s8_x16(sums + n, B + k0 * k_stride + n, rows, k_stride,
+                               first && k0 == 0);
         k0 += rows;
     } while (k0 < K);
 }
@@ -1726,28 +1728,61 @@ static int32_t column_sum_s8_contiguous(const int8_t *column, size_t K)
 }
 #endif
 
-static void column_sums_s8(int32_t *sums, const int8_t *B, size_t K, size_t N, size_t k_stride,
-                           size_t n_stride)
+/* sums[n] = the sum of column n over the K rows of B when `first`; otherwise the K rows are
+ * added to sums[n] (row passes of a larger B: ts_pack_b_s8_passes). Exact in int32 (wrapping
+ * like the accumulators), so any order gives the same sums. */
+static void column_sums_s8_part(int32_t *sums, const int8_t *B, size_t K, size_t N,
+                                size_t k_stride, size_t n_stride, int first)
 {
     size_t n = 0;
 #if TS_HAVE_NEON
     if (n_stride == 1 && N >= 16) {
         n = N - N % 16;
-        column_sums_s8_rows(sums, B, K, n, k_stride);
+        column_sums_s8_rows(sums, B, K, n, k_stride, first);
     }
     if (k_stride == 1) {
         for (; n < N; ++n)
-            sums[n] = column_sum_s8_contiguous(B + n * n_stride, K);
+            sums[n] = (int32_t)((first ? 0u : (uint32_t)sums[n])
+                                + (uint32_t)column_sum_s8_contiguous(B + n * n_stride, K));
         return;
     }
 #endif
     for (; n < N; ++n) {
-        int32_t sum = 0;
+        uint32_t sum = first ? 0u : (uint32_t)sums[n];
         for (size_t k = 0; k < K; ++k)
-            sum += B[k * k_stride + n * n_stride];
-        sums[n] = sum;
+            sum += (uint32_t)(int32_t)B[k * k_stride + n * n_stride];
+        sums[n] = (int32_t)sum;
     }
 }
+
+static void column_sums_s8(int32_t *sums, const int8_t *B, size_t K, size_t N, size_t k_stride,
+                           size_t n_stride)
+{
+    column_sums_s8_part(sums, B, K, N, k_stride, n_stride, 1);
+}
+
+#if TS_HAVE_NEON
+/* Row-major B (n_stride 1) with column sums: the sums and the NEON transposes
+ * (pack_b_transposed) in passes of TS_SUM_PASS_ROWS rows (a multiple of every lp): each
+ * pass's sums, then its k-steps packed, so the packer reads rows the sums have just brought
+ * into the caches (128 KiB at N = 4096) instead of reading B from memory a second time
+ * (prefill M=512 int8, B 16 MiB, on the bench's N2 model). Returns what pack_b_transposed
+ * returns: the panels whose whole k-steps it packed (0: none, the sums are complete anyway). */
+static size_t pack_b_s8_passes(const ts_packed_b *b, const int8_t *B, size_t ldb)
+{
+    const size_t step_bytes = b->path->hp * b->path->lp * ts_pack_elem_bytes(b->path->pack);
+    size_t packed = 0;
+    for (size_t k0 = 0; k0 < b->K; k0 += TS_SUM_PASS_ROWS) {
+        const size_t rows = b->K - k0 < TS_SUM_PASS_ROWS ? b->K - k0 : TS_SUM_PASS_ROWS;
+        ts_packed_b pass = *b;        /* k-steps k0 / lp ..: the same panels, K rows later */
+        column_sums_s8_part(b->col_sums, B + k0 * ldb, rows, b->N, ldb, 1, k0 == 0);
+        pass.K = rows;
+        pass.data = (unsigned char *)b->data + k0 / b->path->lp * step_bytes;
+        packed = pack_b_transposed(&pass, B + k0 * ldb, ldb);
+    }
+    return packed;
+}
+#endif
 
 /* Sets b's path, sizes and panel geometry for path's hp (b->data is the caller's). */
 static void set_geometry(ts_packed_b *b, const ts_path *path, size_t K, size_t N)
@@ -1822,15 +1857,21 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
         }
         return;
     }
-    if (part.col_sums)
-        column_sums_s8(part.col_sums, (const int8_t *)B, part.K, part.N, k_stride, n_stride);
     /* Panel j = columns j*hp .. j*hp+hp-1 of B, i.e. rows of B^T: row stride n_stride. The
-     * NEON transposes may have packed the whole k-steps of the first `transposed` panels. */
+     * NEON transposes may have packed the whole k-steps of the first `transposed` panels
+     * (with the column sums: in row passes, pack_b_s8_passes). */
     size_t transposed = 0;
+    int summed = 0;
 #if TS_HAVE_NEON
-    if (n_stride == 1)
+    if (n_stride == 1 && part.col_sums) {
+        transposed = pack_b_s8_passes(&part, (const int8_t *)B, k_stride);
+        summed = 1;
+    } else if (n_stride == 1) {
         transposed = pack_b_transposed(&part, B, k_stride);
+    }
 #endif
+    if (part.col_sums && !summed)
+        column_sums_s8(part.col_sums, (const int8_t *)B, part.K, part.N, k_stride, n_stride);
     for (size_t j = 0; j < part.panels; ++j) {
         size_t c0 = j * path->hp;
         size_t cols = part.N - c0 < path->hp ? part.N - c0 : path->hp;
