@@ -23,7 +23,10 @@ the modeled cycles). So K is split only when the split buys something (`whole_k_
 KC's L1 role (B micro-panel reused across A micro-panels) matters only where L2 cannot stream
 both micro-panels at the kernel's peak, and with K whole the M block keeps its height (MC
 panels, so B is re-read as often as with the split) as long as that A block and one B
-micro-panel fit the L2 capacity.
+micro-panel fit the L2 capacity. A whole K shorter than that limit leaves L2 room for more A
+panels: the engine (drivers/src/ts_engine.c m_block_panels) gives such an M block the most
+panels p with (p * ep + hp) * K <= (MC * ep + hp) * whole_k_steps (the same L2 fit), since every
+M block streams the whole packed B from beyond L2 once more.
 """
 from __future__ import annotations
 

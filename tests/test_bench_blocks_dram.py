@@ -15,7 +15,17 @@ ceil(512 / h) passes. Blocks sized for the 128 KiB L2 (48 rows, 11 passes) cost 
 above what a core's DRAM share lets an N2 stream in the GEMM's compute time; blocks of the ooo
 class (an A block of a quarter of that class's smallest L2, A710's 512 KiB: 128 KiB = 64 rows at
 least, at most 8 passes) must stay within 5 + 8 = 13 MiB, and well under the generic blocks'
-figure."""
+figure.
+
+int8 prefill M=512, N=K=4096 (the bench's prefill512, requantized int8 C) on the same N2 with
+the ooo blocks: B is 16 MiB, A and C 2 MiB each. Compulsory: read B once (its column sums and
+the packer's transposes run in the same row passes, so the packer finds the rows cached), write
+the packed B back once (16 MiB: its panels start on a line, so the packer writes whole lines),
+read A, and read and write C's lines (a tile writes 8 of a line's 64 bytes): 38 MiB. K = 4096
+runs whole (512 k-steps, within the ooo class's 910), and the M block then holds what
+whole_k_steps' L2 fit allows at that K, 14 A panels (112 rows), so the kernels stream the packed B
+ceil(512 / 112) = 5 times: 38 + 80 = 118 MiB; bound 128 MiB. Blocks of 8 panels (64 rows, 8
+passes) with B read twice and the packed lines half-written cost 231 MiB."""
 from __future__ import annotations
 
 import subprocess
@@ -43,12 +53,15 @@ def program(tmp_path_factory):
     return build_program(gen, d / "workloads"), build_plugin(d / "plugin"), d
 
 
-def dram_bytes(program, plugin, work_dir, cls: str) -> int:
-    """(L2 misses + L2 write-backs) x 64 bytes of the measured GEMM on the simulated N2."""
+def dram_bytes(program, plugin, work_dir, cls: str, dtype: str = "f32",
+               dims: tuple = (512, 512, 512)) -> int:
+    """(L2 misses + L2 write-backs) x 64 bytes of the measured GEMM (the newest path of
+    `dtype`, B packed in the call) on the simulated N2."""
     binary, table = program, sym.SymbolTable.from_elf(program)
-    workload = Workload("gemm512-f32", "GEMM 512³ f32", "gemm", "f32", (512, 512, 512), "gemm512")
-    [path] = [p for p in PATHS["f32"]]
-    blocks, _ = run_profiled(binary, workload.args(path), plugin, work_dir / f"{cls}.tb",
+    workload = Workload(f"gemm-{dtype}", f"GEMM {dtype}", "gemm", dtype, dims, "gemm")
+    path = PATHS[dtype][-1]
+    blocks, _ = run_profiled(binary, workload.args(path), plugin,
+                             work_dir / f"{cls}-{dtype}-{dims[0]}.tb",
                              cpu=qemu_cpu(cls), mark=table.address_of(sym.MARK),
                              caches={N2: MEMORY[N2]})
     groups, _ = classify(blocks, table, "ts_")
@@ -64,3 +77,10 @@ def test_ooo_blocks_keep_fp32_512_cube_near_compulsory_traffic(program):
     # the generic blocks re-read B once per 48-row M block (module comment): ~16 MiB
     assert generic >= 15 * MIB, generic / MIB
     assert ooo <= 0.75 * generic, (ooo / MIB, generic / MIB)
+
+
+def test_ooo_blocks_keep_int8_prefill512_to_five_passes_over_b(program):
+    binary, plugin, d = program
+    moved = dram_bytes(binary, plugin, d, "ooo", "s8", (512, 4096, 4096))
+    # compulsory 38 MiB + 5 passes over the 16 MiB packed B (module comment)
+    assert moved <= 128 * MIB, moved / MIB
