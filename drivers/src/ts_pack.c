@@ -1771,15 +1771,16 @@ static void column_sums_s8(int32_t *sums, const int8_t *B, size_t K, size_t N, s
 static size_t pack_b_s8_passes(const ts_packed_b *b, const int8_t *B, size_t ldb)
 {
     const size_t step_bytes = b->path->hp * b->path->lp * ts_pack_elem_bytes(b->path->pack);
-    size_t packed = 0;
-    for (size_t k0 = 0; k0 < b->K; k0 += TS_SUM_PASS_ROWS) {
+    size_t packed, k0 = 0;
+    do {                              /* K = 0 too: its sums are 0 */
         const size_t rows = b->K - k0 < TS_SUM_PASS_ROWS ? b->K - k0 : TS_SUM_PASS_ROWS;
         ts_packed_b pass = *b;        /* k-steps k0 / lp ..: the same panels, K rows later */
         column_sums_s8_part(b->col_sums, B + k0 * ldb, rows, b->N, ldb, 1, k0 == 0);
         pass.K = rows;
         pass.data = (unsigned char *)b->data + k0 / b->path->lp * step_bytes;
         packed = pack_b_transposed(&pass, B + k0 * ldb, ldb);
-    }
+        k0 += rows;
+    } while (k0 < b->K);
     return packed;
 }
 #endif
