@@ -130,18 +130,40 @@ static int8_t quantize_one(float a, float inv, int32_t zp)
 }
 
 #if TS_LHS_NEON
-/* 16 consecutive k (from a multiple of 16) of one row: FMUL, FCVTNS (round to nearest, ties to
- * even, whatever FPCR says: Arm ARM, FCVTNS (vector)), SQXTN to int16 (exact: |x| <= ~256),
- * SQADD zp (no saturation: |x + zp| <= ~384), SQXTN to int8: the clamp to -128..127. */
-static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, int16x8_t zp)
+/* rint(v) of an fp32 vector with |v| < 2^22, ties to even, as int32 lanes whose low 16 bits are
+ * rint(v) (every |v| here is below 256, tilesmith.h's qa: |A * inv| <= 255 (1 + a few ulp), so
+ * the int16 value is exact; the UZP1 that narrows keeps the low halves). Two forms:
+ * - rne (FPCR at its default: fpcr_default): FADD of 1.5 * 2^23. The sum lies in
+ *   [2^23, 2^24), where the fp32 spacing is 1, so the one rounding (to nearest, ties to even)
+ *   is rint(v) + 1.5 * 2^23 exactly; its bits are 0x4B400000 + rint(v), whose low 16 bits are
+ *   rint(v) (0x4B400000 ends in 16 zero bits). One FADD instead of FCVTNS: on Neoverse N2 an
+ *   FCVTNS .4s takes pipe V0 for two cycles, an FADD either pipe for one (LLVM 19 models).
+ * - otherwise FCVTNS (round to nearest, ties to even, whatever FPCR says: Arm ARM, FCVTNS
+ *   (vector)): the same int32. */
+static TS_ALWAYS_INLINE int32x4_t rint_lanes(float32x4_t v, int rne)
 {
-    int32x4_t i0 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a), inv));
-    int32x4_t i1 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + 4), inv));
-    int32x4_t i2 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + 8), inv));
-    int32x4_t i3 = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(a + 12), inv));
-    int16x8_t h0 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(i0), i1), zp);
-    int16x8_t h1 = vqaddq_s16(vqmovn_high_s32(vqmovn_s32(i2), i3), zp);
-    return vqmovn_high_s16(vqmovn_s16(h0), h1);
+    if (rne)
+        return vreinterpretq_s32_f32(vaddq_f32(v, vdupq_n_f32(12582912.0f)));   /* 1.5 * 2^23 */
+    return vcvtnq_s32_f32(v);
+}
+
+/* 16 consecutive k (from a multiple of 16) of one row: FMUL, rint_lanes, UZP1 of the int32 pairs
+ * (their low halves: exact, |rint| <= 256), ADD zp in int16 (|x + zp| <= 384: no overflow),
+ * SQXTN to int8: the clamp to -128..127. */
+static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, int16x8_t zp,
+                                              int rne)
+{
+    float32x4_t f0 = vmulq_f32(vld1q_f32(a), inv), f1 = vmulq_f32(vld1q_f32(a + 4), inv);
+    float32x4_t f2 = vmulq_f32(vld1q_f32(a + 8), inv), f3 = vmulq_f32(vld1q_f32(a + 12), inv);
+    TS_FP_OPAQUE(f0);            /* the product rounded on its own (no FMLA with the FADD) */
+    TS_FP_OPAQUE(f1);
+    TS_FP_OPAQUE(f2);
+    TS_FP_OPAQUE(f3);
+    int16x8_t h0 = vuzp1q_s16(vreinterpretq_s16_s32(rint_lanes(f0, rne)),
+                              vreinterpretq_s16_s32(rint_lanes(f1, rne)));
+    int16x8_t h1 = vuzp1q_s16(vreinterpretq_s16_s32(rint_lanes(f2, rne)),
+                              vreinterpretq_s16_s32(rint_lanes(f3, rne)));
+    return vqmovn_high_s16(vqmovn_s16(vaddq_s16(h0, zp)), vaddq_s16(h1, zp));
 }
 
 /* 64 consecutive k the same way as quantize_16, each operation on all 16 vectors before the
@@ -152,32 +174,30 @@ static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, i
 #else
 #  define TS_UNROLLED
 #endif
-static TS_ALWAYS_INLINE void quantize_64(const float *a, float32x4_t inv, int16x8_t zp,
+static TS_ALWAYS_INLINE void quantize_64(const float *a, float32x4_t inv, int16x8_t zp, int rne,
                                          int8x16_t q[4])
 {
     float32x4_t f[16];
     int32x4_t n[16];
-    int16x4_t l[8];
     int16x8_t h[8];
     int8x8_t b[4];
     TS_UNROLLED
     for (int i = 0; i < 16; ++i)
         f[i] = vld1q_f32(a + 4 * i);
     TS_UNROLLED
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < 16; ++i) {
         f[i] = vmulq_f32(f[i], inv);
+        TS_FP_OPAQUE(f[i]);
+    }
     TS_UNROLLED
     for (int i = 0; i < 16; ++i)
-        n[i] = vcvtnq_s32_f32(f[i]);
+        n[i] = rint_lanes(f[i], rne);
     TS_UNROLLED
     for (int j = 0; j < 8; ++j)
-        l[j] = vqmovn_s32(n[2 * j]);
+        h[j] = vuzp1q_s16(vreinterpretq_s16_s32(n[2 * j]), vreinterpretq_s16_s32(n[2 * j + 1]));
     TS_UNROLLED
     for (int j = 0; j < 8; ++j)
-        h[j] = vqmovn_high_s32(l[j], n[2 * j + 1]);
-    TS_UNROLLED
-    for (int j = 0; j < 8; ++j)
-        h[j] = vqaddq_s16(h[j], zp);
+        h[j] = vaddq_s16(h[j], zp);
     TS_UNROLLED
     for (int j = 0; j < 4; ++j)
         b[j] = vqmovn_s16(h[2 * j]);
@@ -233,11 +253,12 @@ static TS_ALWAYS_INLINE int32_t copy_row_lp(const int8_t *w, size_t K, size_t lp
  * (quantize_64: sixteen independent chains of dependent operations for the in-order cores). */
 static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv, int32_t zp,
                                              size_t lp, size_t step, size_t kpad, int8_t *row,
-                                             int want_sum)
+                                             int want_sum, int rne)
 {
     size_t k = 0;
     int32_t sum = 0;
     (void)want_sum;                               /* the NEON part's only */
+    (void)rne;
 #if TS_LHS_NEON
     const float32x4_t iv = vdupq_n_f32(inv);
     const int16x8_t zv = vdupq_n_s16((int16_t)zp);
@@ -245,7 +266,7 @@ static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv
     int8_t *d = row;                              /* k-step k / lp of the row: no multiply */
     for (; k + 64 <= K; k += 64, d += 64 / lp * step) {
         int8x16_t q[4];
-        quantize_64(a + k, iv, zv, q);
+        quantize_64(a + k, iv, zv, rne, q);
         if (want_sum) {                           /* |lane| <= 128 K / 4: fits */
             acc = vpadalq_s16(acc, vaddq_s16(vpaddlq_s8(q[0]), vpaddlq_s8(q[1])));
             acc = vpadalq_s16(acc, vaddq_s16(vpaddlq_s8(q[2]), vpaddlq_s8(q[3])));
@@ -256,7 +277,7 @@ static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv
         store_16(d, 48, lp, step, q[3]);
     }
     for (; k + 16 <= K; k += 16) {
-        int8x16_t q = quantize_16(a + k, iv, zv);
+        int8x16_t q = quantize_16(a + k, iv, zv, rne);
         if (want_sum)
             acc = vpadalq_s16(acc, vpaddlq_s8(q));
         store_16(row, k, lp, step, q);
@@ -271,29 +292,40 @@ static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv
     return sum;
 }
 
-static void quant_row_as(const float *a, size_t K, float inv, int32_t zp,
-                         const ts_qdyn_layout *l, int8_t *row, int32_t *sum)
+/* One row in layout l, lp (1, 2, 4, 8 or 16), want_sum and rne constants in each inlined copy. */
+#define TS_QUANT_ROW(lp, want_sum, rne) \
+    quant_row_lp(a, K, inv, zp, lp, l->step_bytes, l->kpad, row, want_sum, rne)
+
+static TS_ALWAYS_INLINE int32_t quant_row_rne(const float *a, size_t K, float inv, int32_t zp,
+                                              const ts_qdyn_layout *l, int8_t *row,
+                                              int want_sum, int rne)
 {
-    int32_t s;
     /* each case its own inlined copy (constant lp); with sums, the lp of the kernels that read
      * them (smmla 8, sdot and the Armv8.0 kernels 4) and row-major (16) */
-    if (sum != NULL) {
+    if (want_sum) {
         switch (l->lp) {
-        case 16: s = quant_row_lp(a, K, inv, zp, 16, l->step_bytes, l->kpad, row, 1); break;
-        case 8:  s = quant_row_lp(a, K, inv, zp, 8, l->step_bytes, l->kpad, row, 1); break;
-        case 4:  s = quant_row_lp(a, K, inv, zp, 4, l->step_bytes, l->kpad, row, 1); break;
-        default: s = quant_row_lp(a, K, inv, zp, l->lp, l->step_bytes, l->kpad, row, 1); break;
+        case 16: return TS_QUANT_ROW(16, 1, rne);
+        case 8:  return TS_QUANT_ROW(8, 1, rne);
+        case 4:  return TS_QUANT_ROW(4, 1, rne);
+        default: return TS_QUANT_ROW(l->lp, 1, rne);
         }
-        *sum = s;
-        return;
     }
     switch (l->lp) {
-    case 16: quant_row_lp(a, K, inv, zp, 16, l->step_bytes, l->kpad, row, 0); break;
-    case 8:  quant_row_lp(a, K, inv, zp, 8, l->step_bytes, l->kpad, row, 0); break;
-    case 4:  quant_row_lp(a, K, inv, zp, 4, l->step_bytes, l->kpad, row, 0); break;
-    case 2:  quant_row_lp(a, K, inv, zp, 2, l->step_bytes, l->kpad, row, 0); break;
-    default: quant_row_lp(a, K, inv, zp, 1, l->step_bytes, l->kpad, row, 0); break;
+    case 16: return TS_QUANT_ROW(16, 0, rne);
+    case 8:  return TS_QUANT_ROW(8, 0, rne);
+    case 4:  return TS_QUANT_ROW(4, 0, rne);
+    case 2:  return TS_QUANT_ROW(2, 0, rne);
+    default: return TS_QUANT_ROW(1, 0, rne);
     }
+}
+
+static void quant_row_as(const float *a, size_t K, float inv, int32_t zp,
+                         const ts_qdyn_layout *l, int8_t *row, int32_t *sum, int rne)
+{
+    int32_t s = rne ? quant_row_rne(a, K, inv, zp, l, row, sum != NULL, 1)
+                    : quant_row_rne(a, K, inv, zp, l, row, sum != NULL, 0);
+    if (sum != NULL)
+        *sum = s;
 }
 
 static int32_t copy_row_as(const int8_t *w, size_t K, const ts_qdyn_layout *l, int8_t *row)
@@ -314,6 +346,21 @@ static void zero_row(const ts_qdyn_layout *l, int8_t *row)
         memset(row + s * l->step_bytes, 0, l->lp);
 }
 
+/* Whether FPCR is at its default for the fields that could change the FADD of rint_lanes (or
+ * trap on it): FIZ [0], AH [1], the trap enables IOE..IXE [12:8] and IDE [15], RMode [23:22],
+ * FZ [24], DN [25] (Arm ARM, FPCR; the fields ts_pack.c's BFCVTN check reads). Linux starts
+ * every thread with FPCR 0; elsewhere (and without GNU asm) FCVTNS: the same bytes. */
+static int fpcr_default(void)
+{
+#if TS_LHS_NEON && defined(__GNUC__) && defined(__aarch64__)
+    uint64_t fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    return (fpcr & 0x03C09F03u) == 0;
+#else
+    return 0;
+#endif
+}
+
 int ts_qdyn_row_ranges(const float *A, size_t lda, size_t rows, size_t K, float *lohi)
 {
     int finite = 1;
@@ -326,6 +373,7 @@ void ts_qdyn_quant_pack_ranged(const float *A, size_t lda, size_t rows, size_t w
                                const ts_qdyn_layout *layout, const float *lohi, int8_t *dst,
                                float *scale, int32_t *zp, int32_t *sums)
 {
+    const int rne = fpcr_default();
     for (size_t r = 0; r < width; ++r) {
         int8_t *row = dst + r * layout->row_bytes;
         if (r >= rows) {
@@ -341,7 +389,7 @@ void ts_qdyn_quant_pack_ranged(const float *A, size_t lda, size_t rows, size_t w
             row_range(a, K, &lo, &hi);
         }
         row_params(lo, hi, &scale[r], &inv, &zp[r]);
-        quant_row_as(a, K, inv, zp[r], layout, row, sums != NULL ? &sums[r] : NULL);
+        quant_row_as(a, K, inv, zp[r], layout, row, sums != NULL ? &sums[r] : NULL, rne);
     }
 }
 

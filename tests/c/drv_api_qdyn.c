@@ -1,10 +1,11 @@
 /* qdyn GEMM (int8 activations quantised per row x int8 / int4 weights -> fp32) under every
  * forced feature mask: results compared bit for bit with a scalar reference written from the
- * formulas of tilesmith.h (rintf in the default rounding mode, int64 block sums, nibbles decoded
- * by shifts), and within a bound of a float64 GEMM of the unquantised activations; the
+ * formulas of tilesmith.h (rint ties to even by floorf, whatever the rounding mode; int64 block
+ * sums, nibbles decoded by shifts), and within a bound of a float64 GEMM of the unquantised activations; the
  * quantisation alone through an identity B; weight quantisers; bad inputs (TS_EINVAL, nothing
  * written). Every buffer sits against a guard page.
  * usage: drv_api_qdyn MASKS     prints a hash of every result per mask (equal across paths). */
+#include <fenv.h>
 #include <float.h>
 
 #include "drv_api_common.h"
@@ -15,11 +16,33 @@
 
 static int32_t clampi(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* clamp(rintf(v)) in float first, so huge values do not overflow the conversion */
+/* rint(v), ties to even, in any rounding mode: floorf and v - floorf(v) are exact (|v| < 2^23) */
+static float ref_rint(float v)
+{
+    if (!(fabsf(v) < 8388608.0f))
+        return v;
+    float f = floorf(v), d = v - f;
+    return d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f) ? f + 1.0f : f;
+}
+
+/* clamp(rint(v)) in float first, so huge values do not overflow the conversion */
 static int32_t ref_rint_clamp(float v, float lo, float hi)
 {
-    float r = rintf(v);      /* default rounding mode: to nearest, ties to even */
+    float r = ref_rint(v);
     return (int32_t)(r < lo ? lo : r > hi ? hi : r);
+}
+
+/* rint(a[k] * inv) + zp of a row, before the clamp to int8 */
+static int32_t ref_unclamped(const float *a, size_t K, size_t k)
+{
+    float lo = 0.0f, hi = 0.0f;
+    for (size_t i = 0; i < K; ++i) {
+        lo = fminf(lo, a[i]);
+        hi = fmaxf(hi, a[i]);
+    }
+    float inv = 1.0f / fmaxf(hi / 255.0f - lo / 255.0f, FLT_MIN);
+    return ref_rint_clamp(a[k] * inv, -4096.0f, 4096.0f)
+           + ref_rint_clamp(-128.0f - lo * inv, -128.0f, 127.0f);
 }
 
 static void ref_quantize_row(const float *a, size_t K, int8_t *q, float *scale, int32_t *zp)
@@ -331,6 +354,99 @@ static void test_quant_pack(void)
     }
 }
 
+/* One row set through ts_qdyn_quant_pack (an lp-8 panel with sums, and row-major) against
+ * ref_quantize_row byte for byte, with scales, zero points and sums; returns the failures. */
+static int quant_pack_matches(const float *A, size_t lda, size_t M, size_t K, const char *what)
+{
+    int bad = 0;
+    int8_t *want = malloc(M * K);
+    float *wscale = malloc(M * 4);
+    int32_t *wzp = malloc(M * 4), *wsum = calloc(M, 4);
+    for (size_t m = 0; m < M; ++m) {
+        ref_quantize_row(A + m * lda, K, want + m * K, &wscale[m], &wzp[m]);
+        for (size_t k = 0; k < K; ++k)
+            wsum[m] += want[m * K + k];
+    }
+    for (size_t lp = 8; lp <= 16; lp += 8) {
+        size_t ksteps = (K + lp - 1) / lp, bytes = M * ksteps * lp;
+        int8_t *dst = guarded(bytes);
+        float *sc = guarded(M * 4);
+        int32_t *zp = guarded(M * 4), *sums = guarded(M * 4);
+        ts_qdyn_layout layout = lp == 8 ? ts_qdyn_panel_layout(M, 8, ksteps)
+                                        : (ts_qdyn_layout){ 16, K, 16, K };
+        ts_qdyn_quant_pack(A, lda, M, M, K, &layout, dst, sc, zp, lp == 8 ? sums : NULL);
+        for (size_t m = 0; m < M; ++m) {
+            bad += memcmp(&sc[m], &wscale[m], 4) != 0 || zp[m] != wzp[m]
+                   || (lp == 8 && sums[m] != wsum[m]);
+            for (size_t k = 0; k < K; ++k) {
+                int8_t got = lp == 8 ? dst[k / 8 * M * 8 + m * 8 + k % 8] : dst[m * K + k];
+                if (got != want[m * K + k] && bad++ < 3)
+                    printf("  %s: lp %zu row %zu k %zu = %d, want %d\n", what, lp, m, k, got,
+                           want[m * K + k]);
+            }
+        }
+        hash_bytes(dst, bytes);
+    }
+    free(want);
+    free(wscale);
+    free(wzp);
+    free(wsum);
+    release_all();
+    return bad;
+}
+
+/* rint(A * inv) + zp is one past the int8 range before the clamp: 128 at a row's maximum, -129
+ * at its minimum (zp = rint(-128 - lo * inv) rounds -128 - lo * inv, a tie after its own
+ * rounding, away from rint(lo * inv)). Rows found by a search over (lo, hi) with numpy's float32
+ * of the same formulas, checked here against the reference; each extreme sits at k = 5 (the
+ * 64-k NEON blocks), 70 (the 16-k block) and 81 (the scalar tail) of K = 83 in turn, the other
+ * k between lo and hi. The clamp must give 127 / -128 on every path. */
+static void test_quant_preclamp(void)
+{
+    static const float rows[3][2] = {      /* lo, hi */
+        { -0x1.b347eep-9f, 0x1.1f59dap-1f },     /* 128 at hi */
+        { -0x1.2c4558p+1f, 0x1.6b4ecp-2f },      /* 128 at hi */
+        { -0x1.1fa3bap-9f, 0x1.1df44p+0f },      /* -129 at lo */
+    };
+    static const size_t at[3] = { 5, 70, 81 };
+    const size_t K = 83, M = 9, lda = K + 1;
+    float *A = malloc(M * lda * 4);
+    for (size_t r = 0; r < 3; ++r)
+        for (size_t p = 0; p < 3; ++p) {
+            float *a = A + (3 * r + p) * lda, lo = rows[r][0], hi = rows[r][1];
+            for (size_t k = 0; k < K; ++k)
+                a[k] = lo + (hi - lo) * (float)((k * 37) % 101) / 101.0f * 0.999f;
+            a[at[p]] = r < 2 ? hi : lo;
+            a[at[(p + 1) % 3]] = r < 2 ? lo : hi;
+            int32_t x = ref_unclamped(a, K, at[p]);
+            CHECK(x == (r < 2 ? 128 : -129), "preclamp row %zu k %zu: %d before the clamp",
+                  r, at[p], x);
+        }
+    CHECK(quant_pack_matches(A, lda, M, K, "preclamp") == 0, "quant_pack: rows past int8 "
+          "before the clamp");
+    free(A);
+}
+
+/* qa does not depend on the rounding mode's rint (tilesmith.h: ties to even whatever FPCR
+ * says); the fp32 products and quotients do, in the reference too. Under each mode the
+ * quantise-pack gives the reference's bytes (fill_row's rows: ties, zeros, one huge value,
+ * negative only; K past one 64-k block, a 16-k block and a scalar tail). */
+static void test_quant_rounding_modes(void)
+{
+    static const int modes[4] = { FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO };
+    const size_t M = 7, K = 147, lda = K;
+    float *A = malloc(M * lda * 4);
+    for (size_t m = 0; m < M; ++m)
+        fill_row(A + m * lda, K, m);
+    for (size_t i = 0; i < 4; ++i) {
+        CHECK(fesetround(modes[i]) == 0, "fesetround %d", modes[i]);
+        int bad = quant_pack_matches(A, lda, M, K, "rounding mode");
+        fesetround(FE_TONEAREST);
+        CHECK(bad == 0, "quant_pack under rounding mode %zu: %d differ", i, bad);
+    }
+    free(A);
+}
+
 /* Quantisation alone: B = identity (qs8, scale 1) gives C[m][k] = scale[m] * (qa - zp). */
 static void test_quantisation_identity(void)
 {
@@ -639,6 +755,8 @@ int main(int argc, char **argv)
         run_case(4, 0, 3, 45, 2048, 0, 0); ++cases;
         run_case(4, 0, 11, 19, 1000, 1, 0); ++cases;
         test_quant_pack();
+        test_quant_preclamp();
+        test_quant_rounding_modes();
         test_quantisation_identity();
         test_nibbles();
         test_weight_quantisers();
