@@ -5,10 +5,11 @@
  * quantisation alone through an identity B; weight quantisers; bad inputs (TS_EINVAL, nothing
  * written). Every buffer sits against a guard page.
  * usage: drv_api_qdyn MASKS     prints a hash of every result per mask (equal across paths). */
+#include "drv_api_common.h"   /* first: its _DEFAULT_SOURCE */
+
 #include <fenv.h>
 #include <float.h>
 
-#include "drv_api_common.h"
 #include "ts_pack_internal.h"    /* the handle's fused kernel (ts_packed_b.qdyn) */
 #include "ts_qdyn_internal.h"    /* the LHS quantise-pack on its own */
 
