@@ -20,6 +20,16 @@
 #else
 #  define TS_LHS_NEON 0
 #endif
+/* The product a * inv rounded on its own, never fused with rint_lanes's FADD into an FMLA: GCC
+ * keeps its optimize("fp-contract=off") pragma (ts_qdyn_internal.h) under -ffp-contract=fast,
+ * clang 19 drops its STDC FP_CONTRACT OFF there (tests/test_drivers_qdyn.py builds both), so
+ * clang gets the empty-asm barrier too; under GCC the barrier would cost the in-order schedule
+ * of quantize_64 (llvm-mca-19, Cortex-A510, gcc 12 -O2: 44 -> 75 cycles per 64 k). */
+#if defined(__clang__)
+#  define TS_LHS_UNFUSED(x) TS_FP_OPAQUE(x)
+#else
+#  define TS_LHS_UNFUSED(x) ((void)0)
+#endif
 #if defined(__GNUC__)                 /* GCC and clang: the loops marked so fully unrolled */
 #  define TS_UNROLLED _Pragma("GCC unroll 16")
 #else
@@ -178,10 +188,10 @@ static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, i
 {
     float32x4_t f0 = vmulq_f32(vld1q_f32(a), inv), f1 = vmulq_f32(vld1q_f32(a + 4), inv);
     float32x4_t f2 = vmulq_f32(vld1q_f32(a + 8), inv), f3 = vmulq_f32(vld1q_f32(a + 12), inv);
-    TS_FP_OPAQUE(f0);            /* the product rounded on its own (no FMLA with the FADD) */
-    TS_FP_OPAQUE(f1);
-    TS_FP_OPAQUE(f2);
-    TS_FP_OPAQUE(f3);
+    TS_LHS_UNFUSED(f0);          /* the product rounded on its own (no FMLA with the FADD) */
+    TS_LHS_UNFUSED(f1);
+    TS_LHS_UNFUSED(f2);
+    TS_LHS_UNFUSED(f3);
     int16x8_t h0 = vuzp1q_s16(vreinterpretq_s16_s32(rint_lanes(f0, rne)),
                               vreinterpretq_s16_s32(rint_lanes(f1, rne)));
     int16x8_t h1 = vuzp1q_s16(vreinterpretq_s16_s32(rint_lanes(f2, rne)),
@@ -191,7 +201,8 @@ static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, i
 
 /* 64 consecutive k the same way as quantize_16, each operation on all 16 vectors before the
  * next (an in-order core waits out each result's latency otherwise: llvm-mca-19, Cortex-A510,
- * 87 -> 64 cycles per 64 k of an lp-8 panel, gcc 12 -O2, 2026-11-23; N2 44, V1 22 either way). */
+ * 87 -> 64 cycles per 64 k of an lp-8 panel, gcc 12 -O2, 2026-11-23; N2 44, V1 22 either way;
+ * with the FADD rint and UZP1: A510 44, N2 29, V1 14). */
 static TS_ALWAYS_INLINE void quantize_64(const float *a, float32x4_t inv, int16x8_t zp, int rne,
                                          int8x16_t q[4])
 {
@@ -205,7 +216,7 @@ static TS_ALWAYS_INLINE void quantize_64(const float *a, float32x4_t inv, int16x
     TS_UNROLLED
     for (int i = 0; i < 16; ++i) {
         f[i] = vmulq_f32(f[i], inv);
-        TS_FP_OPAQUE(f[i]);
+        TS_LHS_UNFUSED(f[i]);
     }
     TS_UNROLLED
     for (int i = 0; i < 16; ++i)
