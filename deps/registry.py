@@ -36,9 +36,10 @@ ESSENTIAL_COMMANDS = ("sh", "stat", "dpkg", "dpkg-query")
 
 # System headers of the aarch64 C code (generated drivers, tests/c, bench/workloads.c); the
 # probe program includes them all. Headers only included for other systems are listed apart.
-TARGET_HEADERS = ("arm_neon.h", "float.h", "inttypes.h", "math.h", "pthread.h", "stdbool.h",
-                  "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h", "sys/auxv.h",
-                  "sys/mman.h", "sys/prctl.h", "sys/types.h", "unistd.h")
+TARGET_HEADERS = ("arm_neon.h", "fenv.h", "float.h", "inttypes.h", "math.h", "pthread.h",
+                  "signal.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h",
+                  "string.h", "sys/auxv.h", "sys/mman.h", "sys/prctl.h", "sys/types.h",
+                  "sys/wait.h", "unistd.h")
 NOT_LINUX_HEADERS = ("sys/sysctl.h", "windows.h")   # Apple / Windows branches of dispatch
 # System headers of host C code (the QEMU plugin bench/plugin/tbcount.c, built by HOST_CC).
 HOST_HEADERS = ("pthread.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h",
