@@ -213,6 +213,17 @@ def bf16_rounding():
     return forms
 
 
+def bf16_convert():
+    """The streaming bf16 packers' conversion when FPCR is the default (gen/sme_pack.py):
+    BFCVT 01100101 10 0010 10 101 Pg Zn Zd and BFCVTNT 01100100 10 0010 10 101 Pg Zn Zd
+    (Zd.H, Pg/M, Zn.S; Pg p0-p7; FEAT_SVE with FEAT_BF16, legal in Streaming SVE mode): each
+    active fp32 lane rounded to bf16 by FPCR into the even (BFCVT, odd ones zeroed) / odd
+    (BFCVTNT, even ones kept) halfword (Arm ARM DDI0487, BFCVT, BFCVTNT)."""
+    return [SveForm(name, (z("h", 0, "destination Z register"), governing("m"), z("s", 5)),
+                    base, "bf16", f"Arm ARM DDI0487 {name.upper()}")
+            for name, base in (("bfcvt", 0x658AA000), ("bfcvtnt", 0x648AA000))]
+
+
 def structure_stores():
     """SVE ST2H / ST4B / ST4W (scalar plus immediate), the streaming packers' interleaving stores:
     1110010 msz nreg 1 imm4 111 Pg Rn Zt, nreg = registers - 1, imm4 in multiples of the
@@ -496,7 +507,7 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
     + add_to_tile() + table_lookup()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
     + fp_epilogue() + load_replicate() + int_epilogue() + structure_stores()
-    + bf16_rounding()
+    + bf16_rounding() + bf16_convert()
 )
 
 # Forms GNU as knows but the encoder does not, with what they need: (mnemonics, an operand
@@ -525,4 +536,6 @@ SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\.",
                         # the bf16 rounding (A64 base lsr / orr, NEON cmhi-like / bsl-like)
                         "lsr", "orr", "cmphi", "sel",
                         # the requant permutation (NEON tbl; index is SVE only)
-                        "tbl", "index")}}
+                        "tbl", "index",
+                        # the bf16 conversion (also the scalar BFCVT Hd, Sn of FEAT_BF16)
+                        "bfcvt")}}

@@ -66,7 +66,8 @@ def test_requested_instructions_have_forms():
                  "fadd", "fmax", "fmin", "ld1rw",   # the SME fp32 epilogue
                  "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl", "ssra",
                  "smullb", "smullt", "sqxtnb", "sqxtnt", "uzp1", "trn1", "trn2", "ld1rb",
-                 "ld1rh", "ld4w", "addha"}          # and its int8 requantisation
+                 "ld1rh", "ld4w", "addha",          # and its int8 requantisation
+                 "bfcvt", "bfcvtnt"}                # the streaming bf16 packers' conversion
     assert requested <= {form.mnemonic for form in SVE_FORMS}
     assert len(SVE_FORMS) >= 100
 
@@ -94,6 +95,17 @@ DEPENDENTS = {"fp16": {"fp16fml", "sve", "sve2", "sme"}, "bf16": {"sme"}, "sve":
               "sve2": {"sme"}}
 
 
+# Forms that need two features: the SVE BF16 conversions (BFCVT / BFCVTNT z) are tagged bf16 and
+# also need +sve (so +fp16); GNU as rejects them when either is dropped.
+ALSO_NEED_SVE = {"bfcvt", "bfcvtnt"}
+
+
+def also_needs(line, feature):
+    """Whether the line's form needs `feature` (or a feature it depends on) besides its own."""
+    return (line.split()[0] in ALSO_NEED_SVE and "z" in line
+            and feature in ("sve", "fp16"))
+
+
 def every_sample():
     return ([neon_sample_line(form) for form in FORMS]
             + [sve_lines.sample_line(form) for form in SVE_FORMS])
@@ -105,7 +117,8 @@ def test_feature_of_matches_what_gnu_as_requires(feature):
     feature_of names, plus the forms of the features that depend on it."""
     lines = every_sample()
     needs = {feature} | DEPENDENTS.get(feature, set())
-    expected = {number for number, line in enumerate(lines, start=1) if feature_of(line) in needs}
+    expected = {number for number, line in enumerate(lines, start=1)
+                if feature_of(line) in needs or also_needs(line, feature)}
     assert expected, f"no form needs {feature}"
     assert rejected_lines(lines, f"{MARCH_ALL}+no{feature}") == expected
 
@@ -114,12 +127,14 @@ def test_sve_forms_assemble_with_sve_alone_sme_forms_need_sme():
     lines = [sve_lines.sample_line(form) for form in SVE_FORMS]
     sme = {number for number, form in enumerate(SVE_FORMS, start=1) if form.feature == "sme"}
     sve2 = {number for number, form in enumerate(SVE_FORMS, start=1) if form.feature == "sve2"}
-    assert sme and sve2 and len(sme | sve2) < len(lines)
-    assert rejected_lines(lines, "armv8-a+sve") == sme | sve2
-    assert rejected_lines(lines, "armv8-a+sve2") == sme
+    bf16 = {number for number, form in enumerate(SVE_FORMS, start=1) if form.feature == "bf16"}
+    assert sme and sve2 and bf16 and len(sme | sve2 | bf16) < len(lines)
+    assert rejected_lines(lines, "armv8-a+sve") == sme | sve2 | bf16
+    assert rejected_lines(lines, "armv8-a+sve+bf16") == sme | sve2
+    assert rejected_lines(lines, "armv8-a+sve2") == sme | bf16
     assert rejected_lines(lines, "armv8-a+sme") == set()
     assert rejected_lines(lines, "armv8-a") == set(range(1, len(lines) + 1))
-    assert {feature_of(line) for line in lines} == {"sve", "sve2", "sme"}
+    assert {feature_of(line) for line in lines} == {"sve", "sve2", "sme", "bf16"}
 
 
 def test_each_form_is_the_one_its_own_lines_select():
