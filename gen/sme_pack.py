@@ -106,12 +106,41 @@ def bf16_round(x: int) -> list[Insn]:
             I(f"sel z{x}.s, p6, z2.s, z3.s", "bf16 bits")]
 
 
-def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
-    """convert: source fp32 (k_bytes = 4K), a k-step = two values rounded to bf16."""
+# BFCVT / BFCVTNT (SVE with FEAT_BF16, legal in Streaming SVE mode: Arm DDI0487 lists no
+# streaming restriction for them, unlike BFMMLA; FEAT_SME implies FEAT_BF16) round by FPCR
+# (FPConvertBF: RMode, FZ, DN, AH, FIZ). With all of those 0 -- round to nearest even,
+# denormals kept, NaNs quieted with the payload's high bits kept (FPConvertNaN) -- that is
+# bf16_round's (ts_pack.c f32_to_bf16's) result bit for bit; the FP exception flags they raise
+# change nothing (no trap enabled, and SMSTART / SMSTOP reset FPSR anyway: Arm DDI0487,
+# ResetSVEState). So each bf16 packer reads FPCR once and takes the BFCVT loop (2 instructions
+# per 2 vectors of fp32 instead of 16) under the default fields, the integer loop otherwise:
+# the fields of ts_pack.c TS_FPCR_BFCVT_FIELDS (FIZ, AH, the trap enables, RMode, FZ, DN),
+# the same rule as the NEON packers' BFCVTN.
+FPCR_BFCVT_FIELDS = 0x03C09F03
+
+
+def fpcr_choice(body) -> list[Insn]:
+    """body(hw) twice: the BFCVT form when FPCR's conversion fields are 0, else the integer
+    form (labels suffixed _INT). Temporaries x16, x17 (before either body)."""
+    integer = [Insn(LABEL_RE.sub(lambda m: m.group(0) if m.group(0) == "K_CONSTS"
+                                 else m.group(0) + "_INT", insn.text), insn.kind,
+                    comment=insn.comment) for insn in body(False)]
+    return [I("mrs x16, fpcr", "rounding mode, flush-to-zero, default NaN, AH, FIZ, traps"),
+            I(f"mov x17, #{FPCR_BFCVT_FIELDS & 0xFFFF:#x}"),
+            I(f"movk x17, #{FPCR_BFCVT_FIELDS >> 16:#x}, lsl #16",
+              f"{FPCR_BFCVT_FIELDS:#010x}: ts_pack.c TS_FPCR_BFCVT_FIELDS"),
+            I("tst x16, x17"),
+            I("b.ne K_INT", "not the default: the integer rounding (the same bits)")] + body(True) + [
+            I("b K_END"), Insn("K_INT:", "label")] + integer + [Insn("K_END:", "label")]
+
+
+def pack_a_body(tr: int, convert: bool = False, hw: bool = False) -> list[Insn]:
+    """convert: source fp32 (k_bytes = 4K), a k-step = two values rounded to bf16 (hw: by
+    BFCVT, under the default FPCR only: fpcr_choice)."""
     if tr not in (1, 2):
         raise ValueError(f"A packer for {tr} row tiles: 1 or 2 (the SME kernels' tr)")
     per_word = 3 if convert else 2          # log2 source bytes per packed word
-    code = bf16_constants() if convert else []
+    code = bf16_constants() if convert and not hw else []
     code += [
         I("cntw x6", "S = SVL/32: rows of one ZA.S tile, words of one vector"),
         I("cntb x7" + (", all, mul #2" if convert else ""),
@@ -151,7 +180,11 @@ def pack_a_body(tr: int, convert: bool = False) -> list[Insn]:
         if convert:
             row = [I("ld1w {z0.s}, p1/z, [x9]", "2S values of the row"),
                    I("ld1w {z1.s}, p2/z, [x9, #1, mul vl]")]
-            row += bf16_round(0) + bf16_round(1)
+            if hw:
+                row += [I("bfcvt z0.h, p0/m, z0.s", "bf16 in the low half of each word"),
+                        I("bfcvt z1.h, p0/m, z1.s")]
+            else:
+                row += bf16_round(0) + bf16_round(1)
             row += [I("uzp1 z0.h, z0.h, z1.h", "the 2S bf16 in k order: S k-step words"),
                     I(f"mova za{t}h.s[w12, 0], p0/m, z0.s", f"-> za{t}h.s[i]")]
             code += [I("mov w12, #0", f"za{t}h.s slice i"), Insn(f"K_ROWS{t}:", "label")]
@@ -231,9 +264,11 @@ def _row_address(q: int, c: int, src_bytes: int) -> str:
     return f"[{base}, x{9 + q}" + (f", lsl #{shift}]" if shift else "]")
 
 
-def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False) -> list[Insn]:
+def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False,
+                hw: bool = False) -> list[Insn]:
     """B panel of hp = tc*S columns, panel k-steps of lp = GROUP * k rows (see above);
-    `convert`: fp32 source rounded to bf16 (k = 2)."""
+    `convert`: fp32 source rounded to bf16 (k = 2; hw: by BFCVT / BFCVTNT, under the default
+    FPCR only: fpcr_choice)."""
     src_bytes = 4 if convert else elem_bytes
     chunks = b_chunks(src_bytes, tc)
     lp = GROUP * k
@@ -241,7 +276,7 @@ def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False) -> list
         raise ValueError(f"B packer: {tc} column tiles of {src_bytes}-byte elements")
     letter, size = LETTER[src_bytes], SUFFIX[src_bytes]
     sums = (elem_bytes, k) == (1, 4) and not convert     # int8 B: the column sums too
-    code = bf16_constants() if convert else []
+    code = bf16_constants() if convert and not hw else []
     code.append(I(f"cnt{letter} x15",
                   f"columns of one source vector ({letter} elements)"))
     for c in range(chunks):
@@ -287,6 +322,12 @@ def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False) -> list
                     for c in range(chunks):
                         body += load(4 * quad + 2 * pair, c, 0, tail)
                         body += load(4 * quad + 2 * pair + 1, c, 1, tail)
+                        if hw:
+                            body += [I(f"bfcvt z{w_reg(j, c)}.h, p0/m, z0.s",
+                                       "column i: k in the low half of word i"),
+                                     I(f"bfcvtnt z{w_reg(j, c)}.h, p0/m, z1.s",
+                                       f"k + 1 in its high half -> W({j}, {c})")]
+                            continue
                         body += bf16_round(0) + bf16_round(1)
                         body.append(I(f"trn1 z{w_reg(j, c)}.h, z0.h, z1.h",
                                       f"column i: (k, k + 1) in word i -> W({j}, {c})"))
@@ -398,8 +439,9 @@ def emit_pack_a(prefix: str, tr: int, inst_mode: str = "auto",
         "  each row read (the last word's bytes past it are zero); x4 lda_bytes: row stride.",
         "  Reads exactly rows x k_bytes, writes exactly the panel's k-steps.",
     ]
-    text = _render(symbol, summary, pack_a_body(tr, convert), True, inst_mode, env,
-                   BF16_CONSTS if convert else ())
+    body = (fpcr_choice(lambda hw: pack_a_body(tr, True, hw)) if convert
+            else pack_a_body(tr))
+    text = _render(symbol, summary, body, True, inst_mode, env, BF16_CONSTS if convert else ())
     kinds = ["BF16"] if convert else sorted({k for kinds in COPY_KINDS.values() for k in kinds})
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "a", "tr": tr,
@@ -411,8 +453,9 @@ def emit_pack_b_bf16(prefix: str, tc: int, inst_mode: str = "auto",
     symbol = b_bf16_symbol(prefix, tc)
     summary = [
         f"B panel of hp = {tc}*S columns of bf16 (lp = {2 * GROUP}) for the SME kernels (S =",
-        "SVL/32) from row-major fp32 B, rounded to bf16 (RNE, integer: bit for bit ts_pack.c",
-        f"f32_to_bf16): per k-step {2 * GROUP} rows, column j's {2 * GROUP} values side by side.",
+        "SVL/32) from row-major fp32 B, rounded to bf16 (bit for bit ts_pack.c f32_to_bf16:",
+        "BFCVT / BFCVTNT under the default FPCR, else the integer RNE): per k-step",
+        f"{2 * GROUP} rows, column j's {2 * GROUP} values side by side.",
         f"  void {symbol}(void *dst, const void *src, size_t cols,",
         "                 size_t K, size_t ldb_bytes, int32_t *col_sums);",
         f"  x0 dst: ceil(K/{2 * GROUP}) k-steps of hp x {GROUP} words; x1 src: fp32 B at row 0, the panel's first",
@@ -420,7 +463,8 @@ def emit_pack_b_bf16(prefix: str, tc: int, inst_mode: str = "auto",
         "  x4 ldb_bytes: row stride. Reads exactly K x cols fp32, writes exactly the panel.",
         "  x5 col_sums: unused (no column sums for this type).",
     ]
-    text = _render(symbol, summary, pack_b_body(2, 2, tc, convert=True), False, inst_mode, env, BF16_CONSTS)
+    body = fpcr_choice(lambda hw: pack_b_body(2, 2, tc, convert=True, hw=hw))
+    text = _render(symbol, summary, body, False, inst_mode, env, BF16_CONSTS)
     return SmePacker(symbol, f"{symbol}.S", text,
                      {"symbol": symbol, "file": f"{symbol}.S", "role": "b", "elem_bytes": 2,
                       "lp": 2 * GROUP, "tc": tc, "kinds": ["BF16"], "col_sums": False})

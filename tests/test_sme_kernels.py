@@ -114,7 +114,8 @@ STREAMING_BASE = {"add", "sub", "subs", "cmp", "csel", "mov", "lsr", "and", "ldr
                   "cbnz", "tbz", "b", "b.ne", "b.eq", "b.hi", "b.lo", "b.ls", "mrs", "msr",
                   "brk", "mul", "lsl", "b.hs", "adr",   # (mul .. adr: the streaming packers)
                   "b.ge", "b.lt",                       # (the four-row ZA slice loops)
-                  "orr"}                                # (the requant clamp test)
+                  "orr",                                # (the requant clamp test)
+                  "movk", "tst"}                        # (the bf16 packers' FPCR check)
 FP_SIMD_OPERAND = re.compile(r"\b[vqdshb]\d+\b|\bv\d+\.")
 
 
@@ -128,8 +129,11 @@ def streaming_region_problems(text: str) -> list[str]:
         statement = parsed.statement.strip()
         if statement.startswith(".inst"):
             statement = parsed.comment[2:].split("//")[0].strip()
-            if not is_known_instruction(statement) or feature_of(statement) not in ("sve", "sve2",
-                                                                                     "sme"):
+            # SVE/SME forms; of the bf16 ones only the SVE forms (z operands: BFCVT / BFCVTNT),
+            # not the NEON ones (BFCVTN v..., illegal in streaming mode without FEAT_SME_FA64)
+            feature = feature_of(statement) if is_known_instruction(statement) else None
+            if feature not in ("sve", "sve2", "sme") and not (
+                    feature == "bf16" and re.search(r"\bz\d+\.", statement)):
                 problems.append(line)
             word = int(parsed.statement.split()[1], 16)
             if encode(statement) != word:

@@ -113,15 +113,21 @@ def test_packers_match_the_panel_layout_at_every_svl(harness, generated, svl_byt
     ("ts_sme_pack_b_4x4_2vl", "st4w {z12.s-z15.s}, p0, [x0, #4, mul vl]"),  # columns S..2S-1
     ("ts_sme_pack_a_2vl", "mova z7.s, p0/m, za1v.s[w12, 3]"),  # word 3 of rows S..2S-1
     ("ts_sme_pack_a_2vl", "zero {za}"),                    # rows past `rows` not zero
-    ("ts_sme_pack_b_bf16_2vl", "orr z2.d, z2.d, z27.d"),   # a NaN not made quiet
+    ("ts_sme_pack_b_bf16_2vl", "orr z2.d, z2.d, z27.d"),   # a NaN not made quiet (integer loop)
     ("ts_sme_pack_a_bf16_2vl", "and z3.d, z2.d, z28.d"),   # ties not to even (stale z3)
+    ("ts_sme_pack_b_bf16_2vl", "bfcvtnt z8.h, p0/m, z1.s"),  # k + 1 missing (BFCVT loop)
+    ("ts_sme_pack_a_bf16_2vl", "bfcvt z1.h, p0/m, z1.s"),  # the second S values unrounded
+    ("ts_sme_pack_b_bf16_2vl", "b.ne K_INT"),              # BFCVT under a non-default FPCR
+    ("ts_sme_pack_a_bf16_2vl", "movk x17, #0x3c0, lsl #16"),  # RMode, FZ, DN not checked
     ("ts_sme_pack_b_1x16_2vl", "saddwt z27.s, z27.s, z5.h"),  # column sums 4i + 3 missing
 ])
 def test_a_broken_packer_fails(generated, tmp_path, symbol, line):
     out, manifest = generated
     packer = next(p for p in manifest["sme_packers"] if p["symbol"] == symbol)
     text = (out / packer["file"]).read_text()
-    broken = "\n".join(t for t in text.split("\n") if f"// {line} " not in t + " ")
+    # an .inst word's line names its instruction after //; a base instruction is written as is
+    broken = "\n".join(t for t in text.split("\n")
+                       if f"// {line} " not in t + " " and not (t.strip() + " ").startswith(line + " "))
     assert broken != text
     binary = build(out, manifest, tmp_path, {symbol: broken})
     proc = run_qemu(binary, 32, cpu=qemu_cpu(32), check=False)

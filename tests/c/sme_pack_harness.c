@@ -13,6 +13,9 @@
  *     rounded as ts_pack.c f32_to_bf16 (written out again here: RNE on the bits, NaN kept and
  *     made quiet), fp32 data with NaNs (quiet, signalling, negative), infinities, the largest
  *     finite values (round to infinity), ties to even both ways and denormals mixed in;
+ *     They run under FPCR 0 (their BFCVT loop) and again under round-toward-zero, flush-to-zero
+ *     and default-NaN FPCRs (the integer loop: BFCVT would give other bits there), with FPCR
+ *     unchanged by the call;
  *   int8 B packers: also sum_k B[k][c] as int32 into x5 (ceil(cols/4)*4 of them, 0 past cols;
  *     at a guard page), or nothing with x5 = NULL.
  * Rows / columns around every tile boundary, k_bytes / K around every word, vector and k-step
@@ -89,11 +92,25 @@ static uint8_t bf16_pair_byte(const uint8_t *lo, const uint8_t *hi, size_t b)
     return (uint8_t)(half >> (8 * (b % 2)));
 }
 
+static uint64_t get_fpcr(void)
+{
+    uint64_t v;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+
+static void set_fpcr(uint64_t v)
+{
+    __asm__ volatile("msr fpcr, %0" : : "r"(v));
+}
+
 static void call(const sme_packer_info *p, void *dst, const void *src, size_t n, size_t k,
                  size_t ld, void *x5)
 {
-    uint64_t after[2] = {1, 1};
+    uint64_t after[2] = {1, 1}, fpcr = get_fpcr();
     uint64_t mask = sme_call_checked(p->fn, dst, src, n, k, ld, x5, after);
+    if (get_fpcr() != fpcr) FAIL("%s: FPCR 0x%llx on return, 0x%llx before", p->symbol,
+                                 (unsigned long long)get_fpcr(), (unsigned long long)fpcr);
     if (mask) FAIL("%s: callee-saved registers changed, mask 0x%llx", p->symbol,
                    (unsigned long long)mask);
     if (after[0] || after[1]) FAIL("%s: SVCR 0x%llx, TPIDR2_EL0 0x%llx on return", p->symbol,
@@ -254,9 +271,18 @@ int main(int argc, char **argv)
     long svl = sme_svl_bytes();
     if (svl != want) { printf("SVL %ld bytes, expected %ld\n", svl, want); return 1; }
     S = svl / 4;
+    /* FPCR RMode = toward zero, FZ, DN (Arm ARM, FPCR): each makes BFCVT differ from bf16_of on
+     * the special values (non-ties, denormals, NaN payloads) */
+    static const uint64_t other_fpcr[] = {0x00c00000u, 0x01000000u, 0x02000000u};
     for (size_t i = 0; i < sizeof PACKERS / sizeof PACKERS[0]; i++) {
         int before = failures;
+        set_fpcr(0);
         run_packer(&PACKERS[i]);
+        for (size_t f = 0; PACKERS[i].convert && f < sizeof other_fpcr / sizeof other_fpcr[0]; f++) {
+            set_fpcr(other_fpcr[f]);
+            run_packer(&PACKERS[i]);
+            set_fpcr(0);
+        }
         printf("%s %s: %d failure(s)\n", failures == before ? "ok" : "FAILED", PACKERS[i].symbol,
                failures - before);
     }
