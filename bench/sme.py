@@ -235,13 +235,15 @@ def _bounds_note(at: list[dict]) -> str:
             "side by side, so one LD4W loads the operand vectors of four k-steps and a kernel "
             "loop issues tr + tc loads per 4·tr·tc MOPAs (2VLx2VL: 4 per 16, 1VLx4VL: 5 per 16; "
             "with ADDVL, SUBS, B.NE 70–73 % MOPAs). Outside the loop each kernel call loads its "
-            "accumulator tile (every K block after the first) and stores or requantises its C "
+            "accumulator tile (every K block after the first; K runs whole while the panels fit "
+            "gen/blocking.py SME_L2_BYTES) and stores or requantises its C "
             "rows (the int8 `_requant` epilogue: 26-40 instructions per C row of 4S outputs by "
             "rounding mode and clamp, 26 for rounding 2 over the whole int8 range, against K/S "
             "MOPAs per row: 32 at K = 512, SVL 512). The streaming "
             "packers (`gen/sme_pack.py`) move whole streaming vectors (the fp32 -> bf16 "
-            "rounding costs 8 vector instructions per vector, counted as 'other' at the "
-            "model's 4 per cycle: optimistic, see bench/sme_model.py); the driver loop and the "
+            "rounding: one BFCVT per vector under the default FPCR, else 8 vector instructions; "
+            "counted as 'other' at the model's 4 per cycle: optimistic, see "
+            "bench/sme_model.py); the driver loop and the "
             "requantisation parameters run outside streaming mode and add their core cycles to "
             "every call.")
 

@@ -27,11 +27,29 @@ micro-panel fit the L2 capacity. A whole K shorter than that limit leaves L2 roo
 panels: the engine (drivers/src/ts_engine.c m_block_panels) gives such an M block the most
 panels p with (p * ep + hp) * K <= (MC * ep + hp) * whole_k_steps (the same L2 fit), since every
 M block streams the whole packed B from beyond L2 once more.
+
+The SME outer products (`SME_INSTRUCTIONS`) keep their accumulators in ZA, not in registers
+that a KC-deep B micro-panel must keep busy from L1: a K split buys them nothing and costs
+every tile, per extra block, a kernel call (SMSTART / SMSTOP, the lazy-save check), the ZA
+load of its accumulator tile (2S or 4S slice loads) and the store of its C rows -- at SVL 512
+and GEMM 512^3 the engine's L1-sized KC made 2-4 blocks (bench --sme). So their K stays whole
+while the packed panels a K block streams, the A block of MC panels and one B panel over the
+whole K, fit `SME_L2_BYTES`; beyond that it splits into blocks of at most KC (the M
+block as for any path: MC, or more panels for a shorter whole K).
+SME_L2_BYTES is an assumption, not a modeled cache (gen/cores.py has no SME core): that the
+SME unit streams its panels from an L2 of at least 2 MiB (Apple M4, the only SME core with
+published figures, is reported with a 16 MB L2 shared by its P cluster, which the cluster's
+SME unit loads from). Results do not depend on the split (fp32: each output's MOPAs in k
+order either way; the accumulators pass through C exactly).
 """
 from __future__ import annotations
 
 from .cores import CORE_CLASSES, GENERIC, MEMORY, cores_for
 from .isa import INSTRUCTIONS, SME_INSTRUCTIONS, TYPE_BYTES
+
+# Assumption (module docstring): the L2 bytes the SME paths' packed panels of one K block may
+# take, the A block of MC panels plus one B panel.
+SME_L2_BYTES = 2 << 20
 
 
 def cache_sizes(cpu: str) -> tuple[int, int]:
@@ -61,8 +79,8 @@ def streams_from_l2(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> bo
     B micro-panels from L2 at the kernel's peak: (ep + hp) * lp * elem bytes per k-step within
     the cycles of one k-step at the MAC peak (ep * hp * lp MACs at throughput x MACs per
     instruction, gen/cores.py) times the L2 -> L1D fill bandwidth (MEMORY). The SME outer
-    products have no core model (no llvm-mca SME model, gen/cores.py has no SME unit): false,
-    so their K is blocked at KC, Low et al.'s default."""
+    products have no core model (no llvm-mca SME model, gen/cores.py has no SME unit): false
+    (whole_k_steps gives them their own rule)."""
     if instruction in SME_INSTRUCTIONS:
         return False
     inst = INSTRUCTIONS[instruction]
@@ -81,12 +99,16 @@ def whole_k_steps(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> int:
     L1 reuse of its B micro-panel (streams_from_l2 false); otherwise the largest K for which an
     A block of MC panels over the whole K plus one B micro-panel fit the build's L2
     ((MC * ep + hp) * K * elem <= L2; Low et al. target half of L2 for the A block to leave room
-    for the streaming B micro-panels; a whole-K block may fill the rest). Never below KC."""
+    for the streaming B micro-panels; a whole-K block may fill the rest). The SME outer
+    products: the same with L2 = SME_L2_BYTES (module docstring: ZA holds the accumulators, so
+    only the panels' L2 footprint limits K). Never below KC."""
     kc_steps, mc_panels = block_sizes(cpu, instruction, ep, hp, lp)
+    elem = _element_bytes(instruction)
+    if instruction in SME_INSTRUCTIONS:
+        return max(kc_steps, SME_L2_BYTES // ((mc_panels * ep + hp) * lp * elem))
     if not streams_from_l2(cpu, instruction, ep, hp, lp):
         return kc_steps
     _, l2 = cache_sizes(cpu)
-    elem = _element_bytes(instruction)
     return max(kc_steps, l2 // ((mc_panels * ep + hp) * lp * elem))
 
 

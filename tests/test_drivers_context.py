@@ -157,6 +157,31 @@ def test_k_split_only_where_l2_cannot_stream_the_micro_panels():
     assert whole_k_steps("neoverse-n2", "smmla", 1, 1, 8) == block_sizes("neoverse-n2", "smmla", 1, 1, 8)[0]
 
 
+def test_sme_k_runs_whole_while_the_panels_fit_the_l2_assumption():
+    """gen.blocking for the SME outer products (ZA holds the accumulators: no L1 reuse to
+    buy): K whole while the A block of MC panels and one B panel over it fit SME_L2_BYTES, so
+    GEMM 512^3 runs in one K block at every SVL (it ran 2-4 KC blocks before); never below KC;
+    past the budget, blocks of KC."""
+    from gen.blocking import SME_L2_BYTES
+    from gen.isa import SME_INSTRUCTIONS
+    tiles = {"fmopa_f32": (2, 2, 4), "bfmopa": (2, 2, 8), "fmopa_f16f32": (2, 2, 8),
+             "smopa": (1, 4, 16), "usmopa": (2, 2, 16)}
+    assert set(tiles) <= set(SME_INSTRUCTIONS)
+    for svl_bits in (128, 256, 512, 1024, 2048):
+        s = svl_bits // 32
+        for inst, (tr, tc, lp) in tiles.items():
+            ep, hp = tr * s, tc * s
+            elem = TYPE_BYTES[SME_INSTRUCTIONS[inst].a_type]
+            kc, mc = block_sizes("generic", inst, ep, hp, lp)
+            kw = whole_k_steps("generic", inst, ep, hp, lp)
+            assert kw == max(kc, SME_L2_BYTES // ((mc * ep + hp) * lp * elem)), (inst, svl_bits)
+            assert (mc * ep + hp) * kw * lp * elem <= SME_L2_BYTES
+            assert kw * lp >= 512, (inst, svl_bits, kw)
+            assert kc * lp < 512 or svl_bits < 512 or inst == "usmopa"   # (KC alone split it)
+    # fp32 at SVL 512 by hand: 4 panels of 32 rows + 32 columns, 16 bytes per k-step each
+    assert whole_k_steps("generic", "fmopa_f32", 32, 32, 4) == (2 << 20) // (160 * 16) == 819
+
+
 def test_tree_builds_without_threads(tmp_path):
     """TS_NO_THREADS: no pthreads needed (ts_pool.c has no pthread symbol)."""
     obj = tmp_path / "pool.o"

@@ -23,6 +23,7 @@ from cross import TEST_C, compile_aarch64, run_qemu
 import kernel_build
 
 from gen import registry
+from gen.blocking import whole_k_steps
 from gen.drivers import dispatch_paths
 
 SVL_BYTES = registry.SME_SVL_BYTES          # 128, 256, 512, 1024, 2048-bit streaming vectors
@@ -101,6 +102,12 @@ def sme_shapes(paths: dict, svl: int) -> list[str]:
     shapes = [(m, ns[(i * 3 + j) % len(ns)], ks[(i + j) % len(ks)])
               for i, m in enumerate(ms) for j in range(2)]
     shapes += [(ms[i % len(ms)], n, ks[i % len(ks)]) for i, n in enumerate(ns)]
+    # K past every SME path's unsplit K (gen/blocking.py whole_k_steps, SME_L2_BYTES): two or
+    # more K blocks (accumulators through C, the fused requantisation on the last one), the
+    # last k-step partial; a partial A panel, few columns
+    k_split = max(whole_k_steps("generic", p["instruction"], p["ep"], p["hp"], p["lp"]) * p["lp"]
+                  for p in sme) + 3
+    shapes += [(min(p["ep"] for p in sme) + 1, 3, k_split)]
     return [f"{m},{n},{k}" for m, n, k in shapes]
 
 

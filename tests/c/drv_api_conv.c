@@ -45,8 +45,9 @@ static const ts_conv2d shapes[] = {
     { 3, 6, 6, 64, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* 1x1 direct, batch 3, in_c 64 */
     { 2, 14, 14, 64, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },  /* ResNet-like 3x3 64, batch 2 */
     /* K = k_h*k_w*in_c beyond every int8 path's unsplit K (kw_steps k-steps: smmla 409 x 8,
-     * sdot 546 x 4, smlal 1092 x 1 at most, gen/blocking.py whole_k_steps; the SME paths split
-     * at kc_steps): the engine packs A per K block, whose boundaries cut kernel rows and taps */
+     * sdot 546 x 4, smlal 1092 x 1 at most, gen/blocking.py whole_k_steps; the int8 SME path at
+     * 2048 bits 102 x 16): the engine packs A per K block, whose boundaries cut kernel rows and
+     * taps */
     { 1, 5, 5, 380, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* K 3420, in_c off the k-step */
     { 1, 6, 6, 384, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0 },    /* K 3456, stride 2, in_c 384 */
     { 1, 7, 7, 136, 5, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2 },    /* K 3400, 5x5 dilation 2 */
