@@ -368,6 +368,74 @@ void ts_conv_plan_init(ts_conv_plan *p, const ts_path *path, const ts_conv2d *c,
     plan_taps(p);
 }
 
+/* Rows from output pixel (oy, ox) on, at most `left`, of one output row whose windows have no
+ * padding tap in the call's k-range (columns ox_lo .. ox_hi-1 of an output row inside
+ * vertically for kernel rows kh0 .. kh1-1); short of `left`, whole groups. 0: none. */
+static size_t inside_stretch(const conv_pack *p, size_t oy, size_t ox, size_t left)
+{
+    const ts_conv2d *c = p->c;
+    size_t lo, hi;
+    if (ox < p->ox_lo || ox >= p->ox_hi)
+        return 0;
+    im2col_taps_inside((ptrdiff_t)(oy * c->stride_h) - (ptrdiff_t)c->pad_top, c->in_h, c->k_h,
+                       c->dilation_h, &lo, &hi);
+    if (lo > p->kh0 || hi < p->kh1)
+        return 0;
+    const size_t n = p->ox_hi - ox;
+    return n >= left ? left : n & ~(p->group - 1);
+}
+
+/* An inside stretch (inside_stretch) of n rows from output pixel (b, oy, ox), call row `first`
+ * on (panels at dst, panel_bytes apart): each of the plan's gathers (head, whole, tail) over
+ * all its rows at once, row i's kernel row kh0 i * stride_w pixels after the first's. */
+static void pack_conv_stretch(const conv_pack *p, void *dst, size_t panel_bytes, size_t first,
+                              size_t b, size_t oy, size_t ox, size_t n)
+{
+    const ts_conv2d *c = p->c;
+    const ts_path *path = p->path;
+    const size_t y0 = oy * c->stride_h + p->kh0 * c->dilation_h - c->pad_top;  /* inside */
+    const int8_t *corner = p->input + b * p->image_len
+                           + (y0 * c->in_w + ox * c->stride_w - c->pad_left) * c->in_c;
+    const size_t dx = c->stride_w * c->in_c;
+    const ts_gather_runs *const g[3] = { &p->head, &p->whole, &p->tail };
+    for (size_t i = 0; i < 3; ++i)
+        if (g[i]->n != 0 && g[i]->runs != 0)
+            ts_pack_gather_strided(p->kind, path->lp, path->ep, dst, panel_bytes, first, corner,
+                                   dx, n, g[i]);
+}
+
+/* Rows of the next chunk from output pixel (oy, ox), row pr of its panel, `left` rows to go:
+ * within the panel, GATHER_ROWS at most; where output rows have inside stretches, within the
+ * output row, and a left edge (windows in the left padding) only up to the group where the
+ * stretch can start. */
+static size_t chunk_rows(const conv_pack *p, size_t ox, size_t pr, size_t left)
+{
+    const size_t ep = p->path->ep, group = p->group;
+    size_t n = ep - pr < left ? ep - pr : left;
+    if (n > GATHER_ROWS)
+        n = GATHER_ROWS;
+    if (p->ox_hi > p->ox_lo) {
+        if (n > p->out_w - ox)
+            n = p->out_w - ox;
+        if (ox < p->ox_lo) {
+            const size_t edge = (p->ox_lo - ox + group - 1) & ~(group - 1);
+            if (n > edge)
+                n = edge;
+        }
+    }
+    return n;
+}
+
+/* Moves output pixel (b, oy, ox) n rows on. */
+static void advance_pixel(const conv_pack *p, size_t *b, size_t *oy, size_t *ox, size_t n)
+{
+    *ox += n;
+    while (*ox >= p->out_w) {
+        *ox -= p->out_w;
+        if (++*oy == p->out_h) { *oy = 0; ++*b; }
+    }
+}
+
 void ts_pack_conv_panels(const ts_conv_plan *plan, size_t m0, size_t rows, void *dst,
                          size_t panel_bytes)
 {
@@ -375,24 +443,29 @@ void ts_pack_conv_panels(const ts_conv_plan *plan, size_t m0, size_t rows, void 
     const ts_path *path = p->path;
     const size_t row_bytes = p->row_bytes, ep = path->ep, group = p->group;
     size_t ox = m0 % p->out_w, oy = m0 / p->out_w % p->out_h, b = m0 / p->out_w / p->out_h;
-    unsigned char *panel = (unsigned char *)dst;
-    for (size_t r = 0; r < rows; r += ep, panel += panel_bytes) {
+    unsigned char *const panels = (unsigned char *)dst;
+    /* what the panels hold beyond the data: zero first (rows past `rows`, k past k1) */
+    for (size_t r = 0; r < rows; r += ep) {
         const size_t panel_rows = rows - r < ep ? rows - r : ep;
         if (panel_rows < ep || p->k_padded)
-            ts_pack_clear_padding(p->kind, path->lp, panel, panel_rows, ep, p->k1 - p->k0);
-        for (size_t r0 = 0; r0 < panel_rows; r0 += GATHER_ROWS) {
-            window w[GATHER_ROWS];
-            const size_t n = panel_rows - r0 < GATHER_ROWS ? panel_rows - r0 : GATHER_ROWS;
-            if (pack_conv_row(p, panel + r0 * row_bytes, b, oy, ox, n, group, row_bytes)) {
-                ox += n;                /* within the output row: at most to its end */
-                if (ox == p->out_w) {
-                    ox = 0;
-                    if (++oy == p->out_h) { oy = 0; ++b; }
-                }
-                continue;
+            ts_pack_clear_padding(p->kind, path->lp, panels + r / ep * panel_bytes, panel_rows,
+                                  ep, p->k1 - p->k0);
+    }
+    for (size_t r = 0; r < rows;) {
+        size_t n = inside_stretch(p, oy, ox, rows - r);
+        if (n != 0) {                   /* inside windows, across panels */
+            pack_conv_stretch(p, panels, panel_bytes, r, b, oy, ox, n);
+        } else {                        /* a chunk within one panel */
+            unsigned char *const at = panels + r / ep * panel_bytes + r % ep * row_bytes;
+            n = chunk_rows(p, ox, r % ep, rows - r);
+            if (!pack_conv_row(p, at, b, oy, ox, n, group, row_bytes)) {
+                window w[GATHER_ROWS];
+                size_t wb = b, woy = oy, wox = ox;
+                im2col_windows(p, &wb, &woy, &wox, w, n);
+                pack_conv_chunk(p, at, w, n, group, row_bytes);
             }
-            im2col_windows(p, &b, &oy, &ox, w, n);
-            pack_conv_chunk(p, panel + r0 * row_bytes, w, n, group, row_bytes);
         }
+        advance_pixel(p, &b, &oy, &ox, n);
+        r += n;
     }
 }

@@ -1509,23 +1509,34 @@ static TS_ALWAYS_INLINE void pack_gather_lp(ts_pack_kind kind, size_t lp, size_t
     }
 }
 
+/* Where row r of a gather reads: its own pointer src[r], or (src NULL: rows of one strided
+ * source, ts_pack_gather_strided) base + r * stride bytes. */
+static TS_ALWAYS_INLINE const unsigned char *row_source(const void *const *src,
+                                                        const unsigned char *base,
+                                                        size_t stride, size_t r)
+{
+    return src != NULL ? (const unsigned char *)src[r] : base + r * stride;
+}
+
 /* int8, lp 8, runs of whole k-steps (k0 % 8 == 0, n % 8 == 0): row pair by row pair, its
  * runs one after the other (consecutive k-steps of the panel), so a run costs the pair a
- * pointer update rather than a pass through the general loops; rows 0 .. rows/2*2-1. `width`
- * is a constant where inlined (ts_pack_gather: the panel rows of the smmla tiles), so the
- * pair loop's stores take immediate offsets. */
+ * pointer update rather than a pass through the general loops; rows 0 .. rows/2*2-1, row r
+ * from row_source(src, base, stride, r). `width` is a constant where inlined
+ * (ts_pack_gather: the panel rows of the smmla tiles), so the pair loop's stores take
+ * immediate offsets. */
 static TS_ALWAYS_INLINE void gather_pairs_runs_lp8(unsigned char *dst, size_t width,
-                                                   const void *const *src, size_t rows,
-                                                   const ts_gather_runs *g)
+                                                   const void *const *src,
+                                                   const unsigned char *base, size_t stride,
+                                                   size_t rows, const ts_gather_runs *g)
 {
     const size_t step = width * 8, steps = g->n / 8;
     unsigned char *const panel = dst + g->k0 * width;     /* k-step k0 / 8 */
     for (size_t r = 0; r + 2 <= rows;) {
         const int quad = r + 4 <= rows;
-        const unsigned char *a = (const unsigned char *)src[r] + g->offset;
-        const unsigned char *b = (const unsigned char *)src[r + 1] + g->offset;
-        const unsigned char *c = quad ? (const unsigned char *)src[r + 2] + g->offset : a;
-        const unsigned char *e = quad ? (const unsigned char *)src[r + 3] + g->offset : b;
+        const unsigned char *a = row_source(src, base, stride, r) + g->offset;
+        const unsigned char *b = row_source(src, base, stride, r + 1) + g->offset;
+        const unsigned char *c = quad ? row_source(src, base, stride, r + 2) + g->offset : a;
+        const unsigned char *e = quad ? row_source(src, base, stride, r + 3) + g->offset : b;
         unsigned char *d = panel + r * 8;
         for (size_t j = 0; j < g->runs; ++j, d += steps * step) {
             if (quad)
@@ -1563,9 +1574,9 @@ void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
     if (kind == TS_PACK_S8 && lp == 8 && g->k0 % 8 == 0 && g->n % 8 == 0) {
         /* the common case of the smmla panels: in_c a multiple of 8 */
         if (width == 8)             /* the 8-row smmla tile: constant store offsets */
-            gather_pairs_runs_lp8((unsigned char *)dst, 8, src, rows, g);
+            gather_pairs_runs_lp8((unsigned char *)dst, 8, src, NULL, 0, rows, g);
         else
-            gather_pairs_runs_lp8((unsigned char *)dst, width, src, rows, g);
+            gather_pairs_runs_lp8((unsigned char *)dst, width, src, NULL, 0, rows, g);
         if (rows % 2 == 0)
             return;
         dst = (unsigned char *)dst + (rows - 1) * 8;        /* the last row, alone */
@@ -1573,6 +1584,56 @@ void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
         rows = 1;
     }
     pack_gather_kinds(kind, lp, width, dst, src, rows, g);
+}
+
+/* Rows ts_pack_gather_strided hands ts_pack_gather at a time (its pointer table). */
+#define STRIDED_CHUNK 16
+
+/* Rows first .. first+rows-1 of one panel from one strided source (source row i at
+ * src + i * stride bytes): the smmla panels (ts_pack_gather's common case) by the pair loops
+ * straight from the stride, the others through pointer tables of STRIDED_CHUNK rows. */
+static void gather_strided_panel(ts_pack_kind kind, size_t lp, size_t width,
+                                 unsigned char *panel, size_t first,
+                                 const unsigned char *src, size_t stride, size_t rows,
+                                 const ts_gather_runs *g)
+{
+    unsigned char *dst = panel + first * lp * packed_size(kind);
+    if (kind == TS_PACK_S8 && lp == 8 && g->k0 % 8 == 0 && g->n % 8 == 0) {
+        if (width == 8)
+            gather_pairs_runs_lp8(dst, 8, NULL, src, stride, rows, g);
+        else
+            gather_pairs_runs_lp8(dst, width, NULL, src, stride, rows, g);
+        if (rows % 2 == 0)
+            return;
+        const void *last = src + (rows - 1) * stride;       /* the last row, alone */
+        pack_gather_kinds(kind, lp, width, dst + (rows - 1) * 8, &last, 1, g);
+        return;
+    }
+    for (size_t r = 0; r < rows; r += STRIDED_CHUNK) {
+        const void *table[STRIDED_CHUNK];
+        const size_t n = rows - r < STRIDED_CHUNK ? rows - r : STRIDED_CHUNK;
+        for (size_t i = 0; i < n; ++i)
+            table[i] = src + (r + i) * stride;
+        ts_pack_gather(kind, lp, width, dst + r * lp * packed_size(kind), table, n, g);
+    }
+}
+
+void ts_pack_gather_strided(ts_pack_kind kind, size_t lp, size_t width, void *dst,
+                            size_t panel_bytes, size_t first, const void *src,
+                            size_t src_stride, size_t rows, const ts_gather_runs *g)
+{
+    const size_t stride = src_stride * source_size(kind);
+    unsigned char *panel = (unsigned char *)dst + first / width * panel_bytes;
+    const unsigned char *s = (const unsigned char *)src;
+    size_t row = first % width;
+    while (rows != 0) {                 /* panel by panel */
+        const size_t n = width - row < rows ? width - row : rows;
+        gather_strided_panel(kind, lp, width, panel, row, s, stride, n, g);
+        s += n * stride;
+        rows -= n;
+        row = 0;
+        panel += panel_bytes;
+    }
 }
 
 /* int8, lp 8, whole k-steps (k0 % 8 == 0, n % 8 == 0) from a pointer table: run j of row r at

@@ -271,6 +271,13 @@ void ts_pack_clear_padding(ts_pack_kind kind, size_t lp, void *dst, size_t rows,
                             size_t width, size_t K);
 void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
                     const void *const *src, size_t rows, const ts_gather_runs *g);
+/* The same for rows of consecutive panels (panel_bytes apart) read from one strided source:
+ * row i (0 .. rows-1) is row (first + i) % width of panel (first + i) / width, its run j read
+ * at src + i * src_stride + g->offset + j * g->stride source elements (an output row's
+ * windows with no padding tap: one input pixel stride apart). */
+void ts_pack_gather_strided(ts_pack_kind kind, size_t lp, size_t width, void *dst,
+                            size_t panel_bytes, size_t first, const void *src,
+                            size_t src_stride, size_t rows, const ts_gather_runs *g);
 /* The same for `runs` runs of n k each from k0 on, run j of row r reading its n source
  * elements at src[j * rows + r] (a table of rows x runs pointers, run by run: a conv window's
  * taps, each tap its own pointer). */
