@@ -6,7 +6,9 @@
  * pack_a_block) with one plan per K block (ts_conv_plan_init): a k-range [k0, k0 + klen) of
  * K, the kernel rows and taps it cuts taken in part. Rows whose windows have no padding tap
  * in it are gathered from one pointer per row (ts_pack_gather), a kernel row (dilation_w 1) as
- * one run of k_w*in_c bytes; rows of one output row need no window (pack_conv_row). Row
+ * one run of k_w*in_c bytes; an output row's run of such windows is one stretch across panels
+ * from one strided source (pack_conv_stretch, ts_pack_gather_strided), the other rows go in
+ * chunks within a panel, those of one output row without windows (pack_conv_row). Row
  * groups with a padding tap go tap by tap from a table of one pointer per row and tap
  * (ts_pack_gather_taps), padding taps pointing at a row of in_c pad values.
  * Plain C99. */

@@ -1273,8 +1273,9 @@ void ts_pack_panel_as(ts_pack_kind kind, const ts_path *path, void *dst, const v
 /* ---- gathered rows: each row of a panel from its own pointer (implicit im2col) ---------------
  * Runs of a panel whose row r reads consecutive source elements from its own pointer src[r]
  * (a conv window: a kernel row's taps, one tap, or the padding row), or from a table of one
- * pointer per row and run (ts_pack_gather_taps: a padded window's taps). Whole k-steps of 8-bit
- * A panels with lp 8 / 4 go by row quads and pairs (gather_rows_lp8) / quads
+ * pointer per row and run (ts_pack_gather_taps: a padded window's taps), or across panels from
+ * one strided source (ts_pack_gather_strided: an output row's inside windows). Whole k-steps
+ * of 8-bit A panels with lp 8 / 4 go by row quads and pairs (gather_rows_lp8) / quads
  * (store_quad_steps); partial k-steps (a tap boundary inside a k-step) and the other
  * conversions element by element or run by run. */
 
