@@ -1811,8 +1811,10 @@ static void column_sums_s8_part(int32_t *sums, const int8_t *B, size_t K, size_t
 #endif
     for (; n < N; ++n) {
         uint32_t sum = first ? 0u : (uint32_t)sums[n];
-        for (size_t k = 0; k < K; ++k)
-            sum += (uint32_t)(int32_t)B[k * k_stride + n * n_stride];
+        for (size_t k = 0; k < K; ++k) {
+            const int32_t v = B[k * k_stride + n * n_stride];
+            sum += (uint32_t)v;   /* wraps like the int32 sum it stands for */
+        }
         sums[n] = (int32_t)sum;
     }
 }

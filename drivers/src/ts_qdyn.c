@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "ts_context_internal.h"
+#include "ts_error_internal.h"
 #include "ts_gemm_internal.h"
 #include "ts_qdyn_internal.h"
 
@@ -55,10 +56,22 @@ struct ts_packed_a {
 
 /* ---- argument helpers -------------------------------------------------------------------------- */
 
+/* Non-NULL unless empty, ld >= cols, span addressable; else the reason recorded. */
 static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem)
 {
-    return (p != NULL || rows == 0 || cols == 0) && ld >= cols
-           && !ts_matrix_span_overflows(rows, cols, ld, elem);
+    if (p == NULL && rows != 0 && cols != 0)
+        return ts_reject("a matrix argument (A, B, C or W) is NULL");
+    if (ld < cols)
+        return ts_reject("a row stride (lda, ldb, ldc or ldw) is below the row's width");
+    if (ts_matrix_span_overflows(rows, cols, ld, elem))
+        return ts_reject("a matrix's span (rows, width, stride) overflows size_t");
+    return 1;
+}
+
+/* The values are finite (ts_qdyn_all_finite); else `why` recorded. */
+static int finite_ok(const float *v, size_t rows, size_t cols, size_t ld, const char *why)
+{
+    return ts_qdyn_all_finite(v, rows, cols, ld) || ts_reject(why);
 }
 
 static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem)
@@ -96,10 +109,10 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
     if (ts_packed_b_bytes(path, K, N, &panels) || ts_size_round_up(panels, 16, &panels)
         || ts_size_mul(N, blocks, &nb) || ts_size_mul(nb, sizeof(float) + sizeof(int32_t), &extra)
         || ts_size_add(head, panels, &total) || ts_size_add(total, extra, &total))
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     unsigned char *block = (unsigned char *)malloc(total);
     if (block == NULL)
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     ts_packed_b *b = (ts_packed_b *)block;
     ts_packed_b_init(b, path, K, N, W, 1, ldw, block + head);
     float *ws = (float *)(block + head + panels);
@@ -133,9 +146,17 @@ int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B
                       const float *scales, ts_packed_b **out)
 {
     const ts_path *path = qdyn_path(ctx);
-    if (path == NULL || out == NULL || K == 0 || K > TS_QDYN_S8_MAX_K
-        || !matrix_ok(B, N, K, ldb, 1) || (N > 0 && scales == NULL)
-        || !ts_qdyn_all_finite(scales, 1, N, N))
+    if (path == NULL)
+        return ts_fail(TS_EINVAL, "no qdyn kernel path on this CPU / feature mask");
+    if (out == NULL)
+        return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
+    if (K == 0 || K > TS_QDYN_S8_MAX_K)
+        return ts_fail(TS_EINVAL, "K is 0 or beyond TS_QDYN_S8_MAX_K");
+    if (!matrix_ok(B, N, K, ldb, 1))
+        return TS_EINVAL;
+    if (N > 0 && scales == NULL)
+        return ts_fail(TS_EINVAL, "scales is NULL");
+    if (!finite_ok(scales, 1, N, N, "a weight scale is NaN or infinite"))
         return TS_EINVAL;
     /* the path's int8 kernel with the fp32 epilogue inside: K is within its int32 bound */
     if (path->qdyn != NULL && path->qdyn[3].kernel != NULL && K <= path->qdyn[3].max_bl)
@@ -220,7 +241,7 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
         || ts_size_mul(per_block, blocks, &panel_bytes)
         || ts_size_add(panel_bytes, hp * 4, &panel_bytes)
         || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     b->ksteps = blocks * kb;
     b->bl = block;
     b->blocks = blocks;
@@ -273,7 +294,7 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
     if (hp > 64 || ts_size_mul(kpad, hp, &panel_bytes)
         || ts_size_add(panel_bytes, hp * 12, &panel_bytes)
         || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     b->ksteps = kpad / TS_Q4_LP;
     b->bl = K;
     b->blocks = 1;
@@ -327,7 +348,7 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
     panels = (panels + group - 1) / group * group;
     if (ts_size_mul(kpad, pc / 2, &panel_bytes) || ts_size_add(panel_bytes, 8 * pc, &panel_bytes)
         || new_kernel_handle(path, kern, N, K, panels, panel_bytes, &b))
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     b->ksteps = kpad / lp;
     b->bl = K;
     b->blocks = 1;
@@ -336,7 +357,7 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
     int8_t *w = (int8_t *)malloc(pc * kpad);
     if (w == NULL) {
         free(b->owned);
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     }
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
@@ -379,9 +400,21 @@ int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *
 {
     const ts_path *path = qdyn_path(ctx);
     size_t row_bytes = K / 2 + K % 2, block = bl == 0 ? K : bl, wbytes;
-    if (path == NULL || out == NULL || K == 0 || (bl != 0 && (bl % 32 != 0 || K % bl != 0))
-        || block > TS_QDYN_S4_MAX_BL || !matrix_ok(B, N, row_bytes, ldb_bytes, 1)
-        || (N > 0 && scales == NULL) || !ts_qdyn_all_finite(scales, N, K / block, K / block))
+    if (path == NULL)
+        return ts_fail(TS_EINVAL, "no qdyn kernel path on this CPU / feature mask");
+    if (out == NULL)
+        return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
+    if (K == 0)
+        return ts_fail(TS_EINVAL, "K is 0");
+    if (bl != 0 && (bl % 32 != 0 || K % bl != 0))
+        return ts_fail(TS_EINVAL, "bl is not a multiple of 32 dividing K");
+    if (block > TS_QDYN_S4_MAX_BL)
+        return ts_fail(TS_EINVAL, "the block (bl, or K when bl is 0) is beyond TS_QDYN_S4_MAX_BL");
+    if (!matrix_ok(B, N, row_bytes, ldb_bytes, 1))
+        return TS_EINVAL;
+    if (N > 0 && scales == NULL)
+        return ts_fail(TS_EINVAL, "scales is NULL");
+    if (!finite_ok(scales, N, K / block, K / block, "a weight scale is NaN or infinite"))
         return TS_EINVAL;
     /* the path's int4 kernel: per channel (one block) or scale blocks, within its bound */
     const ts_qdyn_kernel *q4 = path->qdyn != NULL ? &path->qdyn[bl == 0 ? 1 : 0] : NULL;
@@ -391,10 +424,10 @@ int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *
     /* no int4 kernel (or a block beyond its int32 bound: K > 65793 per channel): widened to
      * int8 (sign-extended nibbles) for the int8 kernels and the C epilogue below */
     if (ts_size_mul(N, K, &wbytes))
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     int8_t *w = (int8_t *)malloc(wbytes ? wbytes : 1);
     if (w == NULL)
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     for (size_t n = 0; n < N; ++n)
         for (size_t k = 0; k < K; ++k) {
             unsigned nib = (B[n * ldb_bytes + k / 2] >> (4 * (k % 2))) & 15u;
@@ -433,13 +466,16 @@ static int32_t quantize_weight(float w, float scale, float lo, float hi)
 
 int ts_quantize_qs8(size_t N, size_t K, const float *W, size_t ldw, int8_t *q, float *scales)
 {
-    if (!matrix_ok(W, N, K, ldw, sizeof(float)) || (N > 0 && K > 0 && (q == NULL || scales == NULL))
-        || (N > 0 && scales == NULL) || !ts_qdyn_all_finite(W, N, K, ldw))
+    if (!matrix_ok(W, N, K, ldw, sizeof(float)))
+        return TS_EINVAL;
+    if ((N > 0 && K > 0 && q == NULL) || (N > 0 && scales == NULL))
+        return ts_fail(TS_EINVAL, "q or scales is NULL");
+    if (!finite_ok(W, N, K, ldw, "W holds a NaN or an infinity"))
         return TS_EINVAL;
     size_t w_len = matrix_len(N, K, ldw, sizeof(float)), q_len = N * K;
     if (ts_spans_overlap(q, q_len, W, w_len) || ts_spans_overlap(scales, N * sizeof(float), W, w_len)
         || ts_spans_overlap(scales, N * sizeof(float), q, q_len))
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "q, scales and W overlap");
     for (size_t n = 0; n < N; ++n) {
         const float *row = W + n * ldw;
         float scale = block_scale(row, K, 127.0f);
@@ -454,15 +490,20 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
                     float *scales)
 {
     size_t block = bl == 0 ? K : bl, row_bytes = K / 2 + K % 2;
-    if ((bl != 0 && (bl % 32 != 0 || K % bl != 0)) || !matrix_ok(W, N, K, ldw, sizeof(float))
-        || (N > 0 && (q == NULL || scales == NULL)) || !ts_qdyn_all_finite(W, N, K, ldw))
+    if (bl != 0 && (bl % 32 != 0 || K % bl != 0))
+        return ts_fail(TS_EINVAL, "bl is not a multiple of 32 dividing K");
+    if (!matrix_ok(W, N, K, ldw, sizeof(float)))
+        return TS_EINVAL;
+    if (N > 0 && (q == NULL || scales == NULL))
+        return ts_fail(TS_EINVAL, "q or scales is NULL");
+    if (!finite_ok(W, N, K, ldw, "W holds a NaN or an infinity"))
         return TS_EINVAL;
     size_t blocks = block == 0 ? 1 : K / block;
     size_t w_len = matrix_len(N, K, ldw, sizeof(float)), q_len = N * row_bytes;
     size_t s_len = N * blocks * sizeof(float);
     if (ts_spans_overlap(q, q_len, W, w_len) || ts_spans_overlap(scales, s_len, W, w_len)
         || ts_spans_overlap(scales, s_len, q, q_len))
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "q, scales and W overlap");
     for (size_t n = 0; n < N; ++n) {
         const float *row = W + n * ldw;
         memset(q + n * row_bytes, 0, row_bytes);
@@ -487,10 +528,10 @@ static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
     if (ts_size_mul(M, K, &q) || ts_size_round_up(q, 16, &q)
         || ts_size_mul(M, sizeof(float) + 2 * sizeof(int32_t), &per_row)
         || ts_size_add(head, q, &total) || ts_size_add(total, per_row, &total))
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     unsigned char *block = (unsigned char *)malloc(total);
     if (block == NULL)
-        return TS_ENOMEM;
+        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
     ts_packed_a *a = (ts_packed_a *)block;
     a->M = M;
     a->K = K;
@@ -505,9 +546,12 @@ static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
 
 int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a **out)
 {
-    if (out == NULL || !matrix_ok(A, M, K, lda, sizeof(float)) || !ts_qdyn_all_finite(A, M, K, lda))
+    if (out == NULL)
+        return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
+    if (!matrix_ok(A, M, K, lda, sizeof(float))
+        || !finite_ok(A, M, K, lda, "A holds a NaN or an infinity"))
         return TS_EINVAL;
-    ts_packed_a *a;
+    ts_packed_a *a = NULL;
     int rc = packed_a_alloc(M, K, &a);
     if (rc != TS_OK)
         return rc;
@@ -948,29 +992,42 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
 {
     /* A handle runs with the path it was packed for when the path chosen now (another core
      * class's variant) reads the same layout: the same int4 kernels, correct on any core. */
-    if (B == NULL || B->path->gemm_type != TS_GEMM_QDYN
-        || !ts_same_b_layout(B->path, qdyn_path(ctx)) || isnan(cmin) || isnan(cmax) || cmin > cmax
-        || !matrix_ok(C, M, B->N, ldc, sizeof(float)))
+    if (B == NULL)
+        return ts_fail(TS_EINVAL, "B (the packed handle) is NULL");
+    if (B->path->gemm_type != TS_GEMM_QDYN)
+        return ts_fail(TS_EINVAL, "B is not a qdyn handle (ts_pack_b_qs8 / _qs4)");
+    if (!ts_same_b_layout(B->path, qdyn_path(ctx)))
+        return ts_fail(TS_EINVAL, "B was packed for a kernel whose layout this call's kernel does "
+                                  "not read (another feature mask or CPU choice)");
+    if (isnan(cmin) || isnan(cmax) || cmin > cmax)
+        return ts_fail(TS_EINVAL, "cmin > cmax, or a NaN bound");
+    if (!matrix_ok(C, M, B->N, ldc, sizeof(float)))
         return TS_EINVAL;
     const size_t K = B->K, N = B->N;
     size_t c_len = matrix_len(M, N, ldc, sizeof(float)), a_len = 0, qlen = 0;
-    if (bias != NULL && (!ts_qdyn_all_finite(bias, 1, N, N) || ts_spans_overlap(C, c_len, bias, N * sizeof(float))))
+    if (bias != NULL && !finite_ok(bias, 1, N, N, "bias holds a NaN or an infinity"))
         return TS_EINVAL;
+    if (bias != NULL && ts_spans_overlap(C, c_len, bias, N * sizeof(float)))
+        return ts_fail(TS_EINVAL, "C overlaps bias");
     if (ts_packed_b_overlaps(B, C, c_len))
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "C overlaps B");
     if (pa != NULL) {
         qlen = (pa->M * pa->K + 15) / 16 * 16 + pa->M * (sizeof(float) + 2 * sizeof(int32_t));
-        if (pa->K != K || ts_spans_overlap(C, c_len, pa, sizeof *pa)
-            || ts_spans_overlap(C, c_len, pa->qa, qlen))
-            return TS_EINVAL;
+        if (pa->K != K)
+            return ts_fail(TS_EINVAL, "the packed A's K is not B's");
+        if (ts_spans_overlap(C, c_len, pa, sizeof *pa) || ts_spans_overlap(C, c_len, pa->qa, qlen))
+            return ts_fail(TS_EINVAL, "C overlaps the packed A");
     } else {
         /* A's NaN / Inf check: below, with the rows' ranges (one pass over A) */
         a_len = matrix_len(M, K, lda, sizeof(float));
-        if (!matrix_ok(A, M, K, lda, sizeof(float)) || ts_spans_overlap(C, c_len, A, a_len))
+        if (!matrix_ok(A, M, K, lda, sizeof(float)))
             return TS_EINVAL;
+        if (ts_spans_overlap(C, c_len, A, a_len))
+            return ts_fail(TS_EINVAL, "C overlaps A");
     }
     if (M == 0 || N == 0)     /* nothing to compute; A is checked all the same */
-        return pa != NULL || ts_qdyn_all_finite(A, M, K, lda) ? TS_OK : TS_EINVAL;
+        return pa != NULL || finite_ok(A, M, K, lda, "A holds a NaN or an infinity")
+               ? TS_OK : TS_EINVAL;
     qdyn_call c;
     size_t bytes;
     void *mem, *owned;
@@ -980,14 +1037,15 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
                          : call_bytes(ctx, B->path, M, N, K, &c.m_tasks, &c.n_tasks,
                                       &c.a_panel_bytes, &c.task_bytes, &bytes))
         || ranges_bytes(M, bytes, &bytes))
-        return ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM;
+        return ts_fail(ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM,
+                       "the call's workspace size overflows size_t");
     /* the workspace must not share a byte with anything the call reads or writes */
     const void *spans[6] = { C, A, pa != NULL ? (const void *)pa->qa : NULL, pa, bias, B->data };
     const size_t span_len[6] = { c_len, a_len, qlen, pa != NULL ? sizeof *pa : 0,
                                  bias != NULL ? N * sizeof(float) : 0,
                                  B->panels * B->panel_bytes };
     if (ctx != NULL && ctx->workspace != NULL && ts_packed_b_overlaps(B, ctx->workspace, bytes))
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "the context's workspace overlaps B");
     int err = ts_call_memory(ctx, bytes, spans, span_len, 6, &mem, &owned);
     if (err != TS_OK)
         return err;
@@ -995,7 +1053,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     float *lohi = (float *)(void *)(c.scratch + c.task_bytes * c.m_tasks * c.n_tasks);
     if (pa == NULL && !ts_qdyn_row_ranges(A, lda, M, K, lohi)) {    /* NaN / Inf in A */
         ts_call_memory_done(ctx, owned);
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "A holds a NaN or an infinity");
     }
     c.lohi = lohi;
     c.sums = B->qdyn != NULL && is_rl(B->path, fused_kernel(B, M));
@@ -1035,6 +1093,6 @@ int ts_gemm_qdyn_f32_packed_a(const ts_context *ctx, const ts_packed_a *A,
                               float *C, size_t ldc)
 {
     if (A == NULL)
-        return TS_EINVAL;
+        return ts_fail(TS_EINVAL, "A (the packed A) is NULL");
     return qdyn_gemm(ctx, A->M, NULL, 0, A, B, bias, cmin, cmax, C, ldc);
 }

@@ -7,6 +7,7 @@
  *   drv_api_errors        last line "failures <n>"; exit status 1 on any failure. */
 #include "drv_api_common.h"   /* first: sets _DEFAULT_SOURCE */
 
+#include <math.h>
 #include <stdint.h>
 
 #include "ts_pack_internal.h"   /* ts_packed_b fields: handles built at chosen addresses */
@@ -183,6 +184,18 @@ static void error_reasons(void)
     expect_reason(ts_im2col_s8(NULL, in, 0, out), "NULL", "im2col conv NULL");
     expect_reason(ts_requantize(1, 4, (const int32_t *)Cbuf, 3, &q, C8 + 64, 4), "ld_acc < N",
                   "requantize ld_acc");
+    float scales[4] = { 1.0f, 1.0f, NAN, 1.0f }, wf[4 * 64] = { 0 };
+    uint8_t w4[4 * 32] = { 0 };
+    int8_t w8[4 * 64] = { 0 };
+    ts_packed_b *pb = NULL;
+    expect_reason(ts_pack_b_qs4(4, 64, w4, 32, scales, 33, &pb), "multiple of 32", "qs4 bl 33");
+    expect_reason(ts_pack_b_qs8(4, 64, w8, 64, scales, &pb), "NaN",
+                  "qs8 NaN scale");
+    wf[70] = INFINITY;
+    expect_reason(ts_quantize_qs8(4, 64, wf, 64, (int8_t *)Cbuf, scales), "W holds",
+                  "quantize Inf");
+    expect_reason(ts_gemm_qdyn_f32(NULL, 1, wf, 64, NULL, NULL, 0.0f, 1.0f, (float *)Cbuf, 4),
+                  "B (the packed handle) is NULL", "qdyn NULL handle");
     free(w);
     ts_context_free(ctx);
 }

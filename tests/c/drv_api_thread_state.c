@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fpcr.h"
+
 #ifndef PR_SME_SET_VL
 #define PR_SME_SET_VL 63        /* Linux include/uapi/linux/prctl.h */
 #define PR_SME_GET_VL 64
@@ -32,18 +34,6 @@
 static float A[M * K], B[K * N], C0[M * N], C1[M * N];
 static int8_t A8[M * K], B8[K * N];
 static int32_t I0[M * N], I1[M * N];
-
-static uint64_t read_fpcr(void)
-{
-    uint64_t v;
-    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
-    return v;
-}
-
-static void write_fpcr(uint64_t v)
-{
-    __asm__ volatile("msr fpcr, %0" : : "r"(v));
-}
 
 /* ---- a caller's pool: 3 pthreads that start in the state the process had at the start (as
  * the long-lived threads of an engine's pool would), each checking its FPCR / SVL is that
@@ -68,10 +58,10 @@ static long sme_vl(void)
 static void *own_worker(void *p)
 {
     own_pool *pool = (own_pool *)p;
-    write_fpcr(pool->base_fpcr);
+    set_fpcr(pool->base_fpcr);
     if (pool->base_vl != 0)
         prctl(PR_SME_SET_VL, pool->base_vl, 0, 0, 0);
-    const uint64_t fpcr = read_fpcr();
+    const uint64_t fpcr = get_fpcr();
     const long vl = sme_vl();
     for (;;) {
         pthread_mutex_lock(&pool->lock);
@@ -81,7 +71,7 @@ static void *own_worker(void *p)
             break;
         pool->task(pool->arg, i);
     }
-    if (read_fpcr() != fpcr || sme_vl() != vl) {
+    if (get_fpcr() != fpcr || sme_vl() != vl) {
         pthread_mutex_lock(&pool->lock);
         pool->changed = 1;
         pthread_mutex_unlock(&pool->lock);
@@ -121,7 +111,7 @@ static ts_context *builtin, *caller_pool;
 
 static void make_contexts(void)
 {
-    pool.base_fpcr = read_fpcr();
+    pool.base_fpcr = get_fpcr();
     pool.base_vl = sme_vl();
     CHECK(ts_context_create(&builtin) == TS_OK && ts_context_set_num_threads(builtin, 4) == TS_OK
           && ts_context_create(&caller_pool) == TS_OK
@@ -151,13 +141,13 @@ static void compare_contexts(const char *what)
 
 static void fpcr_case(void)
 {
-    const uint64_t saved = read_fpcr();
+    const uint64_t saved = get_fpcr();
     /* FPCR.RMode = 0b01 (round towards +Inf, bits 23:22), FPCR.FZ (bit 24): Arm ARM FPCR */
     const uint64_t caller = (saved & ~(3ull << 22)) | (1ull << 22) | (1ull << 24);
-    write_fpcr(caller);
+    set_fpcr(caller);
     compare_contexts("fpcr");
-    CHECK(read_fpcr() == caller, "fpcr: the call changed the caller's FPCR");
-    write_fpcr(saved);
+    CHECK(get_fpcr() == caller, "fpcr: the call changed the caller's FPCR");
+    set_fpcr(saved);
 }
 
 static void svl_case(void)

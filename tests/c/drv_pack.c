@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#if defined(__aarch64__)
+#include "fpcr.h"
+#endif
 #include "guarded.h"
 #include "ts_pack_internal.h"
 
@@ -421,20 +424,6 @@ static void check_kinds(const ts_pack_kind *kinds, size_t n)
                 }
             }
 }
-
-#if defined(__aarch64__)
-static uint64_t get_fpcr(void)
-{
-    uint64_t v;
-    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
-    return v;
-}
-
-static void set_fpcr(uint64_t v)
-{
-    __asm__ volatile("msr fpcr, %0" : : "r"(v));
-}
-#endif
 
 int main(void)
 {

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fpcr.h"
 #include "guarded.h"
 
 long sme_svl_bytes(void);
@@ -90,18 +91,6 @@ static uint8_t bf16_pair_byte(const uint8_t *lo, const uint8_t *hi, size_t b)
     memcpy(&u, p, 4);
     half = bf16_of(u);
     return (uint8_t)(half >> (8 * (b % 2)));
-}
-
-static uint64_t get_fpcr(void)
-{
-    uint64_t v;
-    __asm__ volatile("mrs %0, fpcr" : "=r"(v));
-    return v;
-}
-
-static void set_fpcr(uint64_t v)
-{
-    __asm__ volatile("msr fpcr, %0" : : "r"(v));
 }
 
 static void call(const sme_packer_info *p, void *dst, const void *src, size_t n, size_t k,
