@@ -112,14 +112,13 @@ static int packed_ok(const ts_packed_b *b, const gemm_op *op, const ts_path *run
 
 /* Neither of C's bytes nor any other written span shares a byte with a span read. */
 static int c_apart(const void *C, size_t c_len, const void *A, size_t a_len, const void *B,
-                   size_t b_len, const ts_packed_b *packed, const gemm_op *op,
-                   const ts_quant *q, size_t N)
+                   size_t b_len, const ts_packed_b *packed, const ts_quant *q, size_t N)
 {
     if (ts_spans_overlap(C, c_len, A, a_len))
         return ts_reject("C overlaps A");
     if (ts_spans_overlap(C, c_len, B, b_len) || (packed != NULL && ts_packed_b_overlaps(packed, C, c_len)))
         return ts_reject("C overlaps B");
-    if (op->output != OUT_RAW && op->output != OUT_F16 && q != NULL && ts_quant_overlaps(q, N, C, c_len))
+    if (q != NULL && ts_quant_overlaps(q, N, C, c_len))   /* q: only where quant_ok wants it */
         return ts_reject("C overlaps q or one of its arrays");
     return 1;
 }
@@ -139,7 +138,7 @@ static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, si
         || !quant_ok(op, q, N))
         return 0;
     return c_apart(C, matrix_len(M, N, ldc, c_bytes), A, matrix_len(M, K, lda, a_bytes), B,
-                   matrix_len(K, N, ldb, b_bytes), NULL, op, q, N);
+                   matrix_len(K, N, ldb, b_bytes), NULL, q, N);
 }
 
 /* As unpacked_args_ok with B a handle for op (packed_ok): C shares no byte with A, the handle
@@ -156,7 +155,7 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
         || !quant_ok(op, q, B->N))
         return 0;
     return c_apart(C, matrix_len(M, B->N, ldc, c_bytes), A, matrix_len(M, B->K, lda, a_bytes),
-                   NULL, 0, B, op, q, B->N);
+                   NULL, 0, B, q, B->N);
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */
