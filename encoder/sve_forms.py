@@ -350,11 +350,13 @@ def int_epilogue():
     """The int8 requantisation's vector instructions (SME streaming mode executes SVE2):
     unpredicated ADD / SQADD 00000100 size 1 Zm 000 000 / 000 100 Zn Zd; AND (.d)
     00000100 001 Zm 001 100 Zn Zd; SQRDMULH (SVE2) 00000100 size 1 Zm 0111 01 Zn Zd;
-    predicated, destructive SMAX / SMIN 00000100 size 001 000 / 010 000 Pg Zm Zdn and (SVE2)
+    predicated, destructive SMAX / UMAX / SMIN / UMIN 00000100 size 001 000 / 001 / 010 / 011
+    000 Pg Zm Zdn (the uint8 requantisation's clamp uses the unsigned ones) and (SVE2)
     SQSHL / SRSHL 01000100 size 00 1000 / 0010 100 Pg Zm Zdn; SSRA (SVE2) .s
     01000101 01 0 tszl imm3 1110 00 Zn Zda, tszl:imm3 = 32 - shift; SMULLB / SMULLT (SVE2)
-    01000101 size 0 Zm 011 10 0/1 Zn Zd; SQXTNB / SQXTNT (SVE2) 01000101 0 tszh 1 tszl
-    010 00 0/1 Zn Zd; UZP1 / UZP2 / TRN1 / TRN2 00000101 size 1 Zm 011 010/011/100/101 Zn Zd;
+    01000101 size 0 Zm 011 10 0/1 Zn Zd; SQXTNB / SQXTNT, SQXTUNB / SQXTUNT (SVE2, signed to
+    unsigned: the uint8 requantisation) 01000101 0 tszh 1 tszl 000 010 opc 0/1 Zn Zd, opc 00 /
+    10; UZP1 / UZP2 / TRN1 / TRN2 00000101 size 1 Zm 011 010/011/100/101 Zn Zd;
     LD4W (scalar plus immediate) 1010010 1 0 11 0 imm4 111 Pg Rn Zt, imm = 4 * imm4."""
     forms = []
     three = lambda size: (z(size, 0, "destination Z register"), z(size, 5),
@@ -367,6 +369,7 @@ def int_epilogue():
             forms.append(SveForm(name, three(size), base | bits << 22, feature,
                                  f"Arm ARM DDI0487 {name.upper()} (vectors, unpredicated)"))
         for name, base, feature in (("smax", 0x04080000, "sve"), ("smin", 0x040A0000, "sve"),
+                                    ("umax", 0x04090000, "sve"), ("umin", 0x040B0000, "sve"),
                                     ("sqshl", 0x44088000, "sve2"),
                                     ("srshl", 0x44028000, "sve2")):
             forms.append(SveForm(name, destructive(size), base | bits << 22, feature,
@@ -386,7 +389,8 @@ def int_epilogue():
                                         z(narrow, 16, "second source Z register")),
                                  base | bits << 22, "sve2", f"Arm ARM DDI0487 {name.upper()}"))
     for narrow, wide, tsz in (("b", "h", 0b001), ("h", "s", 0b010), ("s", "d", 0b100)):
-        for name, base in (("sqxtnb", 0x45204000), ("sqxtnt", 0x45204400)):
+        for name, base in (("sqxtnb", 0x45204000), ("sqxtnt", 0x45204400),
+                           ("sqxtunb", 0x45205000), ("sqxtunt", 0x45205400)):
             forms.append(SveForm(name, (z(narrow, 0, "destination Z register"), z(wide, 5)),
                                  base | (tsz >> 2) << 22 | (tsz & 3) << 19, "sve2",
                                  f"Arm ARM DDI0487 {name.upper()}"))
@@ -533,6 +537,8 @@ SHARED_MNEMONICS = {"mov": r"\bza\d+[hv]\.",
                     **{name: r"\bz\d+\." for name in (
                         "add", "sqadd", "and", "sqrdmulh", "smax", "smin", "sqshl", "srshl",
                         "uzp1", "uzp2", "trn1", "trn2", "zip1", "zip2", "ssra", "sqxtnb", "sqxtnt",
+                        # the uint8 requantisation (NEON umax / umin; sqxtun* SVE2 only)
+                        "umax", "umin", "sqxtunb", "sqxtunt",
                         # the bf16 rounding (A64 base lsr / orr, NEON cmhi-like / bsl-like)
                         "lsr", "orr", "cmphi", "sel",
                         # the requant permutation (NEON tbl; index is SVE only)
