@@ -313,11 +313,12 @@ SME_INSTRUCTIONS: dict[str, OuterProductInstruction] = {i.name: i for i in (
                             "f16f32", source="DDI0616 FMOPA (widening), half to single"),
     OuterProductInstruction("bfmopa", "bfmopa", "bf16", "bf16", "fp32", 2, "h", "fp32",
                             "bf16f32", source="DDI0616 BFMOPA (widening)"),
-    # int8 GEMM types end in int8 (gemm_s8 / conv2d_s8 requantise their int32 sums): out_type
-    # int8 is what makes the solver pick a 1 x 4 tile for smopa (gen.sme_tiling).
+    # int8 GEMM types end in 8 bits (gemm_s8 / conv2d_s8 requantise their int32 sums to int8,
+    # gemm_u8 to uint8): out_type int8 / uint8 is what makes the solver pick a 1 x 4 tile for
+    # smopa and usmopa (gen.sme_tiling), whose requantising kernels store a row as one vector.
     OuterProductInstruction("smopa", "smopa", "int8", "int8", "int32", 4, "b", "int8", "s8s32",
                             source="DDI0616 SMOPA, 32-bit"),
-    OuterProductInstruction("usmopa", "usmopa", "uint8", "int8", "int32", 4, "b", "int32",
+    OuterProductInstruction("usmopa", "usmopa", "uint8", "int8", "int32", 4, "b", "uint8",
                             "u8s8s32", source="DDI0616 USMOPA, 32-bit"),
 )}
 

@@ -31,7 +31,8 @@ import jinja2
 from encoder import rewrite_text
 
 from .emit import asm_line, environment, inst_features
-from .epilogue import EPILOGUES, OFF, ROUND_DOUBLE, ROUND_DOUBLE_RIGHT, ROUND_SINGLE
+from .epilogue import (EPILOGUES, OFF, OUT_RANGE, ROUND_DOUBLE, ROUND_DOUBLE_RIGHT,
+                       ROUND_SINGLE)
 from .isa import ARCH_NAMES, SME_INSTRUCTIONS, TYPE_BYTES
 from .loop import KernelPlanError
 from .naming import cpu_suffix
@@ -46,12 +47,17 @@ ARGS_CLAMP_MIN, ARGS_CLAMP_MAX = OFF["clamp_min"], OFF["clamp_max"]
 
 # Epilogue variants per SME instruction ("raw", the unsuffixed kernel, first), as the NEON
 # kernels have them (gen.epilogue on kv2): biasclamp, min(max(x + bias[column], clamp_min),
-# clamp_max) on fp32, for the fp32-accumulating types; requant, TFLite int8 requantisation,
-# for the int8 GEMM type (smopa; its 1VLx4VL tile makes every C row one int8 vector).
+# clamp_max) on fp32, for the fp32-accumulating types; requant / requant_u8, TFLite
+# requantisation to int8 / uint8 (gen.epilogue: what the GEMM type's entry points write), for
+# the int8 GEMM types (smopa, usmopa; their 1VLx4VL tile makes every C row one 8-bit vector).
 SME_EPILOGUE_VARIANTS = {"fmopa_f32": ("raw", "biasclamp"), "bfmopa": ("raw", "biasclamp"),
                          "fmopa_f16f32": ("raw", "biasclamp"), "smopa": ("raw", "requant"),
-                         "usmopa": ("raw",)}
-EPILOGUE_SUFFIX = {"raw": "", "biasclamp": "_biasclamp", "requant": "_requant"}
+                         "usmopa": ("raw", "requant_u8")}
+EPILOGUE_SUFFIX = {name: EPILOGUES[name].suffix
+                   for name in ("raw", "biasclamp", "requant", "requant_u8")}
+# The requantising epilogues: one code generator (store_requant), parameterised by the output
+# type's saturating narrowing to 8 bits, clamp instructions and full range (OUT_RANGE).
+REQUANT_NARROW = {"int8": ("sqxtnb", "sqxtnt", "s"), "uint8": ("sqxtunb", "sqxtunt", "u")}
 # requant: args->rounding, c_zero_point, act_min, act_max; params: per group g of 4 columns,
 # 64 bytes at params + 64 g (gen.epilogue's layout, shared with the NEON kernels):
 #   rounding 0 (double, TFLite default): int32x4 offset, multiplier, max(shift, 0), min(shift, 0)
@@ -360,13 +366,18 @@ def requant_offsets(plan: ZaPlan) -> list[Insn]:
     return code
 
 
-def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool) -> list[Insn]:
+def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool,
+                out: str = "int8") -> list[Insn]:
     """One C row (ZA slice w12 + o of row block r): ZA slices -> int32 row vectors (the offsets
     are already in ZA, `requant_offsets`) -> MultiplyByQuantizedMultiplier (the NEON kernels'
     steps, bit-exact with ts_requantize) -> int16 (SQXTNB / SQXTNT: two tiles per vector),
-    + zero point (SQADD), int8 (SQXTNB / SQXTNT), put in column order (TBL, `row_order`),
-    clamped (SMAX/SMIN; not with `clamp` False, for act_min = -128 and act_max = 127: the
-    saturating narrowings did it), one ST1B."""
+    + zero point (SQADD), `out` (int8: SQXTNB / SQXTNT; uint8: SQXTUNB / SQXTUNT, signed to
+    unsigned saturation), put in column order (TBL, `row_order`), clamped (SMAX/SMIN, UMAX/UMIN
+    for uint8; not with `clamp` False, for act_min / act_max the type's full range: the
+    saturating narrowings did it), one ST1B. As in the NEON epilogue (gen.epilogue), each step
+    saturates monotonically and the bounds lie inside the 8-bit range, so the result is
+    ts_requantize's clamp(x' + zero point, act_min, act_max)."""
+    narrow_b, narrow_t, sign = REQUANT_NARROW[out]
     code = []
     rows = [RQ_ROW_Z + c for c in range(plan.tc)]
     for c, v in enumerate(rows):
@@ -400,13 +411,14 @@ def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool) -> list[In
     for v in (v0, v2):
         code.append(I(f"sqadd z{v}.h, z{v}.h, z{RQ_ZP_Z}.h", "+ zero point, saturating"))
     v = v0
-    code += [I(f"sqxtnb z{v}.b, z{v0}.h", "to int8: byte 4i + (0, 2) = tile (0, 1) column i"),
-             I(f"sqxtnt z{v}.b, z{v2}.h", "byte 4i + (1, 3) = tile (2, 3) column i"),
+    code += [I(f"{narrow_b} z{v}.b, z{v0}.h",
+               f"to {out}: byte 4i + (0, 2) = tile (0, 1) column i"),
+             I(f"{narrow_t} z{v}.b, z{v2}.h", "byte 4i + (1, 3) = tile (2, 3) column i"),
              I(f"tbl z{v}.b, {{z{v}.b}}, z{RQ_INDEX_Z}.b", "the 4S columns in order")]
     if clamp:
-        code += [I(f"smax z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MIN_Z}.b", "clamp"),
-                 I(f"smin z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MAX_Z}.b")]
-    return code + [I(f"st1b {{z{v}.b}}, p{ROW_BYTES_PRED}, [{ROW_PTR}]", "C row: n_rem int8")]
+        code += [I(f"{sign}max z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MIN_Z}.b", "clamp"),
+                 I(f"{sign}min z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MAX_Z}.b")]
+    return code + [I(f"st1b {{z{v}.b}}, p{ROW_BYTES_PRED}, [{ROW_PTR}]", f"C row: n_rem {out}")]
 
 
 # requant slice loops: (rounding mode, clamp) -> label prefix; the first one is the fall-through
@@ -415,23 +427,34 @@ RQ_LOOPS = {(ROUND_DOUBLE, True): "RQD", (ROUND_DOUBLE, False): "RQDF",
             (ROUND_DOUBLE_RIGHT, True): "RQR", (ROUND_DOUBLE_RIGHT, False): "RQRF"}
 
 
-def store_requant(plan: ZaPlan) -> list[Insn]:
-    """requant: the output constants, then per rounding mode its parameters (once per tile) and
-    one slice loop (four rows per iteration) with the clamp, or without it when act_min = -128
-    and act_max = 127 (the saturating narrowings to int16 and int8 then did it)."""
+def full_range_test(out: str) -> list[Insn]:
+    """CLAMP = 0 iff act_min and act_max are `out`'s full range (OUT_RANGE): no clamp needed."""
+    lo, hi = OUT_RANGE[out]
+    tmp = f"w{TMP[1:]}"
+    code = [I(f"ldr {tmp}, [{ARGS}, #{ARGS_ACT_MIN}]", "act_min"),
+            I(f"ldr {CLAMP}, [{ARGS}, #{ARGS_ACT_MAX}]", "act_max")]
+    if lo:
+        code.append(I(f"{'add' if lo < 0 else 'sub'} {tmp}, {tmp}, #{abs(lo)}",
+                      f"act_min - ({lo})"))
+    return code + [I(f"sub {CLAMP}, {CLAMP}, #{hi}", f"act_max - {hi}"),
+                   I(f"orr {CLAMP}, {CLAMP}, {tmp}",
+                     f"0: act_min = {lo} and act_max = {hi}, the narrowings clamp")]
+
+
+def store_requant(plan: ZaPlan, out: str = "int8") -> list[Insn]:
+    """requant (`out` int8) / requant_u8 (uint8): the output constants, then per rounding mode
+    its parameters (once per tile) and one slice loop (four rows per iteration) with the clamp,
+    or without it when act_min and act_max are `out`'s full range (the saturating narrowings to
+    int16 and `out` then did it)."""
+    lo, hi = OUT_RANGE[out]
     code = [I(f"ldr {PARAMS}, [{ARGS}, #{ARGS_PARAMS}]", "params"),
             I(f"ld1rh {{z{RQ_ZP_Z}.h}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ZERO_POINT}]",
-              "c_zero_point (int32, -128..127: its low halfword)"),
+              f"c_zero_point (int32, {lo}..{hi}: its low halfword)"),
             I(f"ld1rb {{z{RQ_MIN_Z}.b}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ACT_MIN}]",
               "act_min (its low byte)"),
             I(f"ld1rb {{z{RQ_MAX_Z}.b}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ACT_MAX}]", "act_max"),
             I(f"whilelt p{ROW_BYTES_PRED}.b, xzr, {N_REM}", "the n_rem bytes of a C row"),
-            I(f"ldr w{TMP[1:]}, [{ARGS}, #{ARGS_ACT_MIN}]", "act_min"),
-            I(f"ldr {CLAMP}, [{ARGS}, #{ARGS_ACT_MAX}]", "act_max"),
-            I(f"add w{TMP[1:]}, w{TMP[1:]}, #128", "act_min + 128"),
-            I(f"sub {CLAMP}, {CLAMP}, #127", "act_max - 127"),
-            I(f"orr {CLAMP}, {CLAMP}, w{TMP[1:]}",
-              "0: act_min = -128 and act_max = 127, the narrowings clamp"),
+            *full_range_test(out),
             I(f"ldr w{TMP[1:]}, [{ARGS}, #{ARGS_ROUNDING}]", "rounding"),
             I(f"cmp w{TMP[1:]}, #{ROUND_SINGLE}"),
             I("b.eq K_RQ_SINGLE", "1: single rounding"),
@@ -442,14 +465,14 @@ def store_requant(plan: ZaPlan) -> list[Insn]:
             code.append(Insn(f"{labels[mode]}:", "label"))
         code += requant_params(plan, mode) + row_order()
         code += [I(f"mov {ROW_PTR}, {C_PTR}", "C row 0"),
-                 I(f"cbz {CLAMP}, K_{RQ_LOOPS[mode, False]}", "full int8 range: no clamp")]
+                 I(f"cbz {CLAMP}, K_{RQ_LOOPS[mode, False]}", f"full {out} range: no clamp")]
         for clamp in (True, False):
             name = RQ_LOOPS[mode, clamp]
             if not clamp:
                 code.append(Insn(f"K_{name}:", "label"))
             code += slice_rows(plan, name, ROW_PTR, LDC,
                                lambda r, o, mode=mode, clamp=clamp:
-                               requant_row(plan, r, o, mode, clamp))
+                               requant_row(plan, r, o, mode, clamp, out))
             code.append(I("b K_RQ_DONE"))
     return code + [Insn("K_RQ_DONE:", "label")]
 
@@ -588,21 +611,24 @@ def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str
         raise KernelPlanError(f"{plan.instruction}: no {epilogue} epilogue for SME kernels")
     inst = plan.inst
     symbol = kernel_symbol(prefix, plan, cpu) + EPILOGUE_SUFFIX[epilogue]
-    if epilogue == "requant" and RQ_GROUP_BYTES != 64:
+    requant = EPILOGUES[epilogue].family == "requant"
+    if requant and RQ_GROUP_BYTES != 64:
         raise KernelPlanError("requant: the LD4W de-interleave reads 16 bytes per column "
                               f"(64 per group of 4), gen.epilogue has {RQ_GROUP_BYTES}")
-    if epilogue == "requant" and plan.tc != 4:
-        raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: the requant epilogue "
-                              f"stores a C row as one int8 vector (needs 4 column tiles)")
-    store = {"biasclamp": store_biasclamp, "requant": store_requant}.get(epilogue, store_rows)(
-        plan)
+    if requant and plan.tc != 4:
+        raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: the {epilogue} epilogue "
+                              f"stores a C row as one 8-bit vector (needs 4 column tiles)")
+    if requant:
+        store = store_requant(plan, EPILOGUES[epilogue].out)
+    else:
+        store = {"biasclamp": store_biasclamp}.get(epilogue, store_rows)(plan)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, elem_bytes=TYPE_BYTES[inst.a_type],
         epilogue=epilogue,
         arch_directive=f"{ARCH_NAMES[inst.arch]}+sme" if inst_mode == "never" else None,
         save=save_d8_d15(), restore=restore_d8_d15(), lazy_save=lazy_save_commit(),
         sizes=tile_sizes(plan),
-        acc=load_accumulators(plan) + (requant_offsets(plan) if epilogue == "requant" else []),
+        acc=load_accumulators(plan) + (requant_offsets(plan) if requant else []),
         store=store,
         **k_loop(plan),
     )

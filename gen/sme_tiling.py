@@ -16,7 +16,7 @@ Model (everything in units of S, so the choice is the same at every vector lengt
              (`out_type`): a row of hp elements of b bytes is tc*S*b bytes; whole vectors
              (4*S bytes each) iff tc * b % 4 == 0. For 4-byte outputs (fp32, int32) every
              arrangement passes. For int8 outputs (the int8 GEMM types requantise their int32
-             sums to int8) only tc = 4 does: four int32 row vectors narrow (UZP1 .h then .b)
+             sums to int8, the uint8 x int8 one to uint8) only tc = 4 does: four int32 row vectors narrow (UZP1 .h then .b)
              into exactly one int8 vector, stored with one full-width ST1B; a 2-column-tile
              row would be half a vector, stored under a partial predicate. This is why Arm's
              int8-output SME kernels are 1VLx4VL (ACL's sme2_*_s8q_mopa_1VLx4VL, KleidiAI's
@@ -27,7 +27,7 @@ Ranking: arrangements whose rows fill whole vectors first; then fewest bytes per
 ZA tiles used; then fewer rows (tr: a smaller ep pads less on short M, e.g. GEMV); then tr, tc
 (a fixed, deterministic order).
 
-Result: fmopa_f32, fmopa_f16f32, bfmopa, usmopa -> 2x2 (ep = hp = 2S); smopa -> 1x4 (ep = S,
+Result: fmopa_f32, fmopa_f16f32, bfmopa -> 2x2 (ep = hp = 2S); smopa, usmopa -> 1x4 (ep = S,
 hp = 4S). `python3 -m gen tiles --arch v92` prints the ranking.
 """
 from __future__ import annotations

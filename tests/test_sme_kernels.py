@@ -29,7 +29,7 @@ def sme_table(manifest: dict) -> str:
     """sme_kernel_table.h: every SME kernel of the manifest (declared by <prefix>kernels.h)."""
     rows = [f'    {{"{k["symbol"]}", {k["symbol"]}, "{k["a_type"]}", "{k["b_type"]}", '
             f'"{k["c_type"]}", {k["tr"]}, {k["tc"]}, {k["lp"]}, '
-            f'{["raw", "biasclamp", "requant"].index(k["epilogue"])}}},'
+            f'{["raw", "biasclamp", "requant", "requant_u8"].index(k["epilogue"])}}},'
             for k in manifest["sme_kernels"]]
     return ("static const sme_kernel_info KERNELS[] = {\n" + "\n".join(rows) + "\n};\n")
 
@@ -86,24 +86,26 @@ def test_v92_emits_every_sme_kernel_with_the_solver_shapes(generated):
     kernels = [k for k in manifest["sme_kernels"] if k["epilogue"] == "raw"]
     assert [k["instruction"] for k in kernels] == [i.name for i in sme_generated_for("v92")]
     variants = [k["symbol"] for k in manifest["sme_kernels"] if k["epilogue"] != "raw"]
-    assert variants == [k["symbol"] + ("_biasclamp" if k["c_type"] == "fp32" else "_requant")
-                        for k in kernels if k["c_type"] == "fp32" or k["instruction"] == "smopa"]
+    fused = {"smopa": "_requant", "usmopa": "_requant_u8"}   # int8 / uint8 C (gemm_s8, gemm_u8)
+    assert variants == [k["symbol"] + ("_biasclamp" if k["c_type"] == "fp32"
+                                       else fused[k["instruction"]]) for k in kernels]
     for k in kernels:
         plan = solve(k["instruction"])
         assert (k["tr"], k["tc"]) == (plan.tr, plan.tc)
         assert k["symbol"].endswith(f"_{plan.tr}vlx{plan.tc}vlx{plan.lp}")
         assert (out / k["file"]).is_file()
     shapes = {k["instruction"]: (k["tr"], k["tc"]) for k in kernels}
-    assert shapes == {"fmopa_f32": (2, 2), "smopa": (1, 4), "usmopa": (2, 2), "bfmopa": (2, 2),
+    assert shapes == {"fmopa_f32": (2, 2), "smopa": (1, 4), "usmopa": (1, 4), "bfmopa": (2, 2),
                       "fmopa_f16f32": (2, 2)}
 
 
 def test_solver_ranks_whole_output_rows_then_bytes_per_mac():
-    # int8 output: only tc = 4 makes a C row one whole vector of bytes
-    assert [c.label for c in candidates("smopa")][:2] == ["1VLx4VL", "2VLx2VL"]
-    assert not candidates("smopa")[1].whole_rows
+    # int8 / uint8 output: only tc = 4 makes a C row one whole vector of bytes
+    for name in ("smopa", "usmopa"):
+        assert [c.label for c in candidates(name)][:2] == ["1VLx4VL", "2VLx2VL"]
+        assert not candidates(name)[1].whole_rows
     # 4-byte outputs: bytes per MAC decides; 2x2 loads one vector per MOPA, 1x4 and 4x1 1.25
-    for name in ("fmopa_f32", "bfmopa", "fmopa_f16f32", "usmopa"):
+    for name in ("fmopa_f32", "bfmopa", "fmopa_f16f32"):
         ranked = candidates(name)
         assert ranked[0].label == "2VLx2VL"
         assert ranked[0].bytes_per_mac_s * 5 == ranked[1].bytes_per_mac_s * 4
@@ -297,7 +299,10 @@ def test_solver_and_plan_checks():
         candidates("fmla_f32")
     # the ranking is the same for every type's depth k: only the output type changes it
     assert all(c.whole_rows == (c.tc == 4) for c in candidates("smopa"))
-    assert all(c.whole_rows for c in candidates("usmopa"))       # int32 output
+    assert all(c.whole_rows == (c.tc == 4) for c in candidates("usmopa"))   # uint8 output
+    assert all(c.whole_rows for c in candidates("fmopa_f32"))    # fp32 output
+    with pytest.raises(KernelPlanError, match="needs 4 column tiles"):
+        emit_sme_kernel(ZaPlan("usmopa", 2, 2), "ts_", epilogue="requant_u8")
     for bad in (ZaPlan("fmopa_f32", 3, 2), ZaPlan("fmopa_f32", 0, 4), ZaPlan("nope", 1, 1)):
         with pytest.raises(KernelPlanError):
             check_plan(bad)
@@ -374,4 +379,19 @@ def test_requant_clamp_free_loops_are_taken_only_for_the_whole_int8_range(genera
     index = next(i for i, k in enumerate(manifest["sme_kernels"]) if k["epilogue"] == "requant")
     proc = _mutated_run(generated, tmp_path, index,
                         lambda t: t.replace("orr w14, w14, w11", "mov w14, wzr", 1))
+    assert proc.returncode == 1 and "expected" in proc.stdout, proc.stdout[-2000:]
+
+
+@pytest.mark.parametrize("statement,replacement", [
+    ("sqxtunt z27.b, z29.h", "sqxtnt z27.b, z29.h"),   # signed narrowing: 128..255 saturate
+    ("umax z27.b, p0/m, z27.b, z25.b", "smax z27.b, p0/m, z27.b, z25.b"),   # signed clamp
+])
+def test_requant_u8_checks_can_fail(generated, tmp_path, statement, replacement):
+    """The uint8 requantisation (usmopa's requant_u8) run against the uint8 reference: its
+    unsigned narrowing or clamp replaced by the int8 kernel's signed one is reported."""
+    out, manifest = generated
+    index = next(i for i, k in enumerate(manifest["sme_kernels"])
+                 if k["epilogue"] == "requant_u8")
+    proc = _mutated_run(generated, tmp_path, index,
+                        lambda t: _replace_inst(t, statement, encode(replacement), count=-1))
     assert proc.returncode == 1 and "expected" in proc.stdout, proc.stdout[-2000:]

@@ -13,9 +13,9 @@
  *   - a lazy ZA save pending on entry (ZA filled, TPIDR2_EL0 -> a TPIDR2 block) is committed:
  *     the buffer holds ZA's first num_za_save_slices vectors, nothing after them is written.
  * biasclamp kernels: always called with args, the bias array (n_rem fp32) flush against a guard
- * page, clamp bounds that cut some outputs. requant kernels: int8 C, the three rounding modes
- * in turn with their parameter blocks (hp columns, at a guard page), the whole int8 range
- * (clamp-free loops) or bounds that cut, checked against the
+ * page, clamp bounds that cut some outputs. requant (requant_u8) kernels: int8 (uint8) C, the
+ * three rounding modes in turn with their parameter blocks (hp columns, at a guard page), the
+ * whole int8 (uint8) range (clamp-free loops) or bounds that cut, checked against the
  * TFLite definitions written out here (requant_ref). Values are small integers, so every sum is exact in
  * every type and results must match the reference exactly (int64 arithmetic). */
 #include <stdint.h>
@@ -36,7 +36,8 @@ typedef struct {
     sme_kernel_fn fn;
     const char *a_type, *b_type, *c_type;
     int tr, tc, lp;
-    int epilogue;           /* 0 raw, 1 biasclamp, 2 requant (args always given for 1, 2) */
+    int epilogue;           /* 0 raw, 1 biasclamp, 2 requant, 3 requant_u8 (args always given
+                               for 1..3) */
 } sme_kernel_info;
 
 long sme_svl_bytes(void);
@@ -110,7 +111,7 @@ static int c_exact(const void *row, long j, int is_float, int64_t want)
 }
 
 #define SENTINEL 0x7fc0dead  /* a NaN pattern for floats, an unlikely int32 */
-#define SENTINEL8 0x5a       /* int8 C */
+#define SENTINEL8 0x5a       /* int8 / uint8 C */
 
 /* ---- TFLite int8 requantisation, written out from its definitions -------------------------
  * gemmlowp (fixedpoint.h) SaturatingRoundingDoublingHighMul and RoundingDivideByPOT; TFLite
@@ -130,7 +131,7 @@ static int32_t rdbp(int32_t x, int e)
     int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
     return (x >> e) + (rem > threshold ? 1 : 0);
 }
-static int8_t requant_ref(int32_t acc, int mode, int32_t offset, int32_t mult, int shift, int zp,
+static int requant_ref(int32_t acc, int mode, int32_t offset, int32_t mult, int shift, int zp,
                           int lo, int hi)
 {
     int32_t x = (int32_t)((uint32_t)acc + (uint32_t)offset), y;
@@ -142,19 +143,19 @@ static int8_t requant_ref(int32_t acc, int mode, int32_t offset, int32_t mult, i
                  shift > 0 ? 0 : -shift);
     }
     int64_t v = (int64_t)y + zp;
-    return (int8_t)(v < lo ? lo : v > hi ? hi : v);
+    return (int)(v < lo ? lo : v > hi ? hi : v);   /* lo..hi: int8 or uint8 */
 }
 
 /* The same with round-half-up right shifts (SRSHL alone, no tie fix-up): outputs where it
  * differs show the test sees the fix-up. */
-static int8_t requant_ref_half_up(int32_t acc, int mode, int32_t offset, int32_t mult, int shift,
+static int requant_ref_half_up(int32_t acc, int mode, int32_t offset, int32_t mult, int shift,
                                   int zp, int lo, int hi)
 {
     if (mode == 1 || shift >= 0) return requant_ref(acc, mode, offset, mult, shift, zp, lo, hi);
     int32_t x = (int32_t)((uint32_t)acc + (uint32_t)offset), h = srdhm(x, mult);
     int32_t y = (int32_t)(((int64_t)h + ((int64_t)1 << (-shift - 1))) >> -shift);
     int64_t v = (int64_t)y + zp;
-    return (int8_t)(v < lo ? lo : v > hi ? hi : v);
+    return (int)(v < lo ? lo : v > hi ? hi : v);   /* lo..hi: int8 or uint8 */
 }
 
 static long rq_outputs, rq_unclamped, rq_tie_sensitive;   /* per kernel run */
@@ -196,7 +197,9 @@ static void run_case(const sme_kernel_info *k, test_case tc)
     long ep = k->tr * S, hp = k->tc * S, lp = k->lp;
     int ab = type_bytes(k->a_type), bb = type_bytes(k->b_type);
     int is_float = !strcmp(k->c_type, "fp32");
-    int biasclamp = k->epilogue == 1, requant = k->epilogue == 2, cb = requant ? 1 : 4;
+    int biasclamp = k->epilogue == 1, requant = k->epilogue >= 2, cb = requant ? 1 : 4;
+    int u8 = k->epilogue == 3;      /* uint8 C: zero point and clamp bounds 0..255 */
+    int out_min = u8 ? 0 : -128, out_max = u8 ? 255 : 127;
     if (k->epilogue && tc.acc == 2) tc.acc = 1;     /* acc may be c for raw kernels only */
     long m = tc.m_rem < 0 ? ep : tc.m_rem, n = tc.n_rem < 0 ? hp : tc.n_rem;
     size_t a_len = tc.ksteps * ep * lp, b_len = tc.ksteps * hp * lp;
@@ -236,10 +239,10 @@ static void run_case(const sme_kernel_info *k, test_case tc)
         }
     guarded_region rrq = {0};
     rq_column *rq = calloc((size_t)hp, sizeof(rq_column));
-    /* rounding modes in turn; every other three cases the whole int8 range (-128..127: the
-     * kernel's clamp-free loops), else clamp bounds that cut */
+    /* rounding modes in turn; every other three cases the whole output range (int8 -128..127,
+     * uint8 0..255: the kernel's clamp-free loops), else clamp bounds that cut */
     int rq_case = rq_counter++, rq_mode = rq_case % 3, full_range = rq_case / 3 % 2;
-    int zp = 0, act_lo = -128, act_hi = 127;
+    int zp = 0, act_lo = out_min, act_hi = out_max;
     if (requant) {
         int32_t *block = guarded_alloc((size_t)hp / 4 * 64, &rrq);
         for (long j = 0; j < hp; j++) {
@@ -263,9 +266,9 @@ static void run_case(const sme_kernel_info *k, test_case tc)
             rq[j].shift = shift < -31 ? -31 : shift > 30 ? 30 : shift;
         }
         rq_params(block, rq, hp, rq_mode);
-        zp = (int)(rng_next() % 256) - 128;
-        act_lo = full_range ? -128 : -128 + (int)(rng_next() % 40) + 1;
-        act_hi = full_range ? 127 : 127 - (int)(rng_next() % 40);
+        zp = (int)(rng_next() % 256) + out_min;
+        act_lo = full_range ? out_min : out_min + (int)(rng_next() % 40) + 1;
+        act_hi = full_range ? out_max : out_max - (int)(rng_next() % 40);
         args.params = block;
         args.rounding = rq_mode;
         args.c_zero_point = zp;
@@ -332,15 +335,16 @@ static void run_case(const sme_kernel_info *k, test_case tc)
                     want = want < lo ? lo : want > hi ? hi : want;
                 }
                 if (requant) {
-                    int8_t w8 = requant_ref((int32_t)want, rq_mode, rq[j].offset, rq[j].mult,
+                    int w8 = requant_ref((int32_t)want, rq_mode, rq[j].offset, rq[j].mult,
                                             rq[j].shift, zp, act_lo, act_hi);
                     rq_outputs++;
                     rq_unclamped += w8 > act_lo && w8 < act_hi;
                     rq_tie_sensitive += w8 != requant_ref_half_up((int32_t)want, rq_mode,
                         rq[j].offset, rq[j].mult, rq[j].shift, zp, act_lo, act_hi);
-                    if ((int8_t)row[j] != w8) {
+                    int got8 = u8 ? row[j] : (int8_t)row[j];
+                    if (got8 != w8) {
                         FAIL("%s: C[%ld][%ld] = %d, expected %d (int32 %lld, shift %d)", what,
-                             i, j, (int8_t)row[j], w8, (long long)want, rq[j].shift);
+                             i, j, got8, w8, (long long)want, rq[j].shift);
                         bad = 1;
                     }
                 } else if (biasclamp && nan_bits[j]) {
@@ -438,7 +442,7 @@ static void run_kernel(const sme_kernel_info *k)
     run_lazy_save(k, (unsigned)(S * 4));        /* every ZA vector */
     run_lazy_save(k, 3);                        /* the first 3 */
     run_lazy_save(k, 0);
-    if (k->epilogue == 2) {     /* the requant cases must be able to fail */
+    if (k->epilogue >= 2) {     /* the requant cases must be able to fail */
         if (rq_unclamped * 3 < rq_outputs || rq_tie_sensitive == 0)
             FAIL("%s: weak requant cases: %ld of %ld outputs inside the clamp, %ld decided by "
                  "the tie fix-up", k->symbol, rq_unclamped, rq_outputs, rq_tie_sensitive);
