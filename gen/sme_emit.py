@@ -624,7 +624,7 @@ def emit_sme_kernel(plan: ZaPlan, prefix: str, inst_mode: str = "auto", cpu: str
         store = {"biasclamp": store_biasclamp}.get(epilogue, store_rows)(plan)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, elem_bytes=TYPE_BYTES[inst.a_type],
-        epilogue=epilogue,
+        epilogue=epilogue, out_type=EPILOGUES[epilogue].out if requant else None,
         arch_directive=f"{ARCH_NAMES[inst.arch]}+sme" if inst_mode == "never" else None,
         save=save_d8_d15(), restore=restore_d8_d15(), lazy_save=lazy_save_commit(),
         sizes=tile_sizes(plan),

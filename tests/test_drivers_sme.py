@@ -127,7 +127,7 @@ STREAMING_PACKERS = {"f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_4x4_2vl"),
                      "bf16": ("ts_sme_pack_a_bf16_2vl", "ts_sme_pack_b_bf16_2vl"),
                      "f16f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_2x8_2vl"),
                      "s8": ("ts_sme_pack_a_1vl", "ts_sme_pack_b_1x16_4vl"),
-                     "u8s8": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_1x16_2vl")}
+                     "u8s8": ("ts_sme_pack_a_1vl", "ts_sme_pack_b_1x16_4vl")}
 
 
 def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
@@ -147,11 +147,12 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
             s = p["svl_bytes"] // 4
             assert (p["ep"], p["hp"], p["lp"]) == (kernel["tr"] * s, kernel["tc"] * s, kernel["lp"])
             assert p["feature"] == "SME" and p["gemv"] is None
-            # the fused requantisation (engine: gemm_s8, conv2d_s8) is the kernel's _requant
-            # variant where it has one (smopa), else the driver's (NULL)
+            # the fused requantisation (engine: gemm_s8, conv2d_s8; gemm_u8) is the kernel's
+            # variant of the type's (registry.fused_requant_epilogue: _requant, _requant_u8)
+            # where it has one (smopa, usmopa), else the driver's (NULL)
             requant = next((k["symbol"] for k in manifest["sme_kernels"]
                             if k["instruction"] == t.sme.instruction
-                            and k["epilogue"] == "requant"), "NULL")
+                            and k["epilogue"] == registry.fused_requant_epilogue(t)), "NULL")
             row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
                    rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,\s+{requant},'
                    rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC,'
@@ -161,6 +162,7 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
             # the streaming packers (gen/sme_pack.py): copies, and bf16 rounded from fp32
             assert (p["sme_pack_a"], p["sme_pack_b"]) == STREAMING_PACKERS[t.key]
     assert "ts_gemm_s8s32_smopa_1vlx4vlx16_requant," in dispatch
+    assert "ts_gemm_u8s8s32_usmopa_1vlx4vlx16_requant_u8," in dispatch
     # the SME kernels are in the CMake library too
     cmake = (folder[0] / "CMakeLists.txt").read_text()
     assert all(k["file"] in cmake for k in manifest["sme_kernels"] + manifest["sme_packers"])
