@@ -19,7 +19,7 @@ from gen.sme_pack import emit_pack_b
 HARNESS = TEST_C / "sme_pack_harness.c"
 EXPECTED = {"ts_sme_pack_a_1vl": ("a", 1), "ts_sme_pack_a_2vl": ("a", 2),
             "ts_sme_pack_a_bf16_2vl": ("a", 2), "ts_sme_pack_b_bf16_2vl": ("b", (2, 8, 2)),
-            "ts_sme_pack_b_1x16_2vl": ("b", (1, 16, 2)), "ts_sme_pack_b_1x16_4vl": ("b", (1, 16, 4)),
+            "ts_sme_pack_b_1x16_4vl": ("b", (1, 16, 4)),   # smopa and usmopa (both 1VLx4VL)
             "ts_sme_pack_b_2x8_2vl": ("b", (2, 8, 2)), "ts_sme_pack_b_4x4_2vl": ("b", (4, 4, 2))}
 
 
@@ -120,7 +120,7 @@ def test_packers_match_the_panel_layout_at_every_svl(harness, generated, svl_byt
     ("ts_sme_pack_a_bf16_2vl", "mova za1h.s[w12, 2], p0/m, z4.s"),  # row i + 2 of 4 (tile 1)
     ("ts_sme_pack_b_bf16_2vl", "b.ne K_INT"),              # BFCVT under a non-default FPCR
     ("ts_sme_pack_a_bf16_2vl", "movk x17, #0x3c0, lsl #16"),  # RMode, FZ, DN not checked
-    ("ts_sme_pack_b_1x16_2vl", "saddwt z27.s, z27.s, z5.h"),  # column sums 4i + 3 missing
+    ("ts_sme_pack_b_1x16_4vl", "saddwt z27.s, z27.s, z5.h"),  # column sums 4i + 3 missing
 ])
 def test_a_broken_packer_fails(generated, tmp_path, symbol, line):
     out, manifest = generated
