@@ -39,9 +39,19 @@ ODD_ROW_PTR = ep_mod.ODD_ROW_PTR   # row pointer of odd C rows (C_PTR walks the 
 # so its loads never wait for it), where Cortex-A55's 2-wide issue is the limit and 8 k-steps
 # per iteration amortise the loop control best. "ldr_r" (register offsets, only x0/x1 advance):
 # Cortex-A55's dot-product loops (4-cycle loads, two pointer adds per iteration).
+# 6 k-steps with 4-register ld1 (twelve pointers, x5-x16): Cortex-A510's matrix MACs (smmla,
+# bfmmla, ...). On its model a pointer add, the subs and the branch wait for the MACs before them
+# to write back (2 idle cycles), then issue 3 a cycle with no MAC beside them, so one iteration
+# pays about 2 + (pointers + 2) / 3 cycles: llvm-mca-19 -mcpu=cortex-a510, smmla 8x8 (16 MACs
+# per k-step, 8 cycles at the peak), 2026-11-23: 4 k-steps 38 cycles (8 pointers, 84.2 % of
+# the peak), 6 k-steps 55 (87.3 %), 8 k-steps 79 with the 13 pointers x5-x17 (3 loads left
+# `ldr`, 81.0 %), 73 only with 16 pointers (callee-saved registers: 87.7 %, not worth saving
+# them). Six also leaves a short remainder at the common k-step counts (ksteps - 1 = 63, 127:
+# 3 and 1 single steps, as many as with four).
 MAIN_LOOP_VARIANTS = ((2, "ldr", 1, 1), (4, "ldr", 1, 1), (8, "ldr", 1, 1),
                       (2, "ld1", 1, 1), (4, "ld1", 1, 1), (2, "ld1", 4, 1), (4, "ld1", 4, 1),
-                      (4, "ld1", 4, 2), (2, "ldr_r", 1, 1), (4, "ldr_r", 1, 1))
+                      (4, "ld1", 4, 2), (6, "ld1", 4, 1), (2, "ldr_r", 1, 1),
+                      (4, "ldr_r", 1, 1))
 # AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers" / "General-purpose registers"):
 # the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
 CALLEE_SAVED_VREGS = range(8, 16)

@@ -7,7 +7,7 @@ from pathlib import Path
 from cross import TEST_C, compile_aarch64
 from gen.generate_cli import main as generate_main
 
-# k-step counts every kernel runs with (0 = the zero tile). The main loop runs unroll (2, 4 or
+# k-step counts every kernel runs with (0 = the zero tile). The main loop runs unroll (2, 4, 6 or
 # 8) k-steps per iteration while that many follow the loaded one, the single-step loop the
 # rest: 1..17 give every remainder with no and with one main-loop iteration, the larger counts
 # several iterations (test_kernels_run checks the coverage against each kernel's unroll).

@@ -17,7 +17,7 @@ from gen.plan import TilePlan
 import kernel_build
 from drv_q_support import render_templates
 
-KSTEPS = tuple(range(0, 18)) + (64,)      # every remainder of an unroll of 2, 4 or 8
+KSTEPS = tuple(range(0, 18)) + (64,)      # every remainder of an unroll of 2, 4, 6 or 8
 
 
 def plan(instruction, ep, hp, lp, strategy, a, b, c):
