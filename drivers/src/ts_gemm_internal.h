@@ -96,6 +96,13 @@ void ts_conv_plan_init(ts_conv_plan *p, const ts_path *path, const ts_conv2d *c,
                        const int8_t *input, const int8_t *pad_row, size_t k0, size_t klen);
 void ts_pack_conv_panels(const ts_conv_plan *p, size_t m0, size_t rows, void *dst,
                          size_t panel_bytes);
+/* The input of conv c with its padding made real (ts_conv2d.c, when that pays): into dst,
+ * batch x (pad_top + in_h + pad_bottom) x (pad_left + in_w + pad_right) x in_c bytes, the
+ * input pixels where they fall and `pad` (the A zero point) around them, so that the same conv
+ * without padding over dst has the same im2col matrix and every window is inside (one stretch
+ * per output row). Preconditions: c validated, dst that many bytes, not overlapping input. */
+void ts_pack_conv_padded_input(const ts_conv2d *c, const int8_t *input, int8_t pad,
+                               int8_t *dst);
 
 /* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, claimed for this call, or a
  * fresh malloc block (*owned; NULL with a workspace). TS_EINVAL when the workspace is too

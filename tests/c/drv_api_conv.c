@@ -51,6 +51,18 @@ static const ts_conv2d shapes[] = {
     { 1, 5, 5, 380, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* K 3420, in_c off the k-step */
     { 1, 6, 6, 384, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0 },    /* K 3456, stride 2, in_c 384 */
     { 1, 7, 7, 136, 5, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2 },    /* K 3400, 5x5 dilation 2 */
+    /* a padded conv whose padded input is at most a quarter of its im2col matrix packs from a
+     * copy with the padding made real (ts_conv2d.c padded_copy_bytes; most padded shapes above
+     * do, those with the quarter exceeded — e.g. 3x3 stride 2 — do not): padding on one side
+     * only, each side; every window padded, with the copy and without; stride 2 with it */
+    { 1, 6, 7, 16, 8, 3, 3, 1, 1, 1, 1, 2, 0, 0, 0 },     /* top only */
+    { 1, 6, 7, 16, 8, 3, 3, 1, 1, 1, 1, 0, 2, 0, 0 },     /* left only */
+    { 1, 6, 7, 16, 8, 3, 3, 1, 1, 1, 1, 0, 0, 2, 0 },     /* bottom only */
+    { 1, 6, 7, 16, 8, 3, 3, 1, 1, 1, 1, 0, 0, 0, 2 },     /* right only */
+    { 1, 3, 3, 5, 7, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2 },      /* every window padded, copied */
+    { 1, 2, 2, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },      /* every window padded, not copied */
+    { 1, 16, 16, 8, 5, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2 },    /* 5x5 stride 2, copied */
+    { 1, 11, 10, 16, 9, 3, 3, 1, 1, 2, 2, 2, 1, 3, 2 },   /* dilation 2, uneven padding */
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
