@@ -163,9 +163,11 @@ size_t ts_conv2d_out_h(const ts_conv2d *c);
 size_t ts_conv2d_out_w(const ts_conv2d *c);
 /* Bytes of workspace ts_conv2d_s8 / _prepacked need (the largest over this build's int8
  * kernels; 0 for an invalid conv): the packed filter and the blocked loop's work area (per task
- * one packed block of A, the requantization staging, one padding row of in_c bytes). The im2col
- * matrix is never formed (implicit im2col: A is packed straight from the input), so nothing
- * grows with the output size. */
+ * one packed block of A, the requantization staging, one padding row of in_c bytes), and for a
+ * padded conv whose padded input (batch x (pad_top+in_h+pad_bottom) x (pad_left+in_w+pad_right)
+ * x in_c bytes) is at most a quarter of its im2col matrix (M x K bytes) a copy of the input with
+ * the padding made real, which A is then packed from. The im2col matrix is never formed
+ * (implicit im2col: A is packed straight from the input or that copy). */
 size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c);
 /* input NHWC, filter OHWI (TFLite), output NHWC; q per tensor or per output channel
  * (q->per_channel, out_c values); padded taps equal a_zero_point.

@@ -472,23 +472,22 @@ void ts_pack_conv_panels(const ts_conv_plan *plan, size_t m0, size_t rows, void 
     }
 }
 
-/* The padded input (ts_gemm_internal.h): per image and padded row, the pad value left of the
- * input row, the row itself, the pad value right of it; whole rows of it above and below. */
+/* The padded input (ts_gemm_internal.h), image by image: the pad value above, left, right and
+ * below, then the input rows into the middle in one strided copy (ts_pack_copy_runs). */
 void ts_pack_conv_padded_input(const ts_conv2d *c, const int8_t *input, int8_t pad,
                                int8_t *dst)
 {
     const size_t in_c = c->in_c, row = c->in_w * in_c;
     const size_t left = c->pad_left * in_c, right = c->pad_right * in_c;
     const size_t padded_row = left + row + right;
-    for (size_t b = 0; b < c->batch; ++b) {
-        memset(dst, pad, c->pad_top * padded_row);
+    for (size_t b = 0; b < c->batch; ++b, input += c->in_h * row) {
+        memset(dst, pad, c->pad_top * padded_row + left);
         dst += c->pad_top * padded_row;
-        for (size_t y = 0; y < c->in_h; ++y, input += row, dst += padded_row) {
-            memset(dst, pad, left);
-            memcpy(dst + left, input, row);
-            memset(dst + left + row, pad, right);
-        }
-        memset(dst, pad, c->pad_bottom * padded_row);
+        for (size_t y = 1; y < c->in_h; ++y)   /* right of row y-1 and left of row y: adjacent */
+            memset(dst + y * padded_row - right, pad, right + left);
+        ts_pack_copy_runs(dst + left, padded_row, input, row, row, c->in_h);
+        dst += c->in_h * padded_row;
+        memset(dst - right, pad, right + c->pad_bottom * padded_row);
         dst += c->pad_bottom * padded_row;
     }
 }

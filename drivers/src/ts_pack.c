@@ -830,6 +830,19 @@ static void pack_copy_runs(unsigned char *dst, size_t dst_stride, const unsigned
 }
 #endif
 
+void ts_pack_copy_runs(void *dst, size_t dst_stride, const void *src, size_t src_stride,
+                       size_t bytes, size_t count)
+{
+#if TS_HAVE_NEON
+    pack_copy_runs_of((unsigned char *)dst, dst_stride, (const unsigned char *)src, src_stride,
+                      bytes, count);
+#else
+    for (size_t n = 0; n < count; ++n)
+        memcpy((unsigned char *)dst + n * dst_stride, (const unsigned char *)src + n * src_stride,
+               bytes);
+#endif
+}
+
 /* k by k from k_begin on (the k-steps before it are already packed): when lp = 1 the rows of
  * one k are a run (row_stride 1). */
 static TS_ALWAYS_INLINE void pack_columns(ts_pack_kind kind, void *dst, const void *src,
