@@ -15,6 +15,14 @@ from .isa import MacInstruction, signature
 # it may not be empty: the header would define OK, EINVAL and ENOMEM, and EINVAL / ENOMEM are
 # <errno.h>'s (22 / 12 on Linux), so whichever header comes second silently changes them.
 _PREFIX_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Names the C standard reserves (C11 7.1.3, 7.31 "future library directions") that a prefix
+# would produce: the header's macros are the prefix in upper case ("E" + letter or digit:
+# <errno.h>; "LC_", "SIG" + letter or "_"), its functions the prefix as given ("is" / "to" +
+# letter: <ctype.h>; "str" / "mem" / "wcs" + letter: <string.h>, <stdlib.h>), and anything
+# that starts with "_" + upper case or "_" is reserved outright. The "$" cases: what follows
+# the prefix starts with a letter (gemm..., OK).
+_RESERVED_PREFIX_RE = re.compile(
+    r"_|e([a-z0-9]|$)|(is|to|str|mem|wcs)([a-z]|$)|lc_|sig([a-z_]|$)")
 
 
 def check_prefix(prefix: str) -> str:
@@ -24,6 +32,11 @@ def check_prefix(prefix: str) -> str:
     if not _PREFIX_RE.fullmatch(prefix):
         raise ValueError(f"invalid PREFIX {prefix!r}: it must be a C identifier prefix "
                          f"(a letter or '_', then letters, digits or '_'), e.g. ts_")
+    if _RESERVED_PREFIX_RE.match(prefix.lower()):
+        raise ValueError(f"invalid PREFIX {prefix!r}: its symbols or its header's upper-case "
+                         f"macros ({prefix.upper()}OK, {prefix.upper()}EINVAL) fall in names the C "
+                         f"standard reserves (C11 7.1.3 / 7.31: a leading '_', E + letter or "
+                         f"digit, is/to/str/mem/wcs + letter, LC_, SIG); e.g. ts_")
     return prefix
 
 

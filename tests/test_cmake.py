@@ -4,6 +4,7 @@ cross-built with CMake and a toolchain file (aarch64-linux-gnu-gcc, static); the
 under qemu on an Armv8.0 core and on `max`."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import sys
 import pytest
 
 from cross import GCC, ROOT, TEST_C, run_qemu
+
+NM = "aarch64-linux-gnu-nm"   # binutils-aarch64-linux-gnu (deps/registry.py)
 
 TOOLCHAIN = f"""set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
@@ -56,6 +59,40 @@ def test_cmake_consumer_builds_links_and_runs(tmp_path, prefix):
     for cpu, int8_kernel in (("cortex-a57", "_smlal_"), ("max", "_smmla_")):
         out = run_qemu(build / "app", cpu=cpu).stdout
         assert out.endswith("dropin ok\n") and int8_kernel in out, out
+
+
+ENGINE = """#include "tilesmith.h"
+int engine_matmul(const float *a, const float *b, float *c) { return ts_gemm_f32(2, 2, 2, a, 2, b, 2, c, 2); }
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_shared_object_linking_the_target_exports_only_the_api(tmp_path):
+    """An engine's .so that links the static target PRIVATE exports the API and the kernels
+    (tilesmith.h, ts_kernels.h) and none of the library's internal functions."""
+    project = tmp_path / "project"
+    project.mkdir()
+    folder = project / "tilesmith"
+    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v86", "--out", str(folder)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    (project / "engine.c").write_text(ENGINE)
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(engine C)\nadd_subdirectory(tilesmith)\n"
+        "add_library(engine SHARED engine.c)\ntarget_link_libraries(engine PRIVATE ts_tilesmith)\n")
+    (tmp_path / "aarch64.cmake").write_text(TOOLCHAIN)
+    build = tmp_path / "build"
+    for cmd in (["cmake", "-S", str(project), "-B", str(build),
+                 f"-DCMAKE_TOOLCHAIN_FILE={tmp_path / 'aarch64.cmake'}"],
+                ["cmake", "--build", str(build), "--parallel", "2"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    nm = subprocess.run([NM, "-D", "--defined-only", str(build / "libengine.so")],
+                        capture_output=True, text=True, check=True).stdout
+    exported = {line.split()[-1] for line in nm.splitlines() if line.split()[-1].startswith("ts_")}
+    api = set(re.findall(r"\bts_\w+", (folder / "tilesmith.h").read_text()
+                         + (folder / "ts_kernels.h").read_text()))
+    assert "ts_gemm_f32" in exported and "engine_matmul" in nm
+    assert exported <= api, sorted(exported - api)
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")

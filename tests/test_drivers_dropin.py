@@ -62,14 +62,16 @@ def test_folder_builds_and_runs_with_armv8_a_only(compiler, dropped_folder, tmp_
         assert out.endswith("dropin ok\n") and int8_kernel in out, out
 
 
-def test_prefix_names_every_exported_symbol(tmp_path):
+# -O0 too: an unoptimised build calls what -O2 inlines (truncf once needed libm there).
+@pytest.mark.parametrize("opt", ["-O2", "-O0"])
+def test_prefix_names_every_exported_symbol(opt, tmp_path):
     folder = generate("v86", "acme_", tmp_path / "acme")
     assert (folder / "acme_gemm.c").exists() and not list(folder.glob("ts_*"))
     for compiler in COMPILERS:
         objects = []
         for source in sorted(folder.glob("*.c")) + sorted(folder.glob("*.S")):
             obj = tmp_path / f"{compiler}_{source.name}.o"
-            objects.append(build(compiler, [source], obj, "-c", f"-I{folder}"))
+            objects.append(build(compiler, [source], obj, "-c", opt, f"-I{folder}"))
         nm = subprocess.run(["aarch64-linux-gnu-nm", "--extern-only", *map(str, objects)],
                             capture_output=True, text=True, check=True).stdout
         defined = {line.split()[2] for line in nm.splitlines() if len(line.split()) == 3}

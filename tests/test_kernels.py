@@ -190,6 +190,9 @@ def test_output_is_deterministic(outputs, tmp_path):
     ("--prefix", "9ts_", "C identifier"),
     ("--prefix", "ts-", "C identifier"),
     ("--prefix", "", "<errno.h>"),   # header macros OK / EINVAL / ENOMEM would clash with errno's
+    ("--prefix", "_", "reserves"),   # _OK, _EINVAL: reserved identifiers (C11 7.1.3)
+    ("--prefix", "eng_", "reserves"),   # ENG_EINVAL: E + letter belongs to <errno.h> (C11 7.31.3)
+    ("--prefix", "str", "reserves"),    # strgemm_f32: str + letter (C11 7.31.13)
 ])
 def test_bad_option_is_an_error_and_writes_nothing(tmp_path, capsys, option, value, valid):
     args = {"--arch": "v86", "--cpu": "generic", "--inst": "auto", "--prefix": "ts_"}

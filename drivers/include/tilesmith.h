@@ -17,6 +17,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The API keeps default visibility when the library is built with -fvisibility=hidden (its
+ * CMake target is), so an engine's shared object that links it exports no internal symbol. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 
 /* Version of the generator and C library that made this folder (also in manifest.json, with a
  * digest of the sources). Bumped when the C API, the kernel contract or a packed layout changes. */
@@ -24,7 +29,7 @@ extern "C" {
 
 #define TS_OK      0
 #define TS_EINVAL (-1)   /* bad argument: nothing written */
-#define TS_ENOMEM (-2)
+#define TS_ENOMEM (-2)   /* an allocation failed, or the memory a call needs overflows size_t */
 #define TS_EBUSY  (-3)   /* the context's workspace is in use by another call: nothing written */
 /* Why the calling thread's most recent failing call failed: a static string naming the argument
  * and the rule it broke, e.g. "lda < K (A's row stride)", "C overlaps A"; "" before any failure.
@@ -75,6 +80,10 @@ int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
  * ts_gemm_f16f32: fp16 in, fp32 accumulation and output (fmlal/fmlal2, FEAT_FHM; products
  * exact in fp32); without FHM the fp32 fmla kernel on the converted (exact) values: the same
  * sums up to fp32 rounding (fmlal rounds each term once, fmla too: both gamma_K(2^-24)).
+ * With SME (v92, FMOPA (widening, 2-way)) each k pair (2j, 2j+1) is one step: its two
+ * products summed, then added to the accumulator (QEMU 7.2 rounds the pair sum to fp32, then
+ * the add): at most one rounding per term, so within the same bound, but not bitwise equal to
+ * the fmlal / fmla paths.
  * NaN inputs propagate (a NaN result); inf * 0 gives NaN. */
 int ts_gemm_f16(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
                 const uint16_t *B, size_t ldb, uint16_t *C, size_t ldc);
@@ -159,6 +168,8 @@ typedef struct {
     size_t stride_h, stride_w, dilation_h, dilation_w;
     size_t pad_top, pad_left, pad_bottom, pad_right;
 } ts_conv2d;
+/* A valid conv has batch, in_c, out_c >= 1 and out_h, out_w >= 1 (below); any other -> TS_EINVAL
+ * from every conv call (batch 0 is not an empty call, unlike a GEMM with M = 0). */
 size_t ts_conv2d_out_h(const ts_conv2d *c);
 size_t ts_conv2d_out_w(const ts_conv2d *c);
 /* Bytes of workspace ts_conv2d_s8 / _prepacked need (the largest over this build's int8
@@ -255,9 +266,13 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
 
 /* ---- dynamically quantised int8 activations x int8 / int4 weights -> fp32 (LLM inference) --
  * Semantics (every dispatch path and thread count returns the same bits):
- * All fp32 arithmetic is IEEE single precision in round-to-nearest-even, evaluated unfused (no
- * FMA contraction; the drivers are built with -ffp-contract=off and write one operation per
- * statement), and rint() below is round half to even whatever the current rounding mode.
+ * All fp32 arithmetic is IEEE single precision under the calling thread's FPCR, like any C
+ * code: round-to-nearest-even and no flush-to-zero unless the caller changed them (the
+ * accuracy bound below assumes those defaults; under another rounding mode every path and
+ * thread count still returns the same bits, not the same bits as under the default). It is
+ * evaluated unfused (no FMA contraction; the drivers are built with -ffp-contract=off and write
+ * one operation per statement), and rint() below is round half to even whatever the current
+ * rounding mode.
  *
  * Activation quantisation, per row m of A (M x K fp32), in this order:
  *   lo = min(0, min_k A[m][k]),  hi = max(0, max_k A[m][k])
@@ -304,7 +319,8 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  * malloc, the global mask. The ep-row strips x hp-column panels of C are split over its threads;
  * every scale block's int32 sum completes inside one kernel call, so results are bit-identical
  * for every thread count and pool. A handle is tied to the path its ctx (or NULL) picked.
- * Errors: TS_EINVAL (NULL handle or output, NULL A or scales, NaN/Inf input, bad bl, K bound,
+ * Errors: TS_EINVAL (NULL handle or output, NULL A or scales, NaN/Inf input, K = 0 (packing
+ * B or A; N = 0 and M = 0 are empty calls), bad bl, K bound,
  * cmin > cmax or NaN bounds, NaN / Inf bias, C overlapping an input, a handle packed for another
  * path than ctx picks now, ctx's workspace smaller than ts_context_workspace_size(ctx,
  * TS_GEMM_QDYN, M, N, K) or overlapping a buffer of the call), TS_ENOMEM; nothing is written to
@@ -507,6 +523,9 @@ const char *ts_packed_kernel(const ts_packed_b *b);
  * when it holds none */
 const char *ts_packed_gemv_kernel(const ts_packed_b *b);
 
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

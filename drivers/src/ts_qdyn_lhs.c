@@ -40,10 +40,13 @@
 
 float ts_qdyn_rint(float x)
 {
-    if (!(fabsf(x) < 8388608.0f))        /* |x| >= 2^23: already an integer */
+    /* No libm call (truncf would need -lm at -O0): the int32 conversion truncates. */
+    if (!((x < 0.0f ? -x : x) < 8388608.0f))   /* |x| >= 2^23 or NaN: already an integer */
         return x;
-    float t = truncf(x);                 /* truncf and x - t are exact */
-    float f = fabsf(x - t);
+    float t = (float)(int32_t)x;         /* |x| < 2^23: the truncation and x - t are exact */
+    float f = x - t;
+    if (f < 0.0f)
+        f = -f;
     if (f > 0.5f || (f == 0.5f && ((int32_t)t & 1) != 0))   /* |t| < 2^23: exact */
         t = x < 0.0f ? t - 1.0f : t + 1.0f;
     return t;
