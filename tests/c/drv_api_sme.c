@@ -4,7 +4,7 @@
  *   drv_api_sme
  * On a CPU with SME (TS_FEAT_SME): for every SVL the kernel allows (Linux prctl PR_SME_SET_VL,
  * 2048 bits down to 128), every GEMM type with an SME path still selects it, results match the
- * reference (fp32 GEMM 37 x 45 x 19 against a double sum; int8 through the QEMU issue 2083
+ * reference (fp32 and fp16 -> fp32 GEMM 37 x 45 x 19 against double sums; int8 through the QEMU issue 2083
  * model where the emulator has it), a handle packed at the previous SVL is rejected (TS_EINVAL,
  * C untouched) and one packed now is accepted; TS_FEAT_SME masked off rejects SME handles and
  * runs the NEON paths. Prints "svl=<bytes> f32=<kernel> ..." per SVL; last line
@@ -37,6 +37,27 @@ static void check_f32(size_t M, size_t N, size_t K, const float *A, const float 
         }
 }
 
+/* fp16 -> fp32 GEMM on fp16 values with fractions (sums not exact in fp32) against double sums
+ * within tilesmith.h's fp32-accumulation bound: the SME path's FMOPA (widening) adds each k
+ * pair as one step, the NEON paths one product at a time; both must stay inside it. */
+static void check_f16f32(size_t M, size_t N, size_t K, const uint16_t *A, const uint16_t *B,
+                         float *C, const char *what)
+{
+    CHECK(ts_gemm_f16f32(M, N, K, A, K, B, N, C, N) == TS_OK, "%s rc", what);
+    for (size_t m = 0; m < M; ++m)
+        for (size_t n = 0; n < N; ++n) {
+            double s = 0, a_s = 0;
+            for (size_t k = 0; k < K; ++k) {
+                double p = half_value(A[m * K + k]) * half_value(B[k * N + n]);
+                s += p;
+                a_s += fabs(p);
+            }
+            CHECK(fabs(C[m * N + n] - s) <= half_bound(0, 0, K, s, a_s),
+                  "%s svl %ld C[%zu][%zu] = %.9g, ref %.9g", what, sme_vl_bytes(), m, n,
+                  C[m * N + n], s);
+        }
+}
+
 /* int8 GEMM through the public API against int64 sums (issue 2083 model on an SME path). */
 static void check_s8(size_t M, size_t N, size_t K, const int8_t *A, const int8_t *B, int32_t *C)
 {
@@ -60,10 +81,13 @@ int main(void)
     float *A = guarded(M * K * 4), *B = guarded(K * N * 4), *C = guarded(M * N * 4);
     int8_t *A8 = guarded(M * K), *B8 = guarded(K * N);
     int32_t *C32 = guarded(M * N * 4);
+    uint16_t *A16 = guarded(M * K * 2), *B16 = guarded(K * N * 2);
     fill(A, M * K);
     fill(B, K * N);
     for (size_t i = 0; i < M * K; ++i) A8[i] = rand_s8();
     for (size_t i = 0; i < K * N; ++i) B8[i] = rand_s8();
+    for (size_t i = 0; i < M * K; ++i) A16[i] = half_bits(rand_f32());
+    for (size_t i = 0; i < K * N; ++i) B16[i] = half_bits(rand_f32());
     int sme = (ts_cpu_features() & TS_FEAT_SME) != 0;
     printf("sme=%d\n", sme);
     if (!sme) {   /* no SME: no SME path, whatever the mask */
@@ -92,6 +116,7 @@ int main(void)
                   ts_gemm_kernel(SME_TYPES[t]));
         check_f32(M, N, K, A, B, C, NULL, "f32");
         check_s8(M, N, K, A8, B8, C32);
+        check_f16f32(M, N, K, A16, B16, C, "f16f32");
         if (prev != NULL) {   /* packed at the previous (larger) SVL: another tile, rejected */
             CHECK(strcmp(ts_packed_kernel(prev), ts_gemm_kernel(TS_GEMM_F32)) == 0,
                   "same kernel symbol at every SVL");
@@ -112,6 +137,7 @@ int main(void)
         CHECK(all_bytes(C, M * N * 4, 0xA5), "masked: rejected call wrote C");
         check_f32(M, N, K, A, B, C, NULL, "f32 masked");
         check_s8(M, N, K, A8, B8, C32);
+        check_f16f32(M, N, K, A16, B16, C, "f16f32 masked");
         ts_set_feature_mask(~0u);
     }
     ts_packed_free(prev);
