@@ -239,6 +239,21 @@ def structure_stores():
     return forms
 
 
+def structure_loads():
+    """SVE LD2W, the bf16 A packer's de-interleaving load (fp32 k-values 2i / 2i + 1 of a row
+    into two registers, converted by BFCVT / BFCVTNT into one k-step word each):
+    scalar plus immediate 1010010 1 0 01 0 imm4 111 Pg Rn Zt, imm = 2 * imm4 (-16 to 14);
+    scalar plus scalar 1010010 1 0 01 Rm 110 Pg Rn Zt, [Xn|SP, Xm, LSL #2], Rm = 31 (xzr)
+    reserved for the scalar plus immediate form (Arm ARM DDI0487, LD2W (scalar plus
+    immediate), LD2W (scalar plus scalar))."""
+    source = "Arm ARM DDI0487 LD2W (scalar plus immediate / scalar plus scalar)"
+    head = (vector_list4("s", 2), governing("z"))
+    immediate = Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
+                     (BASE, Field("immediate", 16, 4, -16, 14, "#{}", scale=2)), (0,))
+    return [SveForm("ld2w", head + (immediate,), 0xA520E000, "sve", source),
+            SveForm("ld2w", head + (address_ss(2, False),), 0xA520C000, "sve", source)]
+
+
 def address_imm():
     """[Xn|SP{, #imm, MUL VL}], imm4 signed."""
     return Slot("[x, #, mul vl]", ("[x, #, mul vl]", "[x]"),
@@ -510,7 +525,8 @@ SVE_FORMS: tuple[SveForm, ...] = tuple(
     + sve_contiguous(load=True) + sve_contiguous(load=False) + sme_slices() + mova()
     + add_to_tile() + table_lookup()
     + ptrue() + whilelt() + element_count() + vl_arithmetic()
-    + fp_epilogue() + load_replicate() + int_epilogue() + structure_stores()
+    + fp_epilogue() + load_replicate() + int_epilogue() + structure_loads()
+    + structure_stores()
     + bf16_rounding() + bf16_convert()
 )
 

@@ -68,7 +68,8 @@ def test_requested_instructions_have_forms():
                  "smullb", "smullt", "sqxtnb", "sqxtnt", "uzp1", "trn1", "trn2", "ld1rb",
                  "ld1rh", "ld4w", "addha",          # and its int8 requantisation
                  "umax", "umin", "sqxtunb", "sqxtunt",   # the uint8 one
-                 "bfcvt", "bfcvtnt"}                # the streaming bf16 packers' conversion
+                 "bfcvt", "bfcvtnt",                 # the streaming bf16 packers' conversion
+                 "ld2w"}                            # and the A packer's de-interleaving load
     assert requested <= {form.mnemonic for form in SVE_FORMS}
     assert len(SVE_FORMS) >= 100
 
