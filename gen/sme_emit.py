@@ -9,8 +9,9 @@ streaming mode), and is callable from ordinary (non-streaming, private-ZA) code:
             pending lazy ZA save is committed (SME ABI, see `lazy_save_commit`); SMSTART ZA;
             ZERO {ZA}; the accumulator-input tile, if any, loaded into ZA slices;
   k-loop    per panel k-step (4 instruction k-steps, gen.sme_tiling GROUP) one LD4W per row
-            block and per column block (4 A / B vectors each) and 4*tr*tc MOPAs, two panel
-            k-steps per iteration;
+            block and per column block (4 A / B vectors each) and 4*tr*tc MOPAs, four panel
+            k-steps per iteration where the LD4W immediates reach (2VLx2VL), else two
+            (`unroll`), the rest one at a time;
   store     ZA horizontal slices (one C row each) straight to C under column predicates
             (WHILELT up to n_rem), rows up to m_rem: nothing outside the m_rem x n_rem tile is
             read or written, with no stack tile;
@@ -87,7 +88,7 @@ TMP = "x11"
 SLICE = "w12"           # ZA slice index register (MOVA / LD1x / ST1x slices take w12-w15)
 ACC_PTR, ACC_LD = "x13", "x14"
 CLAMP = "w14"           # requant store (acc's stride no longer needed): 0 = no clamp needed
-PAIRS = "x15"           # k-step pairs left in the main loop
+PAIRS = "x15"           # main-loop iterations left, then single k-steps left
 # Column (and row) offsets c*S in elements: 0 -> xzr, 1 -> x6, 2 -> x16, 3 -> x17.
 OFFSET_REGS = ("xzr", S_REG, "x16", "x17")
 
@@ -102,7 +103,7 @@ ALL_TRUE = 0            # p0: all lanes (PTRUE p0.b)
 COLUMN_PRED0 = 1        # p1..p4: columns of column tile c below n_rem
 FRAME_BYTES = 64        # d8-d15
 # Labels the template itself uses; the blocks' own (K_SAVE_SLICE, K_STORE_0, ...) are collected.
-FIXED_LABELS = ("K_LOOP", "K_ODD", "K_STORE", "K_BAD_TPIDR2")
+FIXED_LABELS = ("K_LOOP", "K_REST", "K_ONE", "K_STORE", "K_BAD_TPIDR2")
 LABEL_RE = re.compile(r"\bK_[A-Z0-9_]+")
 
 
@@ -519,10 +520,10 @@ def step_loads(plan: ZaPlan, bank: int, first: int) -> list[Insn]:
     g = plan.group
     code = [I(f"ld4w {{z{a_reg(plan, bank, r, 0)}.s-z{a_reg(plan, bank, r, g - 1)}.s}}, "
               f"p{ALL_TRUE}/z, {_address(A_PTR, g * (first * plan.tr + r))}",
-              f"A rows {r}*S.., {g} k-steps (+{bank})") for r in range(plan.tr)]
+              f"A rows {r}*S.., {g} k-steps (panel k-step +{first})") for r in range(plan.tr)]
     code += [I(f"ld4w {{z{b_reg(plan, bank, c, 0)}.s-z{b_reg(plan, bank, c, g - 1)}.s}}, "
                f"p{ALL_TRUE}/z, {_address(B_PTR, g * (first * plan.tc + c))}",
-               f"B columns {c}*S.., {g} k-steps (+{bank})") for c in range(plan.tc)]
+               f"B columns {c}*S.., {g} k-steps (panel k-step +{first})") for c in range(plan.tc)]
     return code
 
 
@@ -545,27 +546,52 @@ def _advance(pointer: str, vectors: int, setup: list[Insn], what: str) -> Insn:
     return I(f"add {pointer}, {pointer}, {TMP}, lsl #{(vectors // 16).bit_length() - 1}", what)
 
 
+def unroll(plan: ZaPlan) -> int:
+    """Panel k-steps per main-loop iteration: 4 where the LD4W immediates of all of them fit
+    (imm4 x 4 vectors: up to 28, so GROUP * (4 * max(tr, tc) - 1) <= 28: the 2VLx2VL kernels,
+    4 loads per 16 MOPAs and 4 loop instructions per 64), else 2 (1VLx4VL)."""
+    return 4 if plan.group * (4 * max(plan.tr, plan.tc) - 1) <= 28 else 2
+
+
 def k_loop(plan: ZaPlan) -> dict:
-    """Two panel k-steps per iteration: with separate register banks both steps' loads issue
-    before the MOPAs, otherwise each step's loads precede its own MOPAs."""
+    """`unroll(plan)` panel k-steps per iteration. With separate register banks (2x2: 16
+    registers a step) each step's loads issue before the previous step's MOPAs, otherwise each
+    step's loads precede its own MOPAs; the pointers advance after the last loads (LD4W
+    immediates count from the iteration's start). The k-steps left over (fewer than the
+    unroll) run one per iteration of a loop of single steps."""
     setup: list[Insn] = []
-    advance = [_advance(A_PTR, 2 * plan.group * plan.tr, setup, "two k-steps of A"),
-               _advance(B_PTR, 2 * plan.group * plan.tc, setup, "two k-steps of B")]
-    if bank_base(plan, 1):
-        main = (step_loads(plan, 0, 0) + step_loads(plan, 1, 1) + advance
-                + step_macs(plan, 0) + step_macs(plan, 1))
+    u = unroll(plan)
+
+    def advance(steps: int) -> list[Insn]:
+        what = "k-step" + ("s" if steps > 1 else "")
+        return [_advance(A_PTR, steps * plan.group * plan.tr, setup, f"{steps} {what} of A"),
+                _advance(B_PTR, steps * plan.group * plan.tc, setup, f"{steps} {what} of B")]
+
+    two_banks = bool(bank_base(plan, 1))
+    main = []
+    if two_banks:
+        main += step_loads(plan, 0, 0)
+        for step in range(u):
+            if step + 1 < u:
+                main += step_loads(plan, (step + 1) % 2, step + 1)
+            if step + 1 == u - 1 or u == 1:
+                main += advance(u)
+            main += step_macs(plan, step % 2)
     else:
-        main = (step_loads(plan, 0, 0) + step_macs(plan, 0) + step_loads(plan, 1, 1) + advance
-                + step_macs(plan, 1))
-    return dict(loop_setup=setup, main_body=main,
-                single_body=step_loads(plan, 0, 0) + step_macs(plan, 0))
+        for step in range(u):
+            main += step_loads(plan, 0, step)
+            if step == u - 1:
+                main += advance(u)
+            main += step_macs(plan, 0)
+    return dict(loop_setup=setup, main_body=main, unroll=u, unroll_log2=u.bit_length() - 1,
+                single_body=step_loads(plan, 0, 0) + advance(1) + step_macs(plan, 0))
 
 
 # ---- manifest and rendering ------------------------------------------------------------------
 def main_loop_mix(plan: ZaPlan) -> dict:
-    """Instructions of one main-loop iteration (two panel k-steps) by kind, as emitted: MOPAs,
-    SVE loads, other (ADDVL, SUBS, B.NE). One LD4W per row / column block: tr + tc loads per
-    4 * tr * tc MOPAs."""
+    """Instructions of one main-loop iteration (`unroll(plan)` panel k-steps) by kind, as
+    emitted: MOPAs, SVE loads, other (ADDVL / ADD, SUBS, B.NE). One LD4W per row / column
+    block: tr + tc loads per 4 * tr * tc MOPAs."""
     body = k_loop(plan)["main_body"]
     loads = sum(insn.text.startswith("ld") for insn in body)
     mopas = sum(insn.text.startswith(plan.inst.mnemonic + " ") for insn in body)
@@ -590,7 +616,7 @@ def manifest_entry(plan: ZaPlan, symbol: str, epilogue: str = "raw") -> dict:
         "b_layout": (f"per k-step: {plan.tc}*S columns x {plan.lp} {inst.b_type} ({plan.tc} "
                      f"streaming vectors), column c's {plan.lp} k-values contiguous"),
         "a_step_vectors": plan.group * plan.tr, "b_step_vectors": plan.group * plan.tc,
-        "group": plan.group, "unroll": 2,
+        "group": plan.group, "unroll": unroll(plan),
         "main_loop_mix": main_loop_mix(plan),
         "contract": "v2", "epilogue": epilogue, "notes": list(plan.notes),
         "args_required": epilogue != "raw",

@@ -117,7 +117,9 @@ STREAMING_BASE = {"add", "sub", "subs", "cmp", "csel", "mov", "lsr", "and", "ldr
                   "brk", "mul", "lsl", "b.hs", "adr",   # (mul .. adr: the streaming packers)
                   "b.ge", "b.lt",                       # (the four-row ZA slice loops)
                   "orr",                                # (the requant clamp test)
-                  "movk", "tst"}                        # (the bf16 packers' FPCR check)
+                  "movk", "tst",                        # (the bf16 packers' FPCR check)
+                  "ands",                               # (the k-loop's last k-steps)
+                  "tbnz"}                               # (the bf16 A packer: K odd)
 FP_SIMD_OPERAND = re.compile(r"\b[vqdshb]\d+\b|\bv\d+\.")
 
 
@@ -343,9 +345,12 @@ def test_main_loop_mix_in_the_manifest_counts_the_emitted_loop(generated):
                       for line in body.strip().split("\n")] + ["b.ne K_LOOP"]
         mnemonics = [s.split()[0] for s in statements]
         mix = k["main_loop_mix"]
-        # two panel k-steps of 4 instruction k-steps: one LD4W per row / column block
-        assert mnemonics.count(k["mnemonic"]) == mix["mopa"] == 2 * 4 * k["tr"] * k["tc"]
-        assert mnemonics.count("ld4w") == mix["load"] == 2 * (k["tr"] + k["tc"])
+        # `unroll` panel k-steps of 4 instruction k-steps: one LD4W per row / column block;
+        # four where the LD4W immediates reach (2VLx2VL), else two
+        u = k["unroll"]
+        assert u == (4 if 4 * (4 * max(k["tr"], k["tc"]) - 1) <= 28 else 2)
+        assert mnemonics.count(k["mnemonic"]) == mix["mopa"] == u * 4 * k["tr"] * k["tc"]
+        assert mnemonics.count("ld4w") == mix["load"] == u * (k["tr"] + k["tc"])
         assert k["lp"] == 4 * SME_INSTRUCTIONS[k["instruction"]].k
         assert len(mnemonics) == mix["mopa"] + mix["load"] + mix["other"]
 
