@@ -76,7 +76,8 @@ def b_bf16_symbol(prefix: str, tc: int) -> str:
 # x0 dst, x1 src, x2 rows, x3 k_bytes, x4 lda_bytes; x6 S, x7 SVL/8, x8 chunk byte offset,
 # x9 row pointer, x10 rows left, x11 words of the chunk, x13 dst cursor, x15 words in all,
 # x16 S * lda, w12 slice index; bf16 (BFCVT form) rows four at a time: x5 / x11 / x17 one / two /
-# three rows in elements, x14 the rows' second vectors.
+# three rows in elements, x14 the rows' second vectors; p1 / p2 the chunk's two vectors of
+# k-values inside the row, p3 (BFCVT form) its k-value pairs (LD2W, K even).
 # ---- bf16: fp32 rounded to bf16 with integers (bit for bit ts_pack.c f32_to_bf16) ----------------
 # Constants (LD1RW from K_CONSTS): z27 0x40, z28 1, z29 0x7fff, z30 0x7fffffff, z31 0x7f800000.
 BF16_CONSTS = ((27, 0x40), (28, 1), (29, 0x7FFF), (30, 0x7FFFFFFF), (31, 0x7F800000))
@@ -137,16 +138,21 @@ def fpcr_choice(body) -> list[Insn]:
 
 def bf16_rows4(t: int) -> list[Insn]:
     """The BFCVT A packer's rows of tile t four at a time (x10 rows, x9 the first, w12 its
-    slice; on exit x10 < 4 rows left, x9 / w12 at the next): per row two LD1W of its 2S values
-    (scalar plus scalar: x5 / x11 / x17 = 1 / 2 / 3 rows in elements, x14 = x9 + one vector),
-    two BFCVT, UZP1, MOVA into horizontal slice w12 + i. 29 instructions per 4 rows instead
-    of 4 x 10. x11 and x17 are free here (the chunk's predicates are set), x5 and x14 in the
-    BFCVT form."""
+    slice; on exit x10 < 4 rows left, x9 / w12 at the next). x5 / x11 / x17 = 1 / 2 / 3 rows in
+    elements (scalar plus scalar offsets). K even (`bf16_pairs4`): per row one LD2W of its 2S
+    values, de-interleaved -- k-values 2i in one register, 2i + 1 in the other (Arm DDI0487
+    LD2W: element 2i + j to register j, lane i) -- then BFCVT (even halfwords) and BFCVTNT (odd
+    ones) put k-step word i together in lane i, and MOVA puts it into horizontal slice w12 + i:
+    20 instructions per 4 rows. K odd (a pair would read past the row's last value): per row
+    two LD1W, two BFCVT, UZP1, MOVA, 29 per 4 rows. x11 and x17 are free here (the chunk's
+    predicates are set), x5 and x14 in the BFCVT form."""
     offsets = ("", "x5", "x11", "x17")
     code = [I("lsr x5, x4, #2", "one row in elements"), I("lsl x11, x5, #1", "two rows"),
             I("add x17, x11, x5", "three rows"),
             I("subs x10, x10, #4"), I(f"b.lo K_ROWS{t}_REST", "fewer than 4 rows"),
-            Insn(f"K_ROWS{t}_4:", "label"), I("addvl x14, x9, #1", "the rows' second vectors")]
+            I(f"tbnz x3, #2, K_ROWS{t}_4", "K odd: two LD1W per row")]
+    code += bf16_pairs4(t, offsets)
+    code += [Insn(f"K_ROWS{t}_4:", "label"), I("addvl x14, x9, #1", "the rows' second vectors")]
     for i, off in enumerate(offsets):
         code += [I(f"ld1w {{z{2 * i}.s}}, p1/z, [x9" + (f", {off}, lsl #2]" if off else "]"),
                    f"row i + {i}: its first S values"),
@@ -163,6 +169,23 @@ def bf16_rows4(t: int) -> list[Insn]:
              I("subs x10, x10, #4"), I(f"b.hs K_ROWS{t}_4"),
              Insn(f"K_ROWS{t}_REST:", "label"), I("add x10, x10, #4", "0-3 rows left")]
     return code
+
+
+def bf16_pairs4(t: int, offsets) -> list[Insn]:
+    """bf16_rows4's loop for K even: LD2W under p3 (the chunk's k-value pairs inside the row,
+    set per chunk), BFCVT + BFCVTNT, MOVA; leaves to K_ROWS<t>_REST."""
+    code = [Insn(f"K_ROWS{t}_P:", "label")]
+    code += [I(f"ld2w {{z{2 * i}.s, z{2 * i + 1}.s}}, p3/z, [x9"
+               + (f", {off}, lsl #2]" if off else "]"),
+               f"row i + {i}: k-values 2j / 2j + 1 of its 2S in lane j")
+             for i, off in enumerate(offsets)]
+    for i in range(4):
+        code += [I(f"bfcvt z{2 * i}.h, p0/m, z{2 * i}.s", f"row i + {i}: k 2j in halfword 2j"),
+                 I(f"bfcvtnt z{2 * i}.h, p0/m, z{2 * i + 1}.s", "k 2j + 1 in 2j + 1: S words")]
+    code += [I(f"mova za{t}h.s[w12, {i}], p0/m, z{2 * i}.s", f"-> za{t}h.s[i + {i}]")
+             for i in range(4)]
+    return code + [I("add x9, x9, x4, lsl #2", "4 rows on"), I("add w12, w12, #4"),
+                   I("subs x10, x10, #4"), I(f"b.hs K_ROWS{t}_P"), I(f"b K_ROWS{t}_REST")]
 
 
 def pack_a_body(tr: int, convert: bool = False, hw: bool = False) -> list[Insn]:
@@ -194,6 +217,10 @@ def pack_a_body(tr: int, convert: bool = False, hw: bool = False) -> list[Insn]:
         code += [I("lsr x17, x3, #2", "K"), I("lsr x11, x8, #2", "k of the chunk"),
                  I("whilelt p1.s, x11, x17", "its first S values inside the row"),
                  I("add x11, x11, x6"), I("whilelt p2.s, x11, x17", "the next S")]
+        if hw:
+            code += [I("lsr x17, x3, #3", "K / 2: whole k-value pairs (K even: LD2W)"),
+                     I("lsr x11, x8, #3", "pair of the chunk"),
+                     I("whilelt p3.s, x11, x17", "its S pairs inside the row")]
     else:
         code.append(I("whilelt p1.b, x8, x3", "the chunk's bytes inside the row"))
     for t in range(tr):

@@ -118,6 +118,9 @@ def test_packers_match_the_panel_layout_at_every_svl(harness, generated, svl_byt
     ("ts_sme_pack_b_bf16_2vl", "bfcvtnt z8.h, p0/m, z1.s"),  # k + 1 missing (BFCVT loop)
     ("ts_sme_pack_a_bf16_2vl", "bfcvt z1.h, p0/m, z1.s"),  # the second S values unrounded
     ("ts_sme_pack_a_bf16_2vl", "mova za1h.s[w12, 2], p0/m, z4.s"),  # row i + 2 of 4 (tile 1)
+    ("ts_sme_pack_a_bf16_2vl", "bfcvtnt z2.h, p0/m, z3.s"),  # LD2W loop: odd k-values missing
+    ("ts_sme_pack_a_bf16_2vl", "tbnz x3, #2, K_ROWS1_4"),  # LD2W with K odd: last value lost
+    ("ts_sme_pack_a_bf16_2vl", "whilelt p3.s, x11, x17"),  # LD2W pairs past the row (stale p3)
     ("ts_sme_pack_b_bf16_2vl", "b.ne K_INT"),              # BFCVT under a non-default FPCR
     ("ts_sme_pack_a_bf16_2vl", "movk x17, #0x3c0, lsl #16"),  # RMode, FZ, DN not checked
     ("ts_sme_pack_b_1x16_4vl", "saddwt z27.s, z27.s, z5.h"),  # column sums 4i + 3 missing
