@@ -13,7 +13,10 @@
  * before the measured call; the profiler counts only what follows it. Every function of this
  * harness is named bench_* and kept out of line: the profiler files them under "setup", apart
  * from the operation (the public ts_* call and everything it runs). Conv batch 1 unless BATCH
- * is given; no dilation.
+ * is given; no dilation. Optional leading arguments, in this order: threads=N (a context with
+ * the built-in pool of N threads) and cache=L1D:L2 (bytes; a context whose blocks are sized
+ * for those caches, ts_context_set_cache_sizes: the cache model's core, whose sizes QEMU does
+ * not show the program).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -391,6 +394,20 @@ int main(int argc, char **argv)
         if (ts_context_create(&bench_ctx) != TS_OK
             || ts_context_set_num_threads(bench_ctx, threads) != TS_OK) {
             fprintf(stderr, "workloads: no context with %u threads\n", threads);
+            return 1;
+        }
+        argc--;
+        argv++;
+    }
+    /* cache=L1D:L2 (bytes): the cache sizes of the core the cache model simulates, which
+     * QEMU's /sys does not show (ts_context_set_cache_sizes) */
+    if (argc > 1 && strncmp(argv[1], "cache=", 6) == 0) {
+        char *end;
+        unsigned long long l1 = strtoull(argv[1] + 6, &end, 10);
+        unsigned long long l2 = *end == ':' ? strtoull(end + 1, &end, 10) : 0;
+        if ((bench_ctx == NULL && ts_context_create(&bench_ctx) != TS_OK) || *end != '\0'
+            || ts_context_set_cache_sizes(bench_ctx, (size_t)l1, (size_t)l2) != TS_OK) {
+            fprintf(stderr, "workloads: bad %s (%s)\n", argv[1], ts_last_error());
             return 1;
         }
         argc--;

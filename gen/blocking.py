@@ -118,6 +118,18 @@ def class_blocks(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> tuple
     return (*block_sizes(cpu, instruction, ep, hp, lp), whole_k_steps(cpu, instruction, ep, hp, lp))
 
 
+def run_time_facts(cpu: str, instruction: str, ep: int, hp: int, lp: int) -> tuple[int, int, int, int]:
+    """What the engine needs to re-derive a path's blocks for other cache sizes at run time
+    (drivers/src/ts_blocks.c, ts_context_set_cache_sizes): (the L1D and L2 bytes the build's
+    blocks were sized for, the A element's bytes, whether the longest unsplit K comes from the
+    L2 fit: streams_from_l2). The SME outer products keep their blocks (SME_L2_BYTES, not a core's
+    cache): all 0."""
+    if instruction in SME_INSTRUCTIONS:
+        return 0, 0, 0, 0
+    l1, l2 = cache_sizes(cpu)
+    return l1, l2, _element_bytes(instruction), int(streams_from_l2(cpu, instruction, ep, hp, lp))
+
+
 def block_variant_classes(instruction: str, ep: int, hp: int, lp: int) -> list[str]:
     """The core classes (gen.cores.CORE_CLASSES, in order) whose cores get other blocks than a
     CPU=generic build's for this kernel: a generic build gives them a block variant of the

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .blocking import block_variant_classes, cache_sizes, class_blocks
+from .blocking import block_variant_classes, cache_sizes, class_blocks, run_time_facts
 from .cores import CPU_NAMES, GENERIC, core_class
 from .registry import BY_KEY, dispatch_paths, manifest_dispatch_paths, qdyn_kind  # noqa: F401  (public here too)
 from .templating import template_environment
@@ -75,7 +75,9 @@ def with_blocks(dispatch: dict, cpu: str) -> dict:
     def blocks(path: dict, where: str) -> dict:
         shape = (path["instruction"], path["ep"], path["hp"], path["lp"])
         return dict(path, **dict(zip(("kc_steps", "mc_panels", "kw_steps"),
-                                     class_blocks(where, *shape))))
+                                     class_blocks(where, *shape))),
+                    **dict(zip(("block_l1", "block_l2", "block_elem", "kw_from_l2"),
+                               run_time_facts(where, *shape))))
 
     def table(key: str, paths: list) -> list:
         out = []

@@ -409,6 +409,19 @@ int  ts_context_set_pool_width(ts_context *ctx, unsigned n);
 int  ts_context_set_num_threads(ts_context *ctx, unsigned n);
 int  ts_context_set_feature_mask(ts_context *ctx, unsigned mask);   /* as ts_set_feature_mask */
 int  ts_context_set_cpu(ts_context *ctx, const char *cpu);  /* "auto" (default) or a CPU= name */
+/* The L1D and L2 data-cache bytes of the cores the calls run on, for the cache blocks (the
+ * K and M blocks of the macro-kernel); 0 (the default) for either: the size the build's
+ * kernel path assumes, the smallest of its core class (an out-of-order core gets blocks for
+ * Cortex-A710's 512 KB L2 although a Neoverse N2 or V1 may have 1 MB, which needs fewer
+ * passes over B beyond L2). Not read from the system: an engine that knows its hardware sets
+ * it (one core's private L2, or its share of a shared one). Outputs do not depend on the
+ * sizes (the same kernels accumulate over k in the same order; fp32 identical), only the
+ * memory traffic and the workspace (query ts_context_workspace_size after setting them). The
+ * SME paths keep their blocks. TS_EINVAL (nothing changed) for ctx NULL, a size that is not 0
+ * and outside TS_CACHE_MIN_BYTES .. TS_CACHE_MAX_BYTES, or an L2 smaller than the L1D. */
+#define TS_CACHE_MIN_BYTES ((size_t)1 << 12)    /* 4 KiB */
+#define TS_CACHE_MAX_BYTES ((size_t)1 << 30)    /* 1 GiB */
+int  ts_context_set_cache_sizes(ts_context *ctx, size_t l1d_bytes, size_t l2_bytes);
 /* buf NULL (or bytes 0): calls allocate as without a context. Otherwise a call needing more
  * than `bytes` returns TS_EINVAL, nothing written; buf must not overlap a call's buffers. */
 int  ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes);

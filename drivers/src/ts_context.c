@@ -114,6 +114,26 @@ int ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes)
     return TS_OK;
 }
 
+static int cache_size_ok(size_t bytes)
+{
+    return bytes == 0 || (bytes >= TS_CACHE_MIN_BYTES && bytes <= TS_CACHE_MAX_BYTES);
+}
+
+int ts_context_set_cache_sizes(ts_context *ctx, size_t l1d_bytes, size_t l2_bytes)
+{
+    if (ctx == NULL)
+        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!cache_size_ok(l1d_bytes))
+        return ts_fail(TS_EINVAL, "l1d_bytes not 0 or in TS_CACHE_MIN_BYTES..TS_CACHE_MAX_BYTES");
+    if (!cache_size_ok(l2_bytes))
+        return ts_fail(TS_EINVAL, "l2_bytes not 0 or in TS_CACHE_MIN_BYTES..TS_CACHE_MAX_BYTES");
+    if (l1d_bytes != 0 && l2_bytes != 0 && l2_bytes < l1d_bytes)
+        return ts_fail(TS_EINVAL, "l2_bytes smaller than l1d_bytes");
+    ctx->l1d_bytes = l1d_bytes;
+    ctx->l2_bytes = l2_bytes;
+    return TS_OK;
+}
+
 unsigned ts_context_threads(const ts_context *ctx)
 {
     return ctx != NULL ? ctx->threads : 1;

@@ -32,6 +32,7 @@ struct ts_context {
     void *workspace;                   /* caller's buffer, or NULL: allocate per call */
     size_t workspace_bytes;
     unsigned workspace_busy;           /* 1 while a call uses the workspace (TS_EBUSY) */
+    size_t l1d_bytes, l2_bytes;        /* ts_context_set_cache_sizes; 0: the path's own blocks */
 };
 
 /* The workspace guard: a call claims ctx's workspace with one atomic exchange (acquire) and
@@ -59,6 +60,12 @@ void ts_context_run(const ts_context *ctx, size_t n, ts_task_fn task, void *arg)
  * none) and ctx's CPU (ts_context_set_cpu: that name's core class; "auto" or NULL ctx: the
  * class of the core the calling thread runs on, MIDR_EL1 read per call). */
 const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type);
+
+/* The path a call with ctx runs, with its cache blocks for ctx's cache sizes (ts_blocks.c):
+ * path itself when ctx is NULL or sets no size, path is NULL or its blocks do not follow a
+ * core's caches (SME, GEMV); otherwise *sized, a copy of path with kc_steps, mc_panels and
+ * kw_steps re-derived by gen/blocking.py's rules. */
+const ts_path *ts_sized_path(const ts_context *ctx, const ts_path *path, ts_path *sized);
 
 #ifdef __cplusplus
 }

@@ -89,7 +89,9 @@ size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c
         return 0;
     const ts_path *paths = ts_paths_of(TS_GEMM_INT8, &count);
     for (size_t i = 0; i < count; ++i) {
-        if (workspace_for(&paths[i], c, ts_context_threads(ctx), &bytes))
+        ts_path sized;
+        if (workspace_for(ts_sized_path(ctx, &paths[i], &sized), c, ts_context_threads(ctx),
+                          &bytes))
             return 0;
         most = bytes > most ? bytes : most;
     }
@@ -216,7 +218,9 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
     if (rc != TS_OK)   /* out_c * K fits: conv2d_validate */
         return rc;
     /* the filter packed for this call only: the GEMM tile's layout (the engine runs it) */
-    const ts_path single = ts_single_layout_path(ts_select_path_ctx(ctx, TS_GEMM_INT8));
+    ts_path sized;
+    const ts_path single = ts_single_layout_path(
+        ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized));
     const ts_path *path = &single;
     size_t K = conv_k(c), filter_bytes;
     ts_packed_b_bytes(path, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
@@ -263,8 +267,8 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
                                const ts_quant *q, int8_t *output, void *workspace,
                                size_t workspace_bytes)
 {
-    const ts_path *run = ts_select_path_ctx(ctx, TS_GEMM_INT8);   /* once: the thread may
-                                                                     migrate */
+    ts_path sized;   /* selected once: the thread may migrate */
+    const ts_path *run = ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized);
     void *mem, *owned;
     int claimed;
     if (!conv_args_ok(ctx, c, input, q, output))

@@ -253,8 +253,8 @@ size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M,
         return ts_qdyn_workspace_size(ctx, M, N, K);
     const ts_path *paths = ts_paths_of(gemm_type, &count);
     for (size_t i = 0; i < count; ++i) {
-        ts_path gemv;
-        const ts_path *path = unpacked_path(&paths[i], M, N, &gemv);
+        ts_path gemv, sized;
+        const ts_path *path = unpacked_path(ts_sized_path(ctx, &paths[i], &sized), M, N, &gemv);
         if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), 1, &bytes))
             return 0;
         most = bytes > most ? bytes : most;
@@ -323,7 +323,8 @@ static int gemm(const ts_context *ctx, const gemm_op *op, size_t M, size_t N, si
                 const void *A, size_t lda, const void *B, size_t ldb, const ts_quant *q,
                 void *C, size_t ldc)
 {
-    const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);
+    ts_path sized;
+    const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
     if (!unpacked_args_ok(path, op, M, N, K, A, lda, B, ldb, q, C, ldc))
         return TS_EINVAL;
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
@@ -341,8 +342,8 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
                           size_t lda, const ts_packed_b *B, const ts_quant *q, void *C,
                           size_t ldc)
 {
-    const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);   /* once: the thread may
-                                                                       migrate */
+    ts_path sized;   /* selected once: the thread may migrate */
+    const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
     if (path == NULL)
         return ts_fail(TS_EINVAL, "no kernel path of this GEMM type on this CPU / feature mask");
     if (!prepacked_args_ok(op, path, M, A, lda, B, q, C, ldc))

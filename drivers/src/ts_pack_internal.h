@@ -158,6 +158,13 @@ typedef struct {
     ts_sme_pack_a_fn sme_pack_a;
     ts_sme_pack_b_fn sme_pack_b;
     ts_ntail_kernel ntail[TS_NTAILS];  /* column-tail kernels, narrowest first (ts_ntail_of) */
+    /* What re-derives kc_steps, mc_panels and kw_steps for other cache sizes (ts_blocks.c,
+     * gen/blocking.py run_time_facts): the L1D and L2 bytes they were sized for (0: blocks that
+     * do not follow a core's caches, the SME and GEMV paths), the A element's bytes, and whether
+     * kw_steps comes from the L2 fit (else it is kc_steps). */
+    size_t block_l1, block_l2;
+    unsigned block_elem;
+    int kw_from_l2;
 } ts_path;
 
 /* The CPU= names of this build's generator (gen/cores.py CPU_NAMES), *count of them, and the
@@ -355,6 +362,7 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.kc_steps = (size_t)-1;
     v.mc_panels = 1;
     v.kw_steps = (size_t)-1;
+    v.block_l1 = v.block_l2 = 0;
     v.sme_pack_a = NULL;        /* the GEMV kernel's layout is not the SME kernel's */
     v.sme_pack_b = NULL;
     memset(v.ntail, 0, sizeof v.ntail);   /* the column tails are the GEMM tile's */
