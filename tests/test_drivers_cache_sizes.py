@@ -1,0 +1,85 @@
+"""ts_context_set_cache_sizes: the cache blocks re-derived at run time for the caller's L1D / L2
+(drivers/src/ts_blocks.c) under qemu-aarch64 -cpu max (tests/c/drv_cache_sizes.c): the run-time
+rule reproduces the generator's blocks at the generator's sizes for every path; at L1D 64 KiB /
+L2 1 MiB every path's blocks are the largest that fit (checked here by hand); the sizes change
+no result (int8 requantized and int32 equal to an int64 reference, fp32 within its bound of a
+double reference and the same bits at every size, B packed in the call and prepacked); bad
+sizes -> TS_EINVAL with a reason. Also: the generated table carries the sizes the blocks
+assume (gen.blocking cache_sizes) and the bench program passes a core's sizes (cache=)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cross import ROOT, TEST_C, compile_aarch64, run_qemu
+from gen.blocking import run_time_facts
+from gen.drivers import DRIVERS
+from gen.isa import INSTRUCTIONS, TYPE_BYTES
+from test_drivers_api import manifest_paths
+
+KIB = 1024
+
+
+@pytest.fixture(scope="module")
+def v86(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen_v86")
+    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v86", "--out", str(out)],
+                   cwd=ROOT, check=True, capture_output=True, text=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def harness_output(v86, tmp_path_factory):
+    sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S")) + [TEST_C / "drv_cache_sizes.c"]
+    binary = compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_cache_sizes",
+                             includes=[v86], flags=["-std=c99", "-Werror"])
+    return run_qemu(binary, cpu="max", check=False, timeout=900)
+
+
+def test_sizes_change_blocks_not_results(harness_output):
+    proc = harness_output
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+
+
+def printed_blocks(stdout: str) -> dict:
+    return {(sym, cls): tuple(map(int, v)) for sym, cls, *v in
+            (line.split()[1:] for line in stdout.splitlines() if line.startswith("blocks "))}
+
+
+def test_blocks_at_1mib_are_the_largest_that_fit(harness_output, v86):
+    """By hand (Low et al.'s rules, gen/blocking.py): KC the most k-steps whose B micro-panel
+    fills half of the 64 KiB L1D; MC the most panels whose KC-deep A block fills half of the
+    1 MiB L2; the unsplit K, where it follows L2, the most k-steps for which MC panels and one
+    B panel fit the whole L2."""
+    blocks = printed_blocks(harness_output.stdout)
+    elem_of = {p["symbol"]: TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
+               for paths in manifest_paths(v86).values() for p in paths}
+    shape = {p["symbol"]: (p["ep"], p["hp"], p["lp"])
+             for paths in manifest_paths(v86).values() for p in paths}
+    assert len(blocks) >= 10
+    l1, l2 = 64 * KIB, 1024 * KIB
+    for (sym, cls), (kc, mc, kw) in blocks.items():
+        if sym not in shape:
+            continue                                       # a kernel variant: its own tile
+        ep, hp, lp = shape[sym]
+        step = lp * elem_of[sym]
+        assert kc * hp * step <= l1 // 2 < (kc + 1) * hp * step, (sym, cls)
+        assert mc * ep * kc * step <= l2 // 2 < (mc + 1) * ep * kc * step, (sym, cls)
+        assert kw == kc or (mc * ep + hp) * kw * step <= l2 < (mc * ep + hp) * (kw + 1) * step
+    # int8 smmla 8x8x8 (the prefill path), ooo class: 32 KiB / 64 B = 512 k-steps; 512 KiB /
+    # (512 * 64 B) = 16 panels; 1 MiB / (136 rows * 8 B) = 963 k-steps (512 KiB L2: 8 / 910)
+    assert blocks["ts_gemm_s8s32_smmla_8x8x8", "ooo"] == (512, 16, 963)
+
+
+def test_table_carries_the_sizes_the_blocks_assume(v86):
+    text = (v86 / "ts_dispatch.c").read_text()
+    rows = re.findall(r'"(ts_gemm_s8s32_smmla_8x8x8)", [^{]*?TS_CORE_(\w+),.*?\n\s+(\d+), (\d+), '
+                      r'(\d+), ([01]) \},', text, re.S)
+    got = {(cls.lower(), int(a), int(b), int(c), int(d)) for _, cls, a, b, c, d in rows}
+    assert ("ooo", *run_time_facts("ooo", "smmla", 8, 8, 8)) in got
+    assert run_time_facts("ooo", "smmla", 8, 8, 8) == (64 * KIB, 512 * KIB, 1, 1)   # A710
+    assert run_time_facts("generic", "smmla", 8, 8, 8)[:2] == (32 * KIB, 128 * KIB)  # A55
