@@ -25,7 +25,11 @@ read A, and read and write C's lines (a tile writes 8 of a line's 64 bytes): 38 
 runs whole (512 k-steps, within the ooo class's 910), and the M block then holds what
 whole_k_steps' L2 fit allows at that K, 14 A panels (112 rows), so the kernels stream the packed B
 ceil(512 / 112) = 5 times: 38 + 80 = 118 MiB; bound 128 MiB. Blocks of 8 panels (64 rows, 8
-passes) with B read twice and the packed lines half-written cost 231 MiB."""
+passes) with B read twice and the packed lines half-written cost 231 MiB. With the blocks sized
+for the N2's own 1 MiB L2 (ts_context_set_cache_sizes, the program's cache= argument): MC 16
+panels, K unsplit up to 963 k-steps, so at K = 4096 the M block takes 30 panels (240 rows;
+(30 * 8 + 8) * 512 <= (16 * 8 + 8) * 963), ceil(512 / 240) = 3 passes: 38 + 48 = 86 MiB; bound
+96 MiB."""
 from __future__ import annotations
 
 import subprocess
@@ -54,14 +58,16 @@ def program(tmp_path_factory):
 
 
 def dram_bytes(program, plugin, work_dir, cls: str, dtype: str = "f32",
-               dims: tuple = (512, 512, 512)) -> int:
+               dims: tuple = (512, 512, 512), cache_sizes=None) -> int:
     """(L2 misses + L2 write-backs) x 64 bytes of the measured GEMM (the newest path of
-    `dtype`, B packed in the call) on the simulated N2."""
+    `dtype`, B packed in the call) on the simulated N2; `cache_sizes` (L1D, L2 bytes): the
+    calls' blocks sized for them (ts_context_set_cache_sizes), else the class's."""
     binary, table = program, sym.SymbolTable.from_elf(program)
     workload = Workload(f"gemm-{dtype}", f"GEMM {dtype}", "gemm", dtype, dims, "gemm")
     path = PATHS[dtype][-1]
-    blocks, _ = run_profiled(binary, workload.args(path), plugin,
-                             work_dir / f"{cls}-{dtype}-{dims[0]}.tb",
+    tag = f"-{cache_sizes[1]}" if cache_sizes else ""
+    blocks, _ = run_profiled(binary, workload.args(path, cache_sizes), plugin,
+                             work_dir / f"{cls}-{dtype}-{dims[0]}{tag}.tb",
                              cpu=qemu_cpu(cls), mark=table.address_of(sym.MARK),
                              caches={N2: MEMORY[N2]})
     groups, _ = classify(blocks, table, "ts_")
@@ -84,3 +90,11 @@ def test_ooo_blocks_keep_int8_prefill512_to_five_passes_over_b(program):
     moved = dram_bytes(binary, plugin, d, "ooo", "s8", (512, 4096, 4096))
     # compulsory 38 MiB + 5 passes over the 16 MiB packed B (module comment)
     assert moved <= 128 * MIB, moved / MIB
+
+
+def test_n2_sized_blocks_take_int8_prefill512_to_three_passes_over_b(program):
+    binary, plugin, d = program
+    n2 = (MEMORY[N2].l1d.size, MEMORY[N2].l2.size)
+    moved = dram_bytes(binary, plugin, d, "ooo", "s8", (512, 4096, 4096), cache_sizes=n2)
+    # compulsory 38 MiB + 3 passes over the 16 MiB packed B (module comment): 86 MiB
+    assert moved <= 96 * MIB, moved / MIB

@@ -32,12 +32,45 @@ def v86(tmp_path_factory):
     return out
 
 
+# Fake /sys/devices/system/cpu/cpuN/cache trees: {name: [(level, type, size file text)]}, and
+# what ts_cache_sizes_in must make of them (return code, L1D, L2; 0 0 when refused).
+SYSFS = {
+    "n2": ([(1, "Data", "64K\n"), (1, "Instruction", "64K\n"), (2, "Unified", "1024K\n"),
+            (3, "Unified", "32768K\n")], (0, 64 * KIB, 1024 * KIB)),
+    "mega": ([(1, "Data", "32K\n"), (2, "Unified", "2M\n")], (0, 32 * KIB, 2048 * KIB)),
+    "garbage": ([(1, "Data", "64K\n"), (2, "Unified", "12Q\n")], (-1, 0, 0)),
+    "no_l2": ([(1, "Instruction", "64K\n"), (1, "Data", "64K\n")], (-1, 0, 0)),
+    "missing": ([], (-1, 0, 0)),
+}
+
+
+def make_sysfs(root):
+    for name, (caches, _) in SYSFS.items():
+        (root / name).mkdir()
+        for i, (level, kind, size) in enumerate(caches):
+            d = root / name / f"index{i}"
+            d.mkdir()
+            (d / "level").write_text(f"{level}\n")
+            (d / "type").write_text(f"{kind}\n")
+            (d / "size").write_text(size)
+
+
 @pytest.fixture(scope="module")
 def harness_output(v86, tmp_path_factory):
     sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S")) + [TEST_C / "drv_cache_sizes.c"]
     binary = compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_cache_sizes",
                              includes=[v86], flags=["-std=c99", "-Werror"])
-    return run_qemu(binary, cpu="max", check=False, timeout=900)
+    root = tmp_path_factory.mktemp("sysfs")
+    make_sysfs(root)
+    return run_qemu(binary, root, *SYSFS, cpu="max", check=False, timeout=900)
+
+
+def test_sysfs_sizes_read_as_linux_writes_them(harness_output):
+    """ts_cache_sizes_in (ts_cache_sysfs.c) on fake trees: K and M suffixes, the Data / Unified
+    caches of levels 1 and 2 only; an unparsable size or a missing level -> TS_EINVAL (-1)."""
+    got = {f[1]: (int(f[2]), int(f[3]), int(f[4])) for f in
+           (line.split() for line in harness_output.stdout.splitlines() if line.startswith("sysfs "))}
+    assert got == {name: want for name, (_, want) in SYSFS.items()}
 
 
 def test_sizes_change_blocks_not_results(harness_output):

@@ -23,7 +23,8 @@ LIBC = {"malloc", "calloc", "free", "memcpy", "memset", "strcmp", "getauxval",
         "pthread_cond_destroy", "pthread_cond_wait", "pthread_cond_signal",
         "pthread_cond_broadcast",
         "getpid",     # ts_pool.c: a pool made by another process (fork) runs its tasks in line
-        "prctl"}      # ts_context.c: a pool task takes the caller's SME vector length (Linux)
+        "prctl",      # ts_context.c: a pool task takes the caller's SME vector length (Linux)
+        "fopen", "fgets", "fclose", "snprintf"}   # ts_cache_sysfs.c: ts_cache_sizes_sysfs
 # ... and from the compiler's runtime: GCC's outline atomics (-moutline-atomics, the default
 # since GCC 10 for AArch64; libgcc picks LSE or LL/SC at run time) for the context's
 # workspace claim (one atomic exchange).

@@ -422,6 +422,12 @@ int  ts_context_set_cpu(ts_context *ctx, const char *cpu);  /* "auto" (default) 
 #define TS_CACHE_MIN_BYTES ((size_t)1 << 12)    /* 4 KiB */
 #define TS_CACHE_MAX_BYTES ((size_t)1 << 30)    /* 1 GiB */
 int  ts_context_set_cache_sizes(ts_context *ctx, size_t l1d_bytes, size_t l2_bytes);
+/* What Linux says of core `cpu`'s L1D and L2 (/sys/devices/system/cpu/cpuN/cache), for
+ * ts_context_set_cache_sizes; TS_OK, or TS_EINVAL (no such files, or not parsable; outputs
+ * untouched). Read on request only: under an emulator or in a container the files describe
+ * the host, and on a big.LITTLE system each core type has its own sizes (the caller knows
+ * which cores its threads run on; a shared L2 is reported whole). */
+int  ts_cache_sizes_sysfs(unsigned cpu, size_t *l1d_bytes, size_t *l2_bytes);
 /* buf NULL (or bytes 0): calls allocate as without a context. Otherwise a call needing more
  * than `bytes` returns TS_EINVAL, nothing written; buf must not overlap a call's buffers. */
 int  ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes);

@@ -67,6 +67,12 @@ const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type);
  * kw_steps re-derived by gen/blocking.py's rules. */
 const ts_path *ts_sized_path(const ts_context *ctx, const ts_path *path, ts_path *sized);
 
+/* ts_cache_sysfs.c: "1024K" / "2M" / "1G" / "32768" (an optional newline after) into bytes,
+ * 0; anything else -1. The sizes of the Data / Unified caches of levels 1 and 2 described
+ * under cache_dir (Linux: /sys/devices/system/cpu/cpuN/cache), as ts_cache_sizes_sysfs. */
+int ts_parse_cache_size(const char *text, size_t *out);
+int ts_cache_sizes_in(const char *cache_dir, size_t *l1d_bytes, size_t *l2_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,10 @@
  *            independent int64 reference, fp32 within its error bound of a double reference;
  *   errors   ctx NULL, sizes outside TS_CACHE_MIN_BYTES..TS_CACHE_MAX_BYTES, L2 < L1D:
  *            TS_EINVAL, a reason naming the argument (ts_last_error), the sizes unchanged.
+ *   sysfs    ts_parse_cache_size on sizes as Linux writes them and on garbage; with a
+ *            directory argument, ts_cache_sizes_in on each of its subdirectories (fake
+ *            /sys/devices/system/cpu/cpuN/cache trees made by the Python side), printed as
+ *            "sysfs NAME RC L1D L2";
  * Run with -cpu max (i8mm); the context's CPU is neoverse-n2 (the ooo class). Prints
  * "failures N" last. */
 #include "drv_api_common.h"
@@ -179,11 +183,40 @@ static void check_errors(void)
     ts_context_free(ctx);
 }
 
-int main(void)
+static void check_parse(void)
+{
+    static const struct { const char *text; int rc; size_t bytes; } cases[] = {
+        { "1024K\n", 0, 1u << 20 }, { "2M\n", 0, 2u << 20 }, { "64K", 0, 65536 },
+        { "1G\n", 0, 1u << 30 }, { "32768\n", 0, 32768 }, { "", -1, 0 }, { "K\n", -1, 0 },
+        { "12Q\n", -1, 0 }, { "1024KB\n", -1, 0 }, { "-1\n", -1, 0 }, { " 64K", -1, 0 },
+        { "1024K\n\n", -1, 0 }, { "99999999999999999999999\n", -1, 0 },
+        { "18014398509481984K", -1, 0 },       /* 2^54 KiB: beyond size_t */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        size_t out = 12345;
+        int rc = ts_parse_cache_size(cases[i].text, &out);
+        CHECK(rc == cases[i].rc && out == (rc == 0 ? cases[i].bytes : 12345),
+              "parse \"%s\": rc %d, %zu", cases[i].text, rc, out);
+    }
+}
+
+static void print_sysfs(const char *root, const char *name)
+{
+    char dir[300];
+    size_t l1 = 0, l2 = 0;
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    int rc = ts_cache_sizes_in(dir, &l1, &l2);
+    printf("sysfs %s %d %zu %zu %s\n", name, rc, l1, l2, rc != TS_OK ? ts_last_error() : "");
+}
+
+int main(int argc, char **argv)
 {
     check_rule();
     check_results();
     check_errors();
+    check_parse();
+    for (int i = 2; i < argc; ++i)
+        print_sysfs(argv[1], argv[i]);
     printf("failures %d\n", failures);
     return failures != 0;
 }
