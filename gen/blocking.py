@@ -15,7 +15,10 @@ smallest cache still fit the larger ones). Fitting is not enough beyond L2, thou
 half its own L2 would need two passes. So a CPU=generic build also carries, for each
 core class whose blocks (`class_blocks`) differ from the generic ones, a block variant of the
 path (`block_variant_classes`: the same kernel, that class's KC / MC / unsplit K), chosen at run
-time like a kernel variant (gen/drivers.py with_blocks, ts_cpu.c).
+time like a kernel variant (gen/drivers.py with_blocks, ts_cpu.c). A class's smallest L2 still
+need not be the core's (A710's 512 KB for an N2 or V1 that may have 1 MB), so each path also
+carries the sizes its blocks assume (run_time_facts), from which the engine re-derives them by
+these rules for the sizes a context gives (ts_context_set_cache_sizes, drivers/src/ts_blocks.c).
 
 A K block is not free: every extra block makes each tile load and store its accumulators once
 more and adds a kernel call (measured: single-thread fp32 512^3 split 2 x 256 lost 0.5-1 % of

@@ -11,8 +11,9 @@
  *      when the K block is shorter than kc_steps or a whole K fits more: m_block_panels): pack
  *      that MC x KC block of A into the task's own area (conv2d: straight from the input,
  *      ts_pack_conv_panels), then for each B panel, for each A panel: one kernel call. kc_steps, mc_panels
- *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py; the SME
- *      paths: K whole while their panels fit an assumed L2, SME_L2_BYTES).
+ *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py, or
+ *      re-derived for the context's sizes: ts_blocks.c; the SME paths: K whole while their
+ *      panels fit an assumed L2, SME_L2_BYTES).
  * K blocks accumulate with the kernels' acc argument (contract v2): raw outputs in place in C,
  * the requantized and fp16-narrowed ones in a 4-byte staging copy of C (int32 / fp32); the
  * fused _requant (_requant_u8) kernel runs on the last K block only, otherwise the staged tile goes to C
