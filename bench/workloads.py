@@ -68,8 +68,11 @@ class Workload:
         return (self.batch * conv_out(c, "h") * conv_out(c, "w") * c["out_c"] * c["k_h"] * c["k_w"]
                 * c["in_c"])
 
-    def args(self, path: DispatchPath) -> list[str]:
+    def args(self, path: DispatchPath, cache_sizes: tuple[int, int] | None = None) -> list[str]:
+        """The program's arguments; `cache_sizes` (L1D, L2 bytes): the calls' blocks sized for
+        those caches (bench/workloads.c cache=, ts_context_set_cache_sizes)."""
         op = [f"threads={self.threads}"] if self.threads > 1 else []
+        op += [f"cache={cache_sizes[0]}:{cache_sizes[1]}"] if cache_sizes else []
         op += [self.kind + ("-prepacked" if self.prepacked else "")]
         op += [self.dtype] if self.kind == "gemm" else []
         return [*op, path.features, *map(str, self.dims), *([str(self.batch)] if self.batch > 1 else [])]

@@ -25,11 +25,7 @@ read A, and read and write C's lines (a tile writes 8 of a line's 64 bytes): 38 
 runs whole (512 k-steps, within the ooo class's 910), and the M block then holds what
 whole_k_steps' L2 fit allows at that K, 14 A panels (112 rows), so the kernels stream the packed B
 ceil(512 / 112) = 5 times: 38 + 80 = 118 MiB; bound 128 MiB. Blocks of 8 panels (64 rows, 8
-passes) with B read twice and the packed lines half-written cost 231 MiB. With the blocks sized
-for the N2's own 1 MiB L2 (ts_context_set_cache_sizes, the program's cache= argument): MC 16
-panels, K unsplit up to 963 k-steps, so at K = 4096 the M block takes 30 panels (240 rows;
-(30 * 8 + 8) * 512 <= (16 * 8 + 8) * 963), ceil(512 / 240) = 3 passes: 38 + 48 = 86 MiB; bound
-96 MiB."""
+passes) with B read twice and the packed lines half-written cost 231 MiB."""
 from __future__ import annotations
 
 import subprocess
@@ -91,10 +87,3 @@ def test_ooo_blocks_keep_int8_prefill512_to_five_passes_over_b(program):
     # compulsory 38 MiB + 5 passes over the 16 MiB packed B (module comment)
     assert moved <= 128 * MIB, moved / MIB
 
-
-def test_n2_sized_blocks_take_int8_prefill512_to_three_passes_over_b(program):
-    binary, plugin, d = program
-    n2 = (MEMORY[N2].l1d.size, MEMORY[N2].l2.size)
-    moved = dram_bytes(binary, plugin, d, "ooo", "s8", (512, 4096, 4096), cache_sizes=n2)
-    # compulsory 38 MiB + 3 passes over the 16 MiB packed B (module comment): 86 MiB
-    assert moved <= 96 * MIB, moved / MIB
