@@ -202,24 +202,28 @@ HARNESS static int bench_gemm_s8(size_t M, size_t N, size_t K, int prepacked)
     return bench_report(status, "gemm", bench_checksum(C, M * N));
 }
 
-/* int8 x int8 -> int32, raw (ts_gemm_s8s32: no requantisation; the SME section's raw int8 row). */
-HARNESS static int bench_gemm_s8s32(size_t M, size_t N, size_t K, int prepacked)
+/* Raw 32-bit output, no requantisation: int8 x int8 -> int32 (ts_gemm_s8s32: the SME section's
+ * raw int8 row), or with u8 uint8 x uint8 -> uint32 (ts_gemm_u8u32). Both fill A and B with the
+ * same bytes. */
+HARNESS static int bench_gemm_raw32(int u8, size_t M, size_t N, size_t K, int prepacked)
 {
-    int8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1);
-    int32_t *C = bench_alloc(M * N, 4);
+    void *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1), *C = bench_alloc(M * N, 4);
     ts_packed_b *packed = NULL;
     int status;
     bench_fill_s8(A, M * K);
     bench_fill_s8(B, K * N);
     if (prepacked) {
-        packed = bench_pack_weights(ts_pack_b_s8_ctx(bench_ctx, K, N, B, N, &packed), packed);
+        packed = bench_pack_weights(u8 ? ts_pack_b_u8u32_ctx(bench_ctx, K, N, B, N, &packed)
+                                       : ts_pack_b_s8_ctx(bench_ctx, K, N, B, N, &packed), packed);
         bench_mark();
-        status = ts_gemm_s8s32_prepacked_ctx(bench_ctx, M, A, K, packed, C, N);
+        status = u8 ? ts_gemm_u8u32_prepacked_ctx(bench_ctx, M, A, K, packed, C, N)
+                    : ts_gemm_s8s32_prepacked_ctx(bench_ctx, M, A, K, packed, C, N);
     } else {
         bench_mark();
-        status = ts_gemm_s8s32_ctx(bench_ctx, M, N, K, A, K, B, N, C, N);
+        status = u8 ? ts_gemm_u8u32_ctx(bench_ctx, M, N, K, A, K, B, N, C, N)
+                    : ts_gemm_s8s32_ctx(bench_ctx, M, N, K, A, K, B, N, C, N);
     }
-    return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
+    return bench_report(status, "gemm", bench_checksum(C, M * N * 4));
 }
 
 /* uint8 activations x int8 weights, quantized uint8 output (ts_gemm_u8: QLinearMatMul). */
@@ -247,26 +251,6 @@ HARNESS static int bench_gemm_u8s8(size_t M, size_t N, size_t K, int prepacked)
         status = ts_gemm_u8_ctx(bench_ctx, M, N, K, A, K, B, N, &q, C, N);
     }
     return bench_report(status, "gemm", bench_checksum(C, M * N));
-}
-
-/* uint8 x uint8 -> uint32 (raw). */
-HARNESS static int bench_gemm_u8u32(size_t M, size_t N, size_t K, int prepacked)
-{
-    uint8_t *A = bench_alloc(M * K, 1), *B = bench_alloc(K * N, 1);
-    uint32_t *C = bench_alloc(M * N, 4);
-    ts_packed_b *packed = NULL;
-    int status;
-    bench_fill_s8((int8_t *)A, M * K);
-    bench_fill_s8((int8_t *)B, K * N);
-    if (prepacked) {
-        packed = bench_pack_weights(ts_pack_b_u8u32_ctx(bench_ctx, K, N, B, N, &packed), packed);
-        bench_mark();
-        status = ts_gemm_u8u32_prepacked_ctx(bench_ctx, M, A, K, packed, C, N);
-    } else {
-        bench_mark();
-        status = ts_gemm_u8u32_ctx(bench_ctx, M, N, K, A, K, B, N, C, N);
-    }
-    return bench_report(status, "gemm", bench_checksum(C, M * N * sizeof *C));
 }
 
 /* qdyn (issue 12): fp32 A quantised per row in the call, weights N x K int8 per channel ("qdyn"),
@@ -304,11 +288,11 @@ HARNESS static int bench_gemm(const char *type, char **dims, int prepacked)
     if (strcmp(type, "s8") == 0)
         return bench_gemm_s8(M, N, K, prepacked);
     if (strcmp(type, "s8s32") == 0)
-        return bench_gemm_s8s32(M, N, K, prepacked);
+        return bench_gemm_raw32(0, M, N, K, prepacked);
     if (strcmp(type, "u8s8") == 0)
         return bench_gemm_u8s8(M, N, K, prepacked);
     if (strcmp(type, "u8u32") == 0)
-        return bench_gemm_u8u32(M, N, K, prepacked);
+        return bench_gemm_raw32(1, M, N, K, prepacked);
     if (strncmp(type, "qdyn", 4) == 0)
         return bench_gemm_qdyn(type, M, N, K, prepacked);
     if (strcmp(type, "f16") == 0 || strcmp(type, "f16f32") == 0)
