@@ -81,6 +81,34 @@ static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem)
     return len;
 }
 
+/* ---- handle memory ------------------------------------------------------------------------------ */
+
+/* TS_ENOMEM with the reason every handle allocation of this file records. */
+static int handle_oom(void)
+{
+    return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+}
+
+/* One allocation (*block) for a handle: its struct of `head` bytes, then `data` bytes
+ * (*data_at), then `count` items of `item` bytes (*items_at); struct and data each rounded up
+ * to 16 bytes, so both parts are 16-byte aligned. TS_OK, or handle_oom on a size beyond size_t
+ * or a failed malloc. */
+static int handle_alloc(size_t head, size_t data, size_t count, size_t item,
+                        unsigned char **block, unsigned char **data_at, unsigned char **items_at)
+{
+    size_t extra, total;
+    head = (head + 15) / 16 * 16;
+    if (ts_size_round_up(data, 16, &data) || ts_size_mul(count, item, &extra)
+        || ts_size_add(head, data, &total) || ts_size_add(total, extra, &total))
+        return handle_oom();
+    *block = (unsigned char *)malloc(total);
+    if (*block == NULL)
+        return handle_oom();
+    *data_at = *block + head;
+    *items_at = *data_at + data;
+    return TS_OK;
+}
+
 /* ---- weights ----------------------------------------------------------------------------------- */
 
 /* sum of n int8 (exact: |sum| <= 128 n) */
@@ -104,18 +132,17 @@ static int32_t sum_s8(const int8_t *w, size_t n)
 static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, size_t ldw,
                      const float *scales, size_t bl, int scale_last, ts_packed_b **out)
 {
-    size_t blocks = K / bl, head = (sizeof(ts_packed_b) + 15) / 16 * 16;
-    size_t panels, nb, extra, total;
-    if (ts_packed_b_bytes(path, K, N, &panels) || ts_size_round_up(panels, 16, &panels)
-        || ts_size_mul(N, blocks, &nb) || ts_size_mul(nb, sizeof(float) + sizeof(int32_t), &extra)
-        || ts_size_add(head, panels, &total) || ts_size_add(total, extra, &total))
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
-    unsigned char *block = (unsigned char *)malloc(total);
-    if (block == NULL)
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+    size_t blocks = K / bl, panels, nb;
+    unsigned char *block, *data, *items;
+    if (ts_packed_b_bytes(path, K, N, &panels) || ts_size_mul(N, blocks, &nb))
+        return handle_oom();
+    int rc = handle_alloc(sizeof(ts_packed_b), panels, nb, sizeof(float) + sizeof(int32_t),
+                          &block, &data, &items);
+    if (rc != TS_OK)
+        return rc;
     ts_packed_b *b = (ts_packed_b *)block;
-    ts_packed_b_init(b, path, K, N, W, 1, ldw, block + head);
-    float *ws = (float *)(block + head + panels);
+    ts_packed_b_init(b, path, K, N, W, 1, ldw, data);
+    float *ws = (float *)(void *)items;
     int32_t *sums = (int32_t *)(ws + nb);
     for (size_t n = 0; n < N; ++n)
         for (size_t j = 0; j < blocks; ++j) {
@@ -241,7 +268,7 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
         || ts_size_mul(per_block, blocks, &panel_bytes)
         || ts_size_add(panel_bytes, hp * 4, &panel_bytes)
         || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+        return handle_oom();
     b->ksteps = blocks * kb;
     b->bl = block;
     b->blocks = blocks;
@@ -294,7 +321,7 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
     if (hp > 64 || ts_size_mul(kpad, hp, &panel_bytes)
         || ts_size_add(panel_bytes, hp * 12, &panel_bytes)
         || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+        return handle_oom();
     b->ksteps = kpad / TS_Q4_LP;
     b->bl = K;
     b->blocks = 1;
@@ -348,7 +375,7 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
     panels = (panels + group - 1) / group * group;
     if (ts_size_mul(kpad, pc / 2, &panel_bytes) || ts_size_add(panel_bytes, 8 * pc, &panel_bytes)
         || new_kernel_handle(path, kern, N, K, panels, panel_bytes, &b))
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+        return handle_oom();
     b->ksteps = kpad / lp;
     b->bl = K;
     b->blocks = 1;
@@ -357,7 +384,7 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
     int8_t *w = (int8_t *)malloc(pc * kpad);
     if (w == NULL) {
         free(b->owned);
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+        return handle_oom();
     }
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
@@ -424,10 +451,10 @@ int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *
     /* no int4 kernel (or a block beyond its int32 bound: K > 65793 per channel): widened to
      * int8 (sign-extended nibbles) for the int8 kernels and the C epilogue below */
     if (ts_size_mul(N, K, &wbytes))
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+        return handle_oom();
     int8_t *w = (int8_t *)malloc(wbytes ? wbytes : 1);
     if (w == NULL)
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+        return handle_oom();
     for (size_t n = 0; n < N; ++n)
         for (size_t k = 0; k < K; ++k) {
             unsigned nib = (B[n * ldb_bytes + k / 2] >> (4 * (k % 2))) & 15u;
@@ -524,19 +551,19 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
 /* Fresh M x K packed-A storage (not filled). */
 static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
 {
-    size_t head = (sizeof(ts_packed_a) + 15) / 16 * 16, q, per_row, total;
-    if (ts_size_mul(M, K, &q) || ts_size_round_up(q, 16, &q)
-        || ts_size_mul(M, sizeof(float) + 2 * sizeof(int32_t), &per_row)
-        || ts_size_add(head, q, &total) || ts_size_add(total, per_row, &total))
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
-    unsigned char *block = (unsigned char *)malloc(total);
-    if (block == NULL)
-        return ts_fail(TS_ENOMEM, "out of memory, or a handle size beyond size_t");
+    size_t q;
+    unsigned char *block, *qa, *rows;
+    if (ts_size_mul(M, K, &q))
+        return handle_oom();
+    int rc = handle_alloc(sizeof(ts_packed_a), q, M, sizeof(float) + 2 * sizeof(int32_t), &block,
+                          &qa, &rows);
+    if (rc != TS_OK)
+        return rc;
     ts_packed_a *a = (ts_packed_a *)block;
     a->M = M;
     a->K = K;
-    a->qa = (int8_t *)(block + head);
-    a->scale = (float *)(block + head + q);
+    a->qa = (int8_t *)qa;
+    a->scale = (float *)(void *)rows;
     a->zp = (int32_t *)(a->scale + M);
     a->sum = a->zp + M;
     a->owned = block;
@@ -806,6 +833,18 @@ static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *e
     *end = count * (t + 1) / parts;
 }
 
+/* Task t's part of c's grid (m_tasks x n_tasks): rows [*m_begin, *m_end) in strips of ep (every
+ * strip starts at a multiple of ep) and column units [*u0, *u1) of `units`. */
+static void task_part(const qdyn_call *c, size_t t, size_t ep, size_t units, size_t *m_begin,
+                      size_t *m_end, size_t *u0, size_t *u1)
+{
+    size_t i0, i1;
+    share((c->M + ep - 1) / ep, c->m_tasks, t / c->n_tasks, &i0, &i1);
+    share(units, c->n_tasks, t % c->n_tasks, u0, u1);
+    *m_begin = i0 * ep;
+    *m_end = i1 * ep < c->M ? i1 * ep : c->M;
+}
+
 /* Task t of a call on a fused-kernel handle: its row strips (kernel ep) and panel groups (one
  * kernel call each); every output is computed by the same kernel call whatever the grid. Rows
  * come from a packed A or are quantised strip by strip (a task splitting N with others
@@ -826,12 +865,11 @@ static void fused_task(const qdyn_call *c, size_t t)
     view.lp = kern->lp;
     view.pack_a = TS_PACK_S8;   /* int8 on every path (the smlal path's own A panel is int16) */
     view.pack = TS_PACK_S8;     /* ts_panel_bytes sizes by pack */
-    size_t i0, i1, g0, g1;
-    share((c->M + ep - 1) / ep, c->m_tasks, t / c->n_tasks, &i0, &i1);
-    share(groups, c->n_tasks, t % c->n_tasks, &g0, &g1);
+    size_t m_begin, m_end, g0, g1;
+    task_part(c, t, ep, groups, &m_begin, &m_end, &g0, &g1);
     for (size_t n = 0; n < padded; ++n)     /* -0.0f: x + -0.0f == x for every x */
         bias_pad[n] = c->bias == NULL ? -0.0f : n < b->N ? c->bias[n] : 0.0f;
-    for (size_t m0 = i0 * ep; m0 < i1 * ep && m0 < c->M; m0 += ep) {
+    for (size_t m0 = m_begin; m0 < m_end; m0 += ep) {
         size_t rows = c->M - m0 < ep ? c->M - m0 : ep;
         strip_rows q = strip_panel(c, &view, m0, rows, fused_ksteps(b, kern), a_panel, buf);
         fused_strip(b, kern, rows, q, bias_pad, c->cmin, c->cmax, c->C + m0 * c->ldc, c->ldc,
@@ -859,11 +897,10 @@ static void qdyn_task(void *arg, size_t t)
     unsigned char *buf = (unsigned char *)(acc + ep * hp);
     const float *bias = c->bias;
     const float cmin = c->cmin, cmax = c->cmax;
-    size_t i0, i1, p0, p1;
-    share((c->M + ep - 1) / ep, c->m_tasks, t / c->n_tasks, &i0, &i1);
-    share(b->panels, c->n_tasks, t % c->n_tasks, &p0, &p1);
+    size_t m_begin, m_end, p0, p1;
+    task_part(c, t, ep, b->panels, &m_begin, &m_end, &p0, &p1);
 
-    for (size_t m0 = i0 * ep; m0 < i1 * ep && m0 < c->M; m0 += ep) {
+    for (size_t m0 = m_begin; m0 < m_end; m0 += ep) {
         size_t rows = c->M - m0 < ep ? c->M - m0 : ep;
         strip_rows q = strip_panel(c, path, m0, rows, (K + path->lp - 1) / path->lp, a_panel,
                                    buf);
