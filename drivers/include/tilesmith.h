@@ -408,6 +408,9 @@ int  ts_context_set_pool_width(ts_context *ctx, unsigned n);
  * n in 1..TS_MAX_THREADS; replaces a caller's parallel_for */
 int  ts_context_set_num_threads(ts_context *ctx, unsigned n);
 int  ts_context_set_feature_mask(ts_context *ctx, unsigned mask);   /* as ts_set_feature_mask */
+/* drop the context's own mask: its calls follow the global ts_set_feature_mask again (the
+ * state of a new context); TS_EINVAL for NULL */
+int  ts_context_clear_feature_mask(ts_context *ctx);
 int  ts_context_set_cpu(ts_context *ctx, const char *cpu);  /* "auto" (default) or a CPU= name */
 /* The L1D and L2 data-cache bytes of the cores the calls run on, for the cache blocks (the
  * K and M blocks of the macro-kernel); 0 (the default) for either: the size the build's

@@ -94,6 +94,15 @@ int ts_context_set_feature_mask(ts_context *ctx, unsigned mask)
     return TS_OK;
 }
 
+int ts_context_clear_feature_mask(ts_context *ctx)
+{
+    if (ctx == NULL)
+        return ts_fail(TS_EINVAL, "ctx is NULL");
+    ctx->has_mask = 0;      /* ts_select_path_ctx reads the global mask again, call by call */
+    ctx->feature_mask = 0;
+    return TS_OK;
+}
+
 int ts_context_set_cpu(ts_context *ctx, const char *cpu)
 {
     int core_class;

@@ -594,6 +594,34 @@ static void run_qdyn(int bits, size_t bl, int packed_a, size_t M, size_t N, size
 }
 
 /* ---- context API errors ------------------------------------------------------------------------ */
+static int same_kernel(const char *a, const char *b)
+{
+    return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+/* ts_context_clear_feature_mask: after a context mask of 0 (the baseline int8 kernel) the
+ * context follows the global mask again, read at each call: the NULL context's kernel under
+ * the default mask, the baseline one under a global mask of 0. */
+static void check_clear_mask(ts_context *ctx)
+{
+    CHECK(ts_context_set_feature_mask(ctx, 0) == TS_OK, "set mask 0");
+    const char *own = ts_gemm_kernel_ctx(ctx, TS_GEMM_INT8);
+    const char *global = ts_gemm_kernel_ctx(NULL, TS_GEMM_INT8);
+    if (ts_cpu_features() & (TS_FEAT_DOTPROD | TS_FEAT_I8MM))   /* the check below can fail */
+        CHECK(!same_kernel(own, global), "mask 0 and the default mask pick one kernel %s", own);
+    CHECK(ts_context_clear_feature_mask(ctx) == TS_OK, "clear mask");
+    CHECK(same_kernel(ts_gemm_kernel_ctx(ctx, TS_GEMM_INT8), global),
+          "cleared context: kernel %s, the global mask's is %s",
+          ts_gemm_kernel_ctx(ctx, TS_GEMM_INT8), global);
+    ts_set_feature_mask(0);
+    CHECK(same_kernel(ts_gemm_kernel_ctx(ctx, TS_GEMM_INT8), own),
+          "cleared context under the global mask 0: kernel %s, expected %s",
+          ts_gemm_kernel_ctx(ctx, TS_GEMM_INT8), own);
+    ts_set_feature_mask(~0u);
+    CHECK(ts_context_clear_feature_mask(ctx) == TS_OK, "clear twice");
+    CHECK(ts_context_clear_feature_mask(NULL) == TS_EINVAL, "clear mask NULL ctx");
+}
+
 static void check_api(void)
 {
     ts_context *ctx = NULL;
@@ -609,6 +637,7 @@ static void check_api(void)
     const char *const *names = ts_cpu_names(&n);
     for (size_t i = 0; i < n; ++i)
         CHECK(ts_context_set_cpu(ctx, names[i]) == TS_OK, "cpu %s", names[i]);
+    check_clear_mask(ctx);
     CHECK(ts_context_workspace_size(ctx, 99, 8, 8, 8) == 0, "unknown type");
     CHECK(ts_context_set_workspace(NULL, NULL, 0) == TS_EINVAL, "workspace NULL ctx");
     CHECK(ts_context_set_pool_width(ctx, 0) == TS_EINVAL, "pool width 0");
