@@ -106,13 +106,13 @@ size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
 /* Checks shared by both entry points (the filter and the workspace are checked by each). A
  * conv whose workspace size or output (M x out_c bytes) overflows size_t is invalid: no buffer
  * could hold it; so is one with K = k_h*k_w*in_c beyond TS_GEMM_S8_MAX_K (its int32 sums could
- * overflow). */
+ * overflow). *need: the call's workspace size (ts_conv2d_s8_workspace_size_ctx), once valid. */
 static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
-                        const ts_quant *q, const int8_t *output)
+                        const ts_quant *q, const int8_t *output, size_t *need)
 {
     if (ts_conv2d_validate(c) != TS_OK)
         return 0;
-    if (ts_conv2d_s8_workspace_size_ctx(ctx, c) == 0)
+    if ((*need = ts_conv2d_s8_workspace_size_ctx(ctx, c)) == 0)
         return ts_reject("the conv's workspace size overflows size_t");
     if (conv_k(c) > TS_GEMM_S8_MAX_K)
         return ts_reject("k_h * k_w * in_c beyond TS_GEMM_S8_MAX_K");
@@ -123,17 +123,17 @@ static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, const int8_t 
     return ts_quant_validate(q, c->out_c) == TS_OK;
 }
 
-/* Whether the buffers a conv writes (output, workspace) share a byte with what it reads (input,
- * the filter: `filter_bytes` bytes at `filter`, or the handle `packed`; q's arrays) or with each
- * other. Arguments as conv_args_ok. */
-static int conv_buffers_overlap(const ts_context *ctx, const ts_conv2d *c, const int8_t *input, const void *filter,
+/* Whether the buffers a conv writes (output, `need` bytes of workspace) share a byte with what it
+ * reads (input, the filter: `filter_bytes` bytes at `filter`, or the handle `packed`; q's
+ * arrays) or with each other. Arguments as conv_args_ok. */
+static int conv_buffers_overlap(const ts_conv2d *c, const int8_t *input, const void *filter,
                                 size_t filter_bytes, const ts_packed_b *packed,
                                 const ts_quant *q, const int8_t *output,
-                                const void *workspace)
+                                const void *workspace, size_t need)
 {
     const size_t out_len = conv_m(c) * c->out_c, in_len = ts_conv2d_input_bytes(c);
     const void *written[2] = { output, workspace };
-    const size_t written_len[2] = { out_len, ts_conv2d_s8_workspace_size_ctx(ctx, c) };
+    const size_t written_len[2] = { out_len, need };
     static const char *const why[2] = { "output overlaps input, the filter or q",
                                          "the workspace overlaps input, the filter or q" };
     for (int i = 0; i < 2; ++i) {
@@ -147,21 +147,18 @@ static int conv_buffers_overlap(const ts_context *ctx, const ts_conv2d *c, const
            && !ts_reject("output overlaps the workspace");
 }
 
-/* The call's workspace (*mem, 16-aligned), for validated arguments: the caller's buffer of
- * workspace_bytes (at least ts_conv2d_s8_workspace_size_ctx(ctx, c), else TS_EINVAL), or for
- * workspace NULL and workspace_bytes 0 the context's workspace (TS_EINVAL when too small,
- * TS_EBUSY when in use) or an allocation (*owned, TS_ENOMEM). TS_EINVAL too when the memory
- * shares a byte with a buffer the conv reads or with the output. On TS_OK the caller ends with
- * ts_call_memory_done(ctx, *owned) when it used the context's workspace or allocated
- * (*claimed set). */
-static int conv_memory(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
-                       const void *filter, size_t filter_bytes, const ts_packed_b *packed,
-                       const ts_quant *q, const int8_t *output, void *workspace,
-                       size_t workspace_bytes, void **mem, void **owned, int *claimed)
+/* The call's workspace (*mem, 16-aligned), for validated arguments (`need`: conv_args_ok's): the
+ * caller's buffer of workspace_bytes (at least need, else TS_EINVAL), or for workspace NULL and
+ * workspace_bytes 0 the context's workspace (TS_EINVAL when too small, TS_EBUSY when in use) or
+ * an allocation (*owned, TS_ENOMEM). TS_EINVAL too when the memory shares a byte with a buffer
+ * the conv reads or with the output. On TS_OK with workspace NULL the caller ends with
+ * ts_call_memory_done(ctx, *owned). */
+static int conv_memory(const ts_context *ctx, const ts_conv2d *c, size_t need,
+                       const int8_t *input, const void *filter, size_t filter_bytes,
+                       const ts_packed_b *packed, const ts_quant *q, const int8_t *output,
+                       void *workspace, size_t workspace_bytes, void **mem, void **owned)
 {
-    const size_t need = ts_conv2d_s8_workspace_size_ctx(ctx, c);
     *owned = NULL;
-    *claimed = 0;
     if (workspace != NULL) {
         if (workspace_bytes < need)
             return ts_fail(TS_EINVAL, "workspace_bytes < ts_conv2d_s8_workspace_size_ctx(ctx, c)");
@@ -172,10 +169,9 @@ static int conv_memory(const ts_context *ctx, const ts_conv2d *c, const int8_t *
         int rc = ts_call_memory(ctx, need, NULL, NULL, 0, mem, owned);
         if (rc != TS_OK)
             return rc;
-        *claimed = 1;
     }
-    if (conv_buffers_overlap(ctx, c, input, filter, filter_bytes, packed, q, output, *mem)) {
-        if (*claimed)
+    if (conv_buffers_overlap(c, input, filter, filter_bytes, packed, q, output, *mem, need)) {
+        if (workspace == NULL)
             ts_call_memory_done(ctx, *owned);
         return TS_EINVAL;
     }
@@ -208,13 +204,13 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
                      size_t workspace_bytes)
 {
     void *mem, *owned;
-    int claimed;
-    if (!conv_args_ok(ctx, c, input, q, output))
+    size_t need;
+    if (!conv_args_ok(ctx, c, input, q, output, &need))
         return TS_EINVAL;
     if (filter == NULL)
         return ts_fail(TS_EINVAL, "filter is NULL");
-    int rc = conv_memory(ctx, c, input, filter, c->out_c * conv_k(c), NULL, q, output,
-                         workspace, workspace_bytes, &mem, &owned, &claimed);
+    int rc = conv_memory(ctx, c, need, input, filter, c->out_c * conv_k(c), NULL, q, output,
+                         workspace, workspace_bytes, &mem, &owned);
     if (rc != TS_OK)   /* out_c * K fits: conv2d_validate */
         return rc;
     /* the filter packed for this call only: the GEMM tile's layout (the engine runs it) */
@@ -230,7 +226,7 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
     ts_packed_b_layout(&packed, path, K, c->out_c, base);
     ts_b_source b = { &packed, 1, filter, 1, K };   /* B[k][n] = filter[n*K + k] */
     run_conv(ctx, c, input, &b, q, output, base + filter_bytes);
-    if (claimed)
+    if (workspace == NULL)
         ts_call_memory_done(ctx, owned);
     return TS_OK;
 }
@@ -270,8 +266,8 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
     ts_path sized;   /* selected once: the thread may migrate */
     const ts_path *run = ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized);
     void *mem, *owned;
-    int claimed;
-    if (!conv_args_ok(ctx, c, input, q, output))
+    size_t need;
+    if (!conv_args_ok(ctx, c, input, q, output, &need))
         return TS_EINVAL;
     if (filter == NULL)
         return ts_fail(TS_EINVAL, "filter (the packed handle) is NULL");
@@ -284,15 +280,15 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
                                   "kernel does not read (another feature mask or CPU choice)");
     if (filter->K != conv_k(c) || filter->N != c->out_c)
         return ts_fail(TS_EINVAL, "filter was packed for another conv (K or out_c differs)");
-    int rc = conv_memory(ctx, c, input, NULL, 0, filter, q, output, workspace, workspace_bytes,
-                         &mem, &owned, &claimed);
+    int rc = conv_memory(ctx, c, need, input, NULL, 0, filter, q, output, workspace,
+                         workspace_bytes, &mem, &owned);
     if (rc != TS_OK)
         return rc;
     ts_packed_b as_run = *filter;   /* the same panels, read by this call's kernel variant */
     as_run.path = run;
     ts_b_source b = { &as_run, 0, NULL, 0, 0 };
     run_conv(ctx, c, input, &b, q, output, ts_align16(mem));
-    if (claimed)
+    if (workspace == NULL)
         ts_call_memory_done(ctx, owned);
     return TS_OK;
 }
