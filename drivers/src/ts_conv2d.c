@@ -166,7 +166,7 @@ static int conv_memory(const ts_context *ctx, const ts_conv2d *c, size_t need,
     } else {
         if (workspace_bytes != 0)
             return ts_fail(TS_EINVAL, "workspace is NULL but workspace_bytes is not 0");
-        int rc = ts_call_memory(ctx, need, NULL, NULL, 0, mem, owned);
+        int rc = ts_call_memory(ctx, need, NULL, NULL, 0, NULL, 0, mem, owned);
         if (rc != TS_OK)
             return rc;
     }

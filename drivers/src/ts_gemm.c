@@ -161,7 +161,8 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
 /* ---- entry points -------------------------------------------------------------------------------- */
 
 int ts_call_memory(const ts_context *ctx, size_t bytes, const void *const *spans,
-                   const size_t *span_len, int n_spans, void **mem, void **owned)
+                   const size_t *span_len, int n_spans, const ts_quant *q, size_t N, void **mem,
+                   void **owned)
 {
     *owned = NULL;
     if (ctx != NULL && ctx->workspace != NULL) {
@@ -171,6 +172,8 @@ int ts_call_memory(const ts_context *ctx, size_t bytes, const void *const *spans
         for (int i = 0; i < n_spans; ++i)
             if (ts_spans_overlap(ctx->workspace, bytes, spans[i], span_len[i]))
                 return ts_fail(TS_EINVAL, "the context's workspace overlaps a buffer of the call");
+        if (q != NULL && ts_quant_overlaps(q, N, ctx->workspace, bytes))
+            return ts_fail(TS_EINVAL, "the context's workspace overlaps q or one of its arrays");
         if (!TS_TRY_CLAIM(((ts_context *)ctx)->workspace_busy))
             return ts_fail(TS_EBUSY, "the context's workspace is in use by another call");
         *mem = ctx->workspace;
@@ -289,13 +292,9 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
     if (call_bytes(ctx, path, M, N, K, ts_gemm_stage(path, out), packed == NULL, &bytes))
         return ts_fail(ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM,
                        "the call's workspace size overflows size_t");
-    int err = ts_call_memory(ctx, bytes, spans->p, spans->len, 4, &mem, &owned);
+    int err = ts_call_memory(ctx, bytes, spans->p, spans->len, 4, out->q, N, &mem, &owned);
     if (err != TS_OK)
         return err;
-    if (out->q != NULL && ts_quant_overlaps(out->q, N, mem, bytes)) {   /* ctx's workspace */
-        ts_call_memory_done(ctx, owned);
-        return ts_fail(TS_EINVAL, "the context's workspace overlaps q or one of its arrays");
-    }
     unsigned char *base = (unsigned char *)ts_align16(mem);
     ts_packed_b local;
     ts_b_source b = { packed, 0, NULL, 0, 0 };

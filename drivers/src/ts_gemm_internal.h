@@ -106,11 +106,13 @@ void ts_pack_conv_padded_input(const ts_conv2d *c, const int8_t *input, int8_t p
 
 /* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, claimed for this call, or a
  * fresh malloc block (*owned; NULL with a workspace). TS_EINVAL when the workspace is too
- * small or shares a byte with one of the `n_spans` caller buffers, TS_EBUSY when another call
- * holds it, TS_ENOMEM when malloc fails. Every TS_OK is paired with one ts_call_memory_done,
- * which frees *owned or gives the workspace back. */
+ * small or shares a byte with one of the `n_spans` caller buffers or with q (NULL: none) and
+ * its arrays for N columns, TS_EBUSY when another call holds it, TS_ENOMEM when malloc fails.
+ * Every TS_OK is paired with one ts_call_memory_done, which frees *owned or gives the
+ * workspace back. */
 int ts_call_memory(const struct ts_context *ctx, size_t bytes, const void *const *spans,
-                   const size_t *span_len, int n_spans, void **mem, void **owned);
+                   const size_t *span_len, int n_spans, const ts_quant *q, size_t N, void **mem,
+                   void **owned);
 void ts_call_memory_done(const struct ts_context *ctx, void *owned);
 
 /* ts_context_workspace_size for TS_GEMM_QDYN (ts_qdyn.c): the largest need of any qdyn path

@@ -1083,7 +1083,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
                                  B->panels * B->panel_bytes };
     if (ctx != NULL && ctx->workspace != NULL && ts_packed_b_overlaps(B, ctx->workspace, bytes))
         return ts_fail(TS_EINVAL, "the context's workspace overlaps B");
-    int err = ts_call_memory(ctx, bytes, spans, span_len, 6, &mem, &owned);
+    int err = ts_call_memory(ctx, bytes, spans, span_len, 6, NULL, 0, &mem, &owned);
     if (err != TS_OK)
         return err;
     c.scratch = (unsigned char *)ts_align16(mem);
