@@ -45,22 +45,34 @@ def generated(tmp_path_factory):
     return kernel_build.cached_output(tmp_path_factory, "v92")
 
 
-def build_harness(out, manifest: dict, tmp, texts: dict | None = None):
-    """The harness over every SME kernel of `out`; `texts` replaces kernel files' text
-    (symbol -> text) for the tests that check the checks can fail."""
-    (tmp / "sme_kernel_table.h").write_text(sme_table(manifest))
-    (tmp / "sme_kernel_table_types.h").write_text(sme_table_types(manifest))
+def build_sme_binary(harness, out, entries: list, tables: dict, tmp, binary: str,
+                     texts: dict | None = None):
+    """`harness` (a C file) linked with the `.inst`-rewritten ABI helpers and the generated
+    files of `entries` (manifest rows with "file" and "symbol") of `out`, built with
+    -march=armv8-a; `tables` (header name -> text) are written to tmp for the harness to
+    include; `texts` replaces files' text (symbol -> text) for the tests that check the checks
+    can fail."""
+    for name, text in tables.items():
+        (tmp / name).write_text(text)
     helpers = tmp / "sme_abi_helpers.S"
     helpers.write_text(rewrite_text(HELPERS.read_text(), ["sve", "sme"], filename=str(HELPERS)))
-    kernels = []
-    for k in manifest["sme_kernels"]:
-        path = out / k["file"]
-        if texts and k["symbol"] in texts:
-            path = tmp / k["file"]
-            path.write_text(texts[k["symbol"]])
-        kernels.append(path)
-    return compile_aarch64([HARNESS, helpers, *kernels], tmp / "sme_harness",
-                           includes=[tmp, out], march="armv8-a")
+    sources = []
+    for e in entries:
+        path = out / e["file"]
+        if texts and e["symbol"] in texts:
+            path = tmp / e["file"]
+            path.write_text(texts[e["symbol"]])
+        sources.append(path)
+    return compile_aarch64([harness, helpers, *sources], tmp / binary, includes=[tmp, out],
+                           march="armv8-a")
+
+
+def build_harness(out, manifest: dict, tmp, texts: dict | None = None):
+    """The harness over every SME kernel of `out` (texts: as build_sme_binary)."""
+    tables = {"sme_kernel_table.h": sme_table(manifest),
+              "sme_kernel_table_types.h": sme_table_types(manifest)}
+    return build_sme_binary(HARNESS, out, manifest["sme_kernels"], tables, tmp, "sme_harness",
+                            texts)
 
 
 def qemu_cpu(svl_bytes: int) -> str:

@@ -9,10 +9,10 @@ import subprocess
 
 import pytest
 
-from cross import TEST_C, compile_aarch64, run_qemu
-from encoder import rewrite_text, verify_files
+from cross import TEST_C, run_qemu
+from encoder import verify_files
 import kernel_build
-from test_sme_kernels import HELPERS, SVL_BYTES, qemu_cpu, streaming_region_problems
+from test_sme_kernels import SVL_BYTES, build_sme_binary, qemu_cpu, streaming_region_problems
 
 from gen.sme_pack import emit_pack_b
 
@@ -43,18 +43,10 @@ def pack_table(manifest: dict) -> str:
 
 
 def build(out, manifest, tmp, texts: dict | None = None):
-    (tmp / "sme_pack_table.h").write_text(pack_table(manifest))
-    helpers = tmp / "sme_abi_helpers.S"
-    helpers.write_text(rewrite_text(HELPERS.read_text(), ["sve", "sme"], filename=str(HELPERS)))
-    sources = []
-    for p in manifest["sme_packers"]:
-        path = out / p["file"]
-        if texts and p["symbol"] in texts:
-            path = tmp / p["file"]
-            path.write_text(texts[p["symbol"]])
-        sources.append(path)
-    return compile_aarch64([HARNESS, helpers, *sources], tmp / "sme_pack_harness",
-                           includes=[tmp, out], march="armv8-a")
+    """The harness over every SME packer of `out` (texts: as build_sme_binary)."""
+    return build_sme_binary(HARNESS, out, manifest["sme_packers"],
+                            {"sme_pack_table.h": pack_table(manifest)}, tmp, "sme_pack_harness",
+                            texts)
 
 
 @pytest.fixture(scope="module")

@@ -372,30 +372,17 @@ static void run_case(const sme_kernel_info *k, test_case tc)
 }
 
 /* ---- lazy ZA save ------------------------------------------------------------------------- */
-typedef struct { void *za_save_buffer; uint16_t num_za_save_slices; uint8_t reserved[6]; } tpidr2_block;
+#include "sme_lazy_save.h"
+
+/* one call of kernel k for check_lazy_save: results, SVCR = 0 and TPIDR2_EL0 = 0 checked */
+static void lazy_save_call(const void *k)
+{
+    run_case((const sme_kernel_info *)k, (test_case){3, -1, -1, 0});
+}
 
 static void run_lazy_save(const sme_kernel_info *k, unsigned slices)
 {
-    long svl = S * 4, rows = svl;           /* ZA: SVL/8 = svl bytes-per-vector rows */
-    uint8_t *za = malloc((size_t)(rows * svl)), *buf = malloc((size_t)(rows * svl));
-    for (long i = 0; i < rows * svl; i++) { za[i] = (uint8_t)(rng_next() >> 7); buf[i] = 0xa5; }
-    tpidr2_block block = {buf, (uint16_t)slices, {0}};
-    sme_za_fill(za);
-    if (sme_svcr() != 2) FAIL("lazy save setup: SVCR = 0x%llx, expected ZA on",
-                              (unsigned long long)sme_svcr());
-    sme_set_tpidr2((uint64_t)(uintptr_t)&block);
-    test_case tc = {3, -1, -1, 0};
-    run_case(k, tc);       /* checks the results, SVCR = 0 and TPIDR2_EL0 = 0 afterwards */
-    for (long i = 0; i < rows * svl; i++) {
-        uint8_t want = i < (long)slices * svl ? za[i] : 0xa5;
-        if (buf[i] != want) {
-            FAIL("%s: lazy save of %u slices: buffer byte %ld = 0x%02x, expected 0x%02x",
-                 k->symbol, slices, i, buf[i], want);
-            break;
-        }
-    }
-    sme_set_tpidr2(0);
-    free(za); free(buf);
+    check_lazy_save(k->symbol, slices, lazy_save_call, k);
 }
 
 /* 0: architectural 32-bit integer MOPA; 1: QEMU issue 2083's; -1 (and a message): neither. */

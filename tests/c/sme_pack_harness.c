@@ -190,32 +190,20 @@ done:
 }
 
 /* A pending lazy ZA save (every ZA vector, 3, none) is committed by an A packer. */
-typedef struct { void *za_save_buffer; uint16_t num_za_save_slices; uint8_t reserved[6]; } tpidr2_block;
+#include "sme_lazy_save.h"
+
+/* one call of A packer p for check_lazy_save: rows ep - 1, so the row never loaded must be
+ * zero, not the caller's dormant ZA; SVCR = 0 and TPIDR2_EL0 = 0 checked afterwards */
+static void lazy_save_call(const void *arg)
+{
+    const sme_packer_info *p = (const sme_packer_info *)arg;
+    run_a(p, p->tr * S - 1, p->convert ? 8 * (size_t)S + 12 : 4 * (size_t)S + 5, p->convert ? 4 : 3,
+          1);
+}
 
 static void run_lazy_save(const sme_packer_info *p, unsigned slices)
 {
-    long svl = S * 4, rows = svl;
-    uint8_t *za = malloc((size_t)(rows * svl)), *buf = malloc((size_t)(rows * svl));
-    for (long i = 0; i < rows * svl; i++) { za[i] = (uint8_t)(rng_next() >> 7); buf[i] = 0xa5; }
-    tpidr2_block block = {buf, (uint16_t)slices, {0}};
-    sme_za_fill(za);
-    if (sme_svcr() != 2) FAIL("lazy save setup: SVCR = 0x%llx, expected ZA on",
-                              (unsigned long long)sme_svcr());
-    sme_set_tpidr2((uint64_t)(uintptr_t)&block);
-    /* rows ep - 1: the row never loaded must be zero, not the caller's dormant ZA; checks
-     * SVCR = 0 and TPIDR2_EL0 = 0 afterwards */
-    run_a(p, p->tr * S - 1, p->convert ? 8 * (size_t)S + 12 : 4 * (size_t)S + 5, p->convert ? 4 : 3,
-          1);
-    for (long i = 0; i < rows * svl; i++) {
-        uint8_t want = i < (long)slices * svl ? za[i] : 0xa5;
-        if (buf[i] != want) {
-            FAIL("%s: lazy save of %u slices: buffer byte %ld = 0x%02x, expected 0x%02x",
-                 p->symbol, slices, i, buf[i], want);
-            break;
-        }
-    }
-    sme_set_tpidr2(0);
-    free(za); free(buf);
+    check_lazy_save(p->symbol, slices, lazy_save_call, p);
 }
 
 static void run_packer(const sme_packer_info *p)
