@@ -8,16 +8,11 @@ sizes -> TS_EINVAL with a reason. Also: the generated table carries the sizes th
 assume (gen.blocking cache_sizes) and the bench program passes a core's sizes (cache=)."""
 from __future__ import annotations
 
-import json
-import re
-import subprocess
-import sys
-
 import pytest
 
-from cross import ROOT, TEST_C, compile_aarch64, run_qemu
+import kernel_build
+from cross import TEST_C, compile_aarch64, run_qemu
 from gen.blocking import run_time_facts
-from gen.drivers import DRIVERS
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
 from test_drivers_api import manifest_paths
 
@@ -26,10 +21,7 @@ KIB = 1024
 
 @pytest.fixture(scope="module")
 def v86(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen_v86")
-    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v86", "--out", str(out)],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
-    return out
+    return kernel_build.cached_output(tmp_path_factory, "v86")[0]
 
 
 # Fake /sys/devices/system/cpu/cpuN/cache trees: {name: [(level, type, size file text)]}, and

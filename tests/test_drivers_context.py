@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
-from cross import GCC, ROOT, TEST_C, compile_aarch64, run_qemu
+from cross import GCC, TEST_C, compile_aarch64, run_qemu
+import kernel_build
 from gen.blocking import block_sizes, cache_sizes, streams_from_l2, whole_k_steps
 from gen.cores import CORE_CLASSES, MEMORY
 from gen.drivers import DRIVERS
@@ -30,10 +30,7 @@ CPUS = {"cortex-a57": CPU_MASKS["cortex-a57"], "cortex-a53": CPU_MASKS["cortex-a
 
 @pytest.fixture(scope="module")
 def v86(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gen_v86")
-    subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", "v86", "--out", str(out)],
-                   cwd=ROOT, check=True, capture_output=True, text=True)
-    return out
+    return kernel_build.cached_output(tmp_path_factory, "v86")[0]
 
 
 @pytest.fixture(scope="module")
