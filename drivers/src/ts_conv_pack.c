@@ -473,21 +473,25 @@ void ts_pack_conv_panels(const ts_conv_plan *plan, size_t m0, size_t rows, void 
 }
 
 /* The padded input (ts_gemm_internal.h), image by image: the pad value above, left, right and
- * below, then the input rows into the middle in one strided copy (ts_pack_copy_runs). */
+ * below (ts_pack_fill_runs), then the input rows into the middle in one strided copy
+ * (ts_pack_copy_runs): every byte written by the packing module's vector moves, no libc. */
 void ts_pack_conv_padded_input(const ts_conv2d *c, const int8_t *input, int8_t pad,
                                int8_t *dst)
 {
     const size_t in_c = c->in_c, row = c->in_w * in_c;
     const size_t left = c->pad_left * in_c, right = c->pad_right * in_c;
     const size_t padded_row = left + row + right;
+    const unsigned char value = (unsigned char)pad;
     for (size_t b = 0; b < c->batch; ++b, input += c->in_h * row) {
-        memset(dst, pad, c->pad_top * padded_row + left);
+        ts_pack_fill_runs(dst, 0, value, c->pad_top * padded_row + left, 1);
         dst += c->pad_top * padded_row;
-        for (size_t y = 1; y < c->in_h; ++y)   /* right of row y-1 and left of row y: adjacent */
-            memset(dst + y * padded_row - right, pad, right + left);
+        /* right of row y-1 and left of row y (y = 1 .. in_h-1): adjacent, one run each */
+        if (c->in_h > 1)
+            ts_pack_fill_runs(dst + padded_row - right, padded_row, value, right + left,
+                              c->in_h - 1);
         ts_pack_copy_runs(dst + left, padded_row, input, row, row, c->in_h);
         dst += c->in_h * padded_row;
-        memset(dst - right, pad, right + c->pad_bottom * padded_row);
+        ts_pack_fill_runs(dst - right, 0, value, right + c->pad_bottom * padded_row, 1);
         dst += c->pad_bottom * padded_row;
     }
 }

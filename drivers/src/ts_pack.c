@@ -793,18 +793,27 @@ static TS_ALWAYS_INLINE void pack_rows(ts_pack_kind kind, void *dst, const void 
 }
 
 #if TS_HAVE_NEON
-/* `count` runs of `bytes` bytes, src + i * src_stride -> dst + i * dst_stride: 32 and 16 bytes
- * per vector move, the rest by memcpy. */
+/* `count` runs of `bytes` bytes, src + i * src_stride -> dst + i * dst_stride: 64, 32 and 16
+ * bytes per vector move, the rest by memcpy. */
 static TS_ALWAYS_INLINE void pack_copy_runs_of(unsigned char *dst, size_t dst_stride,
                                           const unsigned char *src, size_t src_stride,
                                           size_t bytes, size_t count)
 {
     for (size_t n = 0; n < count; ++n, dst += dst_stride, src += src_stride) {
         size_t i = 0;
-        for (; i + 32 <= bytes; i += 32) {
+        for (; i + 64 <= bytes; i += 64) {     /* long runs (conv input rows): fewer loop steps */
+            const uint8x16_t a = vld1q_u8(src + i), b = vld1q_u8(src + i + 16);
+            const uint8x16_t c = vld1q_u8(src + i + 32), d = vld1q_u8(src + i + 48);
+            vst1q_u8(dst + i, a);
+            vst1q_u8(dst + i + 16, b);
+            vst1q_u8(dst + i + 32, c);
+            vst1q_u8(dst + i + 48, d);
+        }
+        if (i + 32 <= bytes) {
             const uint8x16_t a = vld1q_u8(src + i), b = vld1q_u8(src + i + 16);
             vst1q_u8(dst + i, a);
             vst1q_u8(dst + i + 16, b);
+            i += 32;
         }
         if (i + 16 <= bytes) {
             vst1q_u8(dst + i, vld1q_u8(src + i));
@@ -840,6 +849,52 @@ void ts_pack_copy_runs(void *dst, size_t dst_stride, const void *src, size_t src
     for (size_t n = 0; n < count; ++n)
         memcpy((unsigned char *)dst + n * dst_stride, (const unsigned char *)src + n * src_stride,
                bytes);
+#endif
+}
+
+/* `count` runs of `bytes` bytes of `value`, the run i at dst + i * dst_stride (the pad seams of
+ * the conv's padded input copy): with NEON 64 and 16 bytes per vector store group, a last
+ * 16-byte store overlapping the one before it, runs under 16 bytes by 8/4/2/1-byte stores (no
+ * libc call, so the fill is packing code like the copy beside it). */
+void ts_pack_fill_runs(void *dst, size_t dst_stride, unsigned char value, size_t bytes,
+                       size_t count)
+{
+    unsigned char *d = (unsigned char *)dst;
+#if TS_HAVE_NEON
+    const uint8x16_t v = vdupq_n_u8(value);
+    for (size_t n = 0; n < count; ++n, d += dst_stride) {
+        size_t i = 0;
+        if (bytes >= 16) {
+            for (; i + 64 <= bytes; i += 64) {
+                vst1q_u8(d + i, v);
+                vst1q_u8(d + i + 16, v);
+                vst1q_u8(d + i + 32, v);
+                vst1q_u8(d + i + 48, v);
+            }
+            for (; i + 16 <= bytes; i += 16)
+                vst1q_u8(d + i, v);
+            if (i < bytes)
+                vst1q_u8(d + bytes - 16, v);            /* overlaps bytes already written */
+            continue;
+        }
+        if (bytes & 8) {
+            vst1_u8(d + i, vget_low_u8(v));
+            i += 8;
+        }
+        if (bytes & 4) {
+            vst1_lane_u32((uint32_t *)(void *)(d + i), vreinterpret_u32_u8(vget_low_u8(v)), 0);
+            i += 4;
+        }
+        if (bytes & 2) {
+            vst1_lane_u16((uint16_t *)(void *)(d + i), vreinterpret_u16_u8(vget_low_u8(v)), 0);
+            i += 2;
+        }
+        if (bytes & 1)
+            vst1_lane_u8(d + i, vget_low_u8(v), 0);
+    }
+#else
+    for (size_t n = 0; n < count; ++n, d += dst_stride)
+        memset(d, value, bytes);
 #endif
 }
 

@@ -291,9 +291,13 @@ void ts_pack_gather_strided(ts_pack_kind kind, size_t lp, size_t width, void *ds
 void ts_pack_gather_taps(ts_pack_kind kind, size_t lp, size_t width, void *dst,
                          const void *const *src, size_t rows, size_t k0, size_t n, size_t runs);
 /* `count` runs of `bytes` bytes, src + i * src_stride -> dst + i * dst_stride, by vector moves
- * (with NEON: 32 and 16 bytes at a time); runs must not overlap. */
+ * (with NEON: 64, 32 and 16 bytes at a time); runs must not overlap. */
 void ts_pack_copy_runs(void *dst, size_t dst_stride, const void *src, size_t src_stride,
                        size_t bytes, size_t count);
+/* `count` runs of `bytes` bytes set to `value`, run i at dst + i * dst_stride, by vector stores
+ * (with NEON; no libc call). */
+void ts_pack_fill_runs(void *dst, size_t dst_stride, unsigned char value, size_t bytes,
+                       size_t count);
 /* Rows ts_pack_gather packs together (2 for 8-bit lp 8; with NEON 4 for 8-bit lp 4 and for the
  * widened 16-bit lp 1), 0 when any count suits it: callers gathering rows in groups of this
  * size keep them whole. */
