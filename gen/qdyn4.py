@@ -306,16 +306,36 @@ def half_macs(plan: Qdyn4Plan, half: int) -> list[Insn]:
 # forms"; ld1 of 4 registers has the smmla's 4-cycle latency on Cortex-A510). llvm-mca-19 per
 # two k-steps of 8 x 8 (64 smmla, 2026-11-23): ldr form N2 32.1 / V1 16.1 / A510 52.0 cycles,
 # this form 32.1 / 16.1 / 36.0.
-LD1_POINTERS = tuple(f"x{n}" for n in range(10, 18))
+# LD1_STEPS k-steps per main-loop iteration, four pointers each (A and B of both halves): on
+# Cortex-A510's model a pointer add, the subs and the branch wait for the smmla before them to
+# write back and issue 3 a cycle with no MAC beside them (gen/emit.py MAIN_LOOP_VARIANTS, the
+# raw kernels' 6 k-step variant), so an iteration pays about 2 + (pointers + 2) / 3 cycles
+# beyond its smmla. llvm-mca-19, 8 x 8, 2026-11-23: 2 k-steps (8 pointers) A510 38 cycles per
+# 64 smmla (84.2 % of the peak), 3 k-steps (12 pointers) 55 per 96 (87.3 %); N2 and V1 at the
+# peak either way (32.0 / 16.1 per 64). The k-steps beyond whole iterations run one at a time
+# (SINGLE loop, the first step's pointers), the last two in the tail. Pointers: x10-x17 for
+# the first two steps (the tail's), then x2, x9, x7 and x0 (x7's k-step pairs are read before,
+# x0 is written last, after every A pointer is derived from it; x9 is the tail's scratch, which
+# only needs the first two steps' pointers).
+LD1_POINTERS = tuple(f"x{n}" for n in range(10, 18)) + ("x2", "x9", "x7", "x0")
+LD1_STEPS = 3
 LD1_SPACING = 2          # smmla per load of the next half in the rotated body (llvm-mca-19: 1-4 alike)
-HALVES = ((0, 0), (0, 1), (1, 0), (1, 1))       # (k-step, half) of a two-step body
+
+
+def halves(steps: int) -> tuple:
+    """(k-step, half) of a body of `steps` k-steps, in order."""
+    return tuple((s, h) for s in range(steps) for h in (0, 1))
+
+
+HALVES = halves(2)       # the tail's two k-steps
 
 
 def ld1_groups(plan: Qdyn4Plan) -> dict:
-    """{(step, half): [(pointer, registers, base, offset)]}: each half's A and B registers in
-    runs of at most 4 consecutive registers (one ld1 each), every run its own pointer."""
+    """{(step, half): [(pointer, registers, base, offset)]} for the LD1_STEPS k-steps of an
+    iteration: each half's A and B registers in runs of at most 4 consecutive registers (one
+    ld1 each), every run its own pointer."""
     ptrs, out = iter(LD1_POINTERS), {}
-    for step, half in HALVES:
+    for step, half in halves(LD1_STEPS):
         aregs, bregs = half_regs(plan, half)
         runs = []
         for regs, base, off in ((aregs, "x0", (2 * step + half) * plan.ep * 8),
@@ -327,10 +347,10 @@ def ld1_groups(plan: Qdyn4Plan) -> dict:
 
 
 def ld1_form_fits(plan: Qdyn4Plan) -> bool:
-    """int8 weights, 4 consecutive registers per run, pointers enough (x10-x17)."""
+    """int8 weights, 4 consecutive registers per run, pointers enough (LD1_POINTERS)."""
     if plan.int4:
         return False
-    runs = sum(-(-n // 4) for n in (plan.rp, plan.cp)) * len(HALVES)
+    runs = sum(-(-n // 4) for n in (plan.rp, plan.cp)) * len(halves(LD1_STEPS))
     regs_ok = all(r[-1] - r[0] == len(r) - 1 for half in (0, 1) for r in half_regs(plan, half))
     return runs <= len(LD1_POINTERS) and regs_ok
 
@@ -347,33 +367,37 @@ def ld1_loads(plan: Qdyn4Plan, key) -> list[Insn]:
 
 
 def ld1_setup(plan: Qdyn4Plan) -> list[Insn]:
-    """The pointers (after the prologue's x1 += hp*4) and the first half's registers."""
+    """The pointers (after the prologue's x1 += hp*4) and the first half's registers; in
+    ld1_groups order, so the pointer that is x0 itself is written after the A pointers."""
     code = [ep_mod._i(f"add {ptr}, {base}, #{off}" if off else f"mov {ptr}, {base}",
                       f"ld1 pointer: k-step {key[0]}, half {key[1]}")
             for key, runs in ld1_groups(plan).items() for ptr, _, base, off in runs]
     return code + ld1_loads(plan, HALVES[0])
 
 
-def rotated_steps(plan: Qdyn4Plan, last: bool) -> list[Insn]:
-    """Two k-steps whose first half is loaded: each half's smmla, then the next half's loads;
-    not `last`: the pointers advance and the next iteration's first half is loaded."""
-    size = {"x0": 2 * plan.a_step_bytes(), "x1": 2 * plan.b_step_bytes()}
+def rotated_steps(plan: Qdyn4Plan, last: bool, steps: int = 2) -> list[Insn]:
+    """`steps` k-steps whose first half is loaded (the first `steps` steps' pointers): each
+    half's smmla, then the next half's loads; not `last`: the pointers advance by `steps`
+    k-steps and the next iteration's first half is loaded."""
+    keys = halves(steps)
+    size = {"x0": steps * plan.a_step_bytes(), "x1": steps * plan.b_step_bytes()}
     groups = ld1_groups(plan)
-    advance = {key: [_advance(ptr, size[base], "next two k-steps") for ptr, _, base, _ in runs]
-               for key, runs in groups.items()}
+    what = "next k-step" if steps == 1 else f"next {steps} k-steps"
+    advance = {key: [_advance(ptr, size[base], what) for ptr, _, base, _ in groups[key]]
+               for key in keys}
     # the first half's pointers advance first (their registers are loaded), so the next
     # iteration's first half can load during the last half's smmla
-    code = [] if last else advance[HALVES[0]]
-    for i, (step, half) in enumerate(HALVES):
-        loads = (ld1_loads(plan, HALVES[i + 1]) if i + 1 < len(HALVES)
-                 else [] if last else ld1_loads(plan, HALVES[0]))
+    code = [] if last else advance[keys[0]]
+    for i, (step, half) in enumerate(keys):
+        loads = (ld1_loads(plan, keys[i + 1]) if i + 1 < len(keys)
+                 else [] if last else ld1_loads(plan, keys[0]))
         for j, mac in enumerate(half_macs(plan, half)):
             code.append(mac)
             if j % LD1_SPACING == LD1_SPACING - 1 and loads:
                 code.append(loads.pop(0))      # one load after every LD1_SPACING smmla
         code += loads
     if not last:
-        code += [a for key in HALVES[1:] for a in advance[key]]
+        code += [a for key in keys[1:] for a in advance[key]]
     return code
 
 
@@ -381,13 +405,19 @@ def _advance(reg, amount, comment):
     return Insn(f"add {reg}, {reg}, #{amount}", "alu", defs=(reg,), uses=(reg,), comment=comment)
 
 
-def inner_body(plan: Qdyn4Plan) -> list[Insn]:
-    """Two k-steps of a block (not its last two)."""
-    if ld1_form_fits(plan):
-        return rotated_steps(plan, last=False) + [
-            Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
+def _loop_end(steps: int, cond: str, label: str) -> list[Insn]:
+    return [Insn(f"subs {COUNT_REG}, {COUNT_REG}, #{steps}", "alu", defs=(COUNT_REG, "nzcv"),
                  uses=(COUNT_REG,)),
-            Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
+            Insn(f"b.{cond} {label}", "branch", uses=("nzcv",))]
+
+
+def inner_body(plan: Qdyn4Plan) -> list[Insn]:
+    """The main loop's body: ld1 form LD1_STEPS k-steps (COUNT_REG: k-steps left before the
+    tail's two, less LD1_STEPS; loops while LD1_STEPS more are left), else two k-steps of a
+    block (not its last two; COUNT_REG: iterations left)."""
+    if ld1_form_fits(plan):
+        return rotated_steps(plan, last=False, steps=LD1_STEPS) + _loop_end(LD1_STEPS, "hs",
+                                                                           "K_INNER")
     code = k_step(plan, 0) + k_step(plan, 1)
     code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next two k-steps"),
              _advance("x1", 2 * plan.b_step_bytes(), "B: next two k-steps"),
@@ -395,6 +425,36 @@ def inner_body(plan: Qdyn4Plan) -> list[Insn]:
                   uses=(COUNT_REG,)),
              Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
     return code
+
+
+def single_body(plan: Qdyn4Plan) -> list[Insn]:
+    """ld1 form: one k-step (the first step's pointers), while COUNT_REG k-steps are left
+    before the tail's two."""
+    return rotated_steps(plan, last=False, steps=1) + _loop_end(1, "ne", "K_SINGLE")
+
+
+def resync(plan: Qdyn4Plan) -> list[Insn]:
+    """After single steps: the second step's pointers (the tail's) from the first step's."""
+    groups = ld1_groups(plan)
+    return [ep_mod._i(f"add {p1}, {p0}, #{plan.a_step_bytes() if base == 'x0' else plan.b_step_bytes()}",
+                      f"ld1 pointer: k-step 1, half {half}")
+            for half in (0, 1)
+            for (p0, _, base, _), (p1, _, _, _) in zip(groups[0, half], groups[1, half])]
+
+
+def loop_entry(plan: Qdyn4Plan) -> list[Insn]:
+    """ld1 form, after the prologue (COUNT_REG = 2 kpairs k-steps): the k-steps before the
+    tail's two, less LD1_STEPS; to K_REM when fewer than LD1_STEPS."""
+    return [ep_mod._i(f"subs {COUNT_REG}, {COUNT_REG}, #{2 + LD1_STEPS}",
+                      f"k-steps before the last two, less {LD1_STEPS}"),
+            ep_mod._i("b.lo K_REM", f"fewer than {LD1_STEPS}: single k-steps")]
+
+
+def loop_rem(plan: Qdyn4Plan) -> list[Insn]:
+    """K_REM: the k-steps left after whole iterations (0 .. LD1_STEPS - 1)."""
+    return [ep_mod._i(f"adds {COUNT_REG}, {COUNT_REG}, #{LD1_STEPS}",
+                      "k-steps left before the last two"),
+            ep_mod._i("b.eq K_TAIL", "none: the tail")]
 
 
 def pair_pointers(plan: Qdyn4Plan) -> list[str]:
@@ -582,6 +642,8 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
                  for s in plan.sum_regs]
     scale, ws, zp, bsum, _ = epilogue_regs(plan)
     if ld1_form_fits(plan):
+        # the k-step count first: x7 becomes an ld1 pointer (LD1_POINTERS)
+        code.append(ep_mod._i(f"lsl {COUNT_REG}, {KPAIRS_REG}, #1", "k-steps (2 per pair)"))
         # every load first, the multiplies last (an in-order core waits for each load at its
         # first use): -zp and the sums in the registers of the second half, which the loop
         # loads after the first half's smmla (llvm-mca-19, Cortex-A510: 31 -> 20 cycles)
@@ -633,7 +695,8 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     # the rotated ld1 body as built (its loads spread over the smmla): gen.schedule's in-order
     # model packs the loads after the smmla, which llvm-mca-19 times at 41 cycles per two
     # k-steps on Cortex-A510 against 38 as built (N2 32.1, V1 16.1 either way)
-    inner = inner_body(plan) if ld1_form_fits(plan) else scheduled(inner_body(plan), plan.cpu)
+    ld1 = ld1_form_fits(plan)
+    inner = inner_body(plan) if ld1 else scheduled(inner_body(plan), plan.cpu)
     tail = scheduled(tail_body(plan), plan.cpu)
     final, clamp, pieces = final_code(plan, hoist=not plan.blocked)
     write = ep_mod.store_row_pieces(tplan, pieces)
@@ -648,6 +711,9 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
         saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final, clamp=clamp,
+        entry=loop_entry(plan) if ld1 else [], rem=loop_rem(plan) if ld1 else [],
+        single=single_body(plan) if ld1 else [], resync=resync(plan) if ld1 else [],
+        ld1_steps=LD1_STEPS,
         clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,

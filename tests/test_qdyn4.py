@@ -99,17 +99,34 @@ def test_int8_weights_accounting_and_choice():
     assert kinds.count("smmla") == c["mac"]
     assert not any(i.text.startswith(("shl", "and", "fadd", "mul")) for i in body)
     assert sum(i.text.startswith(("scvtf", "fmul")) for i in body) == 3 * 16
-    # the rotated ld1 form: per two k-steps, each 8-k half of A and B from its own pointer
-    # (A: ep * 8 bytes per half; B: hp * 8), every pointer advanced by the two k-steps
-    assert qdyn4.ld1_form_fits(plan)
+    # the rotated ld1 form: per LD1_STEPS (3) k-steps, each 8-k half of A and B from its own
+    # pointer (A: ep * 8 bytes per half; B: hp * 8), every pointer advanced by the 3 k-steps;
+    # x10-x17 for the first two (the tail's), x0 written after every A pointer read it
+    assert qdyn4.ld1_form_fits(plan) and qdyn4.LD1_STEPS == 3
     groups = qdyn4.ld1_groups(plan)
     offsets = {key: [(base, off) for _, _, base, off in runs] for key, runs in groups.items()}
-    assert offsets == {(0, 0): [("x0", 0), ("x1", 0)], (0, 1): [("x0", 64), ("x1", 64)],
-                       (1, 0): [("x0", 128), ("x1", 128)], (1, 1): [("x0", 192), ("x1", 192)]}
+    assert offsets == {(s, h): [("x0", 128 * s + 64 * h), ("x1", 128 * s + 64 * h)]
+                       for s in range(3) for h in (0, 1)}
+    pointers = [p for runs in groups.values() for p, _, _, _ in runs]
+    assert pointers == [f"x{n}" for n in range(10, 18)] + ["x2", "x9", "x7", "x0"]
+    setup = [i.text for i in qdyn4.ld1_setup(plan)]
+    writes_x0 = next(k for k, t in enumerate(setup) if t.startswith("add x0,"))
+    assert all(", x0," not in t for t in setup[writes_x0 + 1:])
     inner = qdyn4.inner_body(plan)
-    assert sum(i.text.startswith("ld1 ") for i in inner) == 8
+    assert sum(i.text.startswith("ld1 ") for i in inner) == 12
+    assert sum(i.kind == "mac" for i in inner) == 96
     assert sorted(i.text for i in inner if i.text.startswith("add ")) == sorted(
-        f"add x{n}, x{n}, #256" for n in range(10, 18))
+        f"add {p}, {p}, #384" for p in pointers)
+    assert [i.text for i in inner[-2:]] == ["subs x8, x8, #3", "b.hs K_INNER"]
+    # the single k-steps: the first step's four pointers, then the tail's second-step pointers
+    single = qdyn4.single_body(plan)
+    assert sum(i.kind == "mac" for i in single) == 32
+    assert sorted(i.text for i in single if i.text.startswith("add ")) == sorted(
+        f"add x{n}, x{n}, #128" for n in range(10, 14))
+    assert [i.text for i in qdyn4.resync(plan)] == [
+        "add x14, x10, #128", "add x15, x11, #128", "add x16, x12, #128", "add x17, x13, #128"]
+    tail_ptrs = {u for i in body if i.kind == "load" for u in i.uses}
+    assert tail_ptrs <= {f"x{n}" for n in range(10, 18)} | {"x6", "x9"}
     # the next half's loads sit among this half's smmla and write only the other half's
     # registers (the results: tests/test_drivers_qdyn.py)
     for i, insn in enumerate(inner):
