@@ -501,6 +501,37 @@ def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[In
     return code
 
 
+def tail_scratch(plan: Qdyn4Plan) -> list[str]:
+    """ld1 form: the pointers of the k-steps after the first two, which the tail never reads."""
+    return [p for key, runs in ld1_groups(plan).items() if key[0] >= 2 for p, _, _, _ in runs]
+
+
+def ld1_tail_column_loads(plan: Qdyn4Plan, base: str, offset: int, regs) -> list[Insn]:
+    """ld1 form: the column scales by LD1R .2d, each column pair from its own pointer (a
+    post-indexed chain through one pointer makes an in-order core wait for each address:
+    llvm-mca-19, Cortex-A510, 5 cycles per load)."""
+    ptrs = tail_scratch(plan)
+    if len(ptrs) < len(regs):
+        return column_loads(plan, offset, regs, "block scales", base=base)
+    code = []
+    for c, reg in enumerate(regs):
+        code.append(Insn(f"add {ptrs[c]}, {base}, #{offset + 8 * c}", "alu", defs=(ptrs[c],),
+                         uses=(base,)))
+        code.append(_load(f"ld1r {{v{reg}.2d}}, [{ptrs[c]}]", reg, ptrs[c],
+                          f"block scales of columns {2 * c}-{2 * c + 1}, twice"))
+    return code
+
+
+def args_head(plan: Qdyn4Plan) -> list[Insn]:
+    """The store's argument loads (final_code with head=False), in the tail: the bias pointer
+    and cmin / cmax arrive before the unzip needs them (x11-x13: the tail's last reads of them
+    come first, the scheduler keeps that order)."""
+    return [Insn(f"ldr x11, [x5, #{OFF['bias']}]", "load", defs=("x11",), uses=("x5",),
+                 comment="args->bias"),
+            Insn(f"ldp w12, w13, [x5, #{OFF['cmin']}]", "load", defs=("x12", "x13"),
+                 uses=("x5",), comment="cmin, cmax")]
+
+
 def epilogue_regs(plan: Qdyn4Plan):
     """Row scales, column scales, -zp, block sums, temporaries. One block (int8): -zp and the
     sums serve the prologue's correction only, so they share the scales' registers. Scale
@@ -536,7 +567,10 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
                           f"scale of rows {2 * r}-{2 * r + 1}"))
     # the B pointer of the first k-step's first half is where x1 would be (B: these k-steps)
     base = next(r[0] for r in ld1_groups(plan)[HALVES[0]] if r[2] == "x1") if ld1 else "x1"
-    code += column_loads(plan, ws_offset, ws, "block scales", base=base)
+    if ld1:
+        code += ld1_tail_column_loads(plan, base, ws_offset, ws) + args_head(plan)
+    else:
+        code += column_loads(plan, ws_offset, ws, "block scales", base=base)
     k = 0
     for r in range(plan.rp):
         for c in range(plan.cp):
@@ -584,19 +618,21 @@ def row_scaling(plan: Qdyn4Plan, regs) -> list[Insn]:
     return code
 
 
-def final_code(plan: Qdyn4Plan, hoist: bool = False) -> tuple[list[Insn], list[Insn], list]:
+def final_code(plan: Qdyn4Plan, hoist: bool = False,
+               head: bool = True) -> tuple[list[Insn], list[Insn], list]:
     """After the last block: unzip the fp32 sums into rows, + bias (code), clamp (clamp: the
     template skips it when args->clamp is 0: with cmin = -Inf and cmax = +Inf neither compare is
     ever true and a NaN is kept anyway, the same bits), store (pieces). hoist: the argument and
     bias loads before the unzip, each bias group in a register of its own (an in-order core
-    then does not wait for them; llvm-mca-19, int8 8 x 8: Cortex-A510 27 -> 22 cycles)."""
+    then does not wait for them; llvm-mca-19, int8 8 x 8: Cortex-A510 27 -> 22 cycles). head:
+    False when the tail has loaded the bias pointer and cmin / cmax (args_head)."""
     tplan = plan.tile_plan()
     pool = [v for v in plan.free_regs() if v != plan.mask]
     pool = pool + [v for v in plan.acc_regs if v not in plan.sum_regs]
     code = plan.row_scaling(pool[-plan.rp:]) if plan.blocked else []
     groups = -(-plan.hp // 4)
     head = [ep_mod._i(f"ldr x11, [x5, #{OFF['bias']}]", "args->bias", "load"),
-            ep_mod._i(f"ldp w12, w13, [x5, #{OFF['cmin']}]", "cmin, cmax", "load")]
+            ep_mod._i(f"ldp w12, w13, [x5, #{OFF['cmin']}]", "cmin, cmax", "load")] if head else []
     if hoist:
         reserved = pool[len(pool) - 3 - groups:]
         del pool[len(pool) - 3 - groups:]
@@ -698,7 +734,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     ld1 = ld1_form_fits(plan)
     inner = inner_body(plan) if ld1 else scheduled(inner_body(plan), plan.cpu)
     tail = scheduled(tail_body(plan), plan.cpu)
-    final, clamp, pieces = final_code(plan, hoist=not plan.blocked)
+    final, clamp, pieces = final_code(plan, hoist=not plan.blocked, head=not ld1)
     write = ep_mod.store_row_pieces(tplan, pieces)
     everything = inner + tail + final + clamp + prologue(plan)
     used = sorted({int(n) for i in everything for n in __import__("re").findall(

@@ -125,8 +125,19 @@ def test_int8_weights_accounting_and_choice():
         f"add x{n}, x{n}, #128" for n in range(10, 14))
     assert [i.text for i in qdyn4.resync(plan)] == [
         "add x14, x10, #128", "add x15, x11, #128", "add x16, x12, #128", "add x17, x13, #128"]
+    # the tail: its k-steps from the first two steps' pointers, the column scales through the
+    # third step's (one pointer per column pair, no post-indexed chain), the store's argument
+    # loads (bias pointer, cmin / cmax) after the tail's last reads of x11-x13
+    assert qdyn4.tail_scratch(plan) == ["x2", "x9", "x7", "x0"]
     tail_ptrs = {u for i in body if i.kind == "load" for u in i.uses}
-    assert tail_ptrs <= {f"x{n}" for n in range(10, 18)} | {"x6", "x9"}
+    assert tail_ptrs <= {f"x{n}" for n in range(10, 18)} | {"x2", "x9", "x7", "x0", "x5", "x6"}
+    assert not any(i.text.startswith("ld1r") and "], #" in i.text for i in body)
+    texts = [i.text for i in body]
+    args = [k for k, t in enumerate(texts) if t.startswith(("ldr x11, [x5", "ldp w12, w13, [x5"))]
+    reads = [k for k, i in enumerate(body) if {"x11", "x12", "x13"} & set(i.uses)]
+    assert len(args) == 2 and max(reads) < min(args)
+    final, _, _ = qdyn4.final_code(plan, hoist=True, head=False)
+    assert not any("[x5" in i.text for i in final)
     # the next half's loads sit among this half's smmla and write only the other half's
     # registers (the results: tests/test_drivers_qdyn.py)
     for i, insn in enumerate(inner):
