@@ -746,10 +746,17 @@ static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0
  * the strip's rows (in a_panel: the kernel's int8 A layout, zero past K up to its k-steps) ->
  * the row data of the kernel's argument block, then one kernel call per panel of hp columns
  * (per rl group of panels), which writes C directly (partial tiles included). */
-static void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t rows,
-                        strip_rows q, const float *bias_pad, float cmin, float cmax, float *C,
-                        size_t ldc, const unsigned char *a_panel, void *row_data, size_t p_begin,
-                        size_t p_end)
+#if defined(__GNUC__)     /* its own registers for the per-tile call loop (else inlined into
+                             * fused_task, whose live values push the loop's to the stack) */
+#  define TS_QDYN_NOINLINE __attribute__((noinline))
+#else
+#  define TS_QDYN_NOINLINE
+#endif
+static TS_QDYN_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern,
+                                         size_t rows, strip_rows q, const float *bias_pad,
+                                         float cmin, float cmax, float *C, size_t ldc,
+                                         const unsigned char *a_panel, void *row_data,
+                                         size_t p_begin, size_t p_end)
 {
     const size_t ep = kern->ep, hp = kern->hp;
     const int rl = is_rl(b->path, kern);
@@ -770,15 +777,26 @@ static void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern, size_t
     args.cmax = cmax;
     args.b_stride = b->panel_bytes;
     args.clamp = !(cmin == -INFINITY && cmax == INFINITY);
+    /* one kernel call per step handle panels (hp columns): the call count first, then only the
+     * pointers step (the loop runs once per tile, 4096 times for a 512^3 GEMM, its values in
+     * callee-saved registers across the calls) */
     const size_t step = rl ? kern->panels : 1;     /* handle panels per call */
-    for (size_t p = p_begin; p < p_end; p += step) {
-        size_t n0 = p * (rl ? rl_columns(kern) : hp);
-        if (n0 >= b->N)
-            break;
-        args.n_rem = b->N - n0 < hp ? b->N - n0 : hp;
-        args.bias = bias_pad + n0;
-        kern->kernel(a_panel, (const unsigned char *)b->data + p * b->panel_bytes,
-                     b->blocks, C + n0, ldc * sizeof(float), &args);
+    const size_t N = b->N, blocks = b->blocks, ldc_bytes = ldc * sizeof(float);
+    const size_t b_step = step * b->panel_bytes;
+    const ts_qdyn_kernel_fn kernel = kern->kernel;
+    const size_t n0 = p_begin * (rl ? rl_columns(kern) : hp);
+    if (p_begin >= p_end || n0 >= N)
+        return;
+    size_t calls = (p_end - p_begin + step - 1) / step, left = N - n0;
+    if (calls > (left + hp - 1) / hp)
+        calls = (left + hp - 1) / hp;
+    const unsigned char *bp = (const unsigned char *)b->data + p_begin * b->panel_bytes;
+    float *c = C + n0;
+    const float *bias = bias_pad + n0;
+    for (; calls > 0; --calls, left -= hp, bp += b_step, c += hp, bias += hp) {
+        args.n_rem = left < hp ? left : hp;
+        args.bias = bias;
+        kernel(a_panel, bp, blocks, c, ldc_bytes, &args);
     }
 }
 
