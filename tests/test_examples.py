@@ -1,0 +1,58 @@
+"""examples/*.c, the programs engine authors copy: each builds against a generated v86 folder
+(the session's shared one, kernel_build.cached_output) with -std=c99 -Werror, as
+examples/README.md says (the folder compiled once with -march=armv8-a -ffp-contract=off
+-fvisibility=hidden, the example linked statically), and runs under qemu-aarch64 on `max`
+(i8mm, bf16, dotprod kernels) and cortex-a53 (Armv8.0 fallbacks). Each example checks its own
+results against its plain-C reference and prints one line `<name>: OK: ...` or
+`<name>: FAILED: ...` with exit status 1: the test fails on either."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from cross import GCC, ROOT, compile_aarch64, run_qemu
+import kernel_build
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.c"))
+CPUS = ("max", "cortex-a53")
+# the folder's objects, built as examples/README.md builds them (the library's own flags)
+LIBRARY_FLAGS = ("-O2", "-march=armv8-a", "-ffp-contract=off", "-fvisibility=hidden")
+EXAMPLE_FLAGS = ["-std=c99", "-Werror", "-ffp-contract=off"]
+
+
+def test_the_examples_are_there_and_documented():
+    """The three uses of examples/README.md, each with its row in that README."""
+    names = {p.stem for p in EXAMPLES}
+    assert {"conv_layer", "llm_linear", "float_gemm"} <= names
+    readme = (ROOT / "examples" / "README.md").read_text()
+    assert all(f"`{p.name}`" in readme for p in EXAMPLES)
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    """Object files of every .c and .S of the shared v86 folder, compiled once."""
+    v86 = kernel_build.cached_output(tmp_path_factory, "v86")[0]
+    objects = tmp_path_factory.mktemp("examples-lib")
+    sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S"))
+    proc = subprocess.run([GCC, *LIBRARY_FLAGS, "-I", str(v86), "-c", *map(str, sources)],
+                          cwd=objects, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return v86, sorted(objects.glob("*.o"))
+
+
+@pytest.fixture(scope="module")
+def binaries(library, tmp_path_factory):
+    v86, objects = library
+    out = tmp_path_factory.mktemp("examples-bin")
+    return {p.stem: compile_aarch64([p, *objects], out / p.stem, includes=[v86],
+                                    flags=EXAMPLE_FLAGS) for p in EXAMPLES}
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("example", [p.stem for p in EXAMPLES])
+def test_example_runs_and_checks_out(example, cpu, binaries):
+    proc = run_qemu(binaries[example], cpu=cpu, check=False, timeout=120)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 1 and lines[0].startswith(f"{example}: OK: "), \
+        f"{example} on -cpu {cpu} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
