@@ -8,6 +8,9 @@
  *                  be freed then;
  *   per token:     decode, M = 1 row of activations (ts_gemm_qdyn_f32);
  *   per prompt:    prefill, M > 1 rows through the same handle.
+ * int8 weights: ts_quantize_qs8 and ts_pack_b_qs8_ctx (one scale per output channel), the
+ * calls after packing unchanged. Several layers on the same activations (Q, K, V) can share
+ * their quantisation: ts_pack_a_qdyn once, then ts_gemm_qdyn_f32_packed_a per layer.
  * Checked against a plain-C float64 product of the activations and the dequantised weights,
  * within the error bound tilesmith.h documents (the activations' int8 quantisation step), and
  * decode against prefill: a row's result does not depend on M. Prints one line; exit 0 on OK. */
