@@ -294,6 +294,20 @@ static TS_ALWAYS_INLINE void convert_one(ts_pack_kind kind, void *dst, size_t di
 
 
 
+/* The element-wise rest of a k-major (lp 1) panel: k_end..K-1 of rows 0..r0-1 (the vector
+ * loops did k 0..k_end-1 of those), then every k of rows r0..rows-1. */
+static TS_ALWAYS_INLINE void convert_rest(ts_pack_kind kind, void *dst, const void *src,
+                                          size_t width, size_t row_stride, size_t K, size_t r0,
+                                          size_t rows, size_t k_end)
+{
+    for (size_t r = 0; r < r0; ++r)
+        for (size_t k = k_end; k < K; ++k)
+            convert_one(kind, dst, k * width + r, src, r * row_stride + k);
+    for (; r0 < rows; ++r0)
+        for (size_t k = 0; k < K; ++k)
+            convert_one(kind, dst, k * width + r0, src, r0 * row_stride + k);
+}
+
 size_t ts_pack_elem_bytes(ts_pack_kind kind)
 {
     return packed_size(kind);
@@ -394,12 +408,7 @@ static TS_ALWAYS_INLINE void pack_rows_lp1_32(ts_pack_kind kind, float *dst, con
         }
     }
     /* the k past the last multiple of 4 of the rows done so far, then the remaining rows */
-    for (size_t r = 0; r < r0; ++r)
-        for (size_t k = k_end; k < K; ++k)
-            convert_one(kind, dst, k * width + r, src, r * row_stride + k);
-    for (; r0 < rows; ++r0)
-        for (size_t k = 0; k < K; ++k)
-            convert_one(kind, dst, k * width + r0, src, r0 * row_stride + k);
+    convert_rest(kind, dst, src, width, row_stride, K, r0, rows, k_end);
 }
 
 /* 8 source elements at p as 16-bit lanes: int8 sign-extended (S16), uint8 zero-extended
@@ -558,12 +567,7 @@ static TS_ALWAYS_INLINE void pack_rows_lp1_widened(ts_pack_kind kind, int16_t *d
         }
     }
     /* the k past the last multiple of 8 of the rows done so far, then the remaining rows */
-    for (size_t r = 0; r < r0; ++r)
-        for (size_t k = k_end; k < K; ++k)
-            convert_one(kind, dst, k * width + r, src, r * row_stride + k);
-    for (; r0 < rows; ++r0)
-        for (size_t k = 0; k < K; ++k)
-            convert_one(kind, dst, k * width + r0, src, r0 * row_stride + k);
+    convert_rest(kind, dst, src, width, row_stride, K, r0, rows, k_end);
 }
 
 /* ---- rows with contiguous k whose k-steps are 8 or 4 bytes (A panels of smmla / sdot /
