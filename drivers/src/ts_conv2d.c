@@ -28,11 +28,16 @@ static size_t conv_m(const ts_conv2d *c)
     return c->batch * ts_conv2d_out_h(c) * ts_conv2d_out_w(c);
 }
 
+/* Whether any side of the input is padded. */
+static int has_padding(const ts_conv2d *c)
+{
+    return c->pad_top != 0 || c->pad_left != 0 || c->pad_bottom != 0 || c->pad_right != 0;
+}
+
 /* Whether the im2col matrix is the input itself (row m = pixel m, K = in_c). */
 static int is_pointwise(const ts_conv2d *c)
 {
-    return c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1
-           && c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 && c->pad_right == 0;
+    return c->k_h == 1 && c->k_w == 1 && c->stride_h == 1 && c->stride_w == 1 && !has_padding(c);
 }
 
 /* The copy of the input with the padding made real pays when it is small beside the im2col
@@ -48,7 +53,7 @@ static int is_pointwise(const ts_conv2d *c)
 static size_t padded_copy_bytes(const ts_conv2d *c)
 {
     size_t bytes;
-    if (c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 && c->pad_right == 0)
+    if (!has_padding(c))
         return 0;
     if (ts_size_mul(c->batch, c->in_h + c->pad_top + c->pad_bottom, &bytes)   /* sums: fit */
         || ts_size_mul(bytes, c->in_w + c->pad_left + c->pad_right, &bytes)
