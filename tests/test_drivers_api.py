@@ -58,17 +58,19 @@ def generated(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def harness(generated, tmp_path_factory):
-    """harness(arch, name) -> binary of tests/c/<name>.c linked with the arch's folder."""
+    """harness(arch, name, extra_flags=()) -> binary of tests/c/<name>.c linked with the
+    arch's folder, drivers and test program built with the extra flags too."""
     built = {}
 
-    def get(arch, name):
-        if (arch, name) not in built:
+    def get(arch, name, extra_flags=()):
+        key = (arch, name, tuple(extra_flags))
+        if key not in built:
             folder = generated(arch)
             sources = sorted(folder.glob("*.c")) + sorted(folder.glob("*.S")) + [TEST_C / f"{name}.c"]
             binary = tmp_path_factory.mktemp("bin") / f"{name}_{arch}"
-            built[arch, name] = compile_aarch64(sources, binary, includes=[folder],
-                                                flags=["-std=c99", "-Werror"])
-        return built[arch, name]
+            built[key] = compile_aarch64(sources, binary, includes=[folder],
+                                         flags=["-std=c99", "-Werror", *extra_flags])
+        return built[key]
     return get
 
 
@@ -161,6 +163,23 @@ def test_bad_arguments_leave_outputs_untouched(cpu, harness):
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     # on max the f16 handle is packed for fmla .8h and mask 0 moves dispatch to the fallback
     assert f"(mask moved f16: {int(cpu == 'max')})" in proc.stdout
+
+
+# UndefinedBehaviorSanitizer, every report fatal: an engine whose CI runs UBSan must not abort in
+# the library (misaligned stores through typed pointers, shifts past the width, signed overflow).
+UBSAN = ("-fsanitize=undefined", "-fno-sanitize-recover=all")
+
+
+@pytest.mark.parametrize("cpu", ["cortex-a53", "max"])
+def test_no_undefined_behaviour_under_ubsan(cpu, generated, harness):
+    """The conv and error programs (every conv shape: padded copies with odd channel counts,
+    pad fills of 1..15 bytes) and the GEMM program on the path each CPU picks, all with UBSan."""
+    for name, args in (("drv_api_conv", [ALL]), ("drv_api_errors", []),
+                       ("drv_api_gemm", [ALL, *gemm_shapes(manifest_paths(generated("v86")))])):
+        proc = run_qemu(harness("v86", name, UBSAN), *args, cpu=cpu, check=False)
+        assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), \
+            f"{name}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        assert "runtime error" not in proc.stderr, proc.stderr[-2000:]
 
 
 # ---- generation-time checks -------------------------------------------------------------------

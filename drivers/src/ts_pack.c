@@ -716,7 +716,8 @@ static TS_ALWAYS_INLINE void convert_run(ts_pack_kind kind, void *dst, const voi
 {
     size_t i = 0;
     if (kind == TS_PACK_S8) {
-        memcpy(dst, src, n);
+        if (n != 0)   /* an empty run may come from a NULL source (K = 0): memcpy wants non-NULL */
+            memcpy(dst, src, n);
         return;
     }
 #if TS_HAVE_NEON
@@ -859,7 +860,7 @@ void ts_pack_copy_runs(void *dst, size_t dst_stride, const void *src, size_t src
 /* `count` runs of `bytes` bytes of `value`, the run i at dst + i * dst_stride (the pad seams of
  * the conv's padded input copy): with NEON 64 and 16 bytes per vector store group, a last
  * 16-byte store overlapping the one before it, runs under 16 bytes by 8/4/2/1-byte stores (no
- * libc call, so the fill is packing code like the copy beside it). */
+ * libc call when optimised, so the fill is packing code like the copy beside it). */
 void ts_pack_fill_runs(void *dst, size_t dst_stride, unsigned char value, size_t bytes,
                        size_t count)
 {
@@ -885,12 +886,16 @@ void ts_pack_fill_runs(void *dst, size_t dst_stride, unsigned char value, size_t
             vst1_u8(d + i, vget_low_u8(v));
             i += 8;
         }
+        /* 4 and 2 bytes through memcpy (a single unaligned str / strh): d + i has no alignment,
+         * so storing through a uint32_t / uint16_t pointer would be undefined behaviour */
         if (bytes & 4) {
-            vst1_lane_u32((uint32_t *)(void *)(d + i), vreinterpret_u32_u8(vget_low_u8(v)), 0);
+            const uint32_t word = 0x01010101u * value;
+            memcpy(d + i, &word, sizeof word);
             i += 4;
         }
         if (bytes & 2) {
-            vst1_lane_u16((uint16_t *)(void *)(d + i), vreinterpret_u16_u8(vget_low_u8(v)), 0);
+            const uint16_t half = (uint16_t)(0x0101u * value);
+            memcpy(d + i, &half, sizeof half);
             i += 2;
         }
         if (bytes & 1)
