@@ -60,7 +60,14 @@ void     ts_set_feature_mask(unsigned mask);  /* dispatch uses detected & mask; 
  * says (only the qdyn path below rejects them, because it quantises). */
 int ts_gemm_f32 (size_t M, size_t N, size_t K, const float  *A, size_t lda,
                  const float  *B, size_t ldb, float   *C, size_t ldc);
-/* A and B rounded to bf16 (round to nearest even), products summed in fp32 (bfmmla where the CPU has it). */
+/* A and B rounded to bf16 (round to nearest even), products summed in fp32 (bfmmla where the CPU has it).
+ * The products of bf16 values are exact in fp32; how they are summed depends on the path, so
+ * results differ bitwise between CPUs (and feature masks): bfmmla / bfdot / SME BFMOPA follow
+ * the Arm ARM's BFDotAdd without FEAT_EBF16 (two products summed, then added: each sum rounded
+ * to odd, FPCR's rounding mode ignored, subnormal inputs and results flushed to zero), the
+ * Armv8.0 path adds each product with an fp32 fmla (round to nearest even, subnormals kept).
+ * On every path |C - S| <= (K+1) * 2^-23 * sum_k |a_k*b_k| (to first order; tested), S the
+ * exact sum of the bf16-rounded products, plus the flushed subnormals on the bf16 paths. */
 int ts_gemm_bf16(size_t M, size_t N, size_t K, const float  *A, size_t lda,
                  const float  *B, size_t ldb, float   *C, size_t ldc);
 int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
@@ -128,13 +135,13 @@ int ts_gemm_f16f32(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
 #define TS_ROUND_SINGLE 1   /* TFLITE_SINGLE_ROUNDING */
 
 typedef struct {
-    int32_t a_zero_point;        /* A (activations) zero point, -128..127; B (weights) symmetric */
-    int32_t c_zero_point;        /* output zero point, -128..127 */
+    int32_t a_zero_point;        /* A zero point, -128..127 (uint8 A: 0..255); B symmetric */
+    int32_t c_zero_point;        /* output zero point, -128..127 (uint8 output: 0..255) */
     const int32_t *bias;         /* N values or NULL */
     const int32_t *multiplier;   /* Q31, >= 0; N values if per_channel else 1 */
     const int32_t *shift;        /* TFLite exponent -31..30: >0 left shift, <0 right shift; same count */
     int per_channel;
-    int32_t act_min, act_max;    /* -128 <= act_min <= act_max <= 127 */
+    int32_t act_min, act_max;    /* -128 <= act_min <= act_max <= 127 (uint8 output: 0..255) */
     int rounding;                /* TS_ROUND_DOUBLE (0, default) or TS_ROUND_SINGLE */
 } ts_quant;
 
@@ -503,7 +510,7 @@ int ts_gemm_f16f32_prepacked_ctx(const ts_context *ctx, size_t M, const uint16_t
                                  size_t lda, const ts_packed_b *B, float *C, size_t ldc);
 /* conv2d with a context: the workspace is checked, unlike the calls without _ctx (which take
  * ts_conv2d_s8_workspace_size(c) bytes on trust). Either a buffer of workspace_bytes, at least
- * ts_conv2d_s8_workspace_size_ctx(ctx, c) — with threads that is MORE than
+ * ts_conv2d_s8_workspace_size_ctx(ctx, c) — with threads that is at least (often more than)
  * ts_conv2d_s8_workspace_size(c): one work area per task; size it again after
  * ts_context_set_num_threads / _set_parallel_for — or workspace NULL with workspace_bytes 0:
  * the context's workspace (ts_context_set_workspace; TS_EINVAL when smaller than
