@@ -399,17 +399,21 @@ def acc_load_tiles(plan: TilePlan) -> list[Insn]:
 
 # ---- after the loop ------------------------------------------------------------------------------
 def store_setup(plan: TilePlan, args_offset: int, tile_offset: int, esize: int,
-                require_args: bool) -> list[Insn]:
+                require_args: bool, epilogue: str = "raw") -> list[Insn]:
     """Reload args; full tile (or no args): store in place; partial: redirect the stores to the
-    stack tile (x3/x4), keeping C and its stride in x7/x8."""
+    stack tile (x3/x4), keeping C and its stride in x7/x8. The requantising epilogues read
+    their scalar arguments here too (requant_loads)."""
     code = [_i(f"ldr {ARGS_REG}, [sp, #{args_offset}]", "args (x5 may have been an ld1 pointer)",
                "load"),
             _i(f"mov {REAL_C}, #0", "0: the tile is stored in place")]
+    requant = EPILOGUES[epilogue].family == "requant"
     if not require_args:
         code.append(_i(f"cbz {ARGS_REG}, K_WRITE", "no arguments: full tile"))
     code += [
         _i(f"ldp {M_REM}, {N_REM}, [{ARGS_REG}, #{OFF['m_rem']}]", "m_rem, n_rem", "load"),
+        *(requant_loads() if requant else []),
         *full_tile_test(plan, M_REM, N_REM),
+        *(clamp_test(EPILOGUES[epilogue].out) if requant else []),
         _i("b.eq K_WRITE", "full tile: store in place"),
         _i(f"cbz {M_REM}, K_DONE", "empty: nothing to store"),
         _i(f"cbz {N_REM}, K_DONE"),
@@ -470,6 +474,87 @@ def _chunks(items, size):
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+# The requantising epilogues' scalar arguments: loaded in store_setup, after the k-loop, where
+# an in-order core waits for the last MACs anyway (requant_loads), and tested with operations
+# that leave the flags to the full-tile test there, instead of between the vector operations:
+# an in-order core issues a scalar operation behind vector ones only once it can write back
+# after them (in-order write-back), and the loads there waited for their latency (Cortex-A510
+# model: 55 -> 45 cycles for the rounding-2 requantisation of an smmla 8x8 tile). They stay in
+# registers the stores and the partial-tile copy leave alone until the narrowing.
+ROUNDING_REG, ZP_REG, ACT_MIN_REG, ACT_MAX_REG = "w12", "w13", "w14", "w15"
+CLAMP_REG, CLAMP_TEMP = "w16", "w17"    # w16 = 0: the clamp is the whole range (skipped)
+
+
+def requant_loads() -> list[Insn]:
+    """x11 = params, w12 = rounding, w13 = zero point, w14/w15 = act_min/max; x5 = args."""
+    return [
+        _i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params", "load"),
+        _i(f"ldr {ROUNDING_REG}, [{ARGS_REG}, #{OFF['rounding']}]", "args->rounding", "load"),
+        _i(f"ldr {ZP_REG}, [{ARGS_REG}, #{OFF['c_zero_point']}]", "zero point", "load"),
+        _i(f"ldp {ACT_MIN_REG}, {ACT_MAX_REG}, [{ARGS_REG}, #{OFF['act_min']}]",
+           "act_min, act_max", "load"),
+    ]
+
+
+def clamp_test(out: str) -> list[Insn]:
+    """w16 = 0 when the clamp is the output type's whole range: (act_min - min) | (act_max ^
+    max), exact for any int32 bounds; no flags change."""
+    full_min, full_max = OUT_RANGE[out]
+    low = (f"add {CLAMP_REG}, {ACT_MIN_REG}, #{-full_min}" if full_min < 0 else
+           f"mov {CLAMP_REG}, {ACT_MIN_REG}" if full_min == 0 else
+           f"sub {CLAMP_REG}, {ACT_MIN_REG}, #{full_min}")
+    return [
+        _i(low, f"0 when act_min = {full_min}"),
+        _i(f"eor {CLAMP_TEMP}, {ACT_MAX_REG}, #{full_max}", f"0 when act_max = {full_max}"),
+        _i(f"orr {CLAMP_REG}, {CLAMP_REG}, {CLAMP_TEMP}",
+           f"0: the clamp is {full_min}..{full_max}, a no-op"),
+    ]
+
+
+def rounding_flags() -> list[Insn]:
+    """The flags of requant_code's dispatch on args->rounding, set before the first vector
+    operation (before the MMLA forms' unzip)."""
+    return [_i(f"cmp {ROUNDING_REG}, #{ROUND_SINGLE}", "rounding: EQ single, HI every shift < 0")]
+
+
+def right_shift_code(by_group, regs: list[int], group_bytes: int) -> list[Insn]:
+    """Double rounding, every shift < 0 (rounding 2): SQRDMULH by the multiplier, SSRA #31,
+    SQRDMULH by 2^(31 + shift), on every vector of every group. When `regs` hold both
+    parameters of every group they are all loaded first and each step runs over all the
+    vectors before the next (as many independent operations as there are vectors between
+    an operation and the one that reads its result: no in-order core waits for a latency),
+    else group by group."""
+    groups = len(by_group)
+    if 2 * groups <= len(regs):
+        code = []
+        for g in range(groups):
+            base = group_bytes * g
+            code += [_i(f"ldr q{regs[2 * g]}, [{PARAMS}, #{base + 16}]",
+                        f"multiplier of columns {4 * g}-{4 * g + 3}", "load"),
+                     _i(f"ldr q{regs[2 * g + 1]}, [{PARAMS}, #{base + 32}]",
+                        f"2^(31 + shift) of columns {4 * g}-{4 * g + 3}", "load")]
+        vecs = [(r, v, g) for g, vs in enumerate(by_group) for r, v in vs]
+        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{regs[2 * g]}.4s", f"row {r}: high mul")
+                 for r, v, g in vecs]
+        code += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"row {r}: -1 where negative (ties away from 0)")
+                 for r, v, g in vecs]
+        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{regs[2 * g + 1]}.4s",
+                    f"row {r}: rounding >> -shift") for r, v, g in vecs]
+        return code
+    code = []
+    m, e = regs[:2]
+    for g, vecs in enumerate(by_group):
+        base = group_bytes * g
+        code += [_i(f"ldr q{m}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
+                 _i(f"ldr q{e}, [{PARAMS}, #{base + 32}]", "2^(31 + shift)", "load")]
+        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{m}.4s", f"row {r}: high mul") for r, v in vecs]
+        code += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"row {r}: -1 where negative (ties away from 0)")
+                 for r, v in vecs]
+        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{e}.4s", f"row {r}: rounding >> -shift")
+                 for r, v in vecs]
+    return code
+
+
 def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> list[Insn]:
     """int32 row vectors x = acc + offset (the offsets were added before the loop: offset_add / offset_spread) ->
     int8 (`out` "uint8": uint8), in place. Per group g of 4 columns, params + 64 g holds
@@ -499,17 +584,10 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     by_group = [[(r, row[g][0]) for r, row in enumerate(rows) if g < len(row)]
                 for g in range(groups)]
 
-    double, single, right = [], [], []
+    double, single = [], []
     for g in range(groups):
         base = group_bytes * g
         vecs = by_group[g]
-        right += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
-                  _i(f"ldr q{p1}, [{PARAMS}, #{base + 32}]", "2^(31 + shift)", "load")]
-        right += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}: high mul") for r, v in vecs]
-        right += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"row {r}: -1 where negative (ties away from 0)")
-                  for r, v in vecs]
-        right += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: rounding >> -shift")
-                  for r, v in vecs]
         double += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                    _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]", "left, right shifts", "load")]
         double += [_i(f"sqshl v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: << max(shift, 0), saturating")
@@ -536,10 +614,9 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
             single += [_i(f"srshl v{v}.2d, v{v}.2d, v{p1}.2d", f"row {r}") for t, (r, v) in pairs]
             single += [_i(f"sqxtn v{v}.2s, v{v}.2d", f"row {r}: saturate to int32") for t, (r, v) in pairs]
             single += [_i(f"sqxtn2 v{v}.4s, v{t}.2d", f"row {r}") for t, (r, v) in pairs]
-    code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params", "load"),
-            _i(f"ldr w12, [{ARGS_REG}, #{OFF['rounding']}]", "args->rounding", "load"),
-            _i(f"cmp w12, #{ROUND_SINGLE}"),
-            _i("b.eq K_RQ_SINGLE", "1: single rounding"),
+    right = right_shift_code(by_group, [p0, p1, p2, *temps], group_bytes)
+    # the flags of rounding_flags (before the MMLA forms' unzip)
+    code = [_i("b.eq K_RQ_SINGLE", "1: single rounding"),
             _i("b.hi K_RQ_RIGHT", "2: double rounding, every shift < 0")]
     code += [_i("// double rounding (TFLite default), any shifts", kind="comment")] + double
     code += [_i("b K_RQ_NARROW"), label("K_RQ_SINGLE")] + single
@@ -547,12 +624,7 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     # narrowing: per row, pairs of 4-column vectors -> 8 int8 in the first one's low half
     zp, lo, hi = p0, p1, p2
     full_min, full_max = OUT_RANGE[out]
-    code += [_i(f"ldr w12, [{ARGS_REG}, #{OFF['c_zero_point']}]", "zero point", "load"),
-             _i(f"ldp w13, w14, [{ARGS_REG}, #{OFF['act_min']}]", "act_min, act_max", "load"),
-             _i(f"mov w15, #{full_max}"),
-             _i(f"cmn w13, #{-full_min}" if full_min < 0 else f"cmp w13, #{full_min}"),
-             _i("ccmp w14, w15, #0, eq", f"EQ: the clamp is {full_min}..{full_max}: no-op"),
-             _i(f"dup v{zp}.8h, w12"), _i(f"dup v{lo}.16b, w13"), _i(f"dup v{hi}.16b, w14")]
+    code += [_i(f"dup v{zp}.8h, {ZP_REG}", "zero point (requant_loads)")]
     units = []          # (row, first register, second register or None, columns)
     for r, row in enumerate(rows):
         i = 0
@@ -568,7 +640,9 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     code += [_i(f"sqadd v{a}.8h, v{a}.8h, v{zp}.8h", f"row {r}: + zero point") for r, a, b, n in units]
     narrow, sign = ("sqxtun", "u") if out == "uint8" else ("sqxtn", "s")
     code += [_i(f"{narrow} v{a}.8b, v{a}.8h", f"row {r}: to {out}") for r, a, b, n in units]
-    code += [_i("b.eq K_RQ_STORE", f"clamp to {full_min}..{full_max}: the narrowing did it")]
+    code += [_i(f"cbz {CLAMP_REG}, K_RQ_STORE",
+                f"clamp to {full_min}..{full_max}: the narrowing did it"),
+             _i(f"dup v{lo}.16b, {ACT_MIN_REG}"), _i(f"dup v{hi}.16b, {ACT_MAX_REG}")]
     code += [_i(f"{sign}max v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
     code += [_i(f"{sign}min v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
     code += [label("K_RQ_STORE")]
@@ -621,8 +695,10 @@ def store_row_pieces(plan: TilePlan, pieces) -> list[Insn]:
 def epilogue_and_store(plan: TilePlan, epilogue: str) -> list[Insn]:
     """The epilogue on the registers, then the stores of the (full) tile to x3/x4."""
     pool = free_vregs(plan)
-    code, rows = tile_rows(plan, pool)
     variant = EPILOGUES[epilogue]
+    code = rounding_flags() if variant.family == "requant" else []
+    unzip, rows = tile_rows(plan, pool)
+    code += unzip
     if variant.family == "requant":
         more, pieces = requant_code(rows, pool, variant.group_bytes, variant.out)
     elif variant.family == "biasclamp":

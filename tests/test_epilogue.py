@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gen.epilogue import (ARGS_BYTES, ARGS_FIELDS, EPILOGUE_TEMPS, EPILOGUE_VARIANTS, EPILOGUES,
-                          epilogue_and_store,
+                          clamp_test, epilogue_and_store, requant_loads, store_setup,
                           c_struct, check_epilogue, free_vregs, tile_rows, variants_for)
 from gen.isa import GENERATED, INSTRUCTIONS
 from gen.loop import KernelPlanError
@@ -97,9 +97,9 @@ def test_requant_u8_differs_from_requant_only_in_the_narrowing(instruction, ep, 
     s8 = [i.text for i in epilogue_and_store(p, "requant")]
     u8 = [i.text for i in epilogue_and_store(p, "requant_u8")]
     swap = {"sqxtn v": "sqxtun v", "smax": "umax", "smin": "umin",
-            "mov w15, #127": "mov w15, #255", "cmn w13, #128": "cmp w13, #0"}
+            }
     narrow = [t for t in s8 if t.endswith(".8h") and t.startswith("sqxtn v")
-              or t.startswith(("smax", "smin", "mov w15, #127", "cmn w13, #128"))]
+              or t.startswith(("smax", "smin"))]
     assert narrow and len(s8) == len(u8)
     for a, b in zip(s8, u8):
         if a in narrow:
@@ -113,10 +113,16 @@ def test_requant_skips_a_whole_range_clamp():
     """act_min, act_max = the output type's limits (kActivationNone): one branch over the
     clamp, which the saturating narrowing already did; any other bounds clamp."""
     p = plan("smmla", 8, 8, range(0, 4), range(4, 8), range(8, 24))
-    for epilogue, bounds in (("requant", ("cmn w13, #128", "mov w15, #127")),
-                             ("requant_u8", ("cmp w13, #0", "mov w15, #255"))):
+    for epilogue, out, bounds in (("requant", "int8", ("add w16, w14, #128", "eor w17, w15, #127")),
+                                  ("requant_u8", "uint8", ("mov w16, w14", "eor w17, w15, #255"))):
+        setup = [i.text for i in store_setup(p, 64, 80, 1, True, epilogue)]
+        loads, test = [i.text for i in requant_loads()], [i.text for i in clamp_test(out)]
+        assert set(bounds) <= set(test) and "orr w16, w16, w17" in test
+        assert set(loads) <= set(setup[:setup.index("cmp x10, #8")])
+        assert setup[setup.index("b.eq K_WRITE") - len(test):setup.index("b.eq K_WRITE")] == test
         text = [i.text for i in epilogue_and_store(p, epilogue)]
-        assert set(bounds) <= set(text) and "ccmp w14, w15, #0, eq" in text
-        skip, store = text.index("b.eq K_RQ_STORE"), text.index("K_RQ_STORE:")
+        assert text[0] == "cmp w12, #1" and text.index("b.eq K_RQ_SINGLE") > 0
+        skip, store = text.index("cbz w16, K_RQ_STORE"), text.index("K_RQ_STORE:")
         clamp = text[skip + 1:store]
-        assert len(clamp) == 2 * 8 and all(t[1:4] in ("max", "min") for t in clamp)
+        assert [t.split(",")[1] for t in clamp[:2]] == [" w14", " w15"]   # bounds, clamp only
+        assert len(clamp) == 2 + 2 * 8 and all(t[1:4] in ("max", "min") for t in clamp[2:])
