@@ -106,10 +106,22 @@ def encode_instruction(instruction) -> tuple[int, Form]:
     return word, form
 
 
+# A mnemonic of both tables (SDOT: Advanced SIMD and SVE) is an SVE instruction when its
+# operands are SVE / SME registers.
+SVE_OPERAND = re.compile(r"\b(?:z\d+|p\d+|za\d*[hv]?)\.|\bza\b|\{\s*za", re.I)
+
+
+def is_sve_text(mnemonic: str, operand_text: str) -> bool:
+    """Whether the SVE/SME table encodes this instruction (else the Advanced SIMD one)."""
+    if mnemonic not in sve_encoding.FORMS_BY_MNEMONIC:
+        return False
+    return mnemonic not in FORMS_BY_MNEMONIC or SVE_OPERAND.search(operand_text) is not None
+
+
 def parse_known(text: str):
     """Parse text whose mnemonic the encoder knows (unknown mnemonics are reported first)."""
     mnemonic, operand_text = split_mnemonic(text)
-    if mnemonic in sve_encoding.FORMS_BY_MNEMONIC:
+    if is_sve_text(mnemonic, operand_text):
         return sve_encoding.parse_sve(mnemonic, operand_text)
     _forms_of(mnemonic)
     return Instruction(mnemonic, tuple(parse_operand(p) for p in split_operands(operand_text)))
@@ -124,7 +136,7 @@ def semantic_key(text: str):
     """What an instruction text means, independent of spelling (case, spacing, aliases, omitted
     defaults): compared by `verify` between objdump's text and a `.inst` comment."""
     mnemonic, operand_text = split_mnemonic(text)
-    if mnemonic in sve_encoding.FORMS_BY_MNEMONIC:
+    if is_sve_text(mnemonic, operand_text):
         return sve_encoding.semantic_key(sve_encoding.parse_sve(mnemonic, operand_text))
     operands = [parse_operand(part) for part in split_operands(operand_text)]
     return (mnemonic,) + tuple(

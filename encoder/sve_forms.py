@@ -210,6 +210,12 @@ def bf16_rounding():
             forms.append(SveForm(name, (z(narrow, 0, "destination Z register"), z(wide, 5),
                                         z(wide, 16, "second source Z register")),
                                  base | bits << 22, "sve2", f"Arm ARM DDI0487 {name.upper()}"))
+    # the int8 B packers' column sums (gen/sme_pack.py COLUMN_SUMS): SDOT (vectors)
+    # 01000100 1 sz 0 Zm 00000 0 Zn Zda, sz 0: Zda.S += the four Zn.B x Zm.B products of each
+    # word (Arm ARM DDI0487 SDOT (vectors); FEAT_SVE, legal in Streaming SVE mode)
+    forms.append(SveForm("sdot", (z("s", 0, "destination Z register"), z("b", 5),
+                                  z("b", 16, "second source Z register")),
+                         0x44800000, "sve", "Arm ARM DDI0487 SDOT (vectors)"))
     return forms
 
 

@@ -10,8 +10,8 @@ streaming mode), and is callable from ordinary (non-streaming, private-ZA) code:
             ZERO {ZA}; the accumulator-input tile, if any, loaded into ZA slices;
   k-loop    per panel k-step (4 instruction k-steps, gen.sme_tiling GROUP) one LD4W per row
             block and per column block (4 A / B vectors each) and 4*tr*tc MOPAs, four panel
-            k-steps per iteration where the LD4W immediates reach (2VLx2VL), else two
-            (`unroll`), the rest one at a time;
+            k-steps per iteration (`unroll`; the 1VLx4VL B pointer runs 32 vectors ahead so
+            that the LD4W immediates reach all four, `bias`), the rest one at a time;
   store     ZA horizontal slices (one C row each) straight to C under column predicates
             (WHILELT up to n_rem), rows up to m_rem: nothing outside the m_rem x n_rem tile is
             read or written, with no stack tile;
@@ -78,6 +78,9 @@ ROW_BYTES_PRED = 5      # p5: the n_rem bytes of an int8 C row
 # z24+c.
 BIAS_Z, CLAMP_MIN_Z, CLAMP_MAX_Z, ROW_Z = 16, 20, 21, 24
 PARAMS = "x15"          # after the k-loop (which uses x15 as its counter)
+# requant: rows 1, 2, 3 of four in bytes (ST1B scalar plus scalar), once the column offsets
+# x16 / x17 and the k-loop are done
+RQ_ROW_STRIDES = ("x4", "x16", "x17")
 
 # General-purpose registers (all caller-saved; x18 never touched, x19-x28 never used).
 A_PTR, B_PTR, KSTEPS, C_PTR, LDC, ARGS = "x0", "x1", "x2", "x3", "x4", "x5"
@@ -214,39 +217,48 @@ ROWS_PER_ITERATION = 4  # ZA.S slice offsets 0-3 (LD1W / ST1W / MOVA .s: w12 + i
 
 
 def slice_rows(plan: ZaPlan, name: str, pointer: str, stride: str, body,
-               unroll: bool = True) -> list[Insn]:
+               unroll: bool = True, strides: tuple[str, ...] = ()) -> list[Insn]:
     """Loop over the rows below m_rem, row block by row block: `body(r, o)` is the code for
     one row (ZA slice w12 + o of row block r, C row at `pointer`); `pointer` advances by
     `stride` after each row. With `unroll`, four rows per iteration (slices w12 + 0..3) while
-    four are left -- every full row block, S being a multiple of 4 -- then one at a time."""
+    four are left -- every full row block, S being a multiple of 4 -- then one at a time.
+    With `strides` (registers holding 1, 2, 3 x stride) `body(r, o, address)` addresses its row
+    as [pointer, strides[o - 1]] and the pointer advances once per four rows."""
     code = []
     for r in range(plan.tr):
         done = f"K_{name}_DONE"
         single = f"K_{name}_{r}"
         if r == 0:
-            code.append(I(f"mov {ROW_END}, {M_REM}", "rows of block 0: min(m_rem, S)"))
+            code.append(I(f"mov {ROW_END}, {M_REM}", "rows of block 0: min(m_rem, S)"
+                          + (" (m_rem <= ep = S)" if plan.tr == 1 else "")))
         else:
             code += [I(f"subs {ROW_END}, {M_REM}, {OFFSET_REGS[r]}",
                        f"rows of block {r}: min(m_rem - {r}*S, S)"),
                      I(f"b.ls {done}", "none left")]
-        code += [I(f"cmp {ROW_END}, {S_REG}"), I(f"csel {ROW_END}, {ROW_END}, {S_REG}, lo"),
-                 I(f"mov {SLICE}, #0")]
+        if plan.tr > 1:
+            code += [I(f"cmp {ROW_END}, {S_REG}"), I(f"csel {ROW_END}, {ROW_END}, {S_REG}, lo")]
+        code.append(I(f"mov {SLICE}, #0"))
         if unroll:
             n = ROWS_PER_ITERATION
             quad = f"K_{name}_{r}_QUAD"
-            code += [I(f"sub {TMP}, {ROW_END}, #{n - 1}", f"slice < rows - {n - 1}: {n} rows left"),
-                     I(f"cmp {SLICE}, w{TMP[1:]}"),
-                     I(f"b.ge {single}", f"fewer than {n} rows"),
+            code += [I(f"subs {TMP}, {ROW_END}, #{n - 1}",
+                       f"slice < rows - {n - 1}: {n} rows left"),
+                     I(f"b.le {single}", f"fewer than {n} rows"),
                      Insn(f"{quad}:", "label")]
             for o in range(n):
-                code += body(r, o) + [I(f"add {pointer}, {pointer}, {stride}")]
+                if strides:
+                    code += body(r, o, f"[{pointer}" + (f", {strides[o - 1]}]" if o else "]"))
+                else:
+                    code += body(r, o) + [I(f"add {pointer}, {pointer}, {stride}")]
+            if strides:
+                code.append(I(f"add {pointer}, {pointer}, {stride}, lsl #2", f"{n} rows on"))
             code += [I(f"add {SLICE}, {SLICE}, #{n}"),
                      I(f"cmp {SLICE}, w{TMP[1:]}"),
                      I(f"b.lt {quad}")]
         code += [Insn(f"{single}:", "label"),
                  I(f"cmp {SLICE}, w{ROW_END[1:]}"),
                  I(f"b.hs {done if r == plan.tr - 1 else f'K_{name}_{r}_END'}", "every row")]
-        code += body(r, 0)
+        code += body(r, 0, f"[{pointer}]") if strides else body(r, 0)
         code += [I(f"add {pointer}, {pointer}, {stride}"),
                  I(f"add {SLICE}, {SLICE}, #1"),
                  I(f"b {single}")]
@@ -368,7 +380,7 @@ def requant_offsets(plan: ZaPlan) -> list[Insn]:
 
 
 def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool,
-                out: str = "int8") -> list[Insn]:
+                out: str = "int8", address: str = f"[{ROW_PTR}]") -> list[Insn]:
     """One C row (ZA slice w12 + o of row block r): ZA slices -> int32 row vectors (the offsets
     are already in ZA, `requant_offsets`) -> MultiplyByQuantizedMultiplier (the NEON kernels'
     steps, bit-exact with ts_requantize) -> int16 (SQXTNB / SQXTNT: two tiles per vector),
@@ -419,7 +431,7 @@ def requant_row(plan: ZaPlan, r: int, o: int, mode: int, clamp: bool,
     if clamp:
         code += [I(f"{sign}max z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MIN_Z}.b", "clamp"),
                  I(f"{sign}min z{v}.b, p{ALL_TRUE}/m, z{v}.b, z{RQ_MAX_Z}.b")]
-    return code + [I(f"st1b {{z{v}.b}}, p{ROW_BYTES_PRED}, [{ROW_PTR}]", f"C row: n_rem {out}")]
+    return code + [I(f"st1b {{z{v}.b}}, p{ROW_BYTES_PRED}, {address}", f"C row: n_rem {out}")]
 
 
 # requant slice loops: (rounding mode, clamp) -> label prefix; the first one is the fall-through
@@ -455,6 +467,8 @@ def store_requant(plan: ZaPlan, out: str = "int8") -> list[Insn]:
               "act_min (its low byte)"),
             I(f"ld1rb {{z{RQ_MAX_Z}.b}}, p{ALL_TRUE}/z, [{ARGS}, #{ARGS_ACT_MAX}]", "act_max"),
             I(f"whilelt p{ROW_BYTES_PRED}.b, xzr, {N_REM}", "the n_rem bytes of a C row"),
+            I(f"lsl {RQ_ROW_STRIDES[1]}, {LDC}, #1", "2 C rows (ST1B [row, 2 rows])"),
+            I(f"add {RQ_ROW_STRIDES[2]}, {RQ_ROW_STRIDES[1]}, {LDC}", "3 C rows"),
             *full_range_test(out),
             I(f"ldr w{TMP[1:]}, [{ARGS}, #{ARGS_ROUNDING}]", "rounding"),
             I(f"cmp w{TMP[1:]}, #{ROUND_SINGLE}"),
@@ -472,8 +486,9 @@ def store_requant(plan: ZaPlan, out: str = "int8") -> list[Insn]:
             if not clamp:
                 code.append(Insn(f"K_{name}:", "label"))
             code += slice_rows(plan, name, ROW_PTR, LDC,
-                               lambda r, o, mode=mode, clamp=clamp:
-                               requant_row(plan, r, o, mode, clamp, out))
+                               lambda r, o, address, mode=mode, clamp=clamp:
+                               requant_row(plan, r, o, mode, clamp, out, address),
+                               strides=RQ_ROW_STRIDES)
             code.append(I("b K_RQ_DONE"))
     return code + [Insn("K_RQ_DONE:", "label")]
 
@@ -512,18 +527,25 @@ def b_reg(plan: ZaPlan, bank: int, c: int, j: int) -> int:
     return bank_base(plan, bank) + plan.group * (plan.tr + c) + j
 
 
-def step_loads(plan: ZaPlan, bank: int, first: int) -> list[Insn]:
-    """Loads of one panel k-step into bank `bank`; `first` = panel k-steps into the panels.
+def step_loads(plan: ZaPlan, bank: int, step: int, a_ptrs=None, b_ptrs=None) -> list[Insn]:
+    """Loads of panel k-step `step` of an iteration into bank `bank`, addressed from the loop
+    pointers (`loop_pointers`; None: x0 / x1 at the k-step itself, the single-step loop).
     LD4W {z0.s-z3.s} of a row block's 4*S words puts word 4i + j (row i's instruction k-step
     j: k * 4 bytes of fp32 / bf16 / fp16 / int8) in lane i of register j (Arm DDI0487 LD4W):
     one load yields the A (B) vectors of 4 instruction k-steps."""
     g = plan.group
+
+    def address(ptrs, base, blocks, b):
+        if ptrs is None:
+            return _address(base, g * b)
+        ptr = next(q for q in ptrs if q.first <= step < q.first + q.steps)
+        return _address(ptr.reg, g * ((step - ptr.first) * blocks + b) - ptr.bias)
     code = [I(f"ld4w {{z{a_reg(plan, bank, r, 0)}.s-z{a_reg(plan, bank, r, g - 1)}.s}}, "
-              f"p{ALL_TRUE}/z, {_address(A_PTR, g * (first * plan.tr + r))}",
-              f"A rows {r}*S.., {g} k-steps (panel k-step +{first})") for r in range(plan.tr)]
+              f"p{ALL_TRUE}/z, {address(a_ptrs, A_PTR, plan.tr, r)}",
+              f"A rows {r}*S.., {g} k-steps (panel k-step +{step})") for r in range(plan.tr)]
     code += [I(f"ld4w {{z{b_reg(plan, bank, c, 0)}.s-z{b_reg(plan, bank, c, g - 1)}.s}}, "
-               f"p{ALL_TRUE}/z, {_address(B_PTR, g * (first * plan.tc + c))}",
-               f"B columns {c}*S.., {g} k-steps (panel k-step +{first})") for c in range(plan.tc)]
+               f"p{ALL_TRUE}/z, {address(b_ptrs, B_PTR, plan.tc, c)}",
+               f"B columns {c}*S.., {g} k-steps (panel k-step +{step})") for c in range(plan.tc)]
     return code
 
 
@@ -534,57 +556,124 @@ def step_macs(plan: ZaPlan, bank: int) -> list[Insn]:
             for j in range(plan.group) for r in range(plan.tr) for c in range(plan.tc)]
 
 
-def _advance(pointer: str, vectors: int, setup: list[Insn], what: str) -> Insn:
-    """pointer += vectors streaming vectors: ADDVL (imm6: up to 31), or beyond it an ADD of
-    TMP = 16 vectors in bytes (CNTB ... MUL #16, set up once before the loop) shifted."""
-    if vectors <= 31:
-        return I(f"addvl {pointer}, {pointer}, #{vectors}", what)
-    if vectors % 16 or vectors // 16 not in (2, 4):
+def _add_vectors(pointer: str, source: str, vectors: int, setup: list[Insn],
+                 what: str) -> Insn:
+    """pointer = source + vectors streaming vectors (may be negative): ADDVL (imm6: -32..31),
+    or an ADD / SUB of TMP = 16 vectors in bytes (CNTB ... MUL #16, set up once before the
+    loop) shifted by log2(|vectors| / 16)."""
+    if -32 <= vectors <= 31:
+        return I(f"addvl {pointer}, {source}, #{vectors}", what)
+    n = abs(vectors)
+    if n % 16 or (n // 16) & (n // 16 - 1) or n // 16 > 8:
         raise KernelPlanError(f"k-loop: cannot advance by {vectors} vectors")
     if not setup:
         setup.append(I(f"cntb {TMP}, all, mul #16", "16 vectors in bytes (k-loop advance)"))
-    return I(f"add {pointer}, {pointer}, {TMP}, lsl #{(vectors // 16).bit_length() - 1}", what)
+    op = "add" if vectors > 0 else "sub"
+    return I(f"{op} {pointer}, {source}, {TMP}, lsl #{(n // 16).bit_length() - 1}", what)
+
+
+def _advance(pointer: str, vectors: int, setup: list[Insn], what: str) -> Insn:
+    return _add_vectors(pointer, pointer, vectors, setup, what)
+
+
+# LD4W (scalar plus immediate) reaches -8..7 times 4 vectors from its base: -32..28 vectors
+# (Arm ARM DDI0487 LD4W), a span of 60 from one pointer biased by up to 32.
+LD4W_IMM_LO, LD4W_IMM_HI = -32, 28
+UNROLL = 8              # panel k-steps per main-loop iteration
+# an operand's second main-loop pointer, where one cannot reach all of its k-steps (free
+# during the k-loop: the lazy save and the row loops use x9 / x10 only before or after it)
+EXTRA_POINTERS = {A_PTR: "x9", B_PTR: "x10"}
+
+
+@dataclass(frozen=True)
+class LoopPointer:
+    """A register the main loop addresses an operand's panel k-steps first .. first + steps - 1
+    of an iteration from, `bias` vectors ahead of the first (LD4W immediates count from it)."""
+    reg: str
+    first: int
+    steps: int
+    bias: int
+
+
+def loop_pointers(plan: ZaPlan, base: str, blocks: int) -> list[LoopPointer]:
+    """The pointers one operand (`blocks` row / column blocks of GROUP vectors per panel
+    k-step) needs for UNROLL panel k-steps: as many k-steps per pointer as the LD4W immediates
+    reach (span GROUP * (steps * blocks - 1) <= 60 vectors, biased by 32 where the span passes
+    28): 2VLx2VL one each (8 k-steps: 0..60 -> -32..28), 1VLx4VL A one (0..28), B two
+    (4 k-steps each: x1 and x10, 64 vectors later)."""
+    g = plan.group
+    per = max(n for n in range(1, UNROLL + 1)
+              if UNROLL % n == 0 and g * (n * blocks - 1) <= LD4W_IMM_HI - LD4W_IMM_LO)
+    shift = 0 if g * (per * blocks - 1) <= LD4W_IMM_HI else -LD4W_IMM_LO
+    count = UNROLL // per
+    if count > 2:
+        raise KernelPlanError(f"{plan.instruction} {plan.tr}x{plan.tc}: {count} pointers per "
+                              "operand for the k-loop")
+    regs = (base, EXTRA_POINTERS[base])
+    return [LoopPointer(regs[i], i * per, per, shift) for i in range(count)]
 
 
 def unroll(plan: ZaPlan) -> int:
-    """Panel k-steps per main-loop iteration: 4 where the LD4W immediates of all of them fit
-    (imm4 x 4 vectors: up to 28, so GROUP * (4 * max(tr, tc) - 1) <= 28: the 2VLx2VL kernels,
-    4 loads per 16 MOPAs and 4 loop instructions per 64), else 2 (1VLx4VL)."""
-    return 4 if plan.group * (4 * max(plan.tr, plan.tc) - 1) <= 28 else 2
+    """Panel k-steps per main-loop iteration: UNROLL for every tile shape (`loop_pointers`):
+    tr + tc loads per 4 * tr * tc MOPAs and 4 or 5 loop instructions per UNROLL panel
+    k-steps."""
+    return UNROLL
 
 
 def k_loop(plan: ZaPlan) -> dict:
     """`unroll(plan)` panel k-steps per iteration. With separate register banks (2x2: 16
     registers a step) each step's loads issue before the previous step's MOPAs, otherwise each
-    step's loads precede its own MOPAs; the pointers advance after the last loads (LD4W
-    immediates count from the iteration's start). The k-steps left over (fewer than the
-    unroll) run one per iteration of a loop of single steps."""
+    step's loads precede its own MOPAs; the pointers (`loop_pointers`: biased, a second one
+    per operand where the LD4W immediates cannot reach every k-step) advance after the last
+    loads. The k-steps left over (fewer than the unroll) run one per iteration of a loop of
+    single steps from x0 / x1, the bias taken off again."""
     setup: list[Insn] = []
     u = unroll(plan)
+    g = plan.group
+    operands = ((A_PTR, "A", plan.tr, loop_pointers(plan, A_PTR, plan.tr)),
+                (B_PTR, "B", plan.tc, loop_pointers(plan, B_PTR, plan.tc)))
+    a_ptrs, b_ptrs = operands[0][3], operands[1][3]
 
-    def advance(steps: int) -> list[Insn]:
-        what = "k-step" + ("s" if steps > 1 else "")
-        return [_advance(A_PTR, steps * plan.group * plan.tr, setup, f"{steps} {what} of A"),
-                _advance(B_PTR, steps * plan.group * plan.tc, setup, f"{steps} {what} of B")]
+    def advance_all() -> list[Insn]:
+        return [_advance(q.reg, u * g * blocks, setup, f"{u} k-steps of {name}"
+                         + (f" (from k-step {q.first})" if q.first else ""))
+                for _, name, blocks, ptrs in operands for q in ptrs]
+
+    def loads(bank: int, step: int) -> list[Insn]:
+        return step_loads(plan, bank, step, a_ptrs, b_ptrs)
 
     two_banks = bool(bank_base(plan, 1))
     main = []
     if two_banks:
-        main += step_loads(plan, 0, 0)
+        main += loads(0, 0)
         for step in range(u):
             if step + 1 < u:
-                main += step_loads(plan, (step + 1) % 2, step + 1)
+                main += loads((step + 1) % 2, step + 1)
             if step + 1 == u - 1 or u == 1:
-                main += advance(u)
+                main += advance_all()
             main += step_macs(plan, step % 2)
     else:
         for step in range(u):
-            main += step_loads(plan, 0, step)
+            main += loads(0, step)
             if step == u - 1:
-                main += advance(u)
+                main += advance_all()
             main += step_macs(plan, 0)
-    return dict(loop_setup=setup, main_body=main, unroll=u, unroll_log2=u.bit_length() - 1,
-                single_body=step_loads(plan, 0, 0) + advance(1) + step_macs(plan, 0))
+    bias_on, bias_off = [], []
+    for base, name, blocks, ptrs in operands:
+        first = ptrs[0]
+        if first.bias:
+            bias_on.append(_add_vectors(base, base, first.bias, setup,
+                                        f"{name} {first.bias} vectors ahead (LD4W immediates)"))
+            bias_off.append(_add_vectors(base, base, -first.bias, setup,
+                                         f"{name} back at the next k-step"))
+        for q in ptrs[1:]:
+            bias_on.append(_add_vectors(q.reg, base, g * blocks * q.first + q.bias - first.bias,
+                                        setup, f"{name} from k-step {q.first} of an iteration"))
+    single = step_loads(plan, 0, 0) + [
+        _advance(A_PTR, g * plan.tr, setup, "1 k-step of A"),
+        _advance(B_PTR, g * plan.tc, setup, "1 k-step of B")] + step_macs(plan, 0)
+    return dict(loop_setup=setup + bias_on, main_body=main, unroll=u,
+                unroll_log2=u.bit_length() - 1, bias_off=bias_off, single_body=single)
 
 
 # ---- manifest and rendering ------------------------------------------------------------------

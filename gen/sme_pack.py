@@ -190,7 +190,9 @@ def bf16_pairs4(t: int, offsets) -> list[Insn]:
 
 def pack_a_body(tr: int, convert: bool = False, hw: bool = False) -> list[Insn]:
     """convert: source fp32 (k_bytes = 4K), a k-step = two values rounded to bf16 (hw: by
-    BFCVT, under the default FPCR only: fpcr_choice)."""
+    BFCVT, under the default FPCR only: fpcr_choice); else the copy kinds' `pack_a_copy`."""
+    if not convert:
+        return pack_a_copy(tr)
     if tr not in (1, 2):
         raise ValueError(f"A packer for {tr} row tiles: 1 or 2 (the SME kernels' tr)")
     per_word = 3 if convert else 2          # log2 source bytes per packed word
@@ -294,6 +296,133 @@ def pack_a_body(tr: int, convert: bool = False, hw: bool = False) -> list[Insn]:
     return code
 
 
+ZA_S_TILES = 4          # ZA.S tiles: ZA0.B slice 4i + t is ZAt.S slice i
+# the panel cursors of chunks 1, 2, 3 in a full pass (`full_pass_steps`)
+CHUNK_CURSORS = ("x13", "x9", "x14", "x10")
+
+
+def full_pass_steps(tr: int, q_count: int) -> list[Insn]:
+    """A pass whose Q chunks are all whole (at least Q*S words left): one loop over the
+    vertical slices moves a panel k-step of every chunk per iteration (chunk q's k-steps
+    start q*tr*S vectors after chunk 0's: its own cursor), 4*Q MOVAs, Q ST4W and Q cursor
+    advances per 4 loop instructions; otherwise (the last pass of a row) chunk by chunk,
+    K_PARTIAL."""
+    cur = CHUNK_CURSORS
+    code = [I(f"cntw x10, all, mul #{q_count}", f"{q_count}*S: the words of a full pass"),
+            I("cmp x11, x10"), I("b.lo K_PARTIAL", "fewer left: chunk by chunk"),
+            I("mul x9, x6, x7", "S vectors in bytes")]
+    step = f", lsl #{tr.bit_length() - 1}" if tr > 1 else ""
+    if q_count > 2:
+        code.append(I(f"add x14, x13, x9, lsl #{tr}", "chunk 2's first k-step"))
+        code.append(I(f"add x10, x14, x9{step}", "chunk 3's"))
+    code += [I(f"add x9, x13, x9{step}", f"chunk 1's: {tr}*S k-steps of {GROUP * tr} vectors on"),
+             I("mov w12, #0", f"vertical slices w12 .. w12 + {GROUP - 1}"),
+             Insn("K_STEPS_FULL:", "label")]
+    for q in range(q_count):
+        for t in range(tr):
+            regs = [GROUP * (q * tr + t) + j for j in range(GROUP)]
+            code += [I(f"mova z{z}.s, p0/m, za{q * tr + t}v.s[w12, {j}]",
+                       f"word w12 + {j} of rows {t}*S.. (chunk {q})")
+                     for j, z in enumerate(regs)]
+            code.append(I(f"st4w {{z{regs[0]}.s-z{regs[-1]}.s}}, p0, [{cur[q]}"
+                          + (f", #{GROUP * t}, mul vl]" if t else "]"),
+                          f"chunk {q}, rows {t}*S..: each row's {GROUP} words side by side"))
+    code += [I(f"addvl {cur[q]}, {cur[q]}, #{GROUP * tr}", f"chunk {q}: next k-step")
+             for q in range(q_count)]
+    code += [I(f"add w12, w12, #{GROUP}"), I("cmp w12, w6"), I("b.lo K_STEPS_FULL", "S words"),
+             I(f"mov x13, {cur[q_count - 1]}", "after the last chunk's k-steps"),
+             I(f"add x8, x8, x7, lsl #{q_count.bit_length() - 1}",
+               f"next pass: {q_count} chunks on"),
+             I("b K_PASS"), Insn("K_PARTIAL:", "label")]
+    return code
+
+
+def pack_a_copy(tr: int) -> list[Insn]:
+    """The copy kinds (fp32, fp16, int8: a k-step = one word of the row). A pass takes
+    Q = 4 / tr chunks of S words (SVL/8 bytes) of every row at once, chunk q of row tile t into
+    ZA tile q*tr + t (all four ZA.S tiles in use): two rows per loop iteration, Q LD1B each
+    (chunk q at the row's byte x8 + q*SVL/8: offset registers xzr, x7, x16, x17), then per chunk
+    the vertical slices (MOVA, four per panel k-step) stored by ST4W, the chunks' k-steps one
+    after the other. x8 the pass's first byte of the rows, x9 / x14 rows i / i + 1, x10 rows
+    left, x11 words left, x13 the panel cursor; p1.. the bytes of chunk q inside the row."""
+    if ZA_S_TILES % tr:
+        raise ValueError(f"A packer for {tr} row tiles: 1 or 2")
+    q_count = ZA_S_TILES // tr
+    chunk_off = ("xzr", "x7", "x16", "x17")
+    code = [
+        I("cntw x6", "S = SVL/32: rows of one ZA.S tile, words of one vector"),
+        I("cntb x7", "SVL/8: source bytes of a chunk of S words per row"),
+        I("lsl x16, x7, #1", "2 chunks"), I("add x17, x16, x7", "3 chunks"),
+        I("add x15, x3, #3"), I("lsr x15, x15, #2", "k-steps (words per row) in all"),
+        I("lsl x5, x4, #1", "2 rows"),
+        I("mov x8, #0", "pass: bytes k_bytes[x8 ..] of every row"),
+        I("mov x13, x0", "k-step 0 of the panel"),
+        I("zero {za}", "rows past `rows` are never loaded: zero in every pass (ZA may have "
+          "been dormant with the caller's data)"),
+        Insn("K_PASS:", "label"),
+        I("cmp x8, x3"), I("b.hs K_DONE", "every k-step written"),
+        I("whilelt p1.b, x8, x3", "chunk 0's bytes inside the row"),
+    ]
+    for q in range(1, q_count):
+        code += [I(f"add x11, x8, {chunk_off[q]}"),
+                 I(f"whilelt p{1 + q}.b, x11, x3", f"chunk {q}'s bytes")]
+    for t in range(tr):
+        done, last = f"K_ROWS{t}_DONE", f"K_ROW{t}_LAST"
+        if t == 0:
+            code.append(I("mov x10, x2", "rows of tile 0: min(rows, S)"))
+        else:
+            code += [I("subs x10, x2, x6", f"rows of tile {t}: min(rows - S, S)"),
+                     I(f"b.ls {done}", "none")]
+        code += [I("cmp x10, x6"), I("csel x10, x10, x6, lo"),
+                 I("add x9, x1, x8", f"row {t}*S of A, at the pass")]
+        if t:
+            code.append(I("madd x9, x6, x4, x9", "S rows on"))
+        code += [I("add x14, x9, x4", "the next row"),
+                 I(f"mov w12, #0", "ZA0.B slice 4i (+ tile): row i"),
+                 I("subs x10, x10, #2"), I(f"b.lo {last}", "fewer than 2 rows"),
+                 Insn(f"K_ROWS{t}:", "label")]
+
+        def row(o: int, pointer: str) -> list[Insn]:
+            return [I(f"ld1b {{za0h.b[w12, {4 * o + q * tr + t}]}}, p{1 + q}/z, [{pointer}"
+                      + (f", {chunk_off[q]}]" if q else "]"),
+                      f"row i + {o}, chunk {q} -> za{q * tr + t}h.s[i + {o}]")
+                    for q in range(q_count)]
+        code += row(0, "x9") + row(1, "x14")
+        code += [I("add x9, x9, x5", "2 rows on"), I("add x14, x14, x5"),
+                 I("add w12, w12, #8"),
+                 I("subs x10, x10, #2"), I(f"b.hs K_ROWS{t}"),
+                 Insn(f"{last}:", "label"),
+                 I(f"tbz x10, #0, {done}", "x10 = -1: one row left, -2: none")]
+        code += row(0, "x9")
+        code.append(Insn(f"{done}:", "label"))
+    code += [I("lsr x11, x8, #2", "words before the pass"),
+             I("sub x11, x15, x11", "words left (> 0)")]
+    code += full_pass_steps(tr, q_count)
+    for q in range(q_count):
+        step = f"K_STEP{q}"
+        code += [I("cmp x11, x6"), I("csel x10, x11, x6, lo", f"words of chunk {q}: min(left, S)"),
+                 I("mov w12, #0", f"vertical slices w12 .. w12 + {GROUP - 1} = one panel k-step"),
+                 Insn(f"{step}:", "label")]
+        for t in range(tr):
+            regs = [GROUP * t + j for j in range(GROUP)]
+            tile = q * tr + t
+            code += [I(f"mova z{z}.s, p0/m, za{tile}v.s[w12, {j}]",
+                       f"word w12 + {j} of rows {t}*S.. (chunk {q})")
+                     for j, z in enumerate(regs)]
+            code.append(I(f"st4w {{z{regs[0]}.s-z{regs[-1]}.s}}, p0, [x13"
+                          + (f", #{GROUP * t}, mul vl]" if t else "]"),
+                          f"rows {t}*S..: each row's {GROUP} words side by side"))
+        code += [I(f"addvl x13, x13, #{GROUP * tr}", "next k-step of the panel"),
+                 I(f"add w12, w12, #{GROUP}"), I("cmp w12, w10"),
+                 I(f"b.lo {step}", "(S is a multiple of 4: a chunk holds whole k-steps)"),
+                 I("subs x11, x11, x6", "words left after the chunk"),
+                 I("b.ls K_DONE", "none")]
+    shift = q_count.bit_length() - 1
+    code += [I(f"add x8, x8, x7, lsl #{shift}", f"next pass: {q_count} chunks on"),
+             I("b K_PASS"), Insn("K_DONE:", "label")]
+    return code
+
+
 # ---- B: GROUP instruction k-steps of k rows each per panel k-step ------------------------------
 # The panel's k-step s holds, per column, the lp = GROUP * k values of B rows s*lp .. s*lp + lp - 1
 # side by side: GROUP 32-bit words per column, word j = instruction k-step j (k values). The
@@ -352,8 +481,7 @@ def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False,
     code += [I(f"lsr x10, x4, #{shift}" if shift else "mov x10, x4", "one row in elements"),
              I("lsl x11, x10, #1", "two rows"), I("add x12, x11, x10", "three rows"),
              I("lsl x13, x4, #2", "four rows in bytes"),
-             I(f"lsr x6, x3, #{lp.bit_length() - 1}", f"whole panel k-steps ({lp} rows each)"),
-             I("cbz x6, K_TAIL")]
+             I(f"lsr x6, x3, #{lp.bit_length() - 1}", f"whole panel k-steps ({lp} rows each)")]
 
     def load(row: int, c: int, reg: int, tail: bool) -> list[Insn]:
         """Row `row` (of the panel k-step), source vector c, into z<reg>; in the tail rows
@@ -371,7 +499,7 @@ def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False,
         return [I("add x9, x9, x13", "four rows on")] + (
             [I("add x14, x14, x13")] if chunks > 1 else [])
 
-    def step(tail: bool) -> list[Insn]:
+    def step(tail: bool, sums: bool) -> list[Insn]:
         body = []
         for quad in range(lp // 4):
             rows = range(4 * quad, 4 * quad + 4)
@@ -406,8 +534,6 @@ def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False,
             else:                                       # int8: the quad is one k-step
                 for row in rows:
                     body += load(row, 0, row % 4, tail)
-                if sums:
-                    body += column_sums_step()
                 j = quad
                 body += [I("zip1 z4.b, z0.b, z1.b", "rows k, k + 1 by column: columns 0..2S-1"),
                          I("zip1 z6.b, z2.b, z3.b", "rows k + 2, k + 3")]
@@ -418,6 +544,8 @@ def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False,
                     lo, hi = (4, 6) if c < 2 else (5, 7)
                     body.append(I(f"zip{1 + c % 2} z{w_reg(j, c)}.h, z{lo}.h, z{hi}.h",
                                   f"columns {c}*S..: k .. k + 3 per word -> W({j}, {c})"))
+                if sums:
+                    body += column_sums_step(j, tc)
             body += advance()
         for c in range(tc):
             body.append(I(f"st4w {{z{w_reg(0, c)}.s-z{w_reg(GROUP - 1, c)}.s}}, p0, [x0"
@@ -427,42 +555,53 @@ def pack_b_body(elem_bytes: int, k: int, tc: int, convert: bool = False,
                       f"next k-step of the panel ({GROUP}*{tc}*S words)"))
         return body
 
-    code += [Insn("K_STEP:", "label")] + step(False)
-    code += [I("subs x6, x6, #1"), I("b.ne K_STEP"), Insn("K_TAIL:", "label"),
-             I(f"and x7, x3, #{lp - 1}", "rows of a last partial panel k-step"),
-             I("cbz x7, K_DONE")]
-    code += step(True) + [Insn("K_DONE:", "label")]
-    if sums:
-        code += [I("cbz x5, K_SUMS_DONE", "col_sums NULL: not wanted"),
-                 I("add x13, x2, #3"), I("lsr x13, x13, #2", "ceil(cols / 4) groups of 4 sums"),
-                 I("whilelt p6.s, xzr, x13"),
-                 I(f"st4w {{z{SUMS_BASE}.s-z{SUMS_BASE + 3}.s}}, p6, [x5]",
-                   "sums of columns 4i + 0..3 interleaved: column order"),
-                 Insn("K_SUMS_DONE:", "label")]
-    return code
+    def loops(sums: bool) -> list[Insn]:
+        """The whole panel k-steps, then a last partial one (labels suffixed _SUMS with
+        `sums`); with `sums` the column sums are stored after it."""
+        tag = "_SUMS" if sums else ""
+        code = [Insn(f"K_STEP{tag}:", "label")] + step(False, sums)
+        code += [I("subs x6, x6, #1"), I(f"b.ne K_STEP{tag}"), Insn(f"K_TAIL{tag}:", "label"),
+                 I(f"and x7, x3, #{lp - 1}", "rows of a last partial panel k-step"),
+                 I(f"cbz x7, K_DONE{tag}")]
+        code += step(True, sums) + [Insn(f"K_DONE{tag}:", "label")]
+        return code + (column_sums_store(tc) if sums else [])
+
+    if not sums:
+        return code + [I("cbz x6, K_TAIL")] + loops(False)
+    # int8: the loop with the column sums only when they are wanted (x5 non-NULL)
+    return code + [I("index z28.b, #1, #0", "1 in every byte: SDOT sums the four of a word"),
+                   I("cbz x5, K_NO_SUMS", "col_sums NULL: the loop without them"),
+                   I("cbz x6, K_TAIL_SUMS")] + loops(True) + [
+        I("b K_END"), Insn("K_NO_SUMS:", "label"), I("cbz x6, K_TAIL")] + loops(False) + [
+        Insn("K_END:", "label")]
 
 
 # COLUMN_SUMS: the int8 B packers also write sum_k B[k][c] of the panel's columns (int32, the
-# column sums ts_packed_b keeps for the zero points), from the rows they load: SADDLB / SADDLT
-# add rows k, k+1 (and k+2, k+3) into int16 per even / odd column, ADD joins the two pairs
-# (|sum| <= 512), SADDWB / SADDWT widen into four int32 accumulators z24-z27 = columns 4i,
-# 4i + 1, 4i + 2, 4i + 3 (even .h lanes of the even-column sums are columns 4i, odd ones
-# 4i + 2; of the odd-column sums 4i + 1, 4i + 3), so that ST4W {z24-z27} stores them in column
-# order. The accumulators start at zero: SMSTART SM zeroes every Z register (Arm DDI0487,
-# "Changes to PSTATE.SM"). Columns past cols load as zero and sum to zero; the store writes
-# ceil(cols / 4) * 4 sums (ts_pack.c sizes the sums in whole groups of 4).
-def column_sums_step() -> list[Insn]:
-    a, b, c, d = (SUMS_BASE + i for i in range(4))
-    return [I("saddlb z4.h, z0.b, z1.b", "rows k + k+1, even columns"),
-            I("saddlt z5.h, z0.b, z1.b", "odd columns"),
-            I("saddlb z6.h, z2.b, z3.b", "rows k+2 + k+3"),
-            I("saddlt z7.h, z2.b, z3.b"),
-            I("add z4.h, z4.h, z6.h", "even columns: the four rows"),
-            I("add z5.h, z5.h, z7.h", "odd columns"),
-            I(f"saddwb z{a}.s, z{a}.s, z4.h", "columns 4i"),
-            I(f"saddwb z{b}.s, z{b}.s, z5.h", "columns 4i + 1"),
-            I(f"saddwt z{c}.s, z{c}.s, z4.h", "columns 4i + 2"),
-            I(f"saddwt z{d}.s, z{d}.s, z5.h", "columns 4i + 3")]
+# column sums ts_packed_b keeps for the zero points) when col_sums is not NULL: per panel k-step
+# quad, W(j, c) holds each column's four k-values in one word, and SDOT with a vector of ones
+# adds the four into that column's int32 lane (z24 + c = columns c*S.., in column order; one
+# instruction per S columns and four rows, Arm DDI0487 SDOT (vectors)). The accumulators start
+# at zero: SMSTART SM zeroes every Z register (Arm DDI0487, "Changes to PSTATE.SM"). Columns
+# past cols and rows past K load as zero and add nothing; the store writes ceil(cols / 4) * 4
+# sums (ts_pack.c sizes the sums in whole groups of 4).
+SUMS_ONES = 28          # z28: 1 in every byte
+
+
+def column_sums_step(j: int, tc: int) -> list[Insn]:
+    return [I(f"sdot z{SUMS_BASE + c}.s, z{w_reg(j, c)}.b, z{SUMS_ONES}.b",
+              f"columns {c}*S..: + their four k-values") for c in range(tc)]
+
+
+def column_sums_store(tc: int) -> list[Insn]:
+    code = [I("add x13, x2, #3"), I("and x13, x13, #-4", "ceil(cols / 4) * 4 sums"),
+            I("cntw x10", "S"), I("mov x11, #0", "columns 0*S..")]
+    for c in range(tc):
+        code += [I("whilelt p6.s, x11, x13", f"sums of columns {c}*S.. to write"),
+                 I(f"st1w {{z{SUMS_BASE + c}.s}}, p6, [x5" + (f", #{c}, mul vl]" if c else "]"),
+                   f"columns {c}*S..")]
+        if c + 1 < tc:
+            code.append(I("add x11, x11, x10"))
+    return code
 
 
 # ---- rendering ---------------------------------------------------------------------------------

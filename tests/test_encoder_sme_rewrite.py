@@ -149,3 +149,12 @@ def test_verify_object_skips_forms_outside_the_tables(tmp_path: Path):
     result = gcc_assemble(source, obj, cc_march_args(MARCH_ALL + "+sme-i64"))
     assert result.returncode == 0, result.stderr
     assert verify_files([str(obj)]) == (1, [])
+
+
+def test_sdot_of_both_tables_goes_by_its_operands():
+    # SDOT is an Advanced SIMD (FEAT_DotProd) and an SVE mnemonic: z registers take the SVE
+    # form (the int8 B packers' column sums), v registers the NEON ones (words as objdump
+    # prints them: Arm ARM DDI0487 SDOT (vectors) / SDOT (by element))
+    assert encode("sdot z24.s, z8.b, z28.b") == 0x449C0118
+    assert encode("sdot v1.4s, v2.16b, v3.16b") == 0x4E839441
+    assert encode("sdot v19.4s, v2.16b, v0.4b[1]") == 0x4FA0E053

@@ -127,11 +127,12 @@ def test_solver_ranks_whole_output_rows_then_bytes_per_mac():
 STREAMING_BASE = {"add", "sub", "subs", "cmp", "csel", "mov", "lsr", "and", "ldr", "cbz",
                   "cbnz", "tbz", "b", "b.ne", "b.eq", "b.hi", "b.lo", "b.ls", "mrs", "msr",
                   "brk", "mul", "lsl", "b.hs", "adr",   # (mul .. adr: the streaming packers)
-                  "b.ge", "b.lt",                       # (the four-row ZA slice loops)
+                  "b.ge", "b.lt", "b.le",               # (the four-row ZA slice loops)
                   "orr",                                # (the requant clamp test)
                   "movk", "tst",                        # (the bf16 packers' FPCR check)
                   "ands",                               # (the k-loop's last k-steps)
-                  "tbnz"}                               # (the bf16 A packer: K odd)
+                  "tbnz",                               # (the bf16 A packer: K odd)
+                  "madd"}                               # (the A packers' second row tile)
 FP_SIMD_OPERAND = re.compile(r"\b[vqdshb]\d+\b|\bv\d+\.")
 
 
@@ -358,9 +359,9 @@ def test_main_loop_mix_in_the_manifest_counts_the_emitted_loop(generated):
         mnemonics = [s.split()[0] for s in statements]
         mix = k["main_loop_mix"]
         # `unroll` panel k-steps of 4 instruction k-steps: one LD4W per row / column block;
-        # four where the LD4W immediates reach (2VLx2VL), else two
+        # eight for every shape (pointers biased, 1VLx4VL B from two, so the immediates reach)
         u = k["unroll"]
-        assert u == (4 if 4 * (4 * max(k["tr"], k["tc"]) - 1) <= 28 else 2)
+        assert u == 8
         assert mnemonics.count(k["mnemonic"]) == mix["mopa"] == u * 4 * k["tr"] * k["tc"]
         assert mnemonics.count("ld4w") == mix["load"] == u * (k["tr"] + k["tc"])
         assert k["lp"] == 4 * SME_INSTRUCTIONS[k["instruction"]].k

@@ -115,7 +115,9 @@ def test_packers_match_the_panel_layout_at_every_svl(harness, generated, svl_byt
     ("ts_sme_pack_a_bf16_2vl", "whilelt p3.s, x11, x17"),  # LD2W pairs past the row (stale p3)
     ("ts_sme_pack_b_bf16_2vl", "b.ne K_INT"),              # BFCVT under a non-default FPCR
     ("ts_sme_pack_a_bf16_2vl", "movk x17, #0x3c0, lsl #16"),  # RMode, FZ, DN not checked
-    ("ts_sme_pack_b_1x16_4vl", "saddwt z27.s, z27.s, z5.h"),  # column sums 4i + 3 missing
+    ("ts_sme_pack_b_1x16_4vl", "sdot z27.s, z20.b, z28.b"),  # sums 3*S.. miss k-step 0
+    ("ts_sme_pack_b_1x16_4vl", "index z28.b, #1, #0"),     # column sums of zero weights
+    ("ts_sme_pack_b_1x16_4vl", "st1w {z27.s}, p6, [x5, #3, mul vl]"),  # sums 3*S.. unwritten
 ])
 def test_a_broken_packer_fails(generated, tmp_path, symbol, line):
     out, manifest = generated

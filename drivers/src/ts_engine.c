@@ -235,7 +235,9 @@ static void pack_task(void *arg, size_t t)
     const size_t n0 = j0 * path->hp, n1 = j1 * path->hp < c->N ? j1 * path->hp : c->N;
     const int32_t *bias = c->out->q->bias;
     for (size_t n = n0; n < n1; ++n) {
-        uint32_t offset = 0u - (uint32_t)c->out->q->a_zero_point * (uint32_t)c->b->col_sums[n];
+        /* no sums packed (skip_col_sums): a_zero_point is 0, the correction too */
+        uint32_t sum = c->b->col_sums != NULL ? (uint32_t)c->b->col_sums[n] : 0u;
+        uint32_t offset = 0u - (uint32_t)c->out->q->a_zero_point * sum;
         c->col_offset[n] = (int32_t)(offset + (bias != NULL ? (uint32_t)bias[n] : 0u));
     }
     if (c->fused)
@@ -528,6 +530,21 @@ static void choose_column_tail(call *c, const ts_b_source *bsrc)
     c->b = &c->local_b;
 }
 
+/* B packed in the call keeps no column sums when nothing reads them: no requantisation, or
+ * a_zero_point 0 (the correction a_zero_point * sum_k B[k][n] is then 0). The packers skip
+ * that work (the streaming int8 B packer's sum-free loop, no NEON sum passes). */
+static void skip_col_sums(call *c, const ts_b_source *bsrc)
+{
+    if (!bsrc->fill || c->b->col_sums == NULL
+        || (c->out->q != NULL && c->out->q->a_zero_point != 0))
+        return;
+    if (c->b != &c->local_b) {
+        c->local_b = *c->b;
+        c->b = &c->local_b;
+    }
+    c->local_b.col_sums = NULL;
+}
+
 void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
                   const ts_a_source *a, const ts_c_sink *out, void *work)
 {
@@ -551,6 +568,7 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     /* conv panels are gathered at the path's ep (ts_pack_conv_panels): no tail path there */
     c.tail = M % path->ep != 0 && a->conv == NULL ? ts_tail_path(path, M % path->ep) : NULL;
     choose_column_tail(&c, bsrc);
+    skip_col_sums(&c, bsrc);
     ts_gemm_grid(c.a_panels, b->panels, threads, &c.m_tasks, &c.n_tasks);
     a_block_bytes(path, b->K, div_up(c.a_panels, c.m_tasks), &c.a_block_bytes);
     c.stage = ts_gemm_stage(path, out);
