@@ -7,11 +7,12 @@ SVL/8 bytes per instruction and do the transposition in ZA or in the store:
 
   A, `<prefix>sme_pack_a_<tr>vl`: an A panel of ep = tr*S rows. For every SME type a row's
       k-step is one 32-bit word (lp x element bytes = 4: fp32 x 1, fp16 x 2, int8 x 4), so the
-      panel is the rows x k-steps matrix of words transposed. Per chunk of S words: each row's
-      SVL/8 bytes go into a horizontal slice of ZA tile t = row / S (LD1B into ZA0.B slice
-      4*(row % S) + t, i.e. ZAt.S horizontal slice row % S: SME supplement DDI0616, "ZA
-      array" -- ZAt.S slice i is ZA array vector 4i + t, the same as ZA0.B slice 4i + t), then
-      the vertical slices (one k-step of S rows each) are stored (ST1W ZAtV.S). Byte-granular
+      panel is the rows x k-steps matrix of words transposed. Per pass of 4/tr chunks of S words:
+      chunk q of each row's bytes goes into a horizontal slice of ZA tile q*tr + t, t = row / S
+      (LD1B into ZA0.B slice 4*(row % S) + q*tr + t, i.e. ZA(q*tr + t).S horizontal slice
+      row % S: SME supplement DDI0616, "ZA array" -- ZAt.S slice i is ZA array vector 4i + t,
+      the same as ZA0.B slice 4i + t), then the vertical slices (one k-step of S rows each)
+      are moved out (MOVA) and stored four by four (ST4W, `pack_a_copy`). Byte-granular
       loads under WHILELT read exactly the row's k_bytes and zero the rest of the last word;
       the rows past `rows` stay zero (ZERO {ZA} once: they are never loaded).
   B, `<prefix>sme_pack_b_<e>x<lp>_<tc>vl`: a B panel of hp = tc*S columns, B row-major (lp rows
