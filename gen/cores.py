@@ -48,8 +48,10 @@ OTHER_CLASSES = ("ins", "alu", "branch", "vint", "vfp")
 # "vint": 128-bit integer SIMD ALU operations (shl, and, mul, movi, uzp/zip: the int4 unpack and
 # the qdyn kernels' zero-point correction, gen/qdyn4.py); "vfp": 128-bit fp32 arithmetic and
 # compares (scvtf, fmul, fadd, fcmgt, bit: the qdyn kernels' fp32 epilogue). Each from the same
-# LLVM 19 models: N2/V1 V pipes (2 / 4), A510 SIMD ALU (vint) and its FP/MAC pipes (vfp), A55
-# both FP ALUs for a 128-bit integer op (BeginGroup), its FP pipes for fp32.
+# LLVM 19 models: N2/V1 V pipes (2 / 4), A510 both on its two SIMD ALUs with the matrix MACs
+# (llvm-mca-19 -resource-pressure, 2026-11-23: scvtf, fmul, fadd, mul .4s on VALU0/1, 4 cycles,
+# in-order write-back; only fmla / fmls use its VMAC pipes), A55 both FP ALUs for a 128-bit
+# integer op (BeginGroup), its FP pipes for fp32.
 MAC_KEYS = ("fmla_f32", "fmla_f16", "fmlal", "smlal", "sdot", "udot", "usdot", "sudot",
             "bfdot", "smmla", "ummla", "usmmla", "bfmmla")
 
@@ -120,8 +122,8 @@ def _same(timing: OpTiming, keys) -> dict:
 
 
 # ---- Cortex-A510 (AArch64SchedA510.td): 3-wide in-order; 2 load pipes (CortexA510UnitLd
-# group), 3 integer ALUs, 2 SIMD ALUs (dot products, matrix MACs, smlal, ins), 2 SIMD MAC
-# pipes (fmla, RetireOOO). Loads: ldr 2 cycles, ld1 of 1-2 registers 3, of 3-4 registers 4
+# group), 3 integer ALUs, 2 SIMD ALUs (dot products, matrix MACs, smlal, ins, and the 128-bit
+# fp32 scvtf / fmul / fadd / compares, not RetireOOO), 2 SIMD MAC pipes (fmla, RetireOOO). Loads: ldr 2 cycles, ld1 of 1-2 registers 3, of 3-4 registers 4
 # holding a pipe 2 cycles (CortexA510WriteVLD1/VLD2), ldp 3 (VLD1 + LDPn).
 _A510_UNITS = {"alu": 3, "ld": 2, "valu": 2, "vmac": 2, "br": 1}
 _A510_OPS = _ops(
@@ -140,7 +142,7 @@ _A510_OPS = _ops(
            "alu": OpTiming(1, units=(("alu", 1, 1),)),
            "branch": OpTiming(1, units=(("br", 1, 1),)),
            "vint": OpTiming(3, units=(("valu", 1, 1),)),
-           "vfp": OpTiming(4, units=(("vmac", 1, 1),), retire_ooo=True)},
+           "vfp": OpTiming(4, units=(("valu", 1, 1),))},
     macs={**_same(OpTiming(4, units=(("vmac", 1, 1),), retire_ooo=True),
                   ("fmla_f32", "fmla_f16")),
           **_same(OpTiming(4, units=(("valu", 1, 1),)),

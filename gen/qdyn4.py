@@ -197,14 +197,10 @@ def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32, weights: str =
     and the MAC latency (each accumulator's chain of MACs)."""
     c = block_counts(ep, hp, bl, weights)
     vector = c["mac"] + c["unpack"] + c["epilogue"]
-    if core.in_order:
-        # vfp ops have their own pipes on the in-order models (gen/cores.py: 2); MACs and
-        # the integer ops (the correction's mul, one per accumulator) share theirs
-        n = ep // 2 * (hp // 2)
-        pipes = max((c["mac"] + c["unpack"] + n) / core.throughput("smmla"),
-                    (c["epilogue"] - n) / 2)
-    else:
-        pipes = vector / core.throughput("smmla")
+    # every vector operation shares the MAC pipes: N2 / V1 (V pipes) and Cortex-A510 alike
+    # (llvm-mca-19: scvtf, fmul, fadd and mul .4s on the A510's two SIMD ALUs with smmla; only
+    # fmla / fmls use its MAC pipes; gen/cores.py "vfp")
+    pipes = vector / core.throughput("smmla")
     total = sum(c.values())
     chain = c["mac"] / (ep // 2 * (hp // 2)) * core.latency("smmla")
     return max(pipes, c["loads"] / core.loads_per_cycle, total / core.issue_width, chain)
