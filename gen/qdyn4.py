@@ -363,8 +363,8 @@ def ld1_loads(plan: Qdyn4Plan, key) -> list[Insn]:
 
 
 def ld1_setup(plan: Qdyn4Plan) -> list[Insn]:
-    """The pointers (after the prologue's x1 += hp*4) and the first half's registers; in
-    ld1_groups order, so the pointer that is x0 itself is written after the A pointers."""
+    """The pointers (after the prologue's x1 += column_bytes) and the first half's registers;
+    in ld1_groups order, so the pointer that is x0 itself is written after the A pointers."""
     code = [ep_mod._i(f"add {ptr}, {base}, #{off}" if off else f"mov {ptr}, {base}",
                       f"ld1 pointer: k-step {key[0]}, half {key[1]}")
             for key, runs in ld1_groups(plan).items() for ptr, _, base, off in runs]
@@ -458,11 +458,25 @@ def pair_pointers(plan: Qdyn4Plan) -> list[str]:
     return [f"x{9 + i}" for i in range(2 * plan.cp)]
 
 
+def column_bytes(plan: Qdyn4Plan) -> int:
+    """Bytes of one per-column array (scales, block sums) in a panel: int4 scale blocks store
+    each column pair twice, (c0 c1 c0 c1) per 16 bytes, the 2x2 tile layout that one `ldr q`
+    loads (an `ld1r .2d` from a compact array takes a vector pipe too on Neoverse N2 / V1:
+    llvm-mca-19, 2 micro-ops; the 8x4 tail per 32-k block 38.1 -> 36.1 cycles on N2, 19.1 ->
+    18.1 on V1); int8 (one block): hp compact values, loaded once per tile."""
+    return plan.hp * 8 if plan.int4 else plan.hp * 4
+
+
 def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str, first: int = 0,
                  base: str = "x1") -> list[Insn]:
-    """LD1R .2d of each column pair's two 4-byte values at base + offset + 8 c: (c0 c1 c0 c1),
-    the 2x2 tile layout, from the compact per-column array (hp values) of the panel. In the
+    """Each column pair's values as (c0 c1 c0 c1), the 2x2 tile layout: int4, one `ldr q` per
+    pair from the panel's paired array at base + offset (column_bytes); int8, LD1R .2d of the
+    pair's two 4-byte values at base + offset + 8 c from the compact array (hp values). In the
     ld1 form's tail (base: a group pointer; x10-x17 taken) through x9, post-indexed."""
+    if plan.int4:
+        return [_load(f"ldr q{reg}, [{base}, #{offset + 16 * c}]", reg, base,
+                      f"{what} of columns {2 * c}-{2 * c + 1}, twice")
+                for c, reg in enumerate(regs)]
     code = []
     if base != "x1":
         code.append(Insn(f"add x9, {base}, #{offset}", "alu", defs=("x9",), uses=(base,)))
@@ -591,9 +605,9 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
             ]
     if not plan.blocked:
         return code
-    code += correction(plan, ws_offset + plan.hp * 4, zp, bsum)
+    code += correction(plan, ws_offset + column_bytes(plan), zp, bsum)
     code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next block"),
-             _advance("x1", 2 * plan.b_step_bytes() + 2 * plan.hp * 4,
+             _advance("x1", 2 * plan.b_step_bytes() + 2 * column_bytes(plan),
                       "B: past the scales and the next block's sums"),
              Insn("subs x2, x2, #1", "alu", defs=("x2", "nzcv"), uses=("x2",),
                   comment="blocks left"),
@@ -685,11 +699,11 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
         def part(insns, start):
             return [i for i in insns if i.text.startswith(start)]
         return (code + part(corr, "add") + part(corr, "ld1r")
-                + [ep_mod._i(f"add x1, x1, #{plan.hp * 4}", "B: block 0's k-steps")]
+                + [ep_mod._i(f"add x1, x1, #{column_bytes(plan)}", "B: block 0's k-steps")]
                 + [i for i in setup if i.kind != "load"] + part(corr, "ldr")
                 + [i for i in setup if i.kind == "load"] + part(corr, "mul"))
     code += [i for i in correction(plan, 0, zp, bsum)]
-    code.append(ep_mod._i(f"add x1, x1, #{plan.hp * 4}", "B: block 0's k-steps"))
+    code.append(ep_mod._i(f"add x1, x1, #{column_bytes(plan)}", "B: block 0's k-steps"))
     return code
 
 
@@ -703,8 +717,8 @@ def panel_bytes_formula(plan: Qdyn4Plan) -> str:
     if not plan.int4:
         return (f"hp*4 + kb * {plan.b_step_bytes()} + hp*8 bytes per panel "
                 f"(kb = K/16 k-steps, K padded to 32)")
-    return (f"hp*4 + blocks * (kb * {plan.b_step_bytes()} + hp*8) bytes per panel "
-            f"(kb = bl/16 k-steps, even)")
+    return (f"hp*8 + blocks * (kb * {plan.b_step_bytes()} + hp*16) bytes per panel "
+            f"(kb = bl/16 k-steps, even; scales and sums per column pair twice)")
 
 
 def scheduled(body: list[Insn], cpu: str) -> list[Insn]:

@@ -205,8 +205,23 @@ int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *
  * t / h at k = t % h in its low nibble and k = t % h + h in its high one (smmla: per column
  * pair, bytes 0-7 column 2i, k = j and j + 8; sdot layout: per column quad and 8 k, byte
  * 4j + t column j, k = t and t + 4); the nibbles keep their 4 bits.
- * Columns past N and k past K (a per-channel block is padded to a multiple of 32) are zero. */
+ * Columns past N and k past K (a per-channel block is padded to a multiple of 32) are zero.
+ * The smmla layout (lp 8) stores the sums and scales per column pair twice, (c0 c1 c0 c1) in
+ * 16 bytes: the 2x2 tiles' lane order, one `ldr q` each (gen/qdyn4.py column_bytes); the sdot
+ * layout one value per column. */
 #define TS_Q4_LP 16
+
+/* Column c's 4-byte value into a per-column array: at 4 c, or (twice) at both places of its
+ * column pair's (c0 c1 c0 c1). */
+static void q4_column(unsigned char *dst, size_t c, size_t twice, const void *value)
+{
+    if (twice == 1) {
+        memcpy(dst + 4 * c, value, 4);
+        return;
+    }
+    memcpy(dst + c / 2 * 16 + c % 2 * 4, value, 4);
+    memcpy(dst + c / 2 * 16 + c % 2 * 4 + 8, value, 4);
+}
 
 static unsigned q4_nibble(const uint8_t *B, size_t ldb, size_t N, size_t K, size_t n, size_t k)
 {
@@ -215,7 +230,7 @@ static unsigned q4_nibble(const uint8_t *B, size_t ldb, size_t N, size_t K, size
 
 /* hp int32: 16 * the sum of block j's weights of columns n0.. (0 past N or for j == blocks) */
 static void q4_sums(unsigned char *dst, const uint8_t *B, size_t ldb, size_t N, size_t K,
-                    size_t n0, size_t hp, size_t j, size_t blocks, size_t block)
+                    size_t n0, size_t hp, size_t twice, size_t j, size_t blocks, size_t block)
 {
     for (size_t c = 0; c < hp; ++c) {
         int32_t s = 0;
@@ -224,7 +239,7 @@ static void q4_sums(unsigned char *dst, const uint8_t *B, size_t ldb, size_t N, 
             s += (int32_t)nib - (nib >= 8 ? 16 : 0);
         }
         s *= 16;                     /* |s| <= 16 * 8 * block: fits (block <= qdyn.max_bl) */
-        memcpy(dst + 4 * c, &s, 4);
+        q4_column(dst, c, twice, &s);
     }
 }
 
@@ -262,11 +277,14 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
     const size_t hp = kernel->hp, blocks = K / block;
     const size_t kb = (block + 31) / 32 * 2;                   /* k-steps of 16 per block */
     const size_t panels = N / hp + (N % hp != 0);
+    const size_t twice = kernel->lp == 8 ? 2 : 1;              /* the smmla 2x2 tiles' pairs */
+    const size_t column_bytes = hp * 4 * twice;                /* one per-column array */
     size_t per_block, panel_bytes;
     ts_packed_b *b;
-    if (ts_size_mul(kb, hp * 8, &per_block) || ts_size_add(per_block, hp * 8, &per_block)
+    if (ts_size_mul(kb, hp * 8, &per_block)
+        || ts_size_add(per_block, 2 * column_bytes, &per_block)
         || ts_size_mul(per_block, blocks, &panel_bytes)
-        || ts_size_add(panel_bytes, hp * 4, &panel_bytes)
+        || ts_size_add(panel_bytes, column_bytes, &panel_bytes)
         || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
         return handle_oom();
     b->ksteps = blocks * kb;
@@ -278,8 +296,8 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
         const size_t n0 = p * hp;
-        q4_sums(dst, B, ldb, N, K, n0, hp, 0, blocks, block);
-        dst += hp * 4;
+        q4_sums(dst, B, ldb, N, K, n0, hp, twice, 0, blocks, block);
+        dst += column_bytes;
         for (size_t j = 0; j < blocks; ++j) {
             for (size_t s = 0; s < kb; ++s)
                 for (size_t g = 0; g < TS_Q4_LP / (2 * h); ++g)
@@ -290,12 +308,13 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
                             *dst = (unsigned char)(q4_nibble(B, ldb, N, K, n, k)
                                                    | q4_nibble(B, ldb, N, K, n, k + h) << 4);
                         }
-            for (size_t c = 0; c < hp; ++c, dst += 4) {
+            for (size_t c = 0; c < hp; ++c) {
                 float w = n0 + c < N ? scales[(n0 + c) * blocks + j] : 0.0f;
-                memcpy(dst, &w, 4);
+                q4_column(dst, c, twice, &w);
             }
-            q4_sums(dst, B, ldb, N, K, n0, hp, j + 1, blocks, block);
-            dst += hp * 4;
+            dst += column_bytes;
+            q4_sums(dst, B, ldb, N, K, n0, hp, twice, j + 1, blocks, block);
+            dst += column_bytes;
         }
     }
     *out = b;
