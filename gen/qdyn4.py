@@ -609,10 +609,28 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next block"),
              _advance("x1", 2 * plan.b_step_bytes() + 2 * column_bytes(plan),
                       "B: past the scales and the next block's sums"),
-             Insn("subs x2, x2, #1", "alu", defs=("x2", "nzcv"), uses=("x2",),
-                  comment="blocks left"),
-             Insn("b.ne K_BLOCK", "branch", uses=("nzcv",))]
+             *block_loop_end()]
     return code
+
+
+def block_loop_end() -> list[Insn]:
+    """The block loop's count and branch at the end of the block tail (scale blocks, every
+    family: gen/qdyn4_dot.py too). One k-step pair (32 k) per block, bl = 32: the next block is
+    all tail, so the loop is the tail alone, without a pass through K_BLOCK's subs / b.eq per
+    block (llvm-mca-19: 0.5 cycle on N2 / V1, 1 on A510); none left: Z = 0, fall through to
+    BLOCK_LOOP_EXIT."""
+    return [Insn("subs x2, x2, #1", "alu", defs=("x2", "nzcv"), uses=("x2",),
+                 comment="blocks left"),
+            Insn(f"ccmp {KPAIRS_REG}, #1, #0, ne", "alu", defs=("nzcv",),
+                 uses=(KPAIRS_REG, "nzcv"), comment="blocks left: Z = (kpairs == 1)"),
+            Insn("b.eq K_TAIL", "branch", uses=("nzcv",))]
+
+
+# After the scheduled block tail (outside its llvm-mca region: bl = 32 never runs it but
+# once): longer blocks go through K_BLOCK (the inner loop first), the last falls through to
+# the store.
+BLOCK_LOOP_EXIT = Insn("cbnz x2, K_BLOCK", "branch", uses=("x2",),
+                       comment="blocks left (kpairs > 1): the inner loop first")
 
 
 def row_scaling(plan: Qdyn4Plan, regs) -> list[Insn]:
@@ -759,7 +777,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final, clamp=clamp,
         entry=loop_entry(plan) if ld1 else [], rem=loop_rem(plan) if ld1 else [],
         single=single_body(plan) if ld1 else [], resync=resync(plan) if ld1 else [],
-        ld1_steps=LD1_STEPS,
+        ld1_steps=LD1_STEPS, tail_exit=[BLOCK_LOOP_EXIT] if plan.blocked else [],
         clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,

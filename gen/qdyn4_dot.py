@@ -35,8 +35,8 @@ from .cores import CoreModel
 from .isa import INSTRUCTIONS
 from .loop import KernelPlanError
 from .plan import TilePlan
-from .qdyn4 import (OFF, SIGNATURE, _advance, _load, _v, final_code, render_kernel,
-                    scheduled)
+from .qdyn4 import (BLOCK_LOOP_EXIT, OFF, SIGNATURE, _advance, _load, _v, block_loop_end,
+                    final_code, render_kernel, scheduled)
 from .schedule import Insn
 from .tiling import covered_cores
 
@@ -353,9 +353,7 @@ def tail_body(plan: DotBlockPlan) -> list[Insn]:
     else:
         code += correction(plan, zp, nxt)
     code += [_advance("x1", 2 * plan.hp * 4, "B: past the scales and the next block's sums"),
-             Insn("subs x2, x2, #1", "alu", defs=("x2", "nzcv"), uses=("x2",),
-                  comment="blocks left"),
-             Insn("b.ne K_BLOCK", "branch", uses=("nzcv",))]
+             *block_loop_end()]
     return code
 
 
@@ -451,6 +449,7 @@ def emit(plan: DotBlockPlan, prefix: str, inst_mode: str, env):
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
         saved=saved, prologue=pro, inner=inner, tail=tail, final=final, clamp=clamp,
+        tail_exit=[BLOCK_LOOP_EXIT],
         clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,

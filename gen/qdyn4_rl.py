@@ -777,7 +777,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
         save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
         saved=saved, prologue=pro, inner=inner,
-        tail=tail, final=final, clamp=clamp, clamp_flag=OFF["clamp"],
+        tail=tail, tail_exit=[], final=final, clamp=clamp, clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
         a_step=plan.ep * f.lp, b_step=16, panel=layout)
