@@ -206,6 +206,25 @@ def test_scheduled_bodies_keep_dependencies(name, blocked):
         check_same_dependencies(body, scheduled)
 
 
+def test_scale_block_tail_loads_column_pairs_whole_and_loops_on_itself():
+    """int4 scale blocks (smmla): the block scales and sums are one `ldr q` per column pair from
+    the paired (c0 c1 c0 c1) arrays after the block's k-steps (no ld1r, which takes a vector
+    micro-op on N2 / V1), and the tail ends the block loop itself (bl = 32: b.eq K_TAIL)."""
+    plan = qdyn4.solve("smmla")
+    body = qdyn4.tail_body(plan)
+    texts = [i.text for i in body]
+    assert not any(t.startswith("ld1r") for t in texts)
+    ws = 2 * plan.b_step_bytes()                       # after the block's last two k-steps
+    pairs = qdyn4.column_bytes(plan)
+    assert pairs == plan.hp * 8
+    columns = sorted(int(m.group(1)) for t in texts
+                     for m in [re.match(r"ldr q\d+, \[x1, #(\d+)\]", t)]
+                     if m and int(m.group(1)) >= ws)
+    assert columns == [ws + 16 * c for c in range(2 * plan.cp)]     # scales, then next sums
+    assert texts[-3:] == ["subs x2, x2, #1", "ccmp x7, #1, #0, ne", "b.eq K_TAIL"]
+    assert f"add x1, x1, #{2 * plan.b_step_bytes() + 2 * pairs}" in texts
+
+
 def test_epilogue_order_is_the_headers():
     """The header's block order: per accumulator and block scvtf #4, v = wscale * (float)acc,
     s = s + v; after the last block y = scale[m] * s once per fp32 sum (no FMA)."""
