@@ -24,7 +24,8 @@
  * keeps its optimize("fp-contract=off") pragma (ts_qdyn_internal.h) under -ffp-contract=fast,
  * clang 19 drops its STDC FP_CONTRACT OFF there (tests/test_drivers_qdyn.py builds both), so
  * clang gets the empty-asm barrier too; under GCC the barrier would cost the in-order schedule
- * of quantize_64 (llvm-mca-19, Cortex-A510, gcc 12 -O2: 44 -> 75 cycles per 64 k). */
+ * of quantize_64 (llvm-mca-19, Cortex-A510, gcc 12 -march=armv8-a -O2 as the bench builds it,
+ * lp 8: 51.5 -> 63.5 cycles per 64 k). */
 #if defined(__clang__)
 #  define TS_LHS_UNFUSED(x) TS_FP_OPAQUE(x)
 #else
@@ -64,6 +65,26 @@ ts_qdyn_layout ts_qdyn_panel_layout(size_t width, size_t lp, size_t ksteps)
 
 /* ---- pass 1: the range of a row -> scale, 1/scale, zero point ---------------------------------- */
 
+#if TS_LHS_NEON
+/* the 8 vectors of a[0..32) */
+static TS_ALWAYS_INLINE void load_32(const float *a, float32x4_t v[8])
+{
+    TS_UNROLLED
+    for (int i = 0; i < 8; ++i)
+        v[i] = vld1q_f32(a + 4 * i);
+}
+
+/* v[i] into min chain l[i % 4] and max chain h[i % 4] */
+static TS_ALWAYS_INLINE void range_32(const float32x4_t v[8], float32x4_t l[4], float32x4_t h[4])
+{
+    TS_UNROLLED
+    for (int i = 0; i < 8; ++i) {
+        l[i % 4] = vminq_f32(l[i % 4], v[i]);
+        h[i % 4] = vmaxq_f32(h[i % 4], v[i]);
+    }
+}
+#endif
+
 /* lo = min(0, min_k a[k]), hi = max(0, max_k a[k]); returns whether every a[k] is finite
  * (then so are lo and hi). With NEON the minimum of a row holding -0.0 and nothing below may
  * be -0.0 where the scalar loop keeps +0.0: scale, 1/scale and zp come out the same either way
@@ -77,38 +98,43 @@ static int row_range(const float *a, size_t K, float *lo_out, float *hi_out)
     size_t k = 0;
 #if TS_LHS_NEON
     if (K >= 16) {
-        /* eight independent min and max chains over 32 k, then one step of 16 on the first four:
-         * the loop is bound by its vector operations, not latency (llvm-mca-19 per 16 k:
-         * Cortex-A510 10 -> 8 cycles, N2 4, V1 2 either way). FMIN / FMAX are exact, so the
-         * order of the chains changes nothing (a NaN propagates through any of them). */
-        float32x4_t l[8], h[8];
+        /* four min and four max chains (two of the eight vectors of 32 k each), the next 32 k
+         * loaded before this block's operations (v and w alternate: no copies); then one step of
+         * 16. An in-order core overlaps the loads with the operations instead of waiting for
+         * them at the top of each block (llvm-mca-19, gcc 12 -O2, per 64 k: Cortex-A510
+         * 32 -> 28 cycles, N2 16, V1 8 either way). FMIN / FMAX are exact, so the order of
+         * the chains changes nothing (a NaN propagates through any of them). */
+        float32x4_t l[4], h[4], v[8], w[8];
         TS_UNROLLED
-        for (int i = 0; i < 8; ++i)
+        for (int i = 0; i < 4; ++i)
             l[i] = h[i] = vdupq_n_f32(0.0f);
-        for (; k + 32 <= K; k += 32) {
-            float32x4_t v[8];
-            TS_UNROLLED
-            for (int i = 0; i < 8; ++i)
-                v[i] = vld1q_f32(a + k + 4 * i);
-            TS_UNROLLED
-            for (int i = 0; i < 8; ++i) {
-                l[i] = vminq_f32(l[i], v[i]);
-                h[i] = vmaxq_f32(h[i], v[i]);
+        const size_t blocks = K / 32;
+        if (blocks > 0) {
+            size_t b = 1;
+            load_32(a, v);
+            for (; b + 2 <= blocks; b += 2) {
+                load_32(a + 32 * b, w);
+                range_32(v, l, h);
+                load_32(a + 32 * (b + 1), v);
+                range_32(w, l, h);
             }
+            if (b < blocks) {
+                load_32(a + 32 * b, w);
+                range_32(v, l, h);
+                range_32(w, l, h);
+            } else {
+                range_32(v, l, h);
+            }
+            k = 32 * blocks;
         }
         if (k + 16 <= K) {
             TS_UNROLLED
             for (int i = 0; i < 4; ++i) {
-                float32x4_t v = vld1q_f32(a + k + 4 * i);
-                l[i] = vminq_f32(l[i], v);
-                h[i] = vmaxq_f32(h[i], v);
+                float32x4_t x = vld1q_f32(a + k + 4 * i);
+                l[i] = vminq_f32(l[i], x);
+                h[i] = vmaxq_f32(h[i], x);
             }
             k += 16;
-        }
-        TS_UNROLLED
-        for (int i = 0; i < 4; ++i) {
-            l[i] = vminq_f32(l[i], l[i + 4]);
-            h[i] = vmaxq_f32(h[i], h[i + 4]);
         }
         lo = vminvq_f32(vminq_f32(vminq_f32(l[0], l[1]), vminq_f32(l[2], l[3])));
         hi = vmaxvq_f32(vmaxq_f32(vmaxq_f32(h[0], h[1]), vmaxq_f32(h[2], h[3])));
@@ -137,21 +163,53 @@ int32_t ts_qdyn_rint_clamp(float v, float lo, float hi)
     return (int32_t)r;
 }
 
-/* scale, inv = 1/scale and zp of a row with range [lo, hi] (tilesmith.h, in the written order) */
-static void row_params(float lo, float hi, float *scale_out, float *inv_out, int32_t *zp_out)
+/* zp of a row with minimum lo and inv = 1/scale (tilesmith.h, in the written order) */
+static int32_t row_zp(float lo, float inv)
 {
-    float h = hi / 255.0f;
-    float l = lo / 255.0f;
-    float scale = h - l;
-    if (scale < FLT_MIN)
-        scale = FLT_MIN;
-    float inv = 1.0f / scale;
     float p = lo * inv;
     TS_FP_OPAQUE(p);
     float z = -128.0f - p;
-    *scale_out = scale;
-    *inv_out = inv;
-    *zp_out = ts_qdyn_rint_clamp(z, -128.0f, 127.0f);
+    return ts_qdyn_rint_clamp(z, -128.0f, 127.0f);
+}
+
+/* scale, inv = 1/scale and zp of n <= 4 rows (lohi: their lo, hi pairs; inv: 4 floats), in
+ * tilesmith.h's written order: h = hi / 255, l = lo / 255, scale = h - l (FLT_MIN when below
+ * it), inv = 1 / scale, then row_zp. With NEON the three divisions of the four rows run as one
+ * vector FDIV each: division is correctly rounded lane by lane as in the scalar form, under the
+ * same FPCR, and the FLT_MIN floor selects as the scalar compare does (false for a NaN): the
+ * same bits. The scalar FDIV is not pipelined on the in-order cores (llvm-mca-19, Cortex-A510:
+ * 10 cycles each, latency 13), and three per row were most of a row's parameter cost. */
+static void rows_params(const float *lohi, size_t n, float *scale, float *inv, int32_t *zp)
+{
+#if TS_LHS_NEON
+    float lo[4] = { 0.0f, 0.0f, 0.0f, 0.0f }, hi[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    for (size_t i = 0; i < n; ++i) {         /* unused lanes: [0, 0] (scale FLT_MIN, no trap) */
+        lo[i] = lohi[2 * i];
+        hi[i] = lohi[2 * i + 1];
+    }
+    const float32x4_t c255 = vdupq_n_f32(255.0f), floor_ = vdupq_n_f32(FLT_MIN);
+    float32x4_t s = vsubq_f32(vdivq_f32(vld1q_f32(hi), c255), vdivq_f32(vld1q_f32(lo), c255));
+    s = vbslq_f32(vcltq_f32(s, floor_), floor_, s);
+    float sv[4];
+    vst1q_f32(sv, s);
+    vst1q_f32(inv, vdivq_f32(vdupq_n_f32(1.0f), s));
+    for (size_t i = 0; i < n; ++i) {
+        scale[i] = sv[i];
+        zp[i] = row_zp(lo[i], inv[i]);
+    }
+#else
+    for (size_t i = 0; i < n; ++i) {
+        const float lo = lohi[2 * i], hi = lohi[2 * i + 1];
+        float h = hi / 255.0f;
+        float l = lo / 255.0f;
+        float sc = h - l;
+        if (sc < FLT_MIN)
+            sc = FLT_MIN;
+        scale[i] = sc;
+        inv[i] = 1.0f / sc;
+        zp[i] = row_zp(lo, inv[i]);
+    }
+#endif
 }
 
 /* ---- pass 2: quantise and store ------------------------------------------------------------------ */
@@ -205,7 +263,8 @@ static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, i
 /* 64 consecutive k the same way as quantize_16, each operation on all 16 vectors before the
  * next (an in-order core waits out each result's latency otherwise: llvm-mca-19, Cortex-A510,
  * 87 -> 64 cycles per 64 k of an lp-8 panel, gcc 12 -O2, 2026-11-23; N2 44, V1 22 either way;
- * with the FADD rint and UZP1: A510 44, N2 29, V1 14). */
+ * with the FADD rint and UZP1, as the bench builds it (gcc 12 -march=armv8-a -O2), lp 8:
+ * A510 57, N2 32, V1 16; with quant_row_lp's stores between two blocks: A510 51.5). */
 static TS_ALWAYS_INLINE void quantize_64(const float *a, float32x4_t inv, int16x8_t zp, int rne,
                                          int8x16_t q[4])
 {
@@ -254,6 +313,21 @@ static TS_ALWAYS_INLINE void store_16(int8_t *row, size_t k, size_t lp, size_t s
             memcpy(d + j * step, t + j * lp, lp);
     }
 }
+
+/* The 64 values q of k-steps from row (64 / lp of them), and their sum into acc when want_sum
+ * (|lane| <= 128 K / 4: fits). */
+static TS_ALWAYS_INLINE void store_64(int8_t *row, size_t lp, size_t step, const int8x16_t q[4],
+                                      int want_sum, int32x4_t *acc)
+{
+    if (want_sum) {
+        *acc = vpadalq_s16(*acc, vaddq_s16(vpaddlq_s8(q[0]), vpaddlq_s8(q[1])));
+        *acc = vpadalq_s16(*acc, vaddq_s16(vpaddlq_s8(q[2]), vpaddlq_s8(q[3])));
+    }
+    store_16(row, 0, lp, step, q[0]);
+    store_16(row, 16, lp, step, q[1]);
+    store_16(row, 32, lp, step, q[2]);
+    store_16(row, 48, lp, step, q[3]);
+}
 #endif
 
 /* One int8 row into the layout (zeros for k in [K, kpad)); returns its sum. lp: as below. */
@@ -281,8 +355,9 @@ static TS_ALWAYS_INLINE int32_t copy_row_lp(const int8_t *w, size_t K, size_t lp
 
 /* One row: qa into the layout (zeros for k in [K, kpad)); returns sum_k qa when want_sum (else
  * 0: the NEON part skips the two additions per 16 k). lp and want_sum are constants where it is
- * inlined (quant_row_as), so store_16 has no run-time choice left. 64 k per iteration
- * (quantize_64: sixteen independent chains of dependent operations for the in-order cores). */
+ * inlined (quant_row_as), so store_16 has no run-time choice left. Two blocks of 64 k per
+ * iteration (quantize_64: sixteen independent chains of dependent operations for the in-order
+ * cores; the stores of one block after the next block's operations). */
 static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv, int32_t zp,
                                              size_t lp, size_t step, size_t kpad, int8_t *row,
                                              int want_sum, int rne)
@@ -295,18 +370,31 @@ static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv
     const float32x4_t iv = vdupq_n_f32(inv);
     const int16x8_t zv = vdupq_n_s16((int16_t)zp);
     int32x4_t acc = vdupq_n_s32(0);
-    int8_t *d = row;                              /* k-step k / lp of the row: no multiply */
-    for (; k + 64 <= K; k += 64, d += 64 / lp * step) {
-        int8x16_t q[4];
-        quantize_64(a + k, iv, zv, rne, q);
-        if (want_sum) {                           /* |lane| <= 128 K / 4: fits */
-            acc = vpadalq_s16(acc, vaddq_s16(vpaddlq_s8(q[0]), vpaddlq_s8(q[1])));
-            acc = vpadalq_s16(acc, vaddq_s16(vpaddlq_s8(q[2]), vpaddlq_s8(q[3])));
+    /* Blocks of 64 k, each block's stores after the next block's loads and operations: written
+     * so, the stores (int8: they may alias A, so nothing moves across them) sit between two
+     * blocks' operations, where the in-order cores overlap them with the arithmetic instead of
+     * waiting at the end of each block (llvm-mca-19, gcc 12 -march=armv8-a -O2, lp 8, per
+     * 64 k: Cortex-A510 57 -> 51.5 cycles, with sums 71 -> 63.5; N2 32, V1 16 either way).
+     * q and p alternate: no register copies. */
+    const size_t blocks = K / 64, blk = 64 / lp * step;   /* blk: bytes per 64 k of the row */
+    if (blocks > 0) {
+        int8x16_t q[4], p[4];
+        size_t b = 1;
+        quantize_64(a, iv, zv, rne, q);
+        for (; b + 2 <= blocks; b += 2) {
+            quantize_64(a + 64 * b, iv, zv, rne, p);
+            store_64(row + (b - 1) * blk, lp, step, q, want_sum, &acc);
+            quantize_64(a + 64 * (b + 1), iv, zv, rne, q);
+            store_64(row + b * blk, lp, step, p, want_sum, &acc);
         }
-        store_16(d, 0, lp, step, q[0]);
-        store_16(d, 16, lp, step, q[1]);
-        store_16(d, 32, lp, step, q[2]);
-        store_16(d, 48, lp, step, q[3]);
+        if (b < blocks) {
+            quantize_64(a + 64 * b, iv, zv, rne, p);
+            store_64(row + (b - 1) * blk, lp, step, q, want_sum, &acc);
+            store_64(row + b * blk, lp, step, p, want_sum, &acc);
+        } else {
+            store_64(row + (b - 1) * blk, lp, step, q, want_sum, &acc);
+        }
+        k = 64 * blocks;
     }
     for (; k + 16 <= K; k += 16) {
         int8x16_t q = quantize_16(a + k, iv, zv, rne);
@@ -406,23 +494,25 @@ void ts_qdyn_quant_pack_ranged(const float *A, size_t lda, size_t rows, size_t w
                                float *scale, int32_t *zp, int32_t *sums)
 {
     const int rne = fpcr_default();
-    for (size_t r = 0; r < width; ++r) {
-        int8_t *row = dst + r * layout->row_bytes;
-        if (r >= rows) {
-            zero_row(layout, row);
-            continue;
+    const size_t live = rows < width ? rows : width;
+    for (size_t r0 = 0; r0 < live; r0 += 4) {          /* four rows' parameters at a time */
+        const size_t n = live - r0 < 4 ? live - r0 : 4;
+        float own[8], inv[4];
+        const float *lh = own;
+        if (lohi != NULL)
+            lh = lohi + 2 * r0;
+        else
+            for (size_t i = 0; i < n; ++i)
+                row_range(A + (r0 + i) * lda, K, &own[2 * i], &own[2 * i + 1]);
+        rows_params(lh, n, scale + r0, inv, zp + r0);
+        for (size_t i = 0; i < n; ++i) {
+            const size_t r = r0 + i;
+            quant_row_as(A + r * lda, K, inv[i], zp[r], layout, dst + r * layout->row_bytes,
+                         sums != NULL ? &sums[r] : NULL, rne);
         }
-        const float *a = A + r * lda;
-        float lo, hi, inv;
-        if (lohi != NULL) {
-            lo = lohi[2 * r];
-            hi = lohi[2 * r + 1];
-        } else {
-            row_range(a, K, &lo, &hi);
-        }
-        row_params(lo, hi, &scale[r], &inv, &zp[r]);
-        quant_row_as(a, K, inv, zp[r], layout, row, sums != NULL ? &sums[r] : NULL, rne);
     }
+    for (size_t r = live; r < width; ++r)
+        zero_row(layout, dst + r * layout->row_bytes);
 }
 
 void ts_qdyn_quant_pack(const float *A, size_t lda, size_t rows, size_t width, size_t K,
