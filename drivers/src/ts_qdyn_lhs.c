@@ -25,7 +25,7 @@
  * clang 19 drops its STDC FP_CONTRACT OFF there (tests/test_drivers_qdyn.py builds both), so
  * clang gets the empty-asm barrier too; under GCC the barrier would cost the in-order schedule
  * of quantize_64 (llvm-mca-19, Cortex-A510, gcc 12 -march=armv8-a -O2 as the bench builds it,
- * lp 8: 51.5 -> 63.5 cycles per 64 k). */
+ * lp 8: 43 -> 55.5 cycles per 64 k). */
 #if defined(__clang__)
 #  define TS_LHS_UNFUSED(x) TS_FP_OPAQUE(x)
 #else
@@ -260,18 +260,17 @@ static TS_ALWAYS_INLINE int8x16_t quantize_16(const float *a, float32x4_t inv, i
     return vqmovn_high_s16(vqmovn_s16(vaddq_s16(h0, zp)), vaddq_s16(h1, zp));
 }
 
-/* 64 consecutive k the same way as quantize_16, each operation on all 16 vectors before the
- * next (an in-order core waits out each result's latency otherwise: llvm-mca-19, Cortex-A510,
+/* 64 consecutive k the same way as quantize_16 up to the ADD of zp (h: 8 int16 vectors; store_64
+ * narrows them), each operation on all 16 vectors before the next (an in-order core waits out each result's latency otherwise: llvm-mca-19, Cortex-A510,
  * 87 -> 64 cycles per 64 k of an lp-8 panel, gcc 12 -O2, 2026-11-23; N2 44, V1 22 either way;
  * with the FADD rint and UZP1, as the bench builds it (gcc 12 -march=armv8-a -O2), lp 8:
- * A510 57, N2 32, V1 16; with quant_row_lp's stores between two blocks: A510 51.5). */
+ * A510 57, N2 32, V1 16; with quant_row_lp's stores between two blocks: A510 51.5; with
+ * store_64's STR d: 43). */
 static TS_ALWAYS_INLINE void quantize_64(const float *a, float32x4_t inv, int16x8_t zp, int rne,
-                                         int8x16_t q[4])
+                                         int16x8_t h[8])
 {
     float32x4_t f[16];
     int32x4_t n[16];
-    int16x8_t h[8];
-    int8x8_t b[4];
     TS_UNROLLED
     for (int i = 0; i < 16; ++i)
         f[i] = vld1q_f32(a + 4 * i);
@@ -289,12 +288,6 @@ static TS_ALWAYS_INLINE void quantize_64(const float *a, float32x4_t inv, int16x
     TS_UNROLLED
     for (int j = 0; j < 8; ++j)
         h[j] = vaddq_s16(h[j], zp);
-    TS_UNROLLED
-    for (int j = 0; j < 4; ++j)
-        b[j] = vqmovn_s16(h[2 * j]);
-    TS_UNROLLED
-    for (int j = 0; j < 4; ++j)
-        q[j] = vqmovn_high_s16(b[j], h[2 * j + 1]);
 }
 
 /* The 16 values of k-steps k/lp .. k/lp + 16/lp - 1 (lp divides 16): one store per k-step. */
@@ -314,11 +307,26 @@ static TS_ALWAYS_INLINE void store_16(int8_t *row, size_t k, size_t lp, size_t s
     }
 }
 
-/* The 64 values q of k-steps from row (64 / lp of them), and their sum into acc when want_sum
- * (|lane| <= 128 K / 4: fits). */
-static TS_ALWAYS_INLINE void store_64(int8_t *row, size_t lp, size_t step, const int8x16_t q[4],
+/* The 64 values of quantize_64's h (SQXTN of each: the clamp to -128..127) into the k-steps
+ * from row (64 / lp of them), and their sum into acc when want_sum (|lane| <= 128 K / 4: fits).
+ * lp 8 without sums: one k-step per h[j], SQXTN to 8 bytes and a store at a register offset;
+ * the lane store of a high half needs an address register of its own, an integer ADD that
+ * the in-order A510 issues only ~3 cycles after vector operations (llvm-mca-19: FMUL, FMUL,
+ * ADD take 3 cycles; with STR d instead of ST1 {v.d}[1], A510 51.5 -> 43 cycles per 64 k,
+ * N2 32 and V1 16 either way). */
+static TS_ALWAYS_INLINE void store_64(int8_t *row, size_t lp, size_t step, const int16x8_t h[8],
                                       int want_sum, int32x4_t *acc)
 {
+    if (lp == 8 && !want_sum) {
+        TS_UNROLLED
+        for (int j = 0; j < 8; ++j)
+            vst1_s8(row + (size_t)j * step, vqmovn_s16(h[j]));
+        return;
+    }
+    int8x16_t q[4];
+    TS_UNROLLED
+    for (int j = 0; j < 4; ++j)
+        q[j] = vqmovn_high_s16(vqmovn_s16(h[2 * j]), h[2 * j + 1]);
     if (want_sum) {
         *acc = vpadalq_s16(*acc, vaddq_s16(vpaddlq_s8(q[0]), vpaddlq_s8(q[1])));
         *acc = vpadalq_s16(*acc, vaddq_s16(vpaddlq_s8(q[2]), vpaddlq_s8(q[3])));
@@ -374,11 +382,12 @@ static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv
      * so, the stores (int8: they may alias A, so nothing moves across them) sit between two
      * blocks' operations, where the in-order cores overlap them with the arithmetic instead of
      * waiting at the end of each block (llvm-mca-19, gcc 12 -march=armv8-a -O2, lp 8, per
-     * 64 k: Cortex-A510 57 -> 51.5 cycles, with sums 71 -> 63.5; N2 32, V1 16 either way).
+     * 64 k: Cortex-A510 57 -> 51.5 cycles, 43 with store_64's STR d; with sums 71 -> 64;
+     * N2 32, V1 16 either way).
      * q and p alternate: no register copies. */
     const size_t blocks = K / 64, blk = 64 / lp * step;   /* blk: bytes per 64 k of the row */
     if (blocks > 0) {
-        int8x16_t q[4], p[4];
+        int16x8_t q[8], p[8];
         size_t b = 1;
         quantize_64(a, iv, zv, rne, q);
         for (; b + 2 <= blocks; b += 2) {
