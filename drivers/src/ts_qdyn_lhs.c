@@ -163,6 +163,7 @@ int32_t ts_qdyn_rint_clamp(float v, float lo, float hi)
     return (int32_t)r;
 }
 
+#if !TS_LHS_NEON
 /* zp of a row with minimum lo and inv = 1/scale (tilesmith.h, in the written order) */
 static int32_t row_zp(float lo, float inv)
 {
@@ -171,6 +172,7 @@ static int32_t row_zp(float lo, float inv)
     float z = -128.0f - p;
     return ts_qdyn_rint_clamp(z, -128.0f, 127.0f);
 }
+#endif
 
 /* scale, inv = 1/scale and zp of n <= 4 rows (lohi: their lo, hi pairs; inv: 4 floats), in
  * tilesmith.h's written order: h = hi / 255, l = lo / 255, scale = h - l (FLT_MIN when below
@@ -190,12 +192,22 @@ static void rows_params(const float *lohi, size_t n, float *scale, float *inv, i
     const float32x4_t c255 = vdupq_n_f32(255.0f), floor_ = vdupq_n_f32(FLT_MIN);
     float32x4_t s = vsubq_f32(vdivq_f32(vld1q_f32(hi), c255), vdivq_f32(vld1q_f32(lo), c255));
     s = vbslq_f32(vcltq_f32(s, floor_), floor_, s);
+    const float32x4_t iv = vdivq_f32(vdupq_n_f32(1.0f), s);
+    /* row_zp's operations lane by lane: p = lo * inv (rounded on its own), z = -128 - p, then
+     * FRINTN (ties to even whatever FPCR says, as ts_qdyn_rint; -0.0 for +0.0 changes no
+     * integer) and the clamp (z is finite or +-Inf: FMAX / FMIN select as the compares do) */
+    float32x4_t p = vmulq_f32(vld1q_f32(lo), iv);
+    TS_FP_OPAQUE(p);
+    float32x4_t z = vrndnq_f32(vsubq_f32(vdupq_n_f32(-128.0f), p));
+    z = vminq_f32(vmaxq_f32(z, vdupq_n_f32(-128.0f)), vdupq_n_f32(127.0f));
     float sv[4];
+    int32_t zv[4];
     vst1q_f32(sv, s);
-    vst1q_f32(inv, vdivq_f32(vdupq_n_f32(1.0f), s));
+    vst1q_f32(inv, iv);
+    vst1q_s32(zv, vcvtq_s32_f32(z));
     for (size_t i = 0; i < n; ++i) {
         scale[i] = sv[i];
-        zp[i] = row_zp(lo[i], inv[i]);
+        zp[i] = zv[i];
     }
 #else
     for (size_t i = 0; i < n; ++i) {
