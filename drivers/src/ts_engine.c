@@ -593,6 +593,10 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
         c.rounding = ts_kernel_rounding(&c.q, c.N);
     }
     c.pack_tasks = threads;
-    ts_context_run(ctx, c.pack_tasks, pack_task, &c);
+    /* phase 1 only when it has work: a prepacked B without requantization (fp32, bf16, fp16,
+     * the raw integer types) would be one empty fork-join per call (a barrier per layer and
+     * token in decode) */
+    if (bsrc->fill || requantize)
+        ts_context_run(ctx, c.pack_tasks, pack_task, &c);
     ts_context_run(ctx, c.m_tasks * c.n_tasks, compute_task, &c);
 }
