@@ -179,8 +179,9 @@ typedef struct {
  * from every conv call (batch 0 is not an empty call, unlike a GEMM with M = 0). */
 size_t ts_conv2d_out_h(const ts_conv2d *c);
 size_t ts_conv2d_out_w(const ts_conv2d *c);
-/* Bytes of workspace ts_conv2d_s8 / _prepacked need (the largest over this build's int8
- * kernels; 0 for an invalid conv): the packed filter and the blocked loop's work area (per task
+/* Bytes of workspace ts_conv2d_s8 needs (also enough for _prepacked, which needs less:
+ * ts_conv2d_s8_prepacked_workspace_size; the largest over this build's int8 kernels; 0 for an
+ * invalid conv): the packed filter and the blocked loop's work area (per task
  * one packed block of A, the requantization staging, one padding row of in_c bytes), and for a
  * padded conv whose padded input (batch x (pad_top+in_h+pad_bottom) x (pad_left+in_w+pad_right)
  * x in_c bytes) is at most a quarter of its im2col matrix (M x K bytes) a copy of the input with
@@ -223,6 +224,19 @@ int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, si
  * An SME handle's layout is that of the streaming vector length it was packed at: after the
  * SVL changed (Linux prctl PR_SME_SET_VL) it is another kernel's layout, TS_EINVAL likewise.
  * Handles are read-only while in use: any number of threads may share one.
+ * Handle checks: every handle carries a type tag, set when it is made and overwritten when it
+ * is freed; the types are a GEMM handle (ts_pack_b_*, the qdyn ts_pack_b_qs8 / _qs4), a conv
+ * filter (ts_pack_conv2d_filter_s8: ts_conv2d_s8_prepacked only, and only it takes one), a
+ * ts_packed_a and a ts_context. An entry point given a handle of another type (a ts_packed_a
+ * cast to ts_packed_b, a conv filter passed to ts_gemm_s8_prepacked or a ts_pack_b_s8 handle
+ * to ts_conv2d_s8_prepacked), or a freed one whose memory still holds the overwritten tag,
+ * returns TS_EINVAL with nothing written (the name queries NULL, the size queries 0), and
+ * ts_last_error() names it ("B is not a live ts_packed_b of ts_pack_b_* (another handle type,
+ * e.g. a conv filter's, or freed)"); ts_packed_free, ts_packed_a_free and ts_context_free
+ * ignore such a pointer (no double free). Memory the allocator has reused may hold anything:
+ * using a freed handle stays undefined behaviour, the check only catches the common mistakes.
+ * A handle of the right type but another GEMM type (a qdyn handle to ts_gemm_f32_prepacked, an
+ * f32 one to ts_gemm_bf16_prepacked) is TS_EINVAL as before.
  * GEMV and small M: when the chosen kernel has a GEMV / small-M kernel (every kernel of this
  * build, see ts_kernels.h *_GEMV), the handle also holds B in that kernel's wider panels, so one
  * handle serves M = 1 decode and M = 128 prefill alike: packed B takes twice the memory.
@@ -266,7 +280,14 @@ int ts_gemm_u8u32_prepacked  (size_t M, const uint8_t *A, size_t lda, const ts_p
                               uint32_t *C, size_t ldc);
 int ts_gemm_u8_prepacked     (size_t M, const uint8_t *A, size_t lda, const ts_packed_b *B,
                               const ts_quant *q, uint8_t *C, size_t ldc);
-/* workspace: ts_conv2d_s8_workspace_size(c) bytes, as for ts_conv2d_s8 */
+/* Bytes of workspace a prepacked conv needs: ts_conv2d_s8_workspace_size without the packed
+ * filter (the handle holds it), i.e. the blocked loop's work area and the padded copy of the
+ * input where the conv makes one; the largest over this build's int8 kernels, 0 for an invalid
+ * conv. (ts_conv2d_s8_workspace_size(c), larger, is still enough.) E.g. 3x3 512->512 on 14x14
+ * on ARCH=v86: 1,022,479 bytes instead of 10,719,823 (9,918,464 of which are the Armv8.0
+ * path's int16-widened packed filter). */
+size_t ts_conv2d_s8_prepacked_workspace_size(const ts_conv2d *c);
+/* workspace: ts_conv2d_s8_prepacked_workspace_size(c) bytes (taken on trust) */
 int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
                            const ts_packed_b *filter, const ts_quant *q, int8_t *output,
                            void *workspace);
@@ -446,6 +467,12 @@ int  ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes);
  * included); 0 for an unknown type or on size_t overflow. ctx NULL: one thread. */
 size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M, size_t N,
                                  size_t K);
+/* The same for the *_prepacked calls of gemm_type (B a handle of K x N: no B panels packed in
+ * the call, so the work area alone: at most ts_context_workspace_size, which stays enough).
+ * E.g. int8, M = 1, N = 1000, K = 1280, one thread, ARCH=v86: 27,486 bytes instead of
+ * 2,611,246 (M = 64: 439,998 instead of 3,024,526). TS_GEMM_QDYN: as ts_context_workspace_size (qdyn handles are always prepacked). */
+size_t ts_context_workspace_size_prepacked(const ts_context *ctx, int gemm_type, size_t M,
+                                           size_t N, size_t K);
 #define TS_MAX_THREADS 256
 
 /* The _ctx twins: as the functions without _ctx, run with ctx (NULL: as without). */
@@ -518,6 +545,10 @@ int ts_gemm_f16f32_prepacked_ctx(const ts_context *ctx, size_t M, const uint16_t
  * has none (or ctx is NULL), one allocation for the call (TS_ENOMEM). A buffer smaller than
  * that, or workspace NULL with workspace_bytes not 0 → TS_EINVAL, nothing written. */
 size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c);
+/* ts_conv2d_s8_prepacked_ctx's workspace_bytes: as ts_conv2d_s8_workspace_size_ctx without
+ * the packed filter (ts_conv2d_s8_prepacked_workspace_size with ctx's threads); the larger
+ * ts_conv2d_s8_workspace_size_ctx(ctx, c) is accepted too. */
+size_t ts_conv2d_s8_prepacked_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c);
 int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
                      const int8_t *filter, const ts_quant *q, int8_t *output,
                      void *workspace, size_t workspace_bytes);

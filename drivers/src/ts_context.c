@@ -14,6 +14,7 @@ int ts_context_create(ts_context **out)
     ts_context *ctx = (ts_context *)calloc(1, sizeof *ctx);
     if (ctx == NULL)
         return ts_fail(TS_ENOMEM, "out of memory (the context)");
+    ctx->tag = TS_TAG_CONTEXT;
     ctx->threads = 1;
     ctx->core_class = TS_CORE_AUTO;
     *out = ctx;
@@ -22,10 +23,18 @@ int ts_context_create(ts_context **out)
 
 void ts_context_free(ts_context *ctx)
 {
-    if (ctx == NULL)
+    /* not a live context (another handle type, freed already): nothing to free */
+    if (ctx == NULL || !ts_context_ok(ctx))
         return;
     ts_pool_free(ctx->own_pool);
+    ctx->tag = TS_TAG_FREED;
     free(ctx);
+}
+
+/* A context a setter may change: not NULL and live (ts_handle_ok); else the reason recorded. */
+static int settable(const ts_context *ctx)
+{
+    return ctx != NULL ? ts_context_ok(ctx) : ts_reject("ctx is NULL");
 }
 
 /* Drops the built-in pool, if any: one thread, no parallel_for. */
@@ -40,8 +49,8 @@ static void drop_pool(ts_context *ctx)
 
 int ts_context_set_parallel_for(ts_context *ctx, ts_parallel_for_fn fn, void *pool)
 {
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     drop_pool(ctx);
     if (fn != NULL) {
         ctx->parallel_for = fn;
@@ -53,8 +62,8 @@ int ts_context_set_parallel_for(ts_context *ctx, ts_parallel_for_fn fn, void *po
 
 int ts_context_set_pool_width(ts_context *ctx, unsigned n)
 {
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     if (n == 0 || n > TS_MAX_THREADS)
         return ts_fail(TS_EINVAL, "pool width not in 1..TS_MAX_THREADS");
     ctx->pool_width = n;
@@ -66,8 +75,8 @@ int ts_context_set_pool_width(ts_context *ctx, unsigned n)
 int ts_context_set_num_threads(ts_context *ctx, unsigned n)
 {
     ts_pool *pool = NULL;
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     if (n == 0 || n > TS_MAX_THREADS)
         return ts_fail(TS_EINVAL, "thread count not in 1..TS_MAX_THREADS");
     if (n > 1) {
@@ -87,8 +96,8 @@ int ts_context_set_num_threads(ts_context *ctx, unsigned n)
 
 int ts_context_set_feature_mask(ts_context *ctx, unsigned mask)
 {
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     ctx->has_mask = 1;
     ctx->feature_mask = mask;
     return TS_OK;
@@ -96,8 +105,8 @@ int ts_context_set_feature_mask(ts_context *ctx, unsigned mask)
 
 int ts_context_clear_feature_mask(ts_context *ctx)
 {
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     ctx->has_mask = 0;      /* ts_select_path_ctx reads the global mask again, call by call */
     ctx->feature_mask = 0;
     return TS_OK;
@@ -106,8 +115,8 @@ int ts_context_clear_feature_mask(ts_context *ctx)
 int ts_context_set_cpu(ts_context *ctx, const char *cpu)
 {
     int core_class;
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     if (ts_cpu_lookup(cpu, &core_class) != TS_OK)
         return ts_fail(TS_EINVAL, "cpu is NULL or not \"auto\" or a CPU= name of this build");
     ctx->core_class = core_class;
@@ -116,8 +125,8 @@ int ts_context_set_cpu(ts_context *ctx, const char *cpu)
 
 int ts_context_set_workspace(ts_context *ctx, void *buf, size_t bytes)
 {
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     ctx->workspace = bytes != 0 ? buf : NULL;
     ctx->workspace_bytes = buf != NULL ? bytes : 0;
     return TS_OK;
@@ -130,8 +139,8 @@ static int cache_size_ok(size_t bytes)
 
 int ts_context_set_cache_sizes(ts_context *ctx, size_t l1d_bytes, size_t l2_bytes)
 {
-    if (ctx == NULL)
-        return ts_fail(TS_EINVAL, "ctx is NULL");
+    if (!settable(ctx))
+        return TS_EINVAL;
     if (!cache_size_ok(l1d_bytes))
         return ts_fail(TS_EINVAL, "l1d_bytes not 0 or in TS_CACHE_MIN_BYTES..TS_CACHE_MAX_BYTES");
     if (!cache_size_ok(l2_bytes))

@@ -21,6 +21,7 @@ void ts_pool_free(ts_pool *pool);                     /* NULL is a no-op */
 void ts_pool_parallel_for(void *pool, size_t n, ts_task_fn task, void *arg);
 
 struct ts_context {
+    uint32_t tag;                      /* TS_TAG_CONTEXT while live (ts_error_internal.h); first */
     ts_parallel_for_fn parallel_for;   /* NULL: tasks run in order on the calling thread */
     void *pool;                        /* its first argument */
     ts_pool *own_pool;                 /* the built-in pool, or NULL */

@@ -73,13 +73,14 @@ static ts_conv2d over_padded_copy(const ts_conv2d *c)
     return u;
 }
 
-/* Workspace bytes for one path and `threads` tasks at once: the packed filter (16-aligned)
- * and the macro-kernel's work area. */
-static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threads, size_t *out)
+/* Workspace bytes for one path and `threads` tasks at once: the packed filter (16-aligned;
+ * with_filter 0, a prepacked call: none) and the macro-kernel's work area. */
+static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threads,
+                         int with_filter, size_t *out)
 {
-    size_t filter, work;
-    return ts_packed_b_bytes(path, conv_k(c), c->out_c, &filter)
-           || ts_size_round_up(filter, 16, &filter)
+    size_t filter = 0, work;
+    return (with_filter && (ts_packed_b_bytes(path, conv_k(c), c->out_c, &filter)
+                            || ts_size_round_up(filter, 16, &filter)))
            || ts_gemm_work_bytes(path, conv_m(c), c->out_c, conv_k(c), 1,
                                  is_pointwise(c) ? 0 : c->in_c, threads, &work)
            || ts_size_add(filter, work, out)
@@ -87,38 +88,56 @@ static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threa
 }
 
 /* The largest need over every int8 path of this build, so a size queried before a
- * feature-mask change still fits. 0 for an invalid conv or on size_t overflow. */
-size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c)
+ * feature-mask change still fits (with_filter 0: a prepacked call's, without the filter). 0 for
+ * an invalid conv or ctx, or on size_t overflow. */
+static size_t workspace_size(const ts_context *ctx, const ts_conv2d *c, int with_filter)
 {
     size_t count, most = 0, bytes;
-    if (ts_conv2d_validate(c) != TS_OK)
+    if (!ts_context_ok(ctx) || ts_conv2d_validate(c) != TS_OK)
         return 0;
     const ts_path *paths = ts_paths_of(TS_GEMM_INT8, &count);
     for (size_t i = 0; i < count; ++i) {
         ts_path sized;
         if (workspace_for(ts_sized_path(ctx, &paths[i], &sized), c, ts_context_threads(ctx),
-                          &bytes))
+                          with_filter, &bytes))
             return 0;
         most = bytes > most ? bytes : most;
     }
     return most;
 }
 
+size_t ts_conv2d_s8_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c)
+{
+    return workspace_size(ctx, c, 1);
+}
+
 size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c)
 {
-    return ts_conv2d_s8_workspace_size_ctx(NULL, c);
+    return workspace_size(NULL, c, 1);
+}
+
+size_t ts_conv2d_s8_prepacked_workspace_size_ctx(const ts_context *ctx, const ts_conv2d *c)
+{
+    return workspace_size(ctx, c, 0);
+}
+
+size_t ts_conv2d_s8_prepacked_workspace_size(const ts_conv2d *c)
+{
+    return workspace_size(NULL, c, 0);
 }
 
 /* Checks shared by both entry points (the filter and the workspace are checked by each). A
  * conv whose workspace size or output (M x out_c bytes) overflows size_t is invalid: no buffer
  * could hold it; so is one with K = k_h*k_w*in_c beyond TS_GEMM_S8_MAX_K (its int32 sums could
- * overflow). *need: the call's workspace size (ts_conv2d_s8_workspace_size_ctx), once valid. */
-static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
-                        const ts_quant *q, const int8_t *output, size_t *need)
+ * overflow). *need: the call's workspace size (ts_conv2d_s8_workspace_size_ctx, or for a
+ * prepacked filter ts_conv2d_s8_prepacked_workspace_size_ctx), once valid. */
+static int conv_args_ok(const ts_context *ctx, const ts_conv2d *c, int prepacked,
+                        const int8_t *input, const ts_quant *q, const int8_t *output,
+                        size_t *need)
 {
-    if (ts_conv2d_validate(c) != TS_OK)
+    if (!ts_context_ok(ctx) || ts_conv2d_validate(c) != TS_OK)
         return 0;
-    if ((*need = ts_conv2d_s8_workspace_size_ctx(ctx, c)) == 0)
+    if ((*need = workspace_size(ctx, c, !prepacked)) == 0)
         return ts_reject("the conv's workspace size overflows size_t");
     if (conv_k(c) > TS_GEMM_S8_MAX_K)
         return ts_reject("k_h * k_w * in_c beyond TS_GEMM_S8_MAX_K");
@@ -167,7 +186,9 @@ static int conv_memory(const ts_context *ctx, const ts_conv2d *c, size_t need,
     *owned = NULL;
     if (workspace != NULL) {
         if (workspace_bytes < need)
-            return ts_fail(TS_EINVAL, "workspace_bytes < ts_conv2d_s8_workspace_size_ctx(ctx, c)");
+            return ts_fail(TS_EINVAL, packed != NULL
+                           ? "workspace_bytes < ts_conv2d_s8_prepacked_workspace_size_ctx(ctx, c)"
+                           : "workspace_bytes < ts_conv2d_s8_workspace_size_ctx(ctx, c)");
         *mem = workspace;
     } else {
         if (workspace_bytes != 0)
@@ -211,7 +232,7 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
 {
     void *mem, *owned;
     size_t need;
-    if (!conv_args_ok(ctx, c, input, q, output, &need))
+    if (!conv_args_ok(ctx, c, 0, input, q, output, &need))
         return TS_EINVAL;
     if (filter == NULL)
         return ts_fail(TS_EINVAL, "filter is NULL");
@@ -248,15 +269,18 @@ int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
 int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
                                  const int8_t *filter, ts_packed_b **out)
 {
-    if (ts_conv2d_validate(c) != TS_OK)
+    if (!ts_context_ok(ctx) || ts_conv2d_validate(c) != TS_OK)
         return TS_EINVAL;
     if (conv_k(c) > TS_GEMM_S8_MAX_K)
         return ts_fail(TS_EINVAL, "k_h * k_w * in_c beyond TS_GEMM_S8_MAX_K");
     if (filter == NULL || out == NULL)
         return ts_fail(TS_EINVAL, "filter or out is NULL");
     size_t K = conv_k(c);
-    return ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), K, c->out_c, filter, 1, K,
-                              out);
+    int rc = ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), K, c->out_c, filter, 1, K,
+                                out);
+    if (rc == TS_OK)
+        (*out)->tag = TS_TAG_CONV_FILTER;   /* for ts_conv2d_s8_prepacked only */
+    return rc;
 }
 
 int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out)
@@ -269,14 +293,18 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
                                const ts_quant *q, int8_t *output, void *workspace,
                                size_t workspace_bytes)
 {
-    ts_path sized;   /* selected once: the thread may migrate */
-    const ts_path *run = ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized);
+    ts_path sized;   /* selected once (the thread may migrate), from a live ctx */
     void *mem, *owned;
     size_t need;
-    if (!conv_args_ok(ctx, c, input, q, output, &need))
+    if (!conv_args_ok(ctx, c, 1, input, q, output, &need))
         return TS_EINVAL;
+    const ts_path *run = ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized);
     if (filter == NULL)
         return ts_fail(TS_EINVAL, "filter (the packed handle) is NULL");
+    if (!ts_handle_ok(filter, TS_TAG_CONV_FILTER, "filter is not a live conv-filter handle of "
+                                                  "ts_pack_conv2d_filter_s8 (another handle "
+                                                  "type, or freed)"))
+        return TS_EINVAL;
     if (run == NULL)
         return ts_fail(TS_EINVAL, "no int8 kernel path on this CPU / feature mask");
     if (filter->path->gemm_type != TS_GEMM_INT8)
@@ -305,5 +333,5 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
 {
     return workspace == NULL ? ts_fail(TS_EINVAL, "workspace is NULL")
            : ts_conv2d_s8_prepacked_ctx(NULL, c, input, filter, q, output, workspace,
-                                        ts_conv2d_s8_workspace_size(c));
+                                        ts_conv2d_s8_prepacked_workspace_size(c));
 }

@@ -14,6 +14,7 @@
  * "CP 4000") describe a processor but not the one the thread runs on; those systems get the
  * generic kernels unless a context names a CPU. Plain C99. */
 #include "ts_context_internal.h"
+#include "ts_error_internal.h"
 
 #include <string.h>
 
@@ -344,6 +345,8 @@ const char *ts_gemm_kernel_mn(int gemm_type, size_t M, size_t N)
 
 const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type)
 {
+    if (!ts_context_ok(ctx))
+        return NULL;
     const ts_path *path = ts_select_path_ctx(ctx, gemm_type);
     return path != NULL ? path->symbol : NULL;
 }

@@ -22,6 +22,19 @@ int ts_reject(const char *why)
     return 0;
 }
 
+int ts_handle_ok(const void *handle, uint32_t tag, const char *why)
+{
+    /* every handle struct's first member is its uint32_t tag (ts_error_internal.h) */
+    return *(const uint32_t *)handle == tag || ts_reject(why);
+}
+
+int ts_context_ok(const void *ctx)
+{
+    return ctx == NULL
+           || ts_handle_ok(ctx, TS_TAG_CONTEXT, "ctx is not a live ts_context (another handle "
+                                                "type, or freed)");
+}
+
 const char *ts_last_error(void)
 {
     return last_error;

@@ -12,4 +12,27 @@ int ts_fail(int code, const char *why);
 /* Records `why` and returns 0: the "false" of a yes/no argument check. */
 int ts_reject(const char *why);
 
+/* ---- handle tags: a wrong or dead handle is an argument error, not a crash ----------------
+ * Every opaque handle (ts_packed_b: GEMM, conv-filter and qdyn weights; ts_packed_a;
+ * ts_context) starts with a uint32_t tag naming its type, set when it is made and overwritten
+ * with TS_TAG_FREED when it is freed. A public entry point reads that first word through
+ * ts_handle_ok before any other field: a handle of another type (a ts_packed_a passed as a
+ * ts_packed_b), a freed one whose block still holds TS_TAG_FREED, or a pointer to other
+ * memory that happens not to hold the tag is refused with TS_EINVAL. (A freed block that the
+ * allocator has reused may hold anything: use after free stays undefined, this only catches
+ * the common cases.) */
+#include <stdint.h>
+#define TS_TAG_PACKED_B 0x42707354u   /* "Tspb" little-endian: ts_pack_b_*, qdyn weights */
+#define TS_TAG_CONV_FILTER 0x46637354u /* "TscF": a ts_packed_b from ts_pack_conv2d_filter_s8 */
+#define TS_TAG_PACKED_A 0x41707354u   /* "TspA" */
+#define TS_TAG_CONTEXT  0x43787354u   /* "TsxC" */
+#define TS_TAG_FREED    0x44656144u   /* "DaeD" */
+/* 1 when `handle` (not NULL) starts with `tag`; else records `why` and returns 0. A ts_packed_b
+ * is TS_TAG_CONV_FILTER (conv2d_s8_prepacked) or TS_TAG_PACKED_B (every other prepacked call),
+ * both the same struct: the free and name functions take either. */
+int ts_handle_ok(const void *handle, uint32_t tag, const char *why);
+/* ts_handle_ok for a context argument, where NULL means the defaults: 1 for NULL or a live
+ * ts_context, else 0 with the reason recorded. */
+int ts_context_ok(const void *ctx);
+
 #endif /* TS_ERROR_INTERNAL_H */

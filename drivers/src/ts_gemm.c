@@ -102,6 +102,9 @@ static int packed_ok(const ts_packed_b *b, const gemm_op *op, const ts_path *run
 {
     if (b == NULL)
         return ts_reject("B (the packed handle) is NULL");
+    if (!ts_handle_ok(b, TS_TAG_PACKED_B, "B is not a live ts_packed_b of ts_pack_b_* (another "
+                                          "handle type, e.g. a conv filter's, or freed)"))
+        return 0;
     if (b->path->gemm_type != op->gemm_type)
         return ts_reject("B was packed for another GEMM type");
     if (!ts_same_b_layout(b->path, run))
@@ -248,21 +251,40 @@ static const ts_path *unpacked_path(const ts_path *path, size_t M, size_t N, ts_
     return copy;
 }
 
-size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M, size_t N,
-                                 size_t K)
+/* The largest call_bytes over the type's paths (B packed in the call or prepacked: pack_b),
+ * for ctx's threads and cache sizes; 0 for a dead ctx, an unknown type or on overflow. A
+ * prepacked call runs the same path as the unpacked one (the GEMV path for small M, from the
+ * handle's GEMV layout), without B's panels. qdyn handles are always prepacked. */
+static size_t workspace_size(const ts_context *ctx, int gemm_type, size_t M, size_t N,
+                             size_t K, int pack_b)
 {
     size_t count, most = 0, bytes;
+    if (!ts_context_ok(ctx))
+        return 0;
     if (gemm_type == TS_GEMM_QDYN)
         return ts_qdyn_workspace_size(ctx, M, N, K);
     const ts_path *paths = ts_paths_of(gemm_type, &count);
     for (size_t i = 0; i < count; ++i) {
         ts_path gemv, sized;
         const ts_path *path = unpacked_path(ts_sized_path(ctx, &paths[i], &sized), M, N, &gemv);
-        if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), 1, &bytes))
+        if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), pack_b,
+                       &bytes))
             return 0;
         most = bytes > most ? bytes : most;
     }
     return most;
+}
+
+size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M, size_t N,
+                                 size_t K)
+{
+    return workspace_size(ctx, gemm_type, M, N, K, 1);
+}
+
+size_t ts_context_workspace_size_prepacked(const ts_context *ctx, int gemm_type, size_t M,
+                                           size_t N, size_t K)
+{
+    return workspace_size(ctx, gemm_type, M, N, K, 0);
 }
 
 /* The buffers a call reads or writes, for the workspace overlap check. */
@@ -323,6 +345,8 @@ static int gemm(const ts_context *ctx, const gemm_op *op, size_t M, size_t N, si
                 void *C, size_t ldc)
 {
     ts_path sized;
+    if (!ts_context_ok(ctx))
+        return TS_EINVAL;
     const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
     if (!unpacked_args_ok(path, op, M, N, K, A, lda, B, ldb, q, C, ldc))
         return TS_EINVAL;
@@ -342,6 +366,8 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
                           size_t ldc)
 {
     ts_path sized;   /* selected once: the thread may migrate */
+    if (!ts_context_ok(ctx))
+        return TS_EINVAL;
     const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
     if (path == NULL)
         return ts_fail(TS_EINVAL, "no kernel path of this GEMM type on this CPU / feature mask");
@@ -364,6 +390,8 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
 static int pack_b(const ts_context *ctx, const gemm_op *op, size_t K, size_t N, const void *B,
                   size_t ldb, ts_packed_b **out)
 {
+    if (!ts_context_ok(ctx))
+        return TS_EINVAL;
     const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);
     if (out == NULL)
         return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");

@@ -1965,6 +1965,7 @@ void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
     col_sums_bytes(path, N, &sums);     /* cannot fail: ts_packed_b_bytes succeeded */
     layout_bytes(path, path->hp, K, N, &data);
     set_geometry(b, path, K, N);
+    b->tag = TS_TAG_PACKED_B;
     b->tail_hp = 0;
     b->gemv_panels = 0;
     b->gemv_panel_bytes = 0;
@@ -2084,15 +2085,26 @@ int ts_packed_b_create(const ts_path *path, size_t K, size_t N, const void *B,
     return TS_OK;
 }
 
+/* b is a live ts_packed_b of either kind (GEMM / qdyn weights or a conv filter). */
+static int live_packed_b(const ts_packed_b *b)
+{
+    return b->tag == TS_TAG_CONV_FILTER
+           || ts_handle_ok(b, TS_TAG_PACKED_B, "not a live ts_packed_b (another handle type, "
+                                               "or freed)");
+}
+
 void ts_packed_free(ts_packed_b *b)
 {
-    if (b != NULL)
-        free(b->owned);
+    /* not a live handle (another type, freed already): nothing to free */
+    if (b == NULL || !live_packed_b(b))
+        return;
+    b->tag = TS_TAG_FREED;
+    free(b->owned);
 }
 
 const char *ts_packed_kernel(const ts_packed_b *b)
 {
-    if (b == NULL)
+    if (b == NULL || !live_packed_b(b))
         return NULL;
     /* a qdyn handle of a kernel with the fp32 epilogue inside: that kernel (its M > 4 one,
      * ts_gemm_qdyn_kernel: per M), not the raw int8 kernel of its path */
@@ -2101,5 +2113,5 @@ const char *ts_packed_kernel(const ts_packed_b *b)
 
 const char *ts_packed_gemv_kernel(const ts_packed_b *b)
 {
-    return b != NULL && b->gemv_data != NULL ? b->path->gemv.symbol : NULL;
+    return b != NULL && live_packed_b(b) && b->gemv_data != NULL ? b->path->gemv.symbol : NULL;
 }

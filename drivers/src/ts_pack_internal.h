@@ -308,6 +308,8 @@ size_t ts_pack_gather_group(ts_pack_kind kind, size_t lp);
  * (M <= gemv.max_m) read. Both layouts serve the same handle: prefill (GEMM kernel) and
  * decode (GEMV kernel) run on one prepacked B, at the cost of storing it twice. */
 struct ts_packed_b {
+    uint32_t tag;          /* TS_TAG_PACKED_B or TS_TAG_CONV_FILTER while live
+                              (ts_error_internal.h); first member */
     const ts_path *path;   /* the kernel it was packed for (also gives the GEMM type) */
     size_t K, N;
     size_t ksteps;             /* ceil(K / lp) */

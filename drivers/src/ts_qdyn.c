@@ -46,6 +46,7 @@
 
 
 struct ts_packed_a {
+    uint32_t tag;     /* TS_TAG_PACKED_A while live (ts_error_internal.h); first member */
     size_t M, K;
     int8_t *qa;       /* M x K quantised rows, row-major (stride K) */
     float *scale;     /* M */
@@ -172,6 +173,8 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
 int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B, size_t ldb,
                       const float *scales, ts_packed_b **out)
 {
+    if (!ts_context_ok(ctx))
+        return TS_EINVAL;
     const ts_path *path = qdyn_path(ctx);
     if (path == NULL)
         return ts_fail(TS_EINVAL, "no qdyn kernel path on this CPU / feature mask");
@@ -258,6 +261,7 @@ static int new_kernel_handle(const ts_path *path, const ts_qdyn_kernel *kernel, 
         return -1;
     ts_packed_b *b = (ts_packed_b *)mem;
     memset(b, 0, sizeof *b);
+    b->tag = TS_TAG_PACKED_B;
     b->path = path;
     b->K = K;
     b->N = N;
@@ -444,6 +448,8 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
 int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *B,
                       size_t ldb_bytes, const float *scales, size_t bl, ts_packed_b **out)
 {
+    if (!ts_context_ok(ctx))
+        return TS_EINVAL;
     const ts_path *path = qdyn_path(ctx);
     size_t row_bytes = K / 2 + K % 2, block = bl == 0 ? K : bl, wbytes;
     if (path == NULL)
@@ -579,6 +585,7 @@ static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
     if (rc != TS_OK)
         return rc;
     ts_packed_a *a = (ts_packed_a *)block;
+    a->tag = TS_TAG_PACKED_A;
     a->M = M;
     a->K = K;
     a->qa = (int8_t *)qa;
@@ -609,8 +616,11 @@ int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a *
 
 void ts_packed_a_free(ts_packed_a *a)
 {
-    if (a != NULL)
-        free(a->owned);
+    /* not a live handle (another type, freed already): nothing to free */
+    if (a == NULL || !ts_handle_ok(a, TS_TAG_PACKED_A, "ts_packed_a_free: not a live ts_packed_a"))
+        return;
+    a->tag = TS_TAG_FREED;
+    free(a->owned);
 }
 
 /* ---- the GEMM ------------------------------------------------------------------------------------ */
@@ -1066,8 +1076,13 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
 {
     /* A handle runs with the path it was packed for when the path chosen now (another core
      * class's variant) reads the same layout: the same int4 kernels, correct on any core. */
+    if (!ts_context_ok(ctx))
+        return TS_EINVAL;
     if (B == NULL)
         return ts_fail(TS_EINVAL, "B (the packed handle) is NULL");
+    if (!ts_handle_ok(B, TS_TAG_PACKED_B, "B is not a live ts_packed_b (another handle type, or "
+                                          "freed)"))
+        return TS_EINVAL;
     if (B->path->gemm_type != TS_GEMM_QDYN)
         return ts_fail(TS_EINVAL, "B is not a qdyn handle (ts_pack_b_qs8 / _qs4)");
     if (!ts_same_b_layout(B->path, qdyn_path(ctx)))
@@ -1149,7 +1164,10 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
 const char *ts_gemm_qdyn_kernel(const ts_context *ctx, const ts_packed_b *B, size_t M)
 {
     /* qdyn_gemm's choice: NULL where it returns TS_EINVAL for the handle; no kernel for M 0 */
-    if (B == NULL || B->path->gemm_type != TS_GEMM_QDYN || !ts_same_b_layout(B->path, qdyn_path(ctx))
+    if (B == NULL || !ts_context_ok(ctx)
+        || !ts_handle_ok(B, TS_TAG_PACKED_B, "B is not a live ts_packed_b (another handle type, "
+                                             "or freed)")
+        || B->path->gemm_type != TS_GEMM_QDYN || !ts_same_b_layout(B->path, qdyn_path(ctx))
         || M == 0)
         return NULL;
     return B->qdyn != NULL ? fused_kernel(B, M)->symbol : B->path->symbol;
@@ -1168,5 +1186,8 @@ int ts_gemm_qdyn_f32_packed_a(const ts_context *ctx, const ts_packed_a *A,
 {
     if (A == NULL)
         return ts_fail(TS_EINVAL, "A (the packed A) is NULL");
+    if (!ts_handle_ok(A, TS_TAG_PACKED_A, "A is not a live ts_packed_a (another handle type, or "
+                                          "freed)"))
+        return TS_EINVAL;
     return qdyn_gemm(ctx, A->M, NULL, 0, A, B, bias, cmin, cmax, C, ldc);
 }

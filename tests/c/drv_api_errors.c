@@ -211,6 +211,89 @@ static void error_reasons(void)
     ts_context_free(ctx);
 }
 
+/* Handles of the wrong type or freed (tilesmith.h "Handle checks"): a ts_packed_a cast to
+ * ts_packed_b (crashed before the tags), a conv filter to a GEMM and a GEMM handle of the same
+ * K and N to the conv, a handle cast to a context, a ts_packed_b as a ts_packed_a, a freed
+ * handle whose memory still holds the cleared tag: each TS_EINVAL, outputs untouched, a reason
+ * naming the handle; the size / name queries 0 / NULL; the frees ignore it. */
+static void handle_type_errors(void)
+{
+    static float Aq[M0 * 64];
+    for (size_t i = 0; i < sizeof Aq / sizeof Aq[0]; ++i)
+        Aq[i] = (float)(i % 13) - 6.0f;
+    ts_packed_a *pa = NULL;
+    ts_packed_b *gemm8 = NULL, *filter = NULL, *f32 = NULL;
+    /* a 1x1 conv with K = in_c = K0, N = out_c = N0: the same K x N as gemm8 */
+    ts_conv2d c = { 1, 1, M0, K0, N0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 };
+    static int8_t wfilter[N0 * K0], B8s[K0 * N0], conv_out[M0 * N0], ws[1 << 16];
+    ts_quant q = valid_quant();
+    for (size_t n = 0; n < N0; ++n)   /* OHWI filter = B transposed */
+        for (size_t k = 0; k < K0; ++k)
+            wfilter[n * K0 + k] = (int8_t)(B8[k * N0 + n] + (int8_t)(k * 3 + n));
+    memcpy(B8s, B8, sizeof B8s);
+    for (size_t n = 0; n < N0; ++n)
+        for (size_t k = 0; k < K0; ++k)
+            B8s[k * N0 + n] = wfilter[n * K0 + k];
+    CHECK(ts_pack_a_qdyn(M0, 64, Aq, 64, &pa) == TS_OK && ts_pack_b_s8(K0, N0, B8s, N0, &gemm8) == TS_OK
+          && ts_pack_conv2d_filter_s8(&c, wfilter, &filter) == TS_OK
+          && ts_pack_b_f32(K0, N0, Bf, N0, &f32) == TS_OK, "handle_type_errors: packing");
+    const ts_packed_b *a_as_b = (const ts_packed_b *)(const void *)pa;
+    memset(Cbuf, 0xA5, sizeof Cbuf);
+    expect_reason(ts_gemm_f32_prepacked(M0, Af, 64, a_as_b, (float *)Cbuf, N0),
+                  "not a live ts_packed_b", "ts_packed_a as ts_packed_b (f32 prepacked)");
+    expect_reason(ts_gemm_qdyn_f32(NULL, M0, Aq, 64, a_as_b, NULL, -1.0f, 1.0f, (float *)Cbuf, N0),
+                  "not a live ts_packed_b", "ts_packed_a as ts_packed_b (qdyn)");
+    expect_reason(ts_gemm_qdyn_f32_packed_a(NULL, (const ts_packed_a *)(const void *)gemm8, f32,
+                                            NULL, -1.0f, 1.0f, (float *)Cbuf, N0),
+                  "not a live ts_packed_a", "ts_packed_b as ts_packed_a");
+    expect_reason(ts_gemm_s8_prepacked(M0, A8, K0, filter, &q, (int8_t *)Cbuf, N0),
+                  "not a live ts_packed_b of ts_pack_b_*", "conv filter to ts_gemm_s8_prepacked");
+    expect_reason(ts_gemm_s8s32_prepacked(M0, A8, K0, filter, (int32_t *)Cbuf, N0),
+                  "not a live ts_packed_b of ts_pack_b_*", "conv filter to ts_gemm_s8s32_prepacked");
+    const ts_context *b_as_ctx = (const ts_context *)(const void *)f32;
+    expect_reason(ts_gemm_f32_ctx(b_as_ctx, M0, N0, K0, Af, K0, Bf, N0, (float *)Cbuf, N0),
+                  "not a live ts_context", "ts_packed_b as ts_context (f32_ctx)");
+    expect_reason(ts_gemm_f32_prepacked_ctx(b_as_ctx, M0, Af, K0, f32, (float *)Cbuf, N0),
+                  "not a live ts_context", "ts_packed_b as ts_context (prepacked_ctx)");
+    expect_reason(ts_context_set_num_threads((ts_context *)(void *)f32, 2),
+                  "not a live ts_context", "ts_packed_b as ts_context (setter)");
+    CHECK(all_bytes(Cbuf, sizeof Cbuf, 0xA5), "handle_type_errors: C written");
+    CHECK(ts_context_workspace_size(b_as_ctx, TS_GEMM_F32, M0, N0, K0) == 0
+          && ts_context_workspace_size_prepacked(b_as_ctx, TS_GEMM_F32, M0, N0, K0) == 0
+          && ts_conv2d_s8_workspace_size_ctx(b_as_ctx, &c) == 0
+          && ts_gemm_kernel_ctx(b_as_ctx, TS_GEMM_F32) == NULL
+          && ts_packed_kernel(a_as_b) == NULL && ts_gemm_qdyn_kernel(NULL, a_as_b, 1) == NULL,
+          "handle_type_errors: a query answered for a wrong handle");
+    memset(conv_out, 0x5A, sizeof conv_out);
+    expect_reason(ts_conv2d_s8_prepacked(&c, A8, gemm8, &q, conv_out, ws),
+                  "not a live conv-filter handle", "ts_pack_b_s8 handle to ts_conv2d_s8_prepacked");
+    CHECK(all_bytes(conv_out, sizeof conv_out, 0x5A), "handle_type_errors: conv output written");
+    CHECK(ts_conv2d_s8_prepacked(&c, A8, filter, &q, conv_out, ws) == TS_OK
+          && ts_gemm_s8_prepacked(M0, A8, K0, gemm8, &q, (int8_t *)Cbuf, N0) == TS_OK
+          && memcmp(conv_out, Cbuf, sizeof conv_out) == 0,
+          "handle_type_errors: the right handles (conv = GEMM with B = filter^T)");
+    /* freed: a handle in the caller's memory (ts_packed_b_init: no block to free) keeps the
+     * cleared tag after ts_packed_free */
+    static ts_packed_b h;
+    static union { unsigned char b[1 << 12]; long double align; } h_mem;
+    ts_packed_b_init(&h, ts_select_path(TS_GEMM_F32), K0, N0, Bf, N0, 1, h_mem.b);
+    memset(Cbuf, 0xA5, sizeof Cbuf);
+    CHECK(ts_gemm_f32_prepacked(M0, Af, K0, &h, (float *)Cbuf, N0) == TS_OK, "live handle");
+    ts_packed_free(&h);
+    ts_packed_free(&h);   /* again: ignored */
+    memset(Cbuf, 0xA5, sizeof Cbuf);
+    expect_reason(ts_gemm_f32_prepacked(M0, Af, K0, &h, (float *)Cbuf, N0), "freed",
+                  "freed handle");
+    CHECK(all_bytes(Cbuf, sizeof Cbuf, 0xA5), "handle_type_errors: freed handle wrote C");
+    ts_packed_a_free((ts_packed_a *)(void *)gemm8);   /* wrong type: ignored */
+    ts_context_free((ts_context *)(void *)gemm8);     /* likewise */
+    ts_packed_free((ts_packed_b *)(void *)pa);        /* likewise */
+    ts_packed_a_free(pa);
+    ts_packed_free(gemm8);
+    ts_packed_free(filter);
+    ts_packed_free(f32);
+}
+
 static void gemm_errors(enum kind kind)
 {
     ts_quant q = quant_for(kind);
@@ -627,7 +710,9 @@ static void other_alias_errors(void)
     for (int i = 0; i < CONV_F; ++i) cv_f[i] = (int8_t)(i * 11 - 50);
     CHECK(ts_pack_conv2d_filter_s8(&conv0, cv_f, &cv_handle) == TS_OK, "alias: pack filter");
     const size_t ws = ts_conv2d_s8_workspace_size(&conv0), rows = 2 * 6 * 6, row_len = 27;
-    CHECK(ws != 0 && ws <= sizeof cv_ws.b, "alias: workspace %zu", ws);
+    const size_t wsp = ts_conv2d_s8_prepacked_workspace_size(&conv0);   /* _prepacked's */
+    CHECK(ws != 0 && ws <= sizeof cv_ws.b && wsp != 0 && wsp < ws, "alias: workspace %zu %zu",
+          ws, wsp);
     alias_case cases[] = {
         { "requantize C vs acc", M0 * N0 * 4, M0 * N0, 4, rq_in_acc, NULL, 0 },
         { "requantize C vs multiplier", N0 * 4, M0 * N0, 4, rq_in_mult, fill_mult, 0 },
@@ -637,8 +722,8 @@ static void other_alias_errors(void)
         { "conv2d workspace vs filter", CONV_F, ws, 1, cv_ws_filter, NULL, 0 },
         { "conv2d output vs workspace", ws, CONV_OUT, 16, cv_out_ws, NULL, 1 },
         { "conv2d_prepacked output vs input", CONV_IN, CONV_OUT, 1, pcv_out_in, NULL, 0 },
-        { "conv2d_prepacked workspace vs input", CONV_IN, ws, 1, pcv_ws_in, NULL, 0 },
-        { "conv2d_prepacked output vs workspace", ws, CONV_OUT, 16, pcv_out_ws, NULL, 1 },
+        { "conv2d_prepacked workspace vs input", CONV_IN, wsp, 1, pcv_ws_in, NULL, 0 },
+        { "conv2d_prepacked output vs workspace", wsp, CONV_OUT, 16, pcv_out_ws, NULL, 1 },
         { "im2col cols vs input", CONV_IN, rows * row_len, 1, im2col_in, NULL, 0 },
         { "uzp out vs tiles", 4 * 6 * 4, 4 * 6 * 4, 4, uzp_in, NULL, 0 },
     };
@@ -778,6 +863,7 @@ int main(void)
     u8_handle_errors();
     conv_errors();
     error_reasons();
+    handle_type_errors();
     workspace_holds_q();
     for (enum kind kind = F32; kind <= U8; ++kind)
         gemm_alias_errors(kind);
