@@ -302,6 +302,19 @@ ZA_S_TILES = 4          # ZA.S tiles: ZA0.B slice 4i + t is ZAt.S slice i
 CHUNK_CURSORS = ("x13", "x9", "x14", "x10")
 
 
+def slices_to_panel(q: int, t: int, tr: int, first_reg: int, cursor: str) -> list[Insn]:
+    """Chunk q's rows t*S.. of one panel k-step: the GROUP vertical slices w12.. of its ZA
+    tile (q*tr + t) into z<first_reg>.., stored by one ST4W at the cursor (+ GROUP*t vectors),
+    each row's GROUP words side by side."""
+    regs = [first_reg + j for j in range(GROUP)]
+    code = [I(f"mova z{z}.s, p0/m, za{q * tr + t}v.s[w12, {j}]",
+              f"word w12 + {j} of rows {t}*S.. (chunk {q})") for j, z in enumerate(regs)]
+    code.append(I(f"st4w {{z{regs[0]}.s-z{regs[-1]}.s}}, p0, [{cursor}"
+                  + (f", #{GROUP * t}, mul vl]" if t else "]"),
+                  f"chunk {q}, rows {t}*S..: each row's {GROUP} words side by side"))
+    return code
+
+
 def full_pass_steps(tr: int, q_count: int) -> list[Insn]:
     """A pass whose Q chunks are all whole (at least Q*S words left): one loop over the
     vertical slices moves a panel k-step of every chunk per iteration (chunk q's k-steps
@@ -321,13 +334,7 @@ def full_pass_steps(tr: int, q_count: int) -> list[Insn]:
              Insn("K_STEPS_FULL:", "label")]
     for q in range(q_count):
         for t in range(tr):
-            regs = [GROUP * (q * tr + t) + j for j in range(GROUP)]
-            code += [I(f"mova z{z}.s, p0/m, za{q * tr + t}v.s[w12, {j}]",
-                       f"word w12 + {j} of rows {t}*S.. (chunk {q})")
-                     for j, z in enumerate(regs)]
-            code.append(I(f"st4w {{z{regs[0]}.s-z{regs[-1]}.s}}, p0, [{cur[q]}"
-                          + (f", #{GROUP * t}, mul vl]" if t else "]"),
-                          f"chunk {q}, rows {t}*S..: each row's {GROUP} words side by side"))
+            code += slices_to_panel(q, t, tr, GROUP * (q * tr + t), cur[q])
     code += [I(f"addvl {cur[q]}, {cur[q]}, #{GROUP * tr}", f"chunk {q}: next k-step")
              for q in range(q_count)]
     code += [I(f"add w12, w12, #{GROUP}"), I("cmp w12, w6"), I("b.lo K_STEPS_FULL", "S words"),
@@ -405,14 +412,7 @@ def pack_a_copy(tr: int) -> list[Insn]:
                  I("mov w12, #0", f"vertical slices w12 .. w12 + {GROUP - 1} = one panel k-step"),
                  Insn(f"{step}:", "label")]
         for t in range(tr):
-            regs = [GROUP * t + j for j in range(GROUP)]
-            tile = q * tr + t
-            code += [I(f"mova z{z}.s, p0/m, za{tile}v.s[w12, {j}]",
-                       f"word w12 + {j} of rows {t}*S.. (chunk {q})")
-                     for j, z in enumerate(regs)]
-            code.append(I(f"st4w {{z{regs[0]}.s-z{regs[-1]}.s}}, p0, [x13"
-                          + (f", #{GROUP * t}, mul vl]" if t else "]"),
-                          f"rows {t}*S..: each row's {GROUP} words side by side"))
+            code += slices_to_panel(q, t, tr, GROUP * t, "x13")
         code += [I(f"addvl x13, x13, #{GROUP * tr}", "next k-step of the panel"),
                  I(f"add w12, w12, #{GROUP}"), I("cmp w12, w10"),
                  I(f"b.lo {step}", "(S is a multiple of 4: a chunk holds whole k-steps)"),
