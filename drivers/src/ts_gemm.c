@@ -113,15 +113,19 @@ static int packed_ok(const ts_packed_b *b, const gemm_op *op, const ts_path *run
     return k_ok(op, b->K);
 }
 
-/* Neither of C's bytes nor any other written span shares a byte with a span read. */
-static int c_apart(const void *C, size_t c_len, const void *A, size_t a_len, const void *B,
-                   size_t b_len, const ts_packed_b *packed, const ts_quant *q, size_t N)
+/* None of C's bytes is a byte read: of A, of B (a row-major matrix, or else the handle
+ * `packed`), of q's arrays. A and B as matrices (ts_strided_overlap: C may sit between A's
+ * rows, as in an in-place concatenation), the rest as spans. */
+static int c_apart(const ts_strided *C, const ts_strided *A, const ts_strided *B,
+                   const ts_packed_b *packed, const ts_quant *q, size_t N)
 {
-    if (ts_spans_overlap(C, c_len, A, a_len))
+    const size_t c_len = ts_strided_bytes(C);
+    if (ts_strided_overlap(C, A))
         return ts_reject("C overlaps A");
-    if (ts_spans_overlap(C, c_len, B, b_len) || (packed != NULL && ts_packed_b_overlaps(packed, C, c_len)))
+    if ((B != NULL && ts_strided_overlap(C, B))
+        || (packed != NULL && ts_packed_b_overlaps(packed, C->p, c_len)))
         return ts_reject("C overlaps B");
-    if (q != NULL && ts_quant_overlaps(q, N, C, c_len))   /* q: only where quant_ok wants it */
+    if (q != NULL && ts_quant_overlaps(q, N, C->p, c_len))   /* q: only where quant_ok wants it */
         return ts_reject("C overlaps q or one of its arrays");
     return 1;
 }
@@ -140,8 +144,9 @@ static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, si
         || !matrix_ok(B, K, N, ldb, b_bytes, &B_WHY) || !matrix_ok(C, M, N, ldc, c_bytes, &C_WHY)
         || !quant_ok(op, q, N))
         return 0;
-    return c_apart(C, matrix_len(M, N, ldc, c_bytes), A, matrix_len(M, K, lda, a_bytes), B,
-                   matrix_len(K, N, ldb, b_bytes), NULL, q, N);
+    const ts_strided c = ts_strided_of(C, M, N, ldc, c_bytes), a = ts_strided_of(A, M, K, lda, a_bytes);
+    const ts_strided b = ts_strided_of(B, K, N, ldb, b_bytes);
+    return c_apart(&c, &a, &b, NULL, q, N);
 }
 
 /* As unpacked_args_ok with B a handle for op (packed_ok): C shares no byte with A, the handle
@@ -157,8 +162,9 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
     if (!matrix_ok(A, M, B->K, lda, a_bytes, &A_WHY) || !matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
         || !quant_ok(op, q, B->N))
         return 0;
-    return c_apart(C, matrix_len(M, B->N, ldc, c_bytes), A, matrix_len(M, B->K, lda, a_bytes),
-                   NULL, 0, B, q, B->N);
+    const ts_strided c = ts_strided_of(C, M, B->N, ldc, c_bytes);
+    const ts_strided a = ts_strided_of(A, M, B->K, lda, a_bytes);
+    return c_apart(&c, &a, NULL, B, q, B->N);
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */

@@ -1111,7 +1111,9 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
         a_len = matrix_len(M, K, lda, sizeof(float));
         if (!matrix_ok(A, M, K, lda, sizeof(float)))
             return TS_EINVAL;
-        if (ts_spans_overlap(C, c_len, A, a_len))
+        const ts_strided c_m = ts_strided_of(C, M, N, ldc, sizeof(float));
+        const ts_strided a_m = ts_strided_of(A, M, K, lda, sizeof(float));
+        if (ts_strided_overlap(&c_m, &a_m))   /* C may sit between A's rows (a concatenation) */
             return ts_fail(TS_EINVAL, "C overlaps A");
     }
     if (M == 0 || N == 0)     /* nothing to compute; A is checked all the same */

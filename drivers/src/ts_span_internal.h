@@ -65,4 +65,54 @@ static inline int ts_spans_overlap(const void *a, size_t a_len, const void *b, s
     return a_len != 0 && b_len != 0 && pa < pb + b_len && pb < pa + a_len;
 }
 
+/* A matrix as the bytes it covers: `rows` rows of `row_bytes` bytes, `stride_bytes` apart
+ * (a matrix that passed the span checks: (rows-1)*stride + row_bytes fits in size_t). */
+typedef struct {
+    const void *p;
+    size_t rows, row_bytes, stride_bytes;
+} ts_strided;
+
+static inline ts_strided ts_strided_of(const void *p, size_t rows, size_t cols, size_t ld,
+                                       size_t elem_bytes)
+{
+    ts_strided m = { p, rows, cols * elem_bytes, ld * elem_bytes };
+    return m;
+}
+
+/* The bytes from a matrix's first to its last byte (0 when it has none). */
+static inline size_t ts_strided_bytes(const ts_strided *m)
+{
+    return m->rows == 0 || m->row_bytes == 0 ? 0 : (m->rows - 1) * m->stride_bytes + m->row_bytes;
+}
+
+/* floor(a / b) for b > 0 (C's / truncates towards 0) */
+static inline int64_t ts_floor_div(int64_t a, int64_t b)
+{
+    return a / b - (a % b != 0 && a < 0);
+}
+
+/* Whether two matrices share a byte. Exact when their spans are apart, and for two matrices of
+ * the same byte stride (each row within it): row i of x covers [i*s, i*s + wx) from x's start,
+ * row j of y [d + j*s, d + j*s + wy) with d = y - x, so they meet iff some t = i - j in
+ * [-(ry-1), rx-1] has d - wx < t*s < d + wy; that is what lets a caller write C into columns
+ * of the buffer A lives in (an in-place concatenation, A = buf[:, 0:K], C = buf[:, K:K+N]).
+ * Any other pair whose spans overlap counts as overlapping (a safe refusal). */
+static inline int ts_strided_overlap(const ts_strided *x, const ts_strided *y)
+{
+    if (!ts_spans_overlap(x->p, ts_strided_bytes(x), y->p, ts_strided_bytes(y)))
+        return 0;
+    const size_t s = x->stride_bytes;
+    if (s != y->stride_bytes || x->row_bytes > s || y->row_bytes > s
+        || s > (size_t)INT64_MAX / 4)
+        return 1;
+    /* the spans overlap, so |d| is below the longer span: within int64 for any real buffer */
+    const int64_t d = (int64_t)((uintptr_t)y->p - (uintptr_t)x->p), ss = (int64_t)s;
+    int64_t lo = ts_floor_div(d - (int64_t)x->row_bytes, ss) + 1;    /* least t: t*s > d - wx */
+    int64_t hi = ts_floor_div(d + (int64_t)y->row_bytes - 1, ss);     /* most t: t*s < d + wy */
+    const int64_t t_min = -(int64_t)(y->rows - 1), t_max = (int64_t)(x->rows - 1);
+    if (lo < t_min) lo = t_min;
+    if (hi > t_max) hi = t_max;
+    return lo <= hi;
+}
+
 #endif /* TS_SPAN_INTERNAL_H */

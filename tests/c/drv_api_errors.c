@@ -852,6 +852,112 @@ static void f16_errors(void)
     ts_packed_free(hf);
 }
 
+/* ts_strided_overlap against marking the bytes: every pair of small matrices (rows 1..3, widths
+ * up to the stride, equal and unequal strides) at every offset -40..40 of each other. Exact for
+ * equal strides; otherwise never "apart" when a byte is shared. */
+static void strided_overlap_exhaustive(void)
+{
+    static unsigned char mem[256];
+    int checked = 0;
+    for (size_t sx = 1; sx <= 6; ++sx)
+        for (size_t sy = 1; sy <= 6; ++sy)
+            for (size_t wx = 1; wx <= sx; ++wx)
+                for (size_t wy = 1; wy <= sy; ++wy)
+                    for (size_t rx = 1; rx <= 3; ++rx)
+                        for (size_t ry = 1; ry <= 3; ++ry)
+                            for (int d = -40; d <= 40; ++d) {
+                                const ts_strided x = { mem + 100, rx, wx, sx };
+                                const ts_strided y = { mem + 100 + d, ry, wy, sy };
+                                unsigned char mark[256] = { 0 };
+                                int shared = 0;
+                                for (size_t i = 0; i < rx; ++i)
+                                    for (size_t b = 0; b < wx; ++b)
+                                        mark[100 + i * sx + b] = 1;
+                                for (size_t j = 0; j < ry; ++j)
+                                    for (size_t b = 0; b < wy; ++b)
+                                        shared |= mark[(size_t)(100 + d) + j * sy + b];
+                                const int got = ts_strided_overlap(&x, &y);
+                                CHECK(sx == sy ? got == shared : got >= shared,
+                                      "strided overlap s %zu/%zu w %zu/%zu r %zu/%zu d %d: %d, bytes say %d",
+                                      sx, sy, wx, wy, rx, ry, d, got, shared);
+                                ++checked;
+                            }
+    CHECK(checked > 100000, "strided overlap: %d cases", checked);
+}
+
+/* An output written between the rows of its input (an in-place concatenation: A = buf[:, 0:K],
+ * C = buf[:, K:K+N], the same stride): no byte is shared, so the call runs and gives the bits of
+ * the same call on separate buffers, leaving A and the columns past C as they were. C one
+ * element further left (its first column on A's last) is TS_EINVAL with nothing written. */
+#define IC_M 9
+#define IC_K 13
+#define IC_N 11
+#define IC_LD (IC_K + IC_N + 3)
+static void interleaved_outputs(void)
+{
+    static float fbuf[IC_M * IC_LD], fsnap[IC_M * IC_LD], fA[IC_M * IC_K], fB[IC_K * IC_N],
+        fC[IC_M * IC_N];
+    static int8_t bbuf[IC_M * IC_LD], bsnap[IC_M * IC_LD], bA[IC_M * IC_K], bB[IC_K * IC_N],
+        bC[IC_M * IC_N];
+    static int8_t wq[IC_N * IC_K];
+    static float wscale[IC_N], qbuf[IC_M * IC_LD], qsnap[IC_M * IC_LD], qC[IC_M * IC_N];
+    int32_t mu = 1 << 30, sh = -3;
+    const ts_quant q = { 3, -5, NULL, &mu, &sh, 0, -128, 127, TS_ROUND_DOUBLE };
+    for (int i = 0; i < IC_M * IC_LD; ++i) {
+        fbuf[i] = -77.0f;
+        bbuf[i] = (int8_t)-77;
+    }
+    for (int m = 0; m < IC_M; ++m)
+        for (int k = 0; k < IC_K; ++k) {
+            fA[m * IC_K + k] = fbuf[m * IC_LD + k] = (float)((m * 7 + k * 3) % 11) - 5.0f;
+            bA[m * IC_K + k] = bbuf[m * IC_LD + k] = (int8_t)((m * 37 + k * 11) % 200 - 100);
+        }
+    for (int i = 0; i < IC_K * IC_N; ++i) {
+        fB[i] = (float)(i % 7) - 3.0f;
+        bB[i] = (int8_t)(i * 13 % 150 - 75);
+        wq[i] = (int8_t)(i * 29 % 200 - 100);
+    }
+    for (int n = 0; n < IC_N; ++n)
+        wscale[n] = 0.01f * (float)(n + 1);
+    memcpy(qbuf, fbuf, sizeof qbuf);
+    memcpy(fsnap, fbuf, sizeof fsnap);
+    memcpy(bsnap, bbuf, sizeof bsnap);
+    memcpy(qsnap, qbuf, sizeof qsnap);
+
+    /* one element too far left: C's first column is A's last */
+    CHECK(ts_gemm_f32(IC_M, IC_N, IC_K, fbuf, IC_LD, fB, IC_N, fbuf + IC_K - 1, IC_LD) == TS_EINVAL
+          && strstr(ts_last_error(), "C overlaps A") != NULL
+          && memcmp(fbuf, fsnap, sizeof fbuf) == 0, "interleaved f32: C on A's last column accepted");
+    CHECK(ts_gemm_s8(IC_M, IC_N, IC_K, bbuf, IC_LD, bB, IC_N, &q, bbuf + IC_K - 1, IC_LD) == TS_EINVAL
+          && memcmp(bbuf, bsnap, sizeof bbuf) == 0, "interleaved s8: C on A's last column accepted");
+
+    /* C right after A in each row */
+    CHECK(ts_gemm_f32(IC_M, IC_N, IC_K, fA, IC_K, fB, IC_N, fC, IC_N) == TS_OK
+          && ts_gemm_f32(IC_M, IC_N, IC_K, fbuf, IC_LD, fB, IC_N, fbuf + IC_K, IC_LD) == TS_OK,
+          "interleaved f32: %s", ts_last_error());
+    CHECK(ts_gemm_s8(IC_M, IC_N, IC_K, bA, IC_K, bB, IC_N, &q, bC, IC_N) == TS_OK
+          && ts_gemm_s8(IC_M, IC_N, IC_K, bbuf, IC_LD, bB, IC_N, &q, bbuf + IC_K, IC_LD) == TS_OK,
+          "interleaved s8: %s", ts_last_error());
+    ts_packed_b *w = NULL;
+    CHECK(ts_pack_b_qs8(IC_N, IC_K, wq, IC_K, wscale, &w) == TS_OK
+          && ts_gemm_qdyn_f32(NULL, IC_M, fA, IC_K, w, NULL, -INFINITY, INFINITY, qC, IC_N) == TS_OK
+          && ts_gemm_qdyn_f32(NULL, IC_M, qbuf, IC_LD, w, NULL, -INFINITY, INFINITY, qbuf + IC_K,
+                              IC_LD) == TS_OK, "interleaved qdyn: %s", ts_last_error());
+    ts_packed_free(w);
+    for (int m = 0; m < IC_M; ++m)
+        for (int j = 0; j < IC_LD; ++j) {
+            const int i = m * IC_LD + j, in_c = j >= IC_K && j < IC_K + IC_N;
+            const float fwant = in_c ? fC[m * IC_N + j - IC_K] : fsnap[i];
+            const float qwant = in_c ? qC[m * IC_N + j - IC_K] : qsnap[i];
+            const int8_t bwant = in_c ? bC[m * IC_N + j - IC_K] : bsnap[i];
+            CHECK(memcmp(&fbuf[i], &fwant, sizeof fwant) == 0, "interleaved f32 (%d,%d): %g, want %g",
+                  m, j, (double)fbuf[i], (double)fwant);
+            CHECK(bbuf[i] == bwant, "interleaved s8 (%d,%d): %d, want %d", m, j, bbuf[i], bwant);
+            CHECK(memcmp(&qbuf[i], &qwant, sizeof qwant) == 0, "interleaved qdyn (%d,%d): %g, want %g",
+                  m, j, (double)qbuf[i], (double)qwant);
+        }
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -869,6 +975,8 @@ int main(void)
         gemm_alias_errors(kind);
     gemm_alias_errors(S8);   /* other_alias_errors uses the int8 a_q and the int8 data */
     other_alias_errors();
+    strided_overlap_exhaustive();
+    interleaved_outputs();
     printf("failures %d\n", failures);
     return failures != 0;
 }
