@@ -241,7 +241,7 @@ def _bounds_note(at: list[dict]) -> str:
             "rows (the int8 `_requant` and uint8 `_requant_u8` epilogues: 26-40 instructions per "
             "C row of 4S outputs by rounding mode and clamp, 26 for rounding 2 over the whole "
             "output range, against K/S "
-            "MOPAs per row: 32 at K = 512, SVL 512; README \"SME kernels\" bounds the int8 "
+            "MOPAs per row: 32 at K = 512, SVL 512; docs/PERFORMANCE.md \"SME\" bounds the int8 "
             "output's MOPA share below 50 % there). The streaming "
             "packers (`gen/sme_pack.py`) move whole streaming vectors (the fp32 -> bf16 "
             "rounding: one BFCVT per vector under the default FPCR, else 8 vector instructions; "
