@@ -335,7 +335,7 @@ def test_cpu_detection_reports_sme(tmp_path, qemu_cpu_name, sme):
     product bits (qemu -cpu max has them; sme=off and cortex-a57 have none)."""
     from gen.drivers import DRIVERS
     binary = compile_aarch64([TEST_C / "drv_cpu_features.c", DRIVERS / "src" / "ts_cpu.c",
-                              DRIVERS / "src" / "ts_sme.c"],
+                              DRIVERS / "src" / "ts_sme.c", DRIVERS / "src" / "ts_error.c"],
                              tmp_path / "cpu", includes=[DRIVERS / "include", DRIVERS / "src"])
     out = run_qemu(binary, cpu=qemu_cpu_name).stdout.split()
     features = int(out[1])
