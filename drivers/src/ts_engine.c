@@ -307,14 +307,6 @@ static void setup_block(const call *c, int first, int last, block_run *r)
     r->last_kernel = last_panel_kernel(path, c->ntail, r->kernel);
 }
 
-/* run_full_tiles stays a function of its own: inlined, the caller's values would compete for
- * its loop's callee-saved registers. */
-#if defined(__GNUC__)
-#  define TS_ENGINE_NOINLINE __attribute__((noinline))
-#else
-#  define TS_ENGINE_NOINLINE
-#endif
-
 /* One B panel's kernel calls on full-height tiles with no accumulator input (every call of a
  * GEMM whose K is one block, but the last A panel's when M is not a multiple of ep): the
  * pointers step by a panel's bytes and ep rows, and the argument block is set once, so the
@@ -322,7 +314,7 @@ static void setup_block(const call *c, int first, int last, block_run *r)
  * structures would be reloaded after every call: the kernel is called through a pointer and
  * may write memory). The bench's models, GEMM 512^3 int8 smmla, driver cycles per tile:
  * Cortex-A510 24.7 -> 8.6, Neoverse N2 4.9 -> 3.4, V1 5.2 -> 3.4. */
-static TS_ENGINE_NOINLINE void run_full_tiles(ts_kernel_fn kernel, const unsigned char *a,
+static TS_NOINLINE void run_full_tiles(ts_kernel_fn kernel, const unsigned char *a,
                                        const unsigned char *a_end, size_t panel_bytes,
                                        const unsigned char *b, size_t steps, unsigned char *dst,
                                        size_t dst_ld, size_t dst_rows,

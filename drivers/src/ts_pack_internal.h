@@ -22,6 +22,13 @@
 #else
 #  define TS_ALWAYS_INLINE inline
 #endif
+/* A function kept out of line: its loop gets registers of its own instead of competing with
+ * the caller's live values (ts_engine.c run_full_tiles, ts_qdyn.c fused_strip). */
+#if defined(__GNUC__)
+#  define TS_NOINLINE __attribute__((noinline))
+#else
+#  define TS_NOINLINE
+#endif
 
 #ifdef __cplusplus
 extern "C" {

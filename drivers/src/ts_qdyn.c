@@ -775,13 +775,9 @@ static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0
  * the strip's rows (in a_panel: the kernel's int8 A layout, zero past K up to its k-steps) ->
  * the row data of the kernel's argument block, then one kernel call per panel of hp columns
  * (per rl group of panels), which writes C directly (partial tiles included). */
-#if defined(__GNUC__)     /* its own registers for the per-tile call loop (else inlined into
-                             * fused_task, whose live values push the loop's to the stack) */
-#  define TS_QDYN_NOINLINE __attribute__((noinline))
-#else
-#  define TS_QDYN_NOINLINE
-#endif
-static TS_QDYN_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern,
+/* TS_NOINLINE: its own registers for the per-tile call loop (else inlined into fused_task,
+ * whose live values push the loop's to the stack) */
+static TS_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *kern,
                                          size_t rows, strip_rows q, const float *bias_pad,
                                          float cmin, float cmax, float *C, size_t ldc,
                                          const unsigned char *a_panel, void *row_data,
