@@ -1,5 +1,6 @@
 /* ts_build_internal.h — how the library's sources must be compiled, checked in every
- * translation unit (each internal header includes this one). Not public API. Plain C99. */
+ * translation unit (each internal header includes this one), and the compiler attributes they
+ * share. Not public API. Plain C99. */
 #ifndef TS_BUILD_INTERNAL_H
 #define TS_BUILD_INTERNAL_H
 
@@ -8,6 +9,21 @@
  * with -ffast-math, -Ofast or -ffinite-math-only would silently break both, so it stops here. */
 #if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
 #  error "build tilesmith's sources without -ffast-math / -Ofast / -ffinite-math-only (IEEE results and NaN/Inf checks depend on it)"
+#endif
+
+/* A helper specialised by inlining it with constant arguments (ts_pack.c, ts_qdyn_lhs.c, the
+ * NEON row loop of ts_requant.c). */
+#if defined(__GNUC__)
+#  define TS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#  define TS_ALWAYS_INLINE inline
+#endif
+/* A function kept out of line: its loop gets registers of its own instead of competing with
+ * the caller's live values (ts_engine.c run_full_tiles, ts_qdyn.c fused_strip). */
+#if defined(__GNUC__)
+#  define TS_NOINLINE __attribute__((noinline))
+#else
+#  define TS_NOINLINE
 #endif
 
 #endif

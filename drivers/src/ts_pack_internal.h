@@ -14,21 +14,8 @@
 #include <string.h>
 
 #include "tilesmith.h"
-#include "ts_span_internal.h"   /* ts_size_*, ts_matrix_span_* */
-
-/* Helpers specialised by inlining them with constant arguments (ts_pack.c, ts_qdyn_lhs.c). */
-#if defined(__GNUC__)
-#  define TS_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#  define TS_ALWAYS_INLINE inline
-#endif
-/* A function kept out of line: its loop gets registers of its own instead of competing with
- * the caller's live values (ts_engine.c run_full_tiles, ts_qdyn.c fused_strip). */
-#if defined(__GNUC__)
-#  define TS_NOINLINE __attribute__((noinline))
-#else
-#  define TS_NOINLINE
-#endif
+#include "ts_span_internal.h"   /* ts_size_*, ts_matrix_span_*; TS_ALWAYS_INLINE, TS_NOINLINE
+                                   (ts_build_internal.h) */
 
 #ifdef __cplusplus
 extern "C" {

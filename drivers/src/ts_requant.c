@@ -38,12 +38,8 @@
 #define TS_REQUANT_NEON 1
 #endif
 
-/* The NEON row loop is written once and specialised by inlining it with constant flags. */
-#if defined(__GNUC__)
-#define TS_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define TS_ALWAYS_INLINE inline
-#endif
+/* The NEON row loop is written once and specialised by inlining it with constant flags
+ * (TS_ALWAYS_INLINE: ts_build_internal.h, through ts_span_internal.h). */
 
 /* ---- argument checks ------------------------------------------------------------------------ */
 
