@@ -242,7 +242,8 @@ int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, si
  * handle serves M = 1 decode and M = 128 prefill alike: packed B takes twice the memory.
  * A call with M <= the GEMV kernel's max_m (1; 2 for the mmla kernels) runs it unless B is so
  * narrow (small N) that the GEMM tile needs fewer instructions; unpacked calls choose the same
- * way and pack only the layout they run. Both kernels use the same instruction over the same
+ * way and pack only the layout they run. A context can ask its packers for one layout only
+ * (ts_context_set_pack_layouts: half the memory). Both kernels use the same instruction over the same
  * k order: every result, fp32 included, is bit-identical whichever of them runs. */
 typedef struct ts_packed_b ts_packed_b;
 /* Each returns TS_OK and *out, or TS_EINVAL / TS_ENOMEM and leaves *out untouched. */
@@ -284,8 +285,8 @@ int ts_gemm_u8_prepacked     (size_t M, const uint8_t *A, size_t lda, const ts_p
  * filter (the handle holds it), i.e. the blocked loop's work area and the padded copy of the
  * input where the conv makes one; the largest over this build's int8 kernels, 0 for an invalid
  * conv. (ts_conv2d_s8_workspace_size(c), larger, is still enough.) E.g. 3x3 512->512 on 14x14
- * on ARCH=v86: 1,022,479 bytes instead of 10,719,823 (9,918,464 of which are the Armv8.0
- * path's int16-widened packed filter). */
+ * on ARCH=v86: 1,022,479 bytes instead of 5,558,863 (most of it the packed filter, int16-widened
+ * on the Armv8.0 path). */
 size_t ts_conv2d_s8_prepacked_workspace_size(const ts_conv2d *c);
 /* workspace: ts_conv2d_s8_prepacked_workspace_size(c) bytes (taken on trust) */
 int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
@@ -470,7 +471,11 @@ size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M,
 /* The same for the *_prepacked calls of gemm_type (B a handle of K x N: no B panels packed in
  * the call, so the work area alone: at most ts_context_workspace_size, which stays enough).
  * E.g. int8, M = 1, N = 1000, K = 1280, one thread, ARCH=v86: 27,486 bytes instead of
- * 2,611,246 (M = 64: 439,998 instead of 3,024,526). TS_GEMM_QDYN: as ts_context_workspace_size (qdyn handles are always prepacked). */
+ * 2,611,246 (M = 64: 439,998 instead of 3,024,526). Sized for handles of ctx's layouts
+ * (ts_context_set_pack_layouts; NULL: both): a small-M call on a handle without the GEMV layout
+ * runs the GEMM tile, whose work area is larger (the M = 1 example: 44,638 bytes), and with a
+ * smaller workspace returns TS_EINVAL, nothing written. TS_GEMM_QDYN: as
+ * ts_context_workspace_size (qdyn handles are always prepacked). */
 size_t ts_context_workspace_size_prepacked(const ts_context *ctx, int gemm_type, size_t M,
                                            size_t N, size_t K);
 #define TS_MAX_THREADS 256
@@ -506,6 +511,24 @@ int ts_pack_b_u8u32_ctx(const ts_context *ctx, size_t K, size_t N, const uint8_t
                         size_t ldb, ts_packed_b **out);
 int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
                                  const int8_t *filter, ts_packed_b **out);
+/* The B layouts a handle of the ts_pack_b_*_ctx packers above holds (ts_context_set_pack_layouts):
+ *   TS_LAYOUT_GEMM  the GEMM tile's panels: runs every M;
+ *   TS_LAYOUT_GEMV  the GEMV / small-M kernel's panels (see "GEMV and small M" above): runs
+ *                   M <= that kernel's max_m only (1; 2 for the mmla kernels; the
+ *                   handle's ts_packed_gemv_kernel).
+ * The default, both, lets one handle serve decode and prefill at twice the memory. With
+ * TS_LAYOUT_GEMM alone a small-M call runs the GEMM tile (the same bits, more instructions);
+ * with TS_LAYOUT_GEMV alone a call with a larger M returns TS_EINVAL, nothing written. A path
+ * without a GEMV kernel stores its GEMM layout whatever the setting (ts_packed_gemv_kernel is
+ * NULL for a handle without the GEMV layout). Conv filters hold the GEMM layout only (a conv
+ * never runs the GEMV kernel) and qdyn handles their one layout: the setting does not apply.
+ * TS_EINVAL (nothing changed) for ctx NULL, 0 or a bit outside the two. */
+#define TS_LAYOUT_GEMM 1u
+#define TS_LAYOUT_GEMV 2u
+int ts_context_set_pack_layouts(ts_context *ctx, unsigned layouts);
+/* Bytes of memory a handle of any ts_pack_* function holds (one allocation: header, panels,
+ * sums and scales); 0 for NULL or a handle that is not live. */
+size_t ts_packed_size(const ts_packed_b *b);
 int ts_gemm_f32_prepacked_ctx  (const ts_context *ctx, size_t M, const float *A, size_t lda,
                                 const ts_packed_b *B, float *C, size_t ldc);
 int ts_gemm_bf16_prepacked_ctx (const ts_context *ctx, size_t M, const float *A, size_t lda,

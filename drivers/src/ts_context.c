@@ -17,6 +17,7 @@ int ts_context_create(ts_context **out)
     ctx->tag = TS_TAG_CONTEXT;
     ctx->threads = 1;
     ctx->core_class = TS_CORE_AUTO;
+    ctx->pack_layouts = TS_LAYOUT_GEMM | TS_LAYOUT_GEMV;
     *out = ctx;
     return TS_OK;
 }
@@ -155,6 +156,21 @@ int ts_context_set_cache_sizes(ts_context *ctx, size_t l1d_bytes, size_t l2_byte
 unsigned ts_context_threads(const ts_context *ctx)
 {
     return ctx != NULL ? ctx->threads : 1;
+}
+
+int ts_context_set_pack_layouts(ts_context *ctx, unsigned layouts)
+{
+    if (!settable(ctx))
+        return TS_EINVAL;
+    if (layouts == 0 || (layouts & ~(TS_LAYOUT_GEMM | TS_LAYOUT_GEMV)) != 0)
+        return ts_fail(TS_EINVAL, "layouts is not TS_LAYOUT_GEMM, TS_LAYOUT_GEMV or both");
+    ctx->pack_layouts = layouts;
+    return TS_OK;
+}
+
+unsigned ts_context_pack_layouts(const ts_context *ctx)
+{
+    return ctx != NULL ? ctx->pack_layouts : TS_LAYOUT_GEMM | TS_LAYOUT_GEMV;
 }
 
 /* ---- the calling thread's state, adopted by tasks on other threads -------------------------

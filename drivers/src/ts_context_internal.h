@@ -34,6 +34,7 @@ struct ts_context {
     size_t workspace_bytes;
     unsigned workspace_busy;           /* 1 while a call uses the workspace (TS_EBUSY) */
     size_t l1d_bytes, l2_bytes;        /* ts_context_set_cache_sizes; 0: the path's own blocks */
+    unsigned pack_layouts;             /* ts_context_set_pack_layouts: TS_LAYOUT_* bits */
 };
 
 /* The workspace guard: a call claims ctx's workspace with one atomic exchange (acquire) and
@@ -53,6 +54,8 @@ struct ts_context {
 
 /* How many tasks can run at once with ctx (1 for NULL): what the work is split for. */
 unsigned ts_context_threads(const ts_context *ctx);
+/* The TS_LAYOUT_* bits ctx's GEMM packers store (both for NULL). */
+unsigned ts_context_pack_layouts(const ts_context *ctx);
 /* task(arg, i) for i in [0, n) with ctx's parallel_for (NULL ctx: in order, this thread). */
 void ts_context_run(const ts_context *ctx, size_t n, ts_task_fn task, void *arg);
 

@@ -79,7 +79,7 @@ static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threa
                          int with_filter, size_t *out)
 {
     size_t filter = 0, work;
-    return (with_filter && (ts_packed_b_bytes(path, conv_k(c), c->out_c, &filter)
+    return (with_filter && (ts_packed_b_bytes(path, TS_LAYOUT_GEMM, conv_k(c), c->out_c, &filter)
                             || ts_size_round_up(filter, 16, &filter)))
            || ts_gemm_work_bytes(path, conv_m(c), c->out_c, conv_k(c), 1,
                                  is_pointwise(c) ? 0 : c->in_c, threads, &work)
@@ -246,11 +246,11 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
         ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized));
     const ts_path *path = &single;
     size_t K = conv_k(c), filter_bytes;
-    ts_packed_b_bytes(path, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
+    ts_packed_b_bytes(path, TS_LAYOUT_GEMM, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
     ts_size_round_up(filter_bytes, 16, &filter_bytes);
     unsigned char *base = (unsigned char *)ts_align16(mem);
     ts_packed_b packed;
-    ts_packed_b_layout(&packed, path, K, c->out_c, base);
+    ts_packed_b_layout(&packed, path, TS_LAYOUT_GEMM, K, c->out_c, base);
     ts_b_source b = { &packed, 1, filter, 1, K };   /* B[k][n] = filter[n*K + k] */
     run_conv(ctx, c, input, &b, q, output, base + filter_bytes);
     if (workspace == NULL)
@@ -276,8 +276,9 @@ int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
     if (filter == NULL || out == NULL)
         return ts_fail(TS_EINVAL, "filter or out is NULL");
     size_t K = conv_k(c);
-    int rc = ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), K, c->out_c, filter, 1, K,
-                                out);
+    /* the GEMM layout only: a conv never runs the GEMV kernel */
+    int rc = ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), TS_LAYOUT_GEMM, K,
+                                c->out_c, filter, 1, K, out);
     if (rc == TS_OK)
         (*out)->tag = TS_TAG_CONV_FILTER;   /* for ts_conv2d_s8_prepacked only */
     return rc;

@@ -157,6 +157,9 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
 {
     if (!packed_ok(B, op, run))
         return 0;
+    if (!ts_packed_gemm_layout(B) && M > B->path->gemv.max_m)
+        return ts_reject("B holds only the GEMV layout (TS_LAYOUT_GEMV), which runs M up to the "
+                         "GEMV kernel's max_m; pack with TS_LAYOUT_GEMM for this M");
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
     if (!matrix_ok(A, M, B->K, lda, a_bytes, &A_WHY) || !matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
@@ -214,7 +217,7 @@ static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size
                       int stage, int pack_b, size_t *out)
 {
     size_t b_bytes = 0, work;
-    if (pack_b && (ts_packed_b_bytes(path, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)
+    if (pack_b && (ts_packed_b_bytes(path, TS_LAYOUTS_ALL, K, N, &b_bytes) || ts_size_round_up(b_bytes, 16, &b_bytes)
                    || ts_size_add(b_bytes, TS_LINE_BYTES - 16, &b_bytes)))
         return -1;
     return ts_gemm_work_bytes(path, M, N, K, stage, 0, ts_context_threads(ctx), &work)
@@ -223,16 +226,17 @@ static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size
 
 /* ---- dispatch on M: the GEMV / small-M kernel (gen/gemv.py) ----------------------------------- */
 
-/* For M <= path->gemv.max_m (and B not too narrow, ts_use_gemv) the GEMV kernel runs instead
- * of the GEMM tile: *view becomes the handle's GEMV layout under the GEMV path *gemv (both the
- * caller's, alive for the call) and is returned; otherwise b itself. The GEMV kernel computes
- * every result with the same instruction over the same k order as the GEMM kernel (an fp32
- * result is the same chain of fused multiply-adds, k = 0 .. K-1), so both return identical
- * bits. */
+/* For M <= path->gemv.max_m (and B not too narrow, ts_use_gemv, or a handle with only the GEMV
+ * layout) the GEMV kernel runs instead of the GEMM tile: *view becomes the handle's GEMV
+ * layout under the GEMV path *gemv (both the caller's, alive for the call) and is returned;
+ * otherwise b itself (a handle without the GEMV layout: the GEMM tile for every M). The GEMV
+ * kernel computes every result with the same instruction over the same k order as the GEMM
+ * kernel (an fp32 result is the same chain of fused multiply-adds, k = 0 .. K-1), so both
+ * return identical bits. */
 static const ts_packed_b *gemv_view(const ts_packed_b *b, size_t M, ts_path *gemv,
                                     ts_packed_b *view)
 {
-    if (!ts_use_gemv(b->path, M, b->N) || b->gemv_data == NULL)
+    if (b->gemv_data == NULL || (ts_packed_gemm_layout(b) && !ts_use_gemv(b->path, M, b->N)))
         return b;
     *gemv = ts_gemv_path(b->path);
     *view = *b;
@@ -257,10 +261,25 @@ static const ts_path *unpacked_path(const ts_path *path, size_t M, size_t N, ts_
     return copy;
 }
 
+/* The path a prepacked call with M rows runs (copied into *copy) on a handle of path with
+ * `layouts` (ts_context_set_pack_layouts), as gemv_view chooses: with both layouts the
+ * unpacked call's; with the GEMM layout alone the GEMM tile; with the GEMV layout alone the
+ * GEMV kernel for every M it runs (larger M is refused: sized as the GEMM tile). */
+static const ts_path *prepacked_path(const ts_path *path, unsigned layouts, size_t M, size_t N,
+                                     ts_path *copy)
+{
+    const int gemv = path->gemv.kernel != NULL && (layouts & TS_LAYOUT_GEMV) != 0;
+    const int gemm = !gemv || (layouts & TS_LAYOUT_GEMM) != 0;
+    const int use_gemv = gemv && M <= path->gemv.max_m && (!gemm || ts_use_gemv(path, M, N));
+    *copy = use_gemv ? ts_gemv_path(path) : ts_single_layout_path(path);
+    return copy;
+}
+
 /* The largest call_bytes over the type's paths (B packed in the call or prepacked: pack_b),
  * for ctx's threads and cache sizes; 0 for a dead ctx, an unknown type or on overflow. A
- * prepacked call runs the same path as the unpacked one (the GEMV path for small M, from the
- * handle's GEMV layout), without B's panels. qdyn handles are always prepacked. */
+ * prepacked call runs the path prepacked_path gives for a handle of ctx's layouts (with both:
+ * the unpacked call's, the GEMV path for small M), without B's panels. qdyn handles are always
+ * prepacked. */
 static size_t workspace_size(const ts_context *ctx, int gemm_type, size_t M, size_t N,
                              size_t K, int pack_b)
 {
@@ -271,8 +290,10 @@ static size_t workspace_size(const ts_context *ctx, int gemm_type, size_t M, siz
         return ts_qdyn_workspace_size(ctx, M, N, K);
     const ts_path *paths = ts_paths_of(gemm_type, &count);
     for (size_t i = 0; i < count; ++i) {
-        ts_path gemv, sized;
-        const ts_path *path = unpacked_path(ts_sized_path(ctx, &paths[i], &sized), M, N, &gemv);
+        ts_path copy, sized;
+        const ts_path *path = ts_sized_path(ctx, &paths[i], &sized);
+        path = pack_b ? unpacked_path(path, M, N, &copy)
+                      : prepacked_path(path, ts_context_pack_layouts(ctx), M, N, &copy);
         if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), pack_b,
                        &bytes))
             return 0;
@@ -327,12 +348,12 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
     ts_packed_b local;
     ts_b_source b = { packed, 0, NULL, 0, 0 };
     if (packed == NULL) {
-        ts_packed_b_bytes(path, K, N, &b_bytes);
+        ts_packed_b_bytes(path, TS_LAYOUTS_ALL, K, N, &b_bytes);
         ts_size_round_up(b_bytes, 16, &b_bytes);
         /* the panels on a line (TS_LINE_BYTES): move the block by at most 48 bytes */
-        ts_packed_b_layout(&local, path, K, N, base);
+        ts_packed_b_layout(&local, path, TS_LAYOUTS_ALL, K, N, base);
         base += (TS_LINE_BYTES - (uintptr_t)local.data % TS_LINE_BYTES) % TS_LINE_BYTES;
-        ts_packed_b_layout(&local, path, K, N, base);
+        ts_packed_b_layout(&local, path, TS_LAYOUTS_ALL, K, N, base);
         b.b = &local;
         b.fill = 1;
         b.src = B;
@@ -403,7 +424,7 @@ static int pack_b(const ts_context *ctx, const gemm_op *op, size_t K, size_t N, 
         return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
     if (!k_ok(op, K) || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack), &B_WHY))
         return TS_EINVAL;
-    return ts_packed_b_create(path, K, N, B, ldb, 1, out);
+    return ts_packed_b_create(path, ts_context_pack_layouts(ctx), K, N, B, ldb, 1, out);
 }
 
 /* The public entry points: each _ctx function, and its twin with ctx NULL. (The names are

@@ -1796,14 +1796,26 @@ static int layout_bytes(const ts_path *path, size_t hp, size_t K, size_t N, size
            || (path->gemv.kernel != NULL && ts_size_round_up(*out, 16, out));
 }
 
-int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out)
+/* Whether a handle of path with the requested layouts holds the GEMV layout / the GEMM one. */
+static int keeps_gemv(const ts_path *path, unsigned layouts)
 {
-    size_t sums, data, gemv = 0;
+    return path->gemv.kernel != NULL && (layouts & TS_LAYOUT_GEMV) != 0;
+}
+
+static int keeps_gemm(const ts_path *path, unsigned layouts)
+{
+    return !keeps_gemv(path, layouts) || (layouts & TS_LAYOUT_GEMM) != 0;
+}
+
+int ts_packed_b_bytes(const ts_path *path, unsigned layouts, size_t K, size_t N, size_t *out)
+{
+    size_t sums, data = 0, gemv = 0;
     ts_path small;
     if (path->gemv.kernel != NULL)
         small = ts_gemv_path(path);       /* its hp and lp */
-    if (col_sums_bytes(path, N, &sums) || layout_bytes(path, path->hp, K, N, &data)
-        || (path->gemv.kernel != NULL && layout_bytes(&small, small.hp, K, N, &gemv))
+    if (col_sums_bytes(path, N, &sums)
+        || (keeps_gemm(path, layouts) && layout_bytes(path, path->hp, K, N, &data))
+        || (keeps_gemv(path, layouts) && layout_bytes(&small, small.hp, K, N, &gemv))
         || ts_size_add(data, sums, out) || ts_size_add(*out, gemv, out))
         return -1;
     return 0;
@@ -1959,18 +1971,21 @@ static void set_geometry(ts_packed_b *b, const ts_path *path, size_t K, size_t N
     ts_panel_bytes(path, path->hp, K, &b->panel_bytes);
 }
 
-void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N, void *memory)
+void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, unsigned layouts, size_t K,
+                        size_t N, void *memory)
 {
     size_t sums = 0, data = 0;
+    const int gemm = keeps_gemm(path, layouts);
     col_sums_bytes(path, N, &sums);     /* cannot fail: ts_packed_b_bytes succeeded */
-    layout_bytes(path, path->hp, K, N, &data);
+    if (gemm)
+        layout_bytes(path, path->hp, K, N, &data);
     set_geometry(b, path, K, N);
     b->tag = TS_TAG_PACKED_B;
     b->tail_hp = 0;
     b->gemv_panels = 0;
     b->gemv_panel_bytes = 0;
     b->gemv_data = NULL;
-    if (path->gemv.kernel != NULL) {
+    if (keeps_gemv(path, layouts)) {
         /* the GEMV layout: the same packer with the GEMV tile's hp, after the main panels */
         ts_path gemv = ts_gemv_path(path);
         ts_packed_b view;
@@ -1981,7 +1996,13 @@ void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
     }
     b->col_sums = sums ? (int32_t *)memory : NULL;
     b->data = (unsigned char *)memory + sums;
+    if (!gemm) {          /* the GEMV layout alone (ts_packed_gemm_layout) */
+        b->data = NULL;
+        b->panels = 0;
+        b->panel_bytes = 0;
+    }
     b->owned = NULL;
+    b->owned_bytes = 0;
     b->bl = 0;
     b->blocks = 0;
     b->wscales = NULL;
@@ -2049,38 +2070,39 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
     }
 }
 
-void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
-                      const void *B, size_t k_stride, size_t n_stride, void *memory)
+void ts_packed_b_init(ts_packed_b *b, const ts_path *path, unsigned layouts, size_t K,
+                      size_t N, const void *B, size_t k_stride, size_t n_stride, void *memory)
 {
-    ts_packed_b_layout(b, path, K, N, memory);
+    ts_packed_b_layout(b, path, layouts, K, N, memory);
     ts_packed_b_fill(b, B, k_stride, n_stride, 0, b->panels);
     if (b->gemv_data != NULL) {
-        /* the GEMV layout of the same B (no column sums: the main layout has them) */
+        /* the GEMV layout of the same B (its column sums with the GEMM layout's, if any) */
         ts_path gemv = ts_gemv_path(path);
         ts_packed_b view = *b;
         view.path = &gemv;
         view.panels = b->gemv_panels;
         view.panel_bytes = b->gemv_panel_bytes;
         view.data = b->gemv_data;
-        view.col_sums = NULL;
+        view.col_sums = ts_packed_gemm_layout(b) ? NULL : b->col_sums;
         ts_packed_b_fill(&view, B, k_stride, n_stride, 0, view.panels);
     }
 }
 
-int ts_packed_b_create(const ts_path *path, size_t K, size_t N, const void *B,
-                       size_t k_stride, size_t n_stride, ts_packed_b **out)
+int ts_packed_b_create(const ts_path *path, unsigned layouts, size_t K, size_t N,
+                       const void *B, size_t k_stride, size_t n_stride, ts_packed_b **out)
 {
     /* one block: the handle, padding to 16 bytes, the packed data */
     size_t head = (sizeof(ts_packed_b) + 15) / 16 * 16, bytes, total;
-    if (ts_packed_b_bytes(path, K, N, &bytes) || ts_size_add(head, bytes, &total))
+    if (ts_packed_b_bytes(path, layouts, K, N, &bytes) || ts_size_add(head, bytes, &total))
         return ts_fail(TS_ENOMEM, "the packed handle's size overflows size_t");
     /* malloc's result is aligned for any object (16 bytes on AArch64 Linux, Apple, Windows). */
     unsigned char *block = (unsigned char *)malloc(total);
     if (block == NULL)
         return ts_fail(TS_ENOMEM, "out of memory (the packed handle)");
     ts_packed_b *b = (ts_packed_b *)block;
-    ts_packed_b_init(b, path, K, N, B, k_stride, n_stride, block + head);
+    ts_packed_b_init(b, path, layouts, K, N, B, k_stride, n_stride, block + head);
     b->owned = block;
+    b->owned_bytes = total;
     *out = b;
     return TS_OK;
 }
@@ -2114,4 +2136,9 @@ const char *ts_packed_kernel(const ts_packed_b *b)
 const char *ts_packed_gemv_kernel(const ts_packed_b *b)
 {
     return b != NULL && live_packed_b(b) && b->gemv_data != NULL ? b->path->gemv.symbol : NULL;
+}
+
+size_t ts_packed_size(const ts_packed_b *b)
+{
+    return b != NULL && live_packed_b(b) ? b->owned_bytes : 0;
 }

@@ -312,6 +312,7 @@ struct ts_packed_b {
     void *data;                /* panels * panel_bytes bytes */
     int32_t *col_sums;         /* ts_keeps_col_sums types: sum_k B[k][n], N values */
     void *owned;               /* malloc block to free with the handle, or NULL */
+    size_t owned_bytes;        /* its size (ts_packed_size), 0 without one */
     /* TS_GEMM_QDYN handles only (ts_qdyn.c; 0 / NULL otherwise): the weights' scale blocks */
     size_t bl;                 /* k per scale block: K for one scale per output channel */
     size_t blocks;             /* K / bl */
@@ -331,7 +332,15 @@ struct ts_packed_b {
     size_t gemv_panels;        /* ceil(N / gemv.hp), 0 without a GEMV layout */
     size_t gemv_panel_bytes;
     void *gemv_data;           /* gemv_panels * gemv_panel_bytes bytes, or NULL */
+    /* A handle packed with TS_LAYOUT_GEMV alone (ts_context_set_pack_layouts) has no GEMM
+     * layout: data NULL, panels and panel_bytes 0 (ts_packed_gemm_layout). */
 };
+
+/* Whether b holds the GEMM tile's panels (else only the GEMV layout: M <= gemv.max_m). */
+static inline int ts_packed_gemm_layout(const ts_packed_b *b)
+{
+    return b->data != NULL;
+}
 
 /* `path` without its GEMV kernel: for a B packed inside one call, whose M is known, only the
  * layout that call runs is packed (ts_packed_b_init packs the GEMV layout too when the path
@@ -394,27 +403,33 @@ static inline int ts_packed_b_overlaps(const ts_packed_b *b, const void *p, size
            || ts_spans_overlap(p, len, b->blk_sums, b->N * b->blocks * sizeof(int32_t));
 }
 
-/* Bytes ts_packed_b_init needs for (path, K, N): the panels, plus column sums for INT8, plus
- * the GEMV layout when the path has a GEMV kernel.
- * Returns 0, or -1 on size_t overflow. */
-int ts_packed_b_bytes(const ts_path *path, size_t K, size_t N, size_t *out);
+/* The B layouts of a handle (tilesmith.h TS_LAYOUT_GEMM / TS_LAYOUT_GEMV bits, at least one):
+ * TS_LAYOUTS_ALL packs the GEMV layout beside the GEMM one when the path has a GEMV kernel; a
+ * path without one always gets its GEMM layout. */
+#define TS_LAYOUTS_ALL (TS_LAYOUT_GEMM | TS_LAYOUT_GEMV)
+
+/* Bytes ts_packed_b_init needs for (path, layouts, K, N): the panels of each layout, plus
+ * column sums for INT8. Returns 0, or -1 on size_t overflow. */
+int ts_packed_b_bytes(const ts_path *path, unsigned layouts, size_t K, size_t N, size_t *out);
 
 /* Packs B into `memory` (ts_packed_b_bytes bytes, 4-byte aligned) and fills *b (owned = NULL).
  * Element (k, n) of B is B[k*k_stride + n*n_stride]: (ldb, 1) for a row-major K x N matrix,
  * (1, K) for an OHWI conv filter (B transposed). Arguments must be valid. */
-void ts_packed_b_init(ts_packed_b *b, const ts_path *path, size_t K, size_t N,
-                      const void *B, size_t k_stride, size_t n_stride, void *memory);
+void ts_packed_b_init(ts_packed_b *b, const ts_path *path, unsigned layouts, size_t K,
+                      size_t N, const void *B, size_t k_stride, size_t n_stride, void *memory);
 
 /* ts_packed_b_init in two steps: the layout (fields of *b, nothing packed), then panels
- * j0 .. j1-1 (and their columns' sums) from B; any panel ranges may be filled concurrently. */
-void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, size_t K, size_t N, void *memory);
+ * j0 .. j1-1 of the GEMM layout (and their columns' sums) from B; any panel ranges may be
+ * filled concurrently. */
+void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, unsigned layouts, size_t K,
+                        size_t N, void *memory);
 void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size_t n_stride,
                       size_t j0, size_t j1);
 
 /* ts_packed_b_init into a fresh malloc block, returned through *out.
  * TS_OK, or TS_ENOMEM (size overflow or malloc failure; *out untouched). */
-int ts_packed_b_create(const ts_path *path, size_t K, size_t N, const void *B,
-                       size_t k_stride, size_t n_stride, ts_packed_b **out);
+int ts_packed_b_create(const ts_path *path, unsigned layouts, size_t K, size_t N,
+                       const void *B, size_t k_stride, size_t n_stride, ts_packed_b **out);
 
 #ifdef __cplusplus
 }

@@ -95,7 +95,8 @@ static int handle_oom(void)
  * to 16 bytes, so both parts are 16-byte aligned. TS_OK, or handle_oom on a size beyond size_t
  * or a failed malloc. */
 static int handle_alloc(size_t head, size_t data, size_t count, size_t item,
-                        unsigned char **block, unsigned char **data_at, unsigned char **items_at)
+                        unsigned char **block, size_t *total_out, unsigned char **data_at,
+                        unsigned char **items_at)
 {
     size_t extra, total;
     head = (head + 15) / 16 * 16;
@@ -105,6 +106,7 @@ static int handle_alloc(size_t head, size_t data, size_t count, size_t item,
     *block = (unsigned char *)malloc(total);
     if (*block == NULL)
         return handle_oom();
+    *total_out = total;
     *data_at = *block + head;
     *items_at = *data_at + data;
     return TS_OK;
@@ -133,16 +135,16 @@ static int32_t sum_s8(const int8_t *w, size_t n)
 static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, size_t ldw,
                      const float *scales, size_t bl, int scale_last, ts_packed_b **out)
 {
-    size_t blocks = K / bl, panels, nb;
+    size_t blocks = K / bl, panels, nb, total;
     unsigned char *block, *data, *items;
-    if (ts_packed_b_bytes(path, K, N, &panels) || ts_size_mul(N, blocks, &nb))
+    if (ts_packed_b_bytes(path, TS_LAYOUT_GEMM, K, N, &panels) || ts_size_mul(N, blocks, &nb))
         return handle_oom();
     int rc = handle_alloc(sizeof(ts_packed_b), panels, nb, sizeof(float) + sizeof(int32_t),
-                          &block, &data, &items);
+                          &block, &total, &data, &items);
     if (rc != TS_OK)
         return rc;
     ts_packed_b *b = (ts_packed_b *)block;
-    ts_packed_b_init(b, path, K, N, W, 1, ldw, data);
+    ts_packed_b_init(b, path, TS_LAYOUT_GEMM, K, N, W, 1, ldw, data);
     float *ws = (float *)(void *)items;
     int32_t *sums = (int32_t *)(ws + nb);
     for (size_t n = 0; n < N; ++n)
@@ -152,6 +154,7 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
             ws[j * N + n] = scales[n * blocks + j];
         }
     b->owned = block;
+    b->owned_bytes = total;
     b->bl = bl;
     b->blocks = blocks;
     b->scale_last = scale_last;
@@ -269,6 +272,7 @@ static int new_kernel_handle(const ts_path *path, const ts_qdyn_kernel *kernel, 
     b->panel_bytes = panel_bytes;
     b->data = mem + head;
     b->owned = mem;
+    b->owned_bytes = total;
     b->qdyn = kernel;
     *out = b;
     return 0;
@@ -576,12 +580,12 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
 /* Fresh M x K packed-A storage (not filled). */
 static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
 {
-    size_t q;
+    size_t q, total;
     unsigned char *block, *qa, *rows;
     if (ts_size_mul(M, K, &q))
         return handle_oom();
     int rc = handle_alloc(sizeof(ts_packed_a), q, M, sizeof(float) + 2 * sizeof(int32_t), &block,
-                          &qa, &rows);
+                          &total, &qa, &rows);
     if (rc != TS_OK)
         return rc;
     ts_packed_a *a = (ts_packed_a *)block;

@@ -120,6 +120,10 @@ static void run_shape(const ts_conv2d *c, size_t index)
 
     ts_packed_b *pf = NULL;
     CHECK(ts_pack_conv2d_filter_s8(c, f, &pf) == TS_OK, "shape %zu: pack filter", index);
+    /* the GEMM tile's layout only (a conv never runs the GEMV kernel), at least the filter */
+    CHECK(pf != NULL && ts_packed_gemv_kernel(pf) == NULL && ts_packed_size(pf) >= f_n,
+          "shape %zu: filter handle of %zu bytes with GEMV layout %s", index,
+          pf ? ts_packed_size(pf) : 0, pf && ts_packed_gemv_kernel(pf) ? "yes" : "no");
     for (int prepacked = 0; prepacked < 2; ++prepacked) {
         memset(out, 0x5A, out_n);
         int rc = prepacked ? ts_conv2d_s8_prepacked(c, in, pf, &q, out, ws)

@@ -13,6 +13,11 @@
  * It also prints, per mask, "pick <type> M N <symbol>" (ts_gemm_kernel_mn) for M = 1 .. 5 and
  * the shapes' N, which the test checks against its own restatement of the rule, and checks
  * that every handle names the GEMV kernel whose layout it holds (ts_packed_gemv_kernel).
+ * Handles of one layout (ts_context_set_pack_layouts): TS_LAYOUT_GEMM alone runs every M with
+ * the same bits and names no GEMV kernel; TS_LAYOUT_GEMV alone the same bits for M up to the
+ * GEMV kernel's max_m (where ts_gemm_kernel_mn picks it for a wide B) and TS_EINVAL with C
+ * untouched above; each is smaller than the two-layout handle (ts_packed_size), and the
+ * setter refuses 0, unknown bits and a NULL context.
  *
  *   drv_api_gemv MASKS N,K ...
  * Last line "failures <n>"; exit status 1 on any failure. */
@@ -30,16 +35,29 @@ static int half_in(enum kind k) { return k == F16 || k == F16F32; }
 static size_t in_bytes(enum kind k) { return k <= BF16 ? 4 : half_in(k) ? 2 : 1; }
 static size_t out_bytes(enum kind k) { return k == F16 ? 2 : 4; }
 
-static int pack(enum kind kind, size_t K, size_t N, const void *B, size_t ldb, ts_packed_b **pb)
+/* ctx NULL: the packers without a context (both layouts) */
+static int pack(const ts_context *ctx, enum kind kind, size_t K, size_t N, const void *B,
+                size_t ldb, ts_packed_b **pb)
 {
+    if (ctx == NULL) {
+        switch (kind) {
+        case F32: return ts_pack_b_f32(K, N, B, ldb, pb);
+        case BF16: return ts_pack_b_bf16(K, N, B, ldb, pb);
+        case S8S32: return ts_pack_b_s8(K, N, B, ldb, pb);
+        case U8S8S32: return ts_pack_b_u8s8(K, N, B, ldb, pb);
+        case U8U32: return ts_pack_b_u8u32(K, N, B, ldb, pb);
+        case F16: return ts_pack_b_f16(K, N, B, ldb, pb);
+        case F16F32: return ts_pack_b_f16f32(K, N, B, ldb, pb);
+        }
+    }
     switch (kind) {
-    case F32: return ts_pack_b_f32(K, N, B, ldb, pb);
-    case BF16: return ts_pack_b_bf16(K, N, B, ldb, pb);
-    case S8S32: return ts_pack_b_s8(K, N, B, ldb, pb);
-    case U8S8S32: return ts_pack_b_u8s8(K, N, B, ldb, pb);
-    case U8U32: return ts_pack_b_u8u32(K, N, B, ldb, pb);
-    case F16: return ts_pack_b_f16(K, N, B, ldb, pb);
-    case F16F32: return ts_pack_b_f16f32(K, N, B, ldb, pb);
+    case F32: return ts_pack_b_f32_ctx(ctx, K, N, B, ldb, pb);
+    case BF16: return ts_pack_b_bf16_ctx(ctx, K, N, B, ldb, pb);
+    case S8S32: return ts_pack_b_s8_ctx(ctx, K, N, B, ldb, pb);
+    case U8S8S32: return ts_pack_b_u8s8_ctx(ctx, K, N, B, ldb, pb);
+    case U8U32: return ts_pack_b_u8u32_ctx(ctx, K, N, B, ldb, pb);
+    case F16: return ts_pack_b_f16_ctx(ctx, K, N, B, ldb, pb);
+    case F16F32: return ts_pack_b_f16f32_ctx(ctx, K, N, B, ldb, pb);
     }
     return -1;
 }
@@ -131,6 +149,72 @@ static uint32_t reference(enum kind kind, int bfmmla, const void *A, size_t lda,
     return (uint32_t)s;
 }
 
+/* Compares rows 0 .. M-1 of C (row stride ldc) with `full`: bit for bit in the N columns, the
+ * gap bytes (0xA5 when written) untouched. Returns 1 when they agree. */
+static int rows_agree(enum kind kind, const char *what, const unsigned char *C,
+                      const unsigned char *full, size_t M, size_t N, size_t K, size_t ldc)
+{
+    const size_t oe = out_bytes(kind);
+    for (size_t m = 0; m < M; ++m)
+        for (size_t n = 0; n < ldc && (m + 1 < M || n < N); ++n) {
+            const size_t at = (m * ldc + n) * oe;
+            if (n >= N) {
+                CHECK(all_bytes(C + at, oe, 0xA5), "%s%s M=%zu wrote the gap at (%zu,%zu)",
+                      kind_name[kind], what, M, m, n);
+                if (!all_bytes(C + at, oe, 0xA5)) return 0;
+            } else {
+                CHECK(memcmp(C + at, full + at, oe) == 0,
+                      "%s%s %zux%zux%zu C[%zu][%zu] differs from the GEMM path's",
+                      kind_name[kind], what, M, N, K, m, n);
+                if (memcmp(C + at, full + at, oe) != 0) return 0;
+            }
+        }
+    return 1;
+}
+
+/* A handle packed with one layout (ts_context_set_pack_layouts) against `full` (M = 17 on the
+ * two-layout handle `both`): see the header comment. */
+static void check_one_layout(enum kind kind, unsigned layouts, const ts_packed_b *both,
+                             const unsigned char *full, size_t N, size_t K, const void *A,
+                             size_t lda, const void *B, size_t ldb, size_t ldc)
+{
+    const char *what = layouts == TS_LAYOUT_GEMM ? " GEMM-layout" : " GEMV-layout";
+    ts_context *ctx = NULL;
+    ts_packed_b *pb = NULL;
+    int rc = ts_context_create(&ctx);
+    CHECK(rc == TS_OK && ts_context_set_pack_layouts(ctx, layouts) == TS_OK, "set layouts");
+    rc = pack(ctx, kind, K, N, B, ldb, &pb);
+    CHECK(rc == TS_OK, "%s%s pack rc %d", kind_name[kind], what, rc);
+    if (rc != TS_OK) { ts_context_free(ctx); return; }
+    CHECK(ts_packed_size(pb) < ts_packed_size(both) && ts_packed_size(pb) >= K * N,
+          "%s%s %zux%zu: %zu bytes, both layouts %zu", kind_name[kind], what, N, K,
+          ts_packed_size(pb), ts_packed_size(both));
+    const char *gemv = ts_packed_gemv_kernel(pb);
+    CHECK(layouts == TS_LAYOUT_GEMM ? gemv == NULL
+                                    : gemv != NULL && strcmp(gemv, ts_packed_gemv_kernel(both)) == 0,
+          "%s%s handle names GEMV kernel %s", kind_name[kind], what, gemv ? gemv : "(none)");
+    for (size_t M = 1; M <= MAX_M; ++M) {
+        const size_t c_bytes = matrix_bytes(M, N, ldc, out_bytes(kind));
+        /* the GEMV kernel's rows: where dispatch picks it for a B wide enough */
+        const int gemv_rows = strcmp(ts_gemm_kernel_mn(kind_type[kind], M, 1u << 20),
+                                     ts_packed_gemv_kernel(both)) == 0;
+        const int refused = layouts == TS_LAYOUT_GEMV && !gemv_rows;
+        guarded_region region;
+        unsigned char *C = guarded_alloc(c_bytes, &region);
+        memset(C, 0xA5, c_bytes);
+        rc = run(kind, pb, M, N, K, A, lda, B, ldb, C, ldc);
+        CHECK(rc == (refused ? TS_EINVAL : TS_OK), "%s%s M=%zu rc %d", kind_name[kind], what, M, rc);
+        if (refused)
+            CHECK(all_bytes(C, c_bytes, 0xA5), "%s%s M=%zu refused but wrote C", kind_name[kind],
+                  what, M);
+        else
+            rows_agree(kind, what, C, full, M, N, K, ldc);
+        guarded_free(&region);
+    }
+    ts_packed_free(pb);
+    ts_context_free(ctx);
+}
+
 static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
 {
     const size_t elem = in_bytes(kind), oe = out_bytes(kind);
@@ -150,7 +234,7 @@ static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
         else ((int8_t *)B)[i] = rand_s8();
     }
     ts_packed_b *pb = NULL;
-    int rc = pack(kind, K, N, B, ldb, &pb);
+    int rc = pack(NULL, kind, K, N, B, ldb, &pb);
     CHECK(rc == TS_OK, "%s pack %zux%zu rc %d", kind_name[kind], N, K, rc);
     if (rc != TS_OK) { release_all(); return; }
     const int bfmmla = strstr(ts_packed_kernel(pb), "bfmmla") != NULL;
@@ -192,21 +276,11 @@ static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
             memset(C, 0xA5, c_bytes);
             rc = run(kind, prepacked ? pb : NULL, M, N, K, A, lda, B, ldb, C, ldc);
             CHECK(rc == TS_OK, "%s M=%zu rc %d", kind_name[kind], M, rc);
-            int bad = 0;
-            for (size_t m = 0; m < M && !bad; ++m)
-                for (size_t n = 0; n < ldc && (m + 1 < M || n < N) && !bad; ++n) {
-                    const size_t at = (m * ldc + n) * oe;
-                    if (n >= N) {
-                        bad = !all_bytes(C + at, oe, 0xA5);
-                        CHECK(!bad, "%s M=%zu wrote the gap at (%zu,%zu)", kind_name[kind], M, m, n);
-                    } else {
-                        bad = memcmp(C + at, full + at, oe) != 0;
-                        CHECK(!bad, "%s%s %zux%zux%zu C[%zu][%zu] differs from the GEMM path's",
-                              kind_name[kind], prepacked ? " prepacked" : "", M, N, K, m, n);
-                    }
-                }
+            rows_agree(kind, prepacked ? " prepacked" : "", C, full, M, N, K, ldc);
             guarded_free(&region);
         }
+    check_one_layout(kind, TS_LAYOUT_GEMM, pb, full, N, K, A, lda, B, ldb, ldc);
+    check_one_layout(kind, TS_LAYOUT_GEMV, pb, full, N, K, A, lda, B, ldb, ldc);
     ts_packed_free(pb);
     release_all();
 }
@@ -216,6 +290,14 @@ int main(int argc, char **argv)
     if (argc < 2) { fprintf(stderr, "usage: %s MASKS N,K...\n", argv[0]); return 2; }
     setvbuf(stdout, NULL, _IONBF, 0);
     printf("features=%u\n", ts_cpu_features());
+    ts_context *ctx = NULL;
+    CHECK(ts_context_create(&ctx) == TS_OK, "context");
+    CHECK(ts_context_set_pack_layouts(ctx, 0) == TS_EINVAL, "layouts 0 accepted");
+    CHECK(ts_context_set_pack_layouts(ctx, 4) == TS_EINVAL, "layouts 4 accepted");
+    CHECK(ts_context_set_pack_layouts(NULL, TS_LAYOUT_GEMM) == TS_EINVAL, "NULL ctx accepted");
+    CHECK(ts_context_set_pack_layouts(ctx, TS_LAYOUT_GEMM | TS_LAYOUT_GEMV) == TS_OK, "both");
+    ts_context_free(ctx);
+    CHECK(ts_packed_size(NULL) == 0, "size of NULL");
     int shapes = 0;
     for (char *mask_s = strtok(argv[1], ","); mask_s; mask_s = strtok(NULL, ",")) {
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 0);

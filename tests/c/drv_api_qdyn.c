@@ -214,6 +214,8 @@ static void run_case(int bits, size_t bl, size_t M, size_t N, size_t K, int with
         rc = bits == 8 ? ts_pack_b_qs8(N, K, (const int8_t *)B, ldb, ws, &pb)
                        : ts_pack_b_qs4(N, K, B, ldb, ws, bl, &pb);
     CHECK(rc == TS_OK, "pack qs%d bl %zu N %zu K %zu rc %d", bits, bl, N, K, rc);
+    CHECK(rc != TS_OK || ts_packed_size(pb) >= N * K / (bits == 8 ? 1 : 2),
+          "qs%d handle of %zu bytes for N %zu K %zu", bits, ts_packed_size(pb), N, K);
     /* the kernel the call runs (which one: main's dispatch lines, tests/test_drivers_qdyn.py):
      * the handle's own for M > 4 */
     CHECK(rc != TS_OK || (ts_gemm_qdyn_kernel(NULL, pb, M) != NULL
