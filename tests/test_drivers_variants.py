@@ -162,3 +162,47 @@ def test_variant_choice_per_core(cpu, build):
     assert any(line.endswith("rc=0") for line in handles)
     if usable:   # another instruction's layout (sdot 8x12x4 vs smmla 8x8x8, smlal): rejected
         assert any(line.endswith("rc=-1") for line in handles)
+
+
+# A CPU= build holds the kernels of its CPU's class only (no generic ones). On a core of another
+# class, or one whose MIDR the table does not know (qemu max), they must run as they are: every
+# GEMM type and the int8 conv against the harnesses' references (a NULL path here once crashed
+# the first call). The qemu CPUs of other classes than the build's, with their features.
+CPU_BUILDS = [("v82", "cortex-a55", ["cortex-a57", "neoverse-n1", "max"]),
+              ("v86", "neoverse-n2", ["cortex-a53", "max"])]
+CPU_BUILD_SHAPES = ["1,1,1", "9,13,17", "17,30,70", "64,64,64"]
+ALL_MASK = 0xFFFFFFFF   # every feature the CPU has
+
+
+@pytest.fixture(scope="module")
+def cpu_builds(tmp_path_factory):
+    """{(arch, cpu): (manifest, {harness: binary})}: each CPU= build with drv_api_gemm and
+    drv_api_conv linked against it."""
+    built = {}
+    for arch, cpu, _ in CPU_BUILDS:
+        out = tmp_path_factory.mktemp(f"gen_{arch}_{cpu}")
+        subprocess.run([sys.executable, "-m", "gen", "generate", "--arch", arch, "--cpu", cpu,
+                        "--out", str(out)], cwd=ROOT, check=True, capture_output=True, text=True)
+        library = sorted(out.glob("*.c")) + sorted(out.glob("*.S"))
+        binaries = {name: compile_aarch64(library + [TEST_C / f"{name}.c"],
+                                          tmp_path_factory.mktemp("bin") / f"{name}_{cpu}",
+                                          includes=[out], flags=["-std=c99", "-Werror"])
+                    for name in ("drv_api_gemm", "drv_api_conv")}
+        built[(arch, cpu)] = json.loads((out / "manifest.json").read_text()), binaries
+    return built
+
+
+@pytest.mark.parametrize("arch,cpu,qemu_cpu",
+                         [(a, c, q) for a, c, qs in CPU_BUILDS for q in qs])
+def test_cpu_build_runs_on_cores_of_other_classes(arch, cpu, qemu_cpu, cpu_builds):
+    manifest, binaries = cpu_builds[(arch, cpu)]
+    assert {k["core_class"] for k in manifest["kernels"]} == {core_class(cpu)}
+    assert QEMU_CPUS[qemu_cpu][1] != core_class(cpu)
+    symbols = {k["symbol"] for k in manifest["kernels"]}
+    for name, args in (("drv_api_gemm", CPU_BUILD_SHAPES), ("drv_api_conv", [])):
+        proc = run_qemu(binaries[name], str(ALL_MASK), *args, cpu=qemu_cpu, check=False)
+        assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), \
+            f"{name}: {proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+        mask_line = next(line for line in proc.stdout.splitlines() if line.startswith("mask="))
+        picked = dict(item.split("=", 1) for item in mask_line.split()[1:])
+        assert picked and set(picked.values()) <= symbols, mask_line

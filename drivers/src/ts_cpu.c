@@ -246,13 +246,20 @@ const ts_path *ts_select_path_class(int gemm_type, unsigned mask, int core_class
     unsigned usable = ts_cpu_features() & mask;
     size_t count;
     const ts_path *paths = ts_paths_of(gemm_type, &count);
+    const ts_path *other_class = NULL;
     if (core_class == TS_CORE_AUTO)
         core_class = ts_current_core_class();
     for (size_t i = 0; i < count; ++i)
-        if ((paths[i].features & ~usable) == 0 && ts_sme_path_fits(&paths[i])
-            && (paths[i].core_class == TS_CORE_GENERIC || paths[i].core_class == core_class))
-            return &paths[i];
-    return NULL;   /* unknown type (every type ends with a generic Armv8.0 path) */
+        if ((paths[i].features & ~usable) == 0 && ts_sme_path_fits(&paths[i])) {
+            if (paths[i].core_class == TS_CORE_GENERIC || paths[i].core_class == core_class)
+                return &paths[i];
+            if (other_class == NULL)
+                other_class = &paths[i];
+        }
+    /* A CPU= build holds its CPU's class's kernels only (no generic ones): on a core of another
+     * class, or one MIDR_EL1 does not name, they run as they are (the same bits; scheduled for
+     * the other core). NULL: an unknown type (every type ends with an Armv8.0 path). */
+    return other_class;
 }
 
 const ts_path *ts_select_path_cpu(int gemm_type, unsigned mask, const char *cpu)

@@ -186,8 +186,9 @@ static inline int ts_keeps_col_sums(int gemm_type)
  *
  * Selection: the first path (most preferred first: the SME paths, then the NEON chain with
  * each instruction's class variants before its generic kernel) whose features are all usable,
- * whose class is `cls` or generic and, for an SME path, that ts_sme_path_fits. All return NULL
- * for an unknown gemm_type. */
+ * whose class is `cls` or generic and, for an SME path, that ts_sme_path_fits; when there is
+ * none (a CPU= build: its CPU's class only), the first usable path of another class. All
+ * return NULL for an unknown gemm_type. */
 int ts_cpu_lookup(const char *cpu, int *core_class);
 const ts_path *ts_select_path_class(int gemm_type, unsigned feature_mask, int core_class);
 const ts_path *ts_select_path_cpu(int gemm_type, unsigned feature_mask, const char *cpu);
