@@ -276,7 +276,7 @@ static void handle_type_errors(void)
      * cleared tag after ts_packed_free */
     static ts_packed_b h;
     static union { unsigned char b[1 << 12]; long double align; } h_mem;
-    ts_packed_b_init(&h, ts_select_path(TS_GEMM_F32), K0, N0, Bf, N0, 1, h_mem.b);
+    ts_packed_b_init(&h, ts_select_path(TS_GEMM_F32), TS_LAYOUTS_ALL, K0, N0, Bf, N0, 1, h_mem.b);
     memset(Cbuf, 0xA5, sizeof Cbuf);
     CHECK(ts_gemm_f32_prepacked(M0, Af, K0, &h, (float *)Cbuf, N0) == TS_OK, "live handle");
     ts_packed_free(&h);
@@ -636,9 +636,9 @@ static void gemm_alias_errors(enum kind kind)
     for (int i = 0; i < K0 * N0; ++i) { Bf[i] = (float)(i % 3) - 1.0f; B8[i] = (int8_t)(i * 5 - 90); }
     const ts_path *path = ts_select_path(gemm_type_of(kind));
     size_t h_bytes = 0;
-    CHECK(ts_packed_b_bytes(path, K0, N0, &h_bytes) == 0 && h_bytes <= sizeof a_handle_mem.b,
+    CHECK(ts_packed_b_bytes(path, TS_LAYOUTS_ALL, K0, N0, &h_bytes) == 0 && h_bytes <= sizeof a_handle_mem.b,
           "handle bytes %zu", h_bytes);
-    ts_packed_b_init(&a_handle, path, K0, N0, B_of(kind), N0, 1, a_handle_mem.b);
+    ts_packed_b_init(&a_handle, path, TS_LAYOUTS_ALL, K0, N0, B_of(kind), N0, 1, a_handle_mem.b);
     a_handle_bytes = h_bytes;
 
     const size_t a_len = M0 * K0 * in_elem(kind), b_len = K0 * N0 * in_elem(kind);

@@ -275,7 +275,7 @@ static void check_packed_b(ts_pack_kind kind, size_t hp, size_t lp, size_t K, si
 {
     ts_path path = make_path(kind, hp, lp);
     size_t bytes, panel;
-    if (ts_packed_b_bytes(&path, K, N, &bytes) || ts_panel_bytes(&path, hp, K, &panel) || bytes == 0)
+    if (ts_packed_b_bytes(&path, TS_LAYOUTS_ALL, K, N, &bytes) || ts_panel_bytes(&path, hp, K, &panel) || bytes == 0)
         return;
     const size_t extent = K == 0 || N == 0 ? 0 : (K - 1) * k_stride + (N - 1) * n_stride + 1;
     guarded_region rs, rd;
@@ -285,7 +285,7 @@ static void check_packed_b(ts_pack_kind kind, size_t hp, size_t lp, size_t K, si
     fill_source(kind, B, extent);
     memset(memory, 0xA5, bytes);
     ts_packed_b b;
-    ts_packed_b_init(&b, &path, K, N, B, k_stride, n_stride, memory);
+    ts_packed_b_init(&b, &path, TS_LAYOUTS_ALL, K, N, B, k_stride, n_stride, memory);
 
     /* column sums first (int8 GEMM), rounded up to 16 bytes, then the panels */
     size_t sums_bytes = 0;
