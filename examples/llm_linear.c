@@ -64,7 +64,8 @@ static float random_unit(void) {                       /* uniform in [-1, 1) */
 }
 
 #define TRY(call) do { int rc_ = (call); if (rc_ != TS_OK) { \
-    printf("FAIL %s: %d (%s)\n", #call, rc_, ts_last_error()); return 1; } } while (0)
+    printf("llm_linear: FAILED: %s returned %d (%s)\n", #call, rc_, ts_last_error()); \
+    return 1; } } while (0)
 
 int main(void) {
     /* ---- load time: quantise and pack the weights (N x K, PyTorch's out x in layout) ---- */
@@ -79,7 +80,8 @@ int main(void) {
 
     ts_context *ctx;
     TRY(ts_context_create(&ctx));
-    TRY(ts_context_set_num_threads(ctx, 2));
+    /* 2 threads; a library built with TS_NO_THREADS runs one (the same results) */
+    const unsigned threads = ts_context_set_num_threads(ctx, 2) == TS_OK ? 2 : 1;
     ts_packed_b *weights;                              /* one handle for decode and prefill */
     TRY(ts_pack_b_qs4_ctx(ctx, N, K, q4, K / 2, scales, BL, &weights));
 
@@ -102,9 +104,9 @@ int main(void) {
     int same_bits = memcmp(decode, prefill, sizeof decode) == 0;   /* row 0 either way */
     int ok = worst <= 1.0 && same_bits;
     printf("llm_linear: %s: int4 N=%d K=%d bl=%d, decode M=1 (kernel %s) and prefill M=%d"
-           " (kernel %s): worst error %.3f of the bound, decode row %s prefill row 0\n",
+           " (kernel %s), %u threads: worst error %.3f of the bound, decode row %s prefill row 0\n",
            ok ? "OK" : "FAILED", N, K, BL, ts_gemm_qdyn_kernel(ctx, weights, 1), PREFILL_M,
-           ts_gemm_qdyn_kernel(ctx, weights, PREFILL_M), worst,
+           ts_gemm_qdyn_kernel(ctx, weights, PREFILL_M), threads, worst,
            same_bits ? "==" : "!=");
 
     ts_packed_free(weights);

@@ -68,16 +68,20 @@ def test_the_examples_are_there_and_documented():
     assert all(f"`{p.name}`" in readme for p in EXAMPLES)
 
 
-@pytest.fixture(scope="module")
-def library(tmp_path_factory):
-    """Object files of every .c and .S of the shared v86 folder, compiled once."""
+def compile_library(tmp_path_factory, *defines):
+    """Object files of every .c and .S of the shared v86 folder (with -D `defines`)."""
     v86 = kernel_build.cached_output(tmp_path_factory, "v86")[0]
     objects = tmp_path_factory.mktemp("examples-lib")
     sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S"))
-    proc = subprocess.run([GCC, *LIBRARY_FLAGS, "-I", str(v86), "-c", *map(str, sources)],
-                          cwd=objects, capture_output=True, text=True)
+    proc = subprocess.run([GCC, *LIBRARY_FLAGS, *[f"-D{d}" for d in defines], "-I", str(v86),
+                           "-c", *map(str, sources)], cwd=objects, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return v86, sorted(objects.glob("*.o"))
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    return compile_library(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +101,16 @@ def test_example_runs_and_checks_out(example, cpu, binaries):
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and len(lines) == 1 and lines[0].startswith(f"{example}: OK: "), \
         f"{example} on -cpu {cpu} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+
+
+def test_examples_run_on_a_library_without_threads(tmp_path_factory):
+    """Built with TS_NO_THREADS (README: no POSIX threads), ts_context_set_num_threads accepts 1
+    only: each example keeps one thread and still checks out, saying so in its line."""
+    v86, objects = compile_library(tmp_path_factory, "TS_NO_THREADS")
+    out = tmp_path_factory.mktemp("examples-nothreads")
+    for p in EXAMPLES:
+        binary = compile_aarch64([p, *objects], out / p.stem, includes=[v86], flags=EXAMPLE_FLAGS)
+        proc = run_qemu(binary, cpu="max", check=False, timeout=120)
+        lines = proc.stdout.splitlines()
+        assert proc.returncode == 0 and len(lines) == 1 and lines[0].startswith(
+            f"{p.stem}: OK: ") and " 1 threads" in lines[0], f"{p.stem}:\n{proc.stdout}{proc.stderr}"
