@@ -92,6 +92,8 @@ int ts_cache_sizes_in(const char *cache_dir, size_t *l1d_bytes, size_t *l2_bytes
 int ts_cache_sizes_sysfs(unsigned cpu, size_t *l1d_bytes, size_t *l2_bytes)
 {
     char dir[64];
+    if (l1d_bytes == NULL || l2_bytes == NULL)
+        return ts_fail(TS_EINVAL, "l1d_bytes or l2_bytes is NULL");
     snprintf(dir, sizeof dir, "/sys/devices/system/cpu/cpu%u/cache", cpu);
     return ts_cache_sizes_in(dir, l1d_bytes, l2_bytes);
 }

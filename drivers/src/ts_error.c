@@ -3,6 +3,7 @@
  * it); one process-wide slot when built with TS_NO_THREADS. */
 #include "tilesmith.h"
 #include "ts_error_internal.h"
+#include "ts_span_internal.h"
 
 #ifdef TS_NO_THREADS
 static const char *last_error = "";
@@ -20,6 +21,18 @@ int ts_reject(const char *why)
 {
     last_error = why;
     return 0;
+}
+
+int ts_matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem_bytes,
+                 const ts_matrix_why *why)
+{
+    if (p == NULL && rows != 0 && cols != 0)
+        return ts_reject(why->null);
+    if (ld < cols)
+        return ts_reject(why->stride);
+    if (ts_matrix_span_overflows(rows, cols, ld, elem_bytes))
+        return ts_reject(why->span);
+    return 1;
 }
 
 int ts_handle_ok(const void *handle, uint32_t tag, const char *why)

@@ -12,6 +12,17 @@ int ts_fail(int code, const char *why);
 /* Records `why` and returns 0: the "false" of a yes/no argument check. */
 int ts_reject(const char *why);
 
+/* Why a matrix argument is refused, each a string literal naming it: NULL although not empty,
+ * its row stride below its width, its span beyond size_t. */
+#include <stddef.h>
+typedef struct {
+    const char *null, *stride, *span;
+} ts_matrix_why;
+/* 1 when p is non-NULL (unless rows or cols is 0), ld >= cols and the span (rows-1)*ld + cols
+ * elements of elem_bytes fits size_t; else records the reason from `why` and returns 0. */
+int ts_matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem_bytes,
+                 const ts_matrix_why *why);
+
 /* ---- handle tags: a wrong or dead handle is an argument error, not a crash ----------------
  * Every opaque handle (ts_packed_b: GEMM, conv-filter and qdyn weights; ts_packed_a;
  * ts_context) starts with a uint32_t tag naming its type, set when it is made and overwritten

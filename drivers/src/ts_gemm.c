@@ -13,31 +13,13 @@
 
 /* ---- argument checks ---------------------------------------------------------------------------- */
 
-/* Why a matrix argument is refused (ts_last_error): NULL although not empty, its row stride
- * below its width, its span beyond size_t. */
-typedef struct {
-    const char *null, *stride, *span;
-} matrix_why;
-static const matrix_why A_WHY = { "A is NULL (M and K > 0)", "lda < K (A's row stride)",
+/* Why a matrix argument is refused (ts_last_error, ts_matrix_ok). */
+static const ts_matrix_why A_WHY = { "A is NULL (M and K > 0)", "lda < K (A's row stride)",
                                   "A's span (M, K, lda) overflows size_t" };
-static const matrix_why B_WHY = { "B is NULL (K and N > 0)", "ldb < N (B's row stride)",
+static const ts_matrix_why B_WHY = { "B is NULL (K and N > 0)", "ldb < N (B's row stride)",
                                   "B's span (K, N, ldb) overflows size_t" };
-static const matrix_why C_WHY = { "C is NULL (M and N > 0)", "ldc < N (C's row stride)",
+static const ts_matrix_why C_WHY = { "C is NULL (M and N > 0)", "ldc < N (C's row stride)",
                                   "C's span (M, N, ldc) overflows size_t" };
-
-/* Non-NULL unless empty, ld >= cols, and its span (rows-1)*ld + cols addressable; else the
- * reason recorded. */
-static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem_bytes,
-                     const matrix_why *why)
-{
-    if (p == NULL && rows != 0 && cols != 0)
-        return ts_reject(why->null);
-    if (ld < cols)
-        return ts_reject(why->stride);
-    if (ts_matrix_span_overflows(rows, cols, ld, elem_bytes))
-        return ts_reject(why->span);
-    return 1;
-}
 
 /* Bytes of a matrix that passed matrix_ok (its span fits in size_t). */
 static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem_bytes)
@@ -140,8 +122,8 @@ static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, si
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
     const size_t b_bytes = ts_source_elem_bytes(path->pack);
     const size_t c_bytes = out_bytes(op, path);
-    if (!k_ok(op, K) || !matrix_ok(A, M, K, lda, a_bytes, &A_WHY)
-        || !matrix_ok(B, K, N, ldb, b_bytes, &B_WHY) || !matrix_ok(C, M, N, ldc, c_bytes, &C_WHY)
+    if (!k_ok(op, K) || !ts_matrix_ok(A, M, K, lda, a_bytes, &A_WHY)
+        || !ts_matrix_ok(B, K, N, ldb, b_bytes, &B_WHY) || !ts_matrix_ok(C, M, N, ldc, c_bytes, &C_WHY)
         || !quant_ok(op, q, N))
         return 0;
     const ts_strided c = ts_strided_of(C, M, N, ldc, c_bytes), a = ts_strided_of(A, M, K, lda, a_bytes);
@@ -162,7 +144,7 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
                          "GEMV kernel's max_m; pack with TS_LAYOUT_GEMM for this M");
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
-    if (!matrix_ok(A, M, B->K, lda, a_bytes, &A_WHY) || !matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
+    if (!ts_matrix_ok(A, M, B->K, lda, a_bytes, &A_WHY) || !ts_matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
         || !quant_ok(op, q, B->N))
         return 0;
     const ts_strided c = ts_strided_of(C, M, B->N, ldc, c_bytes);
@@ -422,7 +404,7 @@ static int pack_b(const ts_context *ctx, const gemm_op *op, size_t K, size_t N, 
     const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);
     if (out == NULL)
         return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
-    if (!k_ok(op, K) || !matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack), &B_WHY))
+    if (!k_ok(op, K) || !ts_matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack), &B_WHY))
         return TS_EINVAL;
     return ts_packed_b_create(path, ts_context_pack_layouts(ctx), K, N, B, ldb, 1, out);
 }

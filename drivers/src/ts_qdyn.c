@@ -57,17 +57,20 @@ struct ts_packed_a {
 
 /* ---- argument helpers -------------------------------------------------------------------------- */
 
-/* Non-NULL unless empty, ld >= cols, span addressable; else the reason recorded. */
-static int matrix_ok(const void *p, size_t rows, size_t cols, size_t ld, size_t elem)
-{
-    if (p == NULL && rows != 0 && cols != 0)
-        return ts_reject("a matrix argument (A, B, C or W) is NULL");
-    if (ld < cols)
-        return ts_reject("a row stride (lda, ldb, ldc or ldw) is below the row's width");
-    if (ts_matrix_span_overflows(rows, cols, ld, elem))
-        return ts_reject("a matrix's span (rows, width, stride) overflows size_t");
-    return 1;
-}
+/* Why a matrix argument is refused (ts_last_error, ts_matrix_ok). */
+static const ts_matrix_why A_WHY = { "A is NULL (M and K > 0)", "lda < K (A's row stride)",
+                                     "A's span (M, K, lda) overflows size_t" };
+static const ts_matrix_why B8_WHY = { "B is NULL (N and K > 0)",
+                                      "ldb < K (the row stride of the N x K weights)",
+                                      "B's span (N, K, ldb) overflows size_t" };
+static const ts_matrix_why B4_WHY = { "B is NULL (N and K > 0)",
+                                      "ldb_bytes < ceil(K / 2) (the row stride of the N x K "
+                                      "int4 weights, in bytes)",
+                                      "B's span (N, ceil(K / 2), ldb_bytes) overflows size_t" };
+static const ts_matrix_why W_WHY = { "W is NULL (N and K > 0)", "ldw < K (W's row stride)",
+                                     "W's span (N, K, ldw) overflows size_t" };
+static const ts_matrix_why C_WHY = { "C is NULL (M and N > 0)", "ldc < N (C's row stride)",
+                                     "C's span (M, N, ldc) overflows size_t" };
 
 /* The values are finite (ts_qdyn_all_finite); else `why` recorded. */
 static int finite_ok(const float *v, size_t rows, size_t cols, size_t ld, const char *why)
@@ -185,7 +188,7 @@ int ts_pack_b_qs8_ctx(const ts_context *ctx, size_t N, size_t K, const int8_t *B
         return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
     if (K == 0 || K > TS_QDYN_S8_MAX_K)
         return ts_fail(TS_EINVAL, "K is 0 or beyond TS_QDYN_S8_MAX_K");
-    if (!matrix_ok(B, N, K, ldb, 1))
+    if (!ts_matrix_ok(B, N, K, ldb, 1, &B8_WHY))
         return TS_EINVAL;
     if (N > 0 && scales == NULL)
         return ts_fail(TS_EINVAL, "scales is NULL");
@@ -466,7 +469,7 @@ int ts_pack_b_qs4_ctx(const ts_context *ctx, size_t N, size_t K, const uint8_t *
         return ts_fail(TS_EINVAL, "bl is not a multiple of 32 dividing K");
     if (block > TS_QDYN_S4_MAX_BL)
         return ts_fail(TS_EINVAL, "the block (bl, or K when bl is 0) is beyond TS_QDYN_S4_MAX_BL");
-    if (!matrix_ok(B, N, row_bytes, ldb_bytes, 1))
+    if (!ts_matrix_ok(B, N, row_bytes, ldb_bytes, 1, &B4_WHY))
         return TS_EINVAL;
     if (N > 0 && scales == NULL)
         return ts_fail(TS_EINVAL, "scales is NULL");
@@ -522,7 +525,7 @@ static int32_t quantize_weight(float w, float scale, float lo, float hi)
 
 int ts_quantize_qs8(size_t N, size_t K, const float *W, size_t ldw, int8_t *q, float *scales)
 {
-    if (!matrix_ok(W, N, K, ldw, sizeof(float)))
+    if (!ts_matrix_ok(W, N, K, ldw, sizeof(float), &W_WHY))
         return TS_EINVAL;
     if ((N > 0 && K > 0 && q == NULL) || (N > 0 && scales == NULL))
         return ts_fail(TS_EINVAL, "q or scales is NULL");
@@ -548,7 +551,7 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
     size_t block = bl == 0 ? K : bl, row_bytes = K / 2 + K % 2;
     if (bl != 0 && (bl % 32 != 0 || K % bl != 0))
         return ts_fail(TS_EINVAL, "bl is not a multiple of 32 dividing K");
-    if (!matrix_ok(W, N, K, ldw, sizeof(float)))
+    if (!ts_matrix_ok(W, N, K, ldw, sizeof(float), &W_WHY))
         return TS_EINVAL;
     if (N > 0 && (q == NULL || scales == NULL))
         return ts_fail(TS_EINVAL, "q or scales is NULL");
@@ -605,7 +608,7 @@ int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a *
 {
     if (out == NULL)
         return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
-    if (!matrix_ok(A, M, K, lda, sizeof(float))
+    if (!ts_matrix_ok(A, M, K, lda, sizeof(float), &A_WHY)
         || !finite_ok(A, M, K, lda, "A holds a NaN or an infinity"))
         return TS_EINVAL;
     ts_packed_a *a = NULL;
@@ -1090,7 +1093,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
                                   "not read (another feature mask or CPU choice)");
     if (isnan(cmin) || isnan(cmax) || cmin > cmax)
         return ts_fail(TS_EINVAL, "cmin > cmax, or a NaN bound");
-    if (!matrix_ok(C, M, B->N, ldc, sizeof(float)))
+    if (!ts_matrix_ok(C, M, B->N, ldc, sizeof(float), &C_WHY))
         return TS_EINVAL;
     const size_t K = B->K, N = B->N;
     size_t c_len = matrix_len(M, N, ldc, sizeof(float)), a_len = 0, qlen = 0;
@@ -1109,7 +1112,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     } else {
         /* A's NaN / Inf check: below, with the rows' ranges (one pass over A) */
         a_len = matrix_len(M, K, lda, sizeof(float));
-        if (!matrix_ok(A, M, K, lda, sizeof(float)))
+        if (!ts_matrix_ok(A, M, K, lda, sizeof(float), &A_WHY))
             return TS_EINVAL;
         const ts_strided c_m = ts_strided_of(C, M, N, ldc, sizeof(float));
         const ts_strided a_m = ts_strided_of(A, M, K, lda, sizeof(float));

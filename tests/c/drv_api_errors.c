@@ -207,6 +207,18 @@ static void error_reasons(void)
                   "quantize Inf");
     expect_reason(ts_gemm_qdyn_f32(NULL, 1, wf, 64, NULL, NULL, 0.0f, 1.0f, (float *)Cbuf, 4),
                   "B (the packed handle) is NULL", "qdyn NULL handle");
+    /* the qdyn matrix checks name their argument and stride */
+    expect_reason(ts_pack_b_qs8(4, 64, w8, 63, scales, &pb), "ldb < K", "qs8 ldb");
+    expect_reason(ts_pack_b_qs4(4, 64, w4, 31, scales, 0, &pb), "ldb_bytes < ceil(K / 2)",
+                  "qs4 ldb_bytes");
+    expect_reason(ts_pack_b_qs4(4, 64, NULL, 32, scales, 0, &pb), "B is NULL", "qs4 B NULL");
+    expect_reason(ts_quantize_qs8(4, 64, wf, 63, (int8_t *)Cbuf, scales), "ldw < K",
+                  "quantize ldw");
+    ts_packed_a *pa = NULL;
+    expect_reason(ts_pack_a_qdyn(2, 64, wf, 63, &pa), "lda < K", "pack_a lda");
+    size_t l2 = 0;
+    expect_reason(ts_cache_sizes_sysfs(0, NULL, &l2), "l1d_bytes or l2_bytes is NULL",
+                  "sysfs NULL");
     free(w);
     ts_context_free(ctx);
 }
