@@ -293,3 +293,25 @@ def test_small_m_matches_gemm_path_bit_for_bit(arch, cpu, generated, harness):
             seen_gemv += use
             seen_main += not use
     assert picks and seen_gemv and seen_main
+
+
+# ---- N x K ("out x in") weights: ts_pack_b_<type>_nk ---------------------------------------------
+
+# odd shapes around the tiles, K = 0 and 1, a K split into blocks on the lp-1 paths (fp32
+# whole up to 546 k-steps), a deep GEMV; every type runs each
+NK_SHAPES = ("0,3,5", "1,1,1", "1,13,0", "3,13,7", "2,31,9", "9,17,33", "17,45,70",
+             "5,100,257", "13,20,700", "1,45,2049")
+
+
+@pytest.mark.parametrize("arch,cpu", RUNS)
+def test_pack_nk_matches_transposed_kn_handle(arch, cpu, generated, harness):
+    """ts_pack_b_<type>_nk (and _ctx) of the transpose of B gives the bytes of the K x N handle
+    on every dispatch path, the naive GEMM's results, and TS_EINVAL with *out untouched for bad
+    arguments (tests/c/drv_api_pack_nk.c)."""
+    paths = manifest_paths(generated(arch))
+    masks = ",".join(str(m) for m in CPU_MASKS[cpu])
+    proc = run_qemu(harness(arch, "drv_api_pack_nk"), masks, *NK_SHAPES, cpu=cpu, check=False)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert f"shapes {len(NK_SHAPES) * len(CPU_MASKS[cpu])}\n" in proc.stdout
+    check_dispatch_lines(proc.stdout, paths, cpu,
+                         ("f32", "bf16", "f16", "f16f32", "int8", "u8s8", "u8u32"))

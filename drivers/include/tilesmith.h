@@ -257,6 +257,19 @@ int ts_pack_b_s8  (size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b 
 int ts_pack_b_u8s8 (size_t K, size_t N, const int8_t *B, size_t ldb, ts_packed_b **out);
 /* for ts_gemm_u8u32_prepacked */
 int ts_pack_b_u8u32(size_t K, size_t N, const uint8_t *B, size_t ldb, ts_packed_b **out);
+/* B given N x K ("out x in": row n holds the K weights of output column n, B[n*ldb + k], the
+ * layout of TFLite FULLY_CONNECTED and PyTorch nn.Linear weights), ldb >= K: the same handle
+ * as packing its transpose with the K x N packer above (the same bytes, so the same results,
+ * bit for bit, with every *_prepacked call of that type). (N, K) in the order of the matrix,
+ * like ts_pack_b_qs8. TS_EINVAL (nothing allocated, *out untouched) for B NULL with N and K
+ * > 0, ldb < K, a span (N, K, ldb) beyond size_t, out NULL, K beyond the type's bound. */
+int ts_pack_b_f32_nk   (size_t N, size_t K, const float *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_bf16_nk  (size_t N, size_t K, const float *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_f16_nk   (size_t N, size_t K, const uint16_t *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_f16f32_nk(size_t N, size_t K, const uint16_t *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_s8_nk    (size_t N, size_t K, const int8_t *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_u8s8_nk  (size_t N, size_t K, const int8_t *B, size_t ldb, ts_packed_b **out);
+int ts_pack_b_u8u32_nk (size_t N, size_t K, const uint8_t *B, size_t ldb, ts_packed_b **out);
 /* filter OHWI of conv c as B (K = k_h*k_w*in_c, N = out_c), for ts_conv2d_s8_prepacked */
 int ts_pack_conv2d_filter_s8(const ts_conv2d *c, const int8_t *filter, ts_packed_b **out);
 void ts_packed_free(ts_packed_b *b);      /* NULL is a no-op */
@@ -509,6 +522,20 @@ int ts_pack_b_u8s8_ctx (const ts_context *ctx, size_t K, size_t N, const int8_t 
                         ts_packed_b **out);
 int ts_pack_b_u8u32_ctx(const ts_context *ctx, size_t K, size_t N, const uint8_t *B,
                         size_t ldb, ts_packed_b **out);
+int ts_pack_b_f32_nk_ctx   (const ts_context *ctx, size_t N, size_t K, const float *B,
+                           size_t ldb, ts_packed_b **out);
+int ts_pack_b_bf16_nk_ctx  (const ts_context *ctx, size_t N, size_t K, const float *B,
+                           size_t ldb, ts_packed_b **out);
+int ts_pack_b_f16_nk_ctx   (const ts_context *ctx, size_t N, size_t K, const uint16_t *B,
+                           size_t ldb, ts_packed_b **out);
+int ts_pack_b_f16f32_nk_ctx(const ts_context *ctx, size_t N, size_t K, const uint16_t *B,
+                           size_t ldb, ts_packed_b **out);
+int ts_pack_b_s8_nk_ctx    (const ts_context *ctx, size_t N, size_t K, const int8_t *B,
+                           size_t ldb, ts_packed_b **out);
+int ts_pack_b_u8s8_nk_ctx  (const ts_context *ctx, size_t N, size_t K, const int8_t *B,
+                           size_t ldb, ts_packed_b **out);
+int ts_pack_b_u8u32_nk_ctx (const ts_context *ctx, size_t N, size_t K, const uint8_t *B,
+                           size_t ldb, ts_packed_b **out);
 int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
                                  const int8_t *filter, ts_packed_b **out);
 /* The B layouts a handle of the ts_pack_b_*_ctx packers above holds (ts_context_set_pack_layouts):

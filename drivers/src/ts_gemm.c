@@ -18,6 +18,10 @@ static const ts_matrix_why A_WHY = { "A is NULL (M and K > 0)", "lda < K (A's ro
                                   "A's span (M, K, lda) overflows size_t" };
 static const ts_matrix_why B_WHY = { "B is NULL (K and N > 0)", "ldb < N (B's row stride)",
                                   "B's span (K, N, ldb) overflows size_t" };
+/* B given N x K ("out x in", the ts_pack_b_*_nk packers): row n holds column n of B. */
+static const ts_matrix_why B_NK_WHY = { "B is NULL (N and K > 0)",
+                                        "ldb < K (B's row stride, N x K)",
+                                        "B's span (N, K, ldb) overflows size_t" };
 static const ts_matrix_why C_WHY = { "C is NULL (M and N > 0)", "ldc < N (C's row stride)",
                                   "C's span (M, N, ldc) overflows size_t" };
 
@@ -395,18 +399,26 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
     return run(ctx, path, &as_run, M, B->N, B->K, A, lda, NULL, 0, &out, &spans);
 }
 
-/* Packs row-major B for the raw op of a GEMM type (the largest K bound of that type). */
-static int pack_b(const ts_context *ctx, const gemm_op *op, size_t K, size_t N, const void *B,
-                  size_t ldb, ts_packed_b **out)
+/* Packs B for the raw op of a GEMM type (the largest K bound of that type): K x N row-major
+ * (nk 0), or N x K row-major (nk 1: element (k, n) at B[n*ldb + k], the transposed strides of
+ * the same packer, ts_packed_b_init), into the same handle either way. */
+static int pack_b(const ts_context *ctx, const gemm_op *op, int nk, size_t K, size_t N,
+                  const void *B, size_t ldb, ts_packed_b **out)
 {
     if (!ts_context_ok(ctx))
         return TS_EINVAL;
     const ts_path *path = ts_select_path_ctx(ctx, op->gemm_type);
+    const size_t b_bytes = ts_source_elem_bytes(path->pack);
     if (out == NULL)
         return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
-    if (!k_ok(op, K) || !ts_matrix_ok(B, K, N, ldb, ts_source_elem_bytes(path->pack), &B_WHY))
+    if (!k_ok(op, K))
         return TS_EINVAL;
-    return ts_packed_b_create(path, ts_context_pack_layouts(ctx), K, N, B, ldb, 1, out);
+    const unsigned layouts = ts_context_pack_layouts(ctx);
+    if (nk)
+        return ts_matrix_ok(B, N, K, ldb, b_bytes, &B_NK_WHY)
+               ? ts_packed_b_create(path, layouts, K, N, B, 1, ldb, out) : TS_EINVAL;
+    return ts_matrix_ok(B, K, N, ldb, b_bytes, &B_WHY)
+           ? ts_packed_b_create(path, layouts, K, N, B, ldb, 1, out) : TS_EINVAL;
 }
 
 /* The public entry points: each _ctx function, and its twin with ctx NULL. (The names are
@@ -438,11 +450,22 @@ static int pack_b(const ts_context *ctx, const gemm_op *op, size_t K, size_t N, 
     int name_ctx(const ts_context *ctx, size_t K, size_t N, const tb *B, size_t ldb,               \
                         ts_packed_b **out)                                                         \
     {                                                                                              \
-        return pack_b(ctx, &op, K, N, B, ldb, out);                                                \
+        return pack_b(ctx, &op, 0, K, N, B, ldb, out);                                             \
     }                                                                                              \
     int name(size_t K, size_t N, const tb *B, size_t ldb, ts_packed_b **out)                       \
     {                                                                                              \
-        return pack_b(NULL, &op, K, N, B, ldb, out);                                               \
+        return pack_b(NULL, &op, 0, K, N, B, ldb, out);                                            \
+    }
+/* The N x K twins: (N, K) in the order of the matrix, like ts_pack_b_qs8. */
+#define TS_PACK_NK_ENTRY(name, name_ctx, op, tb)                                                   \
+    int name_ctx(const ts_context *ctx, size_t N, size_t K, const tb *B, size_t ldb,               \
+                        ts_packed_b **out)                                                         \
+    {                                                                                              \
+        return pack_b(ctx, &op, 1, K, N, B, ldb, out);                                             \
+    }                                                                                              \
+    int name(size_t N, size_t K, const tb *B, size_t ldb, ts_packed_b **out)                       \
+    {                                                                                              \
+        return pack_b(NULL, &op, 1, K, N, B, ldb, out);                                            \
     }
 #define TS_PREPACKED_ENTRY(name, name_ctx, op, ta, tc)                                             \
     int name_ctx(const ts_context *ctx, size_t M, const ta *A, size_t lda,                         \
@@ -479,6 +502,11 @@ TS_PACK_ENTRY(ts_pack_b_bf16, ts_pack_b_bf16_ctx, OP_BF16, float)
 TS_PACK_ENTRY(ts_pack_b_s8, ts_pack_b_s8_ctx, OP_S8S32, int8_t)
 TS_PACK_ENTRY(ts_pack_b_u8s8, ts_pack_b_u8s8_ctx, OP_U8S8S32, int8_t)
 TS_PACK_ENTRY(ts_pack_b_u8u32, ts_pack_b_u8u32_ctx, OP_U8U32, uint8_t)
+TS_PACK_NK_ENTRY(ts_pack_b_f32_nk, ts_pack_b_f32_nk_ctx, OP_F32, float)
+TS_PACK_NK_ENTRY(ts_pack_b_bf16_nk, ts_pack_b_bf16_nk_ctx, OP_BF16, float)
+TS_PACK_NK_ENTRY(ts_pack_b_s8_nk, ts_pack_b_s8_nk_ctx, OP_S8S32, int8_t)
+TS_PACK_NK_ENTRY(ts_pack_b_u8s8_nk, ts_pack_b_u8s8_nk_ctx, OP_U8S8S32, int8_t)
+TS_PACK_NK_ENTRY(ts_pack_b_u8u32_nk, ts_pack_b_u8u32_nk_ctx, OP_U8U32, uint8_t)
 
 TS_PREPACKED_ENTRY(ts_gemm_f32_prepacked, ts_gemm_f32_prepacked_ctx, OP_F32, float, float)
 TS_PREPACKED_ENTRY(ts_gemm_bf16_prepacked, ts_gemm_bf16_prepacked_ctx, OP_BF16, float, float)
@@ -494,6 +522,8 @@ TS_GEMM_ENTRY(ts_gemm_f16, ts_gemm_f16_ctx, OP_F16, uint16_t, uint16_t, uint16_t
 TS_GEMM_ENTRY(ts_gemm_f16f32, ts_gemm_f16f32_ctx, OP_F16F32, uint16_t, uint16_t, float)
 TS_PACK_ENTRY(ts_pack_b_f16, ts_pack_b_f16_ctx, OP_F16, uint16_t)
 TS_PACK_ENTRY(ts_pack_b_f16f32, ts_pack_b_f16f32_ctx, OP_F16F32, uint16_t)
+TS_PACK_NK_ENTRY(ts_pack_b_f16_nk, ts_pack_b_f16_nk_ctx, OP_F16, uint16_t)
+TS_PACK_NK_ENTRY(ts_pack_b_f16f32_nk, ts_pack_b_f16f32_nk_ctx, OP_F16F32, uint16_t)
 TS_PREPACKED_ENTRY(ts_gemm_f16_prepacked, ts_gemm_f16_prepacked_ctx, OP_F16, uint16_t, uint16_t)
 TS_PREPACKED_ENTRY(ts_gemm_f16f32_prepacked, ts_gemm_f16f32_prepacked_ctx,
                    OP_F16F32, uint16_t, float)
