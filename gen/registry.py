@@ -105,7 +105,8 @@ class GemmType:
 GEMM_TYPES: tuple[GemmType, ...] = (
     GemmType("f32", "F32", "fp32", "fp32", "fp32",
              (KernelPath("fmla_f32", "f32", "f32", "fmla"),),
-             "raw", ("gemm_f32", "pack_b_f32", "pack_b_f32_nk", "gemm_f32_prepacked"),
+             "raw", ("gemm_f32", "pack_b_f32", "pack_b_f32_nk", "gemm_f32_prepacked",
+                     "gemm_f32_bias_clamp", "gemm_f32_bias_clamp_prepacked"),
              bench_dtype="f32", bench_label="fp32", bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"),
              test_label="f32", kernel_epilogues=("biasclamp",),
              sme=KernelPath("fmopa_f32", "f32", "f32", "fmopa")),
@@ -190,14 +191,14 @@ BY_KEY = {t.key: t for t in GEMM_TYPES}
 
 # the fused epilogues gen.epilogue can emit (its EPILOGUES without "raw")
 KNOWN_EPILOGUES = ("requant", "requant_u8", "biasclamp")
-# the fused requantisations among them, by output type: a path's `requant` kernel is the
-# variant of its GEMM type's one (int8 for s8, uint8 for u8s8: what its entry points write)
-REQUANT_EPILOGUES = ("requant", "requant_u8")
 
 
-def fused_requant_epilogue(t: GemmType) -> str | None:
-    """The fused requantisation epilogue of GEMM type `t`'s kernels (None: none)."""
-    return next((e for e in t.kernel_epilogues if e in REQUANT_EPILOGUES), None)
+def fused_epilogue(t: GemmType) -> str | None:
+    """The fused epilogue of GEMM type `t`'s kernels, whose variant is a path's `fused` kernel
+    (the dispatch tables' ts_path.fused): its requantisation (int8 or uint8 C, gemm_s8 /
+    gemm_u8 / conv2d_s8) or biasclamp (fp32 C, gemm_f32_bias_clamp); None: none. A type has at
+    most one (check_registry)."""
+    return t.kernel_epilogues[0] if t.kernel_epilogues else None
 
 # Generated instructions that no chain holds (see the sudot / bfdot note above GEMM_TYPES) and
 # the fused epilogues their kernels get all the same: bfdot accumulates fp32 like bfmmla.
@@ -277,6 +278,9 @@ def check_registry(types=GEMM_TYPES) -> None:
         for e in t.kernel_epilogues:
             if e not in KNOWN_EPILOGUES:
                 raise ValueError(f"GEMM type {t.key}: unknown epilogue {e!r}")
+        if len(t.kernel_epilogues) > 1:
+            raise ValueError(f"GEMM type {t.key}: more than one fused epilogue (a path has one "
+                             f"fused kernel)")
         if t.c in ("int32", "uint32") and not t.max_k:
             raise ValueError(f"GEMM type {t.key}: integer results need a K bound (max_k)")
 
@@ -297,14 +301,15 @@ def _path_fields(t: GemmType, p, kernel: dict, feature, ep: int, hp: int, **fiel
     """The fields every path dict (NEON or SME) of GEMM type `t` has, for KernelPath or SmePath
     `p` run by the manifest entry `kernel` with tile ep x hp, plus the kind-specific `fields`:
     the instruction, packed elements and pack enums of A and B, result bytes, symbol, lp,
-    feature macro and the symbol of the kernel's variant with the type's fused requantisation
-    (fused_requant_epilogue: int8 or uint8 C as the type's entry points write; None: none)."""
+    feature macro and the symbol of the kernel's variant with the type's fused epilogue
+    (fused_epilogue: int8 or uint8 C as the type's entry points write, or fp32 biasclamp;
+    None: none)."""
     return dict(instruction=p.instruction, packed=p.pack_b, packed_a=p.pack_a,
                 pack=PACKED[p.pack_b][0], pack_a=PACKED[p.pack_a][0],
                 c_bytes=result_bytes(p.instruction), symbol=kernel["symbol"],
                 ep=ep, hp=hp, lp=int(kernel["lp"]), feature=feature_macro(feature),
-                requant=next((v["symbol"] for v in kernel.get("variants", [])
-                              if v["epilogue"] == fused_requant_epilogue(t)), None),
+                fused=next((v["symbol"] for v in kernel.get("variants", [])
+                            if v["epilogue"] == fused_epilogue(t)), None),
                 **fields)
 
 
@@ -376,11 +381,11 @@ def _gemv_dict(small: dict | None, kernel: dict) -> dict | None:
 def _ntail_dicts(t: GemmType, kernel: dict, ntail: dict) -> list:
     """The column-tail kernels (manifest role "ntail", gen.ntail) serving kernel entry
     `kernel`, narrowest first, each as a dict (symbol, hp, and the symbol of its variant with
-    the type's fused requantisation, None: none): those of the same rows whose "serves" is
+    the type's fused epilogue, None: none): those of the same rows whose "serves" is
     its symbol (a core-class variant has none)."""
     tails = [dict(symbol=k["symbol"], hp=int(k["hp"]),
-                 requant=next((v["symbol"] for v in k.get("variants", [])
-                               if v["epilogue"] == fused_requant_epilogue(t)), None))
+                 fused=next((v["symbol"] for v in k.get("variants", [])
+                             if v["epilogue"] == fused_epilogue(t)), None))
             for k in sorted(ntail.get(kernel["symbol"], ()), key=lambda k: int(k["hp"]))
             if int(k["ep"]) == int(kernel["ep"]) and int(k["hp"]) < int(kernel["hp"])]
     if len(tails) > NTAILS:
@@ -412,7 +417,7 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     kernel entry}), most preferred first. A path dict holds the kernel's symbol and tile (ep,
     hp, lp), the instruction, the packed elements of A and B (`packed` is B's), the pack enum
     suffixes, the result bytes, the feature macro suffix (None when Armv8.0 has it), the
-    symbol of its fused requant variant (the GEMM type's, fused_requant_epilogue; None: none),
+    symbol of its fused epilogue variant (`fused`: the GEMM type's, fused_epilogue; None: none),
     the core class ("generic", or a
     gen.cores.CORE_CLASSES key) and
     `gemv`: the GEMV / small-M kernel serving the path's instruction ({served instruction:

@@ -21,7 +21,7 @@ from gen.cores import CORE_CLASSES, MEMORY
 from gen.drivers import DRIVERS
 from gen.epilogue import EPILOGUE_VARIANTS
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
-from gen.registry import BY_KEY, fused_requant_epilogue
+from gen.registry import BY_KEY, fused_epilogue
 from test_drivers_api import CPU_MASKS, manifest_paths
 
 CPUS = {"cortex-a57": CPU_MASKS["cortex-a57"], "cortex-a53": CPU_MASKS["cortex-a57"],
@@ -108,8 +108,9 @@ def test_dispatch_tables_carry_the_cache_blocks(v86):
     block_variants = 0
     for key, paths in manifest_paths(v86).items():
         rows = table_rows(text, key)
-        # the fused requantisation is the GEMM type's own (int8 or uint8 C), where generated
-        fused = fused_requant_epilogue(BY_KEY[key])
+        # the fused epilogue is the GEMM type's own (int8 or uint8 C, fp32 biasclamp), where
+        # generated
+        fused = fused_epilogue(BY_KEY[key])
         for p in paths:
             shape = (p["instruction"], p["ep"], p["hp"], p["lp"])
             at = rows.index(next(r for r in rows if r[0] == p["symbol"] and r[5] == "generic"))

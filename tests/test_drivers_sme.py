@@ -147,12 +147,12 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
             s = p["svl_bytes"] // 4
             assert (p["ep"], p["hp"], p["lp"]) == (kernel["tr"] * s, kernel["tc"] * s, kernel["lp"])
             assert p["feature"] == "SME" and p["gemv"] is None
-            # the fused requantisation (engine: gemm_s8, conv2d_s8; gemm_u8) is the kernel's
-            # variant of the type's (registry.fused_requant_epilogue: _requant, _requant_u8)
-            # where it has one (smopa, usmopa), else the driver's (NULL)
+            # the fused epilogue (engine: gemm_s8, conv2d_s8; gemm_u8; gemm_f32_bias_clamp) is
+            # the kernel's variant of the type's (registry.fused_epilogue: _requant,
+            # _requant_u8, _biasclamp) where it has one, else the driver's (NULL)
             requant = next((k["symbol"] for k in manifest["sme_kernels"]
                             if k["instruction"] == t.sme.instruction
-                            and k["epilogue"] == registry.fused_requant_epilogue(t)), "NULL")
+                            and k["epilogue"] == registry.fused_epilogue(t)), "NULL")
             row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
                    rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,\s+{requant},'
                    rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC,'

@@ -73,6 +73,22 @@ int ts_gemm_bf16(size_t M, size_t N, size_t K, const float  *A, size_t lda,
 int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
                   const int8_t *B, size_t ldb, int32_t *C, size_t ldc);   /* exact, K bound below */
 
+/* fp32 GEMM with a fused bias and clamp (an FC / conv layer's bias and ReLU / ReLU6): per
+ * element, x the ts_gemm_f32 result (the same bits: the same kernels' fused multiply-add
+ * chain over k), in this fp32 order, one rounding per step (no contraction):
+ *   y = x + bias[n]          (bias NULL: y = x + -0.0f, which is x under round to nearest)
+ *   z = max(y, cmin)         (FMAX: a NaN y stays NaN; +0 counts above -0)
+ *   C[m][n] = min(z, cmax)   (FMIN: of two zeros the negative one)
+ * cmin = -INFINITY, cmax = INFINITY: no clamp. Where the kernel path has fused _biasclamp
+ * kernels (fmla fp32, fmopa) they store C directly on the last K block; elsewhere (the GEMV /
+ * small-M kernels, a path without them) the driver applies the same three operations to
+ * each tile after it, so every path returns the bits of ts_gemm_f32 followed by those steps
+ * in C. TS_EINVAL (nothing written) as ts_gemm_f32, and for cmin > cmax or a NaN bound, and
+ * for C overlapping bias (N floats). bias is not checked: a NaN or infinity propagates. */
+int ts_gemm_f32_bias_clamp(size_t M, size_t N, size_t K, const float *A, size_t lda,
+                           const float *B, size_t ldb, const float *bias, float cmin,
+                           float cmax, float *C, size_t ldc);
+
 /* ---- fp16 GEMM (IEEE binary16 as uint16_t bits, so plain C99 callers can use it) -------
  * ts_gemm_f16: fp16 in and out, fp16 accumulation (fmla .8h, FEAT_FP16): each k adds one
  * fused multiply-add rounded to fp16, so |C - exact| <= gamma_K * sum_k |A[m][k]*B[k][n]|
@@ -280,6 +296,10 @@ int ts_gemm_f32_prepacked  (size_t M, const float  *A, size_t lda, const ts_pack
                             float   *C, size_t ldc);
 int ts_gemm_bf16_prepacked (size_t M, const float  *A, size_t lda, const ts_packed_b *B,
                             float   *C, size_t ldc);
+/* ts_gemm_f32_bias_clamp with B a ts_pack_b_f32 / ts_pack_b_f32_nk handle */
+int ts_gemm_f32_bias_clamp_prepacked(size_t M, const float *A, size_t lda,
+                                     const ts_packed_b *B, const float *bias, float cmin,
+                                     float cmax, float *C, size_t ldc);
 int ts_gemm_f16_prepacked  (size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
                             uint16_t *C, size_t ldc);
 int ts_gemm_f16f32_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
@@ -498,6 +518,10 @@ int ts_gemm_f32_ctx (const ts_context *ctx, size_t M, size_t N, size_t K, const 
                      size_t lda, const float *B, size_t ldb, float *C, size_t ldc);
 int ts_gemm_bf16_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const float *A,
                      size_t lda, const float *B, size_t ldb, float *C, size_t ldc);
+int ts_gemm_f32_bias_clamp_ctx(const ts_context *ctx, size_t M, size_t N, size_t K,
+                               const float *A, size_t lda, const float *B, size_t ldb,
+                               const float *bias, float cmin, float cmax, float *C,
+                               size_t ldc);
 int ts_gemm_s8s32_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const int8_t *A,
                       size_t lda, const int8_t *B, size_t ldb, int32_t *C, size_t ldc);
 int ts_gemm_s8_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const int8_t *A,
@@ -560,6 +584,9 @@ int ts_gemm_f32_prepacked_ctx  (const ts_context *ctx, size_t M, const float *A,
                                 const ts_packed_b *B, float *C, size_t ldc);
 int ts_gemm_bf16_prepacked_ctx (const ts_context *ctx, size_t M, const float *A, size_t lda,
                                 const ts_packed_b *B, float *C, size_t ldc);
+int ts_gemm_f32_bias_clamp_prepacked_ctx(const ts_context *ctx, size_t M, const float *A,
+                                         size_t lda, const ts_packed_b *B, const float *bias,
+                                         float cmin, float cmax, float *C, size_t ldc);
 int ts_gemm_s8s32_prepacked_ctx(const ts_context *ctx, size_t M, const int8_t *A, size_t lda,
                                 const ts_packed_b *B, int32_t *C, size_t ldc);
 int ts_gemm_s8_prepacked_ctx   (const ts_context *ctx, size_t M, const int8_t *A, size_t lda,

@@ -222,7 +222,7 @@ static void run_conv(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
     ts_a_source a = { input, c->in_c, NULL, (int8_t)q->a_zero_point };
     if (!is_pointwise(c))
         a.conv = c;
-    ts_c_sink out = { output, c->out_c, q, 0, 0 };
+    ts_c_sink out = { output, c->out_c, q, 0, 0, 0, NULL, 0, 0 };
     ts_gemm_exec(ctx, b, conv_m(c), &a, &out, work);
 }
 

@@ -310,7 +310,7 @@ const ts_path *ts_tail_path(const ts_path *path, size_t rows)
             && p->hp == path->hp && p->lp == path->lp && p->pack == path->pack
             && p->svl_bytes == path->svl_bytes && same_qdyn(p->qdyn, path->qdyn)
             && p->pack_a == path->pack_a
-            && p->c_bytes == path->c_bytes && (p->requant == NULL) == (path->requant == NULL)
+            && p->c_bytes == path->c_bytes && (p->fused == NULL) == (path->fused == NULL)
             && rows <= p->ep && p->ep < path->ep && (best == NULL || p->ep < best->ep))
             best = p;
     }
@@ -320,7 +320,7 @@ const ts_path *ts_tail_path(const ts_path *path, size_t rows)
 const ts_ntail_kernel *ts_ntail_of(const ts_path *path, size_t cols)
 {
     for (size_t i = 0; i < TS_NTAILS && path->ntail[i].kernel != NULL; ++i)
-        if (cols <= path->ntail[i].hp && (path->requant == NULL || path->ntail[i].requant != NULL))
+        if (cols <= path->ntail[i].hp && (path->fused == NULL || path->ntail[i].fused != NULL))
             return &path->ntail[i];     /* narrowest first */
     return NULL;
 }

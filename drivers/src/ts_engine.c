@@ -63,11 +63,24 @@ static size_t ksteps_of(const ts_path *path, size_t K)
     return div_up(K, path->lp);
 }
 
-/* Whether the requantization runs in the fused kernel: the path has one (its GEMM type's,
- * writing that type's output: int8, or uint8 for ts_gemm_u8). */
-static int fused_requant(const ts_path *path, int requantize)
+/* Bias values a fused _biasclamp kernel can be given from a copy (call.bias_pad): the last B
+ * panel's, or -0.0f for a NULL bias, up to this many columns (hp rounded up to 4: every
+ * path's today, SME's at 2048 bits included); a wider tile runs the epilogue in C. */
+#define TS_BIAS_PAD 256
+
+/* Whether the epilogue runs in the fused kernel (path->fused, the GEMM type's own): the
+ * requantization (int8, or uint8 for ts_gemm_u8), or bias and clamp on fp32 results where
+ * the bias the kernel reads (hp columns, rounded up to 4, per panel) comes from the caller's
+ * array or call.bias_pad. */
+static int fused_epilogue(const ts_path *path, const ts_packed_b *b, const ts_c_sink *out)
 {
-    return requantize && path->requant != NULL;
+    if (path->fused == NULL)
+        return 0;
+    if (out->q != NULL)
+        return 1;
+    const size_t last = b->tail_hp != 0 ? b->tail_hp : path->hp;
+    return out->bias_clamp && path->hp % 4 == 0 && (path->hp + 3) / 4 * 4 <= TS_BIAS_PAD
+           && (last + 3) / 4 * 4 <= TS_BIAS_PAD;
 }
 
 int ts_gemm_stage(const ts_path *path, const ts_c_sink *out)
@@ -203,7 +216,11 @@ typedef struct {
     const int8_t *pad_row;      /* conv: in_c bytes of the pad value */
     int32_t *col_offset, *c32;
     ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
-    int fused, stage;
+    int fused, stage;           /* fused: the path's fused kernel runs the last K block */
+    /* fused bias_clamp: what the kernel reads as bias where the caller's N values end before
+     * its hp (rounded up to 4) columns do: the last panel's values, then -0.0f (all -0.0f for
+     * a NULL bias, serving every panel) */
+    float bias_pad[TS_BIAS_PAD];
     int32_t rounding;           /* fused: the kernels' rounding mode (ts_kernel_rounding) */
     const ts_path *tail;        /* the last A panel's path when it is not `path` (ts_tail_path) */
     const ts_ntail_kernel *ntail, *tail_ntail;  /* the last B panel's kernels (ts_ntail_of) on
@@ -270,7 +287,7 @@ static ts_kernel_fn last_panel_kernel(const ts_path *path, const ts_ntail_kernel
 {
     if (ntail == NULL)
         return kernel;
-    return kernel == path->kernel ? ntail->kernel : ntail->requant;
+    return kernel == path->kernel ? ntail->kernel : ntail->fused;
 }
 
 static void setup_block(const call *c, int first, int last, block_run *r)
@@ -292,8 +309,12 @@ static void setup_block(const call *c, int first, int last, block_run *r)
     r->acc_ld = r->dst_ld;
     r->acc_elem = r->dst_elem;
     r->args.ld_acc_bytes = r->acc_ld;
-    if (c->fused && last) {
-        r->kernel = path->requant;
+    if (c->fused && last && c->out->q == NULL) {
+        r->kernel = path->fused;                /* bias and clamp, in place in C */
+        r->args.clamp_min = c->out->cmin;
+        r->args.clamp_max = c->out->cmax;
+    } else if (c->fused && last) {
+        r->kernel = path->fused;
         r->args.rounding = c->rounding;
         /* the caller's output zero point and clamp, in the kernel's output type (uint8 for
          * the _requant_u8 kernels; c->q holds their int8 form for ts_requant_rows_u8) */
@@ -324,12 +345,36 @@ static TS_NOINLINE void run_full_tiles(ts_kernel_fn kernel, const unsigned char 
         kernel(a, b, steps, dst, dst_ld, args);
 }
 
+/* The bias a fused _biasclamp kernel reads for B panel j: the caller's from column j*hp on
+ * while its hp (rounded up to 4: hp % 4 == 0, fused_epilogue) columns are all there, else the
+ * copy (the last panel; every panel of a NULL bias). */
+static const float *bias_params(const call *c, size_t j)
+{
+    const size_t n0 = j * c->path->hp;
+    if (c->out->bias != NULL && n0 + c->path->hp <= c->N)
+        return c->out->bias + n0;
+    return c->bias_pad;
+}
+
+/* call.bias_pad for a fused bias_clamp call (before the tasks, which only read it). */
+static void fill_bias_pad(call *c)
+{
+    const size_t n0 = (c->b->panels - 1) * c->path->hp;
+    for (size_t i = 0; i < TS_BIAS_PAD; ++i)
+        c->bias_pad[i] = c->out->bias != NULL && n0 + i < c->N ? c->out->bias[n0 + i] : -0.0f;
+}
+
 /* A tile's staged int32 / fp32 results (m_rem x n_rem at row m0, column n0 of c->c32) to C:
- * fp16 narrowing, or the requantisation the kernels did not fuse. */
+ * fp16 narrowing, or the requantisation the kernels did not fuse; or bias and clamp on the
+ * tile's fp32 results in C. */
 static void stage_to_c(const call *c, size_t m0, size_t n0, size_t m_rem, size_t n_rem)
 {
     const int32_t *staged = c->c32 + m0 * c->N + n0;
-    if (c->stage == TS_STAGE_F16)
+    if (c->out->bias_clamp)
+        ts_bias_clamp_rows((float *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc, m_rem, n_rem,
+                           c->out->bias != NULL ? c->out->bias + n0 : NULL, c->out->cmin,
+                           c->out->cmax);
+    else if (c->stage == TS_STAGE_F16)
         ts_narrow_rows_f16((const float *)staged, c->N, m_rem, n_rem,
                            (uint16_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
     else if (c->out->u8_output)
@@ -353,7 +398,7 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
     const size_t step_bytes = path->lp * ts_pack_elem_bytes(path->pack);   /* per column */
     const size_t pp = params_panel_bytes(path);
     /* the tiles' results go to C through the driver (after the last K block, not fused) */
-    const int to_c = r->last && c->stage != TS_STAGE_NONE && !c->fused;
+    const int to_c = r->last && (c->stage != TS_STAGE_NONE || c->out->bias_clamp) && !c->fused;
     /* A panels ib .. full_end-1 are ep rows high */
     const size_t full_end = c->M / ep < ie ? c->M / ep : ie;
     const size_t dst_rows = ep * r->dst_ld;
@@ -368,7 +413,8 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
         size_t i = ib;
         args.n_rem = c->N - n0 < hp ? c->N - n0 : hp;
         if (c->fused && r->last)
-            args.params = c->params + j * pp;
+            args.params = c->out->q != NULL ? (const void *)(c->params + j * pp)
+                                            : (const void *)bias_params(c, j);
         if (r->acc == NULL && !to_c && full_end > ib) {
             args.m_rem = ep;
             args.acc = NULL;
@@ -453,7 +499,7 @@ static void compute_task(void *arg, size_t t)
             if (c->tail != NULL && ie == c->a_panels) {
                 /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
                 block_run tail = r;
-                tail.kernel = r.kernel == path->kernel ? c->tail->kernel : c->tail->requant;
+                tail.kernel = r.kernel == path->kernel ? c->tail->kernel : c->tail->fused;
                 tail.last_kernel = last_panel_kernel(c->tail, c->tail_ntail, tail.kernel);
                 run_tiles(c, &r, block, panel_bytes, ib, ie - 1, j0, j1, s0, steps);
                 run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes, ie - 1,
@@ -564,7 +610,9 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     ts_gemm_grid(c.a_panels, b->panels, threads, &c.m_tasks, &c.n_tasks);
     a_block_bytes(path, b->K, div_up(c.a_panels, c.m_tasks), &c.a_block_bytes);
     c.stage = ts_gemm_stage(path, out);
-    c.fused = fused_requant(path, requantize);
+    c.fused = fused_epilogue(path, c.b, out);
+    if (c.fused && out->bias_clamp)
+        fill_bias_pad(&c);
     const size_t pad_bytes = a->conv != NULL ? a->conv->in_c : 0;
     layout_work(path, M, c.N, c.K, c.stage, c.fused, pad_bytes, c.m_tasks, c.n_tasks, &l);
     unsigned char *base = (unsigned char *)ts_align16(work);

@@ -1,5 +1,6 @@
 /* ts_epilogue.c — column parameters of the fused requant epilogue (README "Micro-kernel ABI",
- * column parameters; what ts_requantize's NEON path precomputes per block). Plain C99. */
+ * column parameters; what ts_requantize's NEON path precomputes per block), and the biasclamp
+ * epilogue in C for the paths without a fused one. Plain C99. */
 #include <string.h>
 
 #include "ts_epilogue_internal.h"
@@ -44,4 +45,44 @@ void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t h
             memcpy(g + 48 + 4 * lane, &right, 4);
         }
     }
+}
+
+/* Whether x's sign bit is set (-0.0f included). */
+static int sign_set(float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return (bits >> 31) != 0;
+}
+
+/* FMAX (Arm ARM, FPMax) with a bound that is not NaN: a NaN x is returned, of two zeros the
+ * positive one. */
+static float max_a64(float x, float lo)
+{
+    if (x != x)
+        return x;
+    if (x == lo)
+        return sign_set(x) ? lo : x;
+    return x > lo ? x : lo;
+}
+
+/* FMIN (FPMin) likewise: of two zeros the negative one. */
+static float min_a64(float x, float hi)
+{
+    if (x != x)
+        return x;
+    if (x == hi)
+        return sign_set(x) ? x : hi;
+    return x < hi ? x : hi;
+}
+
+void ts_bias_clamp_rows(float *c, size_t ld, size_t rows, size_t cols, const float *bias,
+                        float cmin, float cmax)
+{
+    for (size_t i = 0; i < rows; ++i)
+        for (size_t j = 0; j < cols; ++j) {
+            float x = c[i * ld + j];
+            x = x + (bias != NULL ? bias[j] : -0.0f);
+            c[i * ld + j] = min_a64(max_a64(x, cmin), cmax);
+        }
 }

@@ -46,6 +46,15 @@ int32_t ts_kernel_rounding(const ts_quant *q, size_t N);
 void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t hp,
                             const ts_quant *q, int32_t rounding, const int32_t *col_offset);
 
+/* The biasclamp epilogue in C, as the _biasclamp kernels compute it (README "Micro-kernel
+ * ABI": FADD, FMAX, FMIN), in place on rows x cols fp32 results (row stride ld elements):
+ *   x = c + bias[j] (bias NULL: x = c + -0.0f, the kernels' padding), y = max(x, cmin),
+ *   c = min(y, cmax)
+ * with FMAX / FMIN's rules: a NaN x stays NaN (cmin, cmax are not NaN), +0 is above -0. One
+ * fp32 operation per step (no contraction), so the same bits as the kernels under any FPCR. */
+void ts_bias_clamp_rows(float *c, size_t ld, size_t rows, size_t cols, const float *bias,
+                        float cmin, float cmax);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,9 +34,9 @@ static size_t matrix_len(size_t rows, size_t cols, size_t ld, size_t elem_bytes)
 }
 
 /* What a public GEMM entry point computes: its GEMM type, its K bound (tilesmith.h), and its
- * output: the kernel's raw results, int8 / uint8 through the requantization epilogue, or fp16
- * (the fp32 fallback's results rounded to fp16). */
-enum { OUT_RAW, OUT_S8, OUT_U8, OUT_F16 };
+ * output: the kernel's raw results, int8 / uint8 through the requantization epilogue, fp16
+ * (the fp32 fallback's results rounded to fp16), or fp32 through bias and clamp. */
+enum { OUT_RAW, OUT_S8, OUT_U8, OUT_F16, OUT_BIAS_CLAMP };
 typedef struct {
     int gemm_type;
     size_t max_k;             /* SIZE_MAX: no bound (float) */
@@ -52,6 +52,13 @@ static const gemm_op OP_U8U32 = { TS_GEMM_U8U32, TS_GEMM_U8U32_MAX_K, OUT_RAW };
 static const gemm_op OP_U8 = { TS_GEMM_U8S8, TS_GEMM_U8_MAX_K, OUT_U8 };
 static const gemm_op OP_F16 = { TS_GEMM_F16, SIZE_MAX, OUT_F16 };
 static const gemm_op OP_F16F32 = { TS_GEMM_F16F32, SIZE_MAX, OUT_RAW };
+static const gemm_op OP_F32_BIAS_CLAMP = { TS_GEMM_F32, SIZE_MAX, OUT_BIAS_CLAMP };
+
+/* The bias and clamp of an OUT_BIAS_CLAMP call (ts_gemm_f32_bias_clamp*). */
+typedef struct {
+    const float *bias;        /* N values or NULL */
+    float cmin, cmax;
+} bias_clamp;
 
 /* Bytes of one element of C as the caller passes it. */
 static size_t out_bytes(const gemm_op *op, const ts_path *path)
@@ -60,17 +67,39 @@ static size_t out_bytes(const gemm_op *op, const ts_path *path)
            : op->output == OUT_F16 ? sizeof(uint16_t) : path->c_bytes;
 }
 
-/* The sink of op's output into C. */
-static ts_c_sink sink_of(const gemm_op *op, void *C, size_t ldc, const ts_quant *q)
+/* The sink of op's output into C (bc: the bias and clamp of an OUT_BIAS_CLAMP op). */
+static ts_c_sink sink_of(const gemm_op *op, void *C, size_t ldc, const ts_quant *q,
+                         const bias_clamp *bc)
 {
-    ts_c_sink out = { C, ldc, q, op->output == OUT_U8, op->output == OUT_F16 };
+    ts_c_sink out = { C, ldc, q, op->output == OUT_U8, op->output == OUT_F16, 0, NULL, 0, 0 };
+    if (op->output == OUT_BIAS_CLAMP) {
+        out.bias_clamp = 1;
+        out.bias = bc->bias;
+        out.cmin = bc->cmin;
+        out.cmax = bc->cmax;
+    }
     return out;
+}
+
+/* Bounds of a bias-and-clamp op: neither NaN, cmin <= cmax (the infinities: no clamp). */
+static int clamp_ok(const gemm_op *op, const bias_clamp *bc)
+{
+    if (op->output != OUT_BIAS_CLAMP)
+        return 1;
+    return (bc->cmin <= bc->cmax)   /* false for a NaN bound too */
+           || ts_reject("cmin > cmax, or a NaN bound (cmin, cmax)");
+}
+
+/* Bytes of the bias an op reads: N floats for a bias-and-clamp op with a bias, else 0. */
+static size_t bias_len(const gemm_op *op, const bias_clamp *bc, size_t N)
+{
+    return op->output == OUT_BIAS_CLAMP && bc->bias != NULL ? N * sizeof(float) : 0;
 }
 
 /* q present exactly when the op requantizes, and valid for its output type and N columns. */
 static int quant_ok(const gemm_op *op, const ts_quant *q, size_t N)
 {
-    if (op->output == OUT_RAW || op->output == OUT_F16)
+    if (op->output != OUT_S8 && op->output != OUT_U8)
         return q == NULL || ts_reject("q given to a GEMM without requantization");
     return (op->output == OUT_U8 ? ts_quant_validate_u8(q, N) : ts_quant_validate(q, N)) == TS_OK;
 }
@@ -103,7 +132,8 @@ static int packed_ok(const ts_packed_b *b, const gemm_op *op, const ts_path *run
  * `packed`), of q's arrays. A and B as matrices (ts_strided_overlap: C may sit between A's
  * rows, as in an in-place concatenation), the rest as spans. */
 static int c_apart(const ts_strided *C, const ts_strided *A, const ts_strided *B,
-                   const ts_packed_b *packed, const ts_quant *q, size_t N)
+                   const ts_packed_b *packed, const ts_quant *q, size_t N, const float *bias,
+                   size_t bias_bytes)
 {
     const size_t c_len = ts_strided_bytes(C);
     if (ts_strided_overlap(C, A))
@@ -111,16 +141,19 @@ static int c_apart(const ts_strided *C, const ts_strided *A, const ts_strided *B
     if ((B != NULL && ts_strided_overlap(C, B))
         || (packed != NULL && ts_packed_b_overlaps(packed, C->p, c_len)))
         return ts_reject("C overlaps B");
+    if (ts_spans_overlap(C->p, c_len, bias, bias_bytes))
+        return ts_reject("C overlaps bias");
     if (q != NULL && ts_quant_overlaps(q, N, C->p, c_len))   /* q: only where quant_ok wants it */
         return ts_reject("C overlaps q or one of its arrays");
     return 1;
 }
 
 /* Valid arguments of a GEMM with a row-major B: K within the bound, matrices as matrix_ok, q
- * as quant_ok, and C sharing no byte with A, B or q's arrays. */
+ * as quant_ok, the clamp as clamp_ok, and C sharing no byte with A, B, q's arrays or the
+ * bias. */
 static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, size_t N, size_t K, const void *A,
                             size_t lda, const void *B, size_t ldb, const ts_quant *q,
-                            const void *C, size_t ldc)
+                            const bias_clamp *bc, const void *C, size_t ldc)
 {
     /* element sizes as the caller passes them: every path of a type reads the same sources */
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
@@ -128,18 +161,18 @@ static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, si
     const size_t c_bytes = out_bytes(op, path);
     if (!k_ok(op, K) || !ts_matrix_ok(A, M, K, lda, a_bytes, &A_WHY)
         || !ts_matrix_ok(B, K, N, ldb, b_bytes, &B_WHY) || !ts_matrix_ok(C, M, N, ldc, c_bytes, &C_WHY)
-        || !quant_ok(op, q, N))
+        || !quant_ok(op, q, N) || !clamp_ok(op, bc))
         return 0;
     const ts_strided c = ts_strided_of(C, M, N, ldc, c_bytes), a = ts_strided_of(A, M, K, lda, a_bytes);
     const ts_strided b = ts_strided_of(B, K, N, ldb, b_bytes);
-    return c_apart(&c, &a, &b, NULL, q, N);
+    return c_apart(&c, &a, &b, NULL, q, N, bc != NULL ? bc->bias : NULL, bias_len(op, bc, N));
 }
 
 /* As unpacked_args_ok with B a handle for op (packed_ok): C shares no byte with A, the handle
  * or q's arrays. */
 static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, const void *A,
                              size_t lda, const ts_packed_b *B, const ts_quant *q,
-                             const void *C, size_t ldc)
+                             const bias_clamp *bc, const void *C, size_t ldc)
 {
     if (!packed_ok(B, op, run))
         return 0;
@@ -149,11 +182,12 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
     if (!ts_matrix_ok(A, M, B->K, lda, a_bytes, &A_WHY) || !ts_matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
-        || !quant_ok(op, q, B->N))
+        || !quant_ok(op, q, B->N) || !clamp_ok(op, bc))
         return 0;
     const ts_strided c = ts_strided_of(C, M, B->N, ldc, c_bytes);
     const ts_strided a = ts_strided_of(A, M, B->K, lda, a_bytes);
-    return c_apart(&c, &a, NULL, B, q, B->N);
+    return c_apart(&c, &a, NULL, B, q, B->N, bc != NULL ? bc->bias : NULL,
+                   bias_len(op, bc, B->N));
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */
@@ -300,10 +334,12 @@ size_t ts_context_workspace_size_prepacked(const ts_context *ctx, int gemm_type,
     return workspace_size(ctx, gemm_type, M, N, K, 0);
 }
 
-/* The buffers a call reads or writes, for the workspace overlap check. */
+/* The buffers a call reads or writes, for the workspace overlap check: A, B (or the handle's
+ * panels), C, the handle's GEMV panels, the bias. */
+#define TS_CALL_SPANS 5
 typedef struct {
-    const void *p[4];
-    size_t len[4];
+    const void *p[TS_CALL_SPANS];
+    size_t len[TS_CALL_SPANS];
 } call_spans;
 
 /* Runs a validated GEMM: B row-major K x N (`packed` NULL) or prepacked. For small M the
@@ -327,7 +363,8 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
     if (call_bytes(ctx, path, M, N, K, ts_gemm_stage(path, out), packed == NULL, &bytes))
         return ts_fail(ctx != NULL && ctx->workspace != NULL ? TS_EINVAL : TS_ENOMEM,
                        "the call's workspace size overflows size_t");
-    int err = ts_call_memory(ctx, bytes, spans->p, spans->len, 4, out->q, N, &mem, &owned);
+    int err = ts_call_memory(ctx, bytes, spans->p, spans->len, TS_CALL_SPANS, out->q, N, &mem,
+                             &owned);
     if (err != TS_OK)
         return err;
     unsigned char *base = (unsigned char *)ts_align16(mem);
@@ -352,31 +389,31 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
     return TS_OK;
 }
 
-/* Every GEMM with a row-major B (q NULL for the raw ones). */
+/* Every GEMM with a row-major B (q NULL for the raw ones; bc NULL but for OUT_BIAS_CLAMP). */
 static int gemm(const ts_context *ctx, const gemm_op *op, size_t M, size_t N, size_t K,
                 const void *A, size_t lda, const void *B, size_t ldb, const ts_quant *q,
-                void *C, size_t ldc)
+                const bias_clamp *bc, void *C, size_t ldc)
 {
     ts_path sized;
     if (!ts_context_ok(ctx))
         return TS_EINVAL;
     const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
-    if (!unpacked_args_ok(path, op, M, N, K, A, lda, B, ldb, q, C, ldc))
+    if (!unpacked_args_ok(path, op, M, N, K, A, lda, B, ldb, q, bc, C, ldc))
         return TS_EINVAL;
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
     const size_t b_bytes = ts_source_elem_bytes(path->pack);
     const size_t c_bytes = out_bytes(op, path);
-    call_spans spans = { { A, B, C }, { matrix_len(M, K, lda, a_bytes),
-                                        matrix_len(K, N, ldb, b_bytes),
-                                        matrix_len(M, N, ldc, c_bytes) } };
-    ts_c_sink out = sink_of(op, C, ldc, q);
+    call_spans spans = { { A, B, C, NULL, bc != NULL ? bc->bias : NULL },
+                         { matrix_len(M, K, lda, a_bytes), matrix_len(K, N, ldb, b_bytes),
+                           matrix_len(M, N, ldc, c_bytes), 0, bias_len(op, bc, N) } };
+    ts_c_sink out = sink_of(op, C, ldc, q, bc);
     return run(ctx, path, NULL, M, N, K, A, lda, B, ldb, &out, &spans);
 }
 
 /* Every GEMM with a prepacked B. */
 static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, const void *A,
-                          size_t lda, const ts_packed_b *B, const ts_quant *q, void *C,
-                          size_t ldc)
+                          size_t lda, const ts_packed_b *B, const ts_quant *q,
+                          const bias_clamp *bc, void *C, size_t ldc)
 {
     ts_path sized;   /* selected once: the thread may migrate */
     if (!ts_context_ok(ctx))
@@ -384,7 +421,7 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
     const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
     if (path == NULL)
         return ts_fail(TS_EINVAL, "no kernel path of this GEMM type on this CPU / feature mask");
-    if (!prepacked_args_ok(op, path, M, A, lda, B, q, C, ldc))
+    if (!prepacked_args_ok(op, path, M, A, lda, B, q, bc, C, ldc))
         return TS_EINVAL;
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
@@ -393,7 +430,9 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
                                               B->panels * B->panel_bytes } };
     spans.p[3] = B->gemv_data;
     spans.len[3] = B->gemv_panels * B->gemv_panel_bytes;
-    ts_c_sink out = sink_of(op, C, ldc, q);
+    spans.p[4] = bc != NULL ? bc->bias : NULL;
+    spans.len[4] = bias_len(op, bc, B->N);
+    ts_c_sink out = sink_of(op, C, ldc, q, bc);
     ts_packed_b as_run = *B;      /* the same panels, read by this call's kernel variant */
     as_run.path = path;
     return run(ctx, path, &as_run, M, B->N, B->K, A, lda, NULL, 0, &out, &spans);
@@ -427,24 +466,24 @@ static int pack_b(const ts_context *ctx, const gemm_op *op, int nk, size_t K, si
     int name_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const ta *A,                 \
                         size_t lda, const tb *B, size_t ldb, tc *C, size_t ldc)                    \
     {                                                                                              \
-        return gemm(ctx, &op, M, N, K, A, lda, B, ldb, NULL, C, ldc);                              \
+        return gemm(ctx, &op, M, N, K, A, lda, B, ldb, NULL, NULL, C, ldc);                              \
     }                                                                                              \
     int name(size_t M, size_t N, size_t K, const ta *A, size_t lda, const tb *B,                   \
                   size_t ldb, tc *C, size_t ldc)                                                   \
     {                                                                                              \
-        return gemm(NULL, &op, M, N, K, A, lda, B, ldb, NULL, C, ldc);                             \
+        return gemm(NULL, &op, M, N, K, A, lda, B, ldb, NULL, NULL, C, ldc);                             \
     }
 #define TS_GEMM_Q_ENTRY(name, name_ctx, op, ta, tc)                                                \
     int name_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const ta *A,                 \
                         size_t lda, const int8_t *B, size_t ldb, const ts_quant *q, tc *C,         \
                         size_t ldc)                                                                \
     {                                                                                              \
-        return gemm(ctx, &op, M, N, K, A, lda, B, ldb, q, C, ldc);                                 \
+        return gemm(ctx, &op, M, N, K, A, lda, B, ldb, q, NULL, C, ldc);                                 \
     }                                                                                              \
     int name(size_t M, size_t N, size_t K, const ta *A, size_t lda, const int8_t *B,               \
                   size_t ldb, const ts_quant *q, tc *C, size_t ldc)                                \
     {                                                                                              \
-        return gemm(NULL, &op, M, N, K, A, lda, B, ldb, q, C, ldc);                                \
+        return gemm(NULL, &op, M, N, K, A, lda, B, ldb, q, NULL, C, ldc);                                \
     }
 #define TS_PACK_ENTRY(name, name_ctx, op, tb)                                                      \
     int name_ctx(const ts_context *ctx, size_t K, size_t N, const tb *B, size_t ldb,               \
@@ -471,22 +510,22 @@ static int pack_b(const ts_context *ctx, const gemm_op *op, int nk, size_t K, si
     int name_ctx(const ts_context *ctx, size_t M, const ta *A, size_t lda,                         \
                         const ts_packed_b *B, tc *C, size_t ldc)                                   \
     {                                                                                              \
-        return gemm_prepacked(ctx, &op, M, A, lda, B, NULL, C, ldc);                               \
+        return gemm_prepacked(ctx, &op, M, A, lda, B, NULL, NULL, C, ldc);                               \
     }                                                                                              \
     int name(size_t M, const ta *A, size_t lda, const ts_packed_b *B, tc *C, size_t ldc)           \
     {                                                                                              \
-        return gemm_prepacked(NULL, &op, M, A, lda, B, NULL, C, ldc);                              \
+        return gemm_prepacked(NULL, &op, M, A, lda, B, NULL, NULL, C, ldc);                              \
     }
 #define TS_PREPACKED_Q_ENTRY(name, name_ctx, op, ta, tc)                                           \
     int name_ctx(const ts_context *ctx, size_t M, const ta *A, size_t lda,                         \
                         const ts_packed_b *B, const ts_quant *q, tc *C, size_t ldc)                \
     {                                                                                              \
-        return gemm_prepacked(ctx, &op, M, A, lda, B, q, C, ldc);                                  \
+        return gemm_prepacked(ctx, &op, M, A, lda, B, q, NULL, C, ldc);                                  \
     }                                                                                              \
     int name(size_t M, const ta *A, size_t lda, const ts_packed_b *B, const ts_quant *q,           \
                   tc *C, size_t ldc)                                                               \
     {                                                                                              \
-        return gemm_prepacked(NULL, &op, M, A, lda, B, q, C, ldc);                                 \
+        return gemm_prepacked(NULL, &op, M, A, lda, B, q, NULL, C, ldc);                                 \
     }
 
 TS_GEMM_ENTRY(ts_gemm_f32, ts_gemm_f32_ctx, OP_F32, float, float, float)
@@ -527,3 +566,35 @@ TS_PACK_NK_ENTRY(ts_pack_b_f16f32_nk, ts_pack_b_f16f32_nk_ctx, OP_F16F32, uint16
 TS_PREPACKED_ENTRY(ts_gemm_f16_prepacked, ts_gemm_f16_prepacked_ctx, OP_F16, uint16_t, uint16_t)
 TS_PREPACKED_ENTRY(ts_gemm_f16f32_prepacked, ts_gemm_f16f32_prepacked_ctx,
                    OP_F16F32, uint16_t, float)
+
+/* fp32 GEMM, then bias and clamp (tilesmith.h): the path's fused _biasclamp kernels where it
+ * has them, else the same operations in C after the last K block (ts_bias_clamp_rows). */
+int ts_gemm_f32_bias_clamp_ctx(const ts_context *ctx, size_t M, size_t N, size_t K,
+                               const float *A, size_t lda, const float *B, size_t ldb,
+                               const float *bias, float cmin, float cmax, float *C, size_t ldc)
+{
+    const bias_clamp bc = { bias, cmin, cmax };
+    return gemm(ctx, &OP_F32_BIAS_CLAMP, M, N, K, A, lda, B, ldb, NULL, &bc, C, ldc);
+}
+
+int ts_gemm_f32_bias_clamp(size_t M, size_t N, size_t K, const float *A, size_t lda,
+                           const float *B, size_t ldb, const float *bias, float cmin,
+                           float cmax, float *C, size_t ldc)
+{
+    return ts_gemm_f32_bias_clamp_ctx(NULL, M, N, K, A, lda, B, ldb, bias, cmin, cmax, C, ldc);
+}
+
+int ts_gemm_f32_bias_clamp_prepacked_ctx(const ts_context *ctx, size_t M, const float *A,
+                                         size_t lda, const ts_packed_b *B, const float *bias,
+                                         float cmin, float cmax, float *C, size_t ldc)
+{
+    const bias_clamp bc = { bias, cmin, cmax };
+    return gemm_prepacked(ctx, &OP_F32_BIAS_CLAMP, M, A, lda, B, NULL, &bc, C, ldc);
+}
+
+int ts_gemm_f32_bias_clamp_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
+                                     const float *bias, float cmin, float cmax, float *C,
+                                     size_t ldc)
+{
+    return ts_gemm_f32_bias_clamp_prepacked_ctx(NULL, M, A, lda, B, bias, cmin, cmax, C, ldc);
+}

@@ -36,13 +36,18 @@ typedef struct {
 /* Where the results go: the kernel's results (path->c_bytes each: fp16, float, int32, uint32)
  * when q is NULL, else int8 (uint8 with u8_output) through the requantization epilogue with q
  * (validated for that output) and the A zero-point correction. With f16_output, C holds fp16:
- * a kernel with fp32 results (the fp16 GEMM's fallback) has them rounded (RNE) into it. */
+ * a kernel with fp32 results (the fp16 GEMM's fallback) has them rounded (RNE) into it. With
+ * bias_clamp (fp32 results, q NULL), C = min(max(x + bias[n], cmin), cmax) (ts_bias_clamp_rows;
+ * bias NULL: + -0.0f), by the path's fused _biasclamp kernel or in C after the last K block. */
 typedef struct {
     void *C;
     size_t ldc;               /* row stride in elements */
     const ts_quant *q;
     int u8_output;            /* q's zero points and clamp range are uint8 (ts_gemm_u8) */
     int f16_output;           /* C is fp16 (ts_gemm_f16) */
+    int bias_clamp;           /* fp32 C through bias and clamp (ts_gemm_f32_bias_clamp) */
+    const float *bias;        /* bias_clamp: N values or NULL */
+    float cmin, cmax;         /* bias_clamp: not NaN, cmin <= cmax */
 } ts_c_sink;
 
 /* What happens to the kernel's results between the kernel and C: nothing (stored by the

@@ -57,13 +57,13 @@ typedef struct {
 
 /* A column-tail kernel of a path (gen/ntail.py): the path's instruction and rows (ep), a
  * narrower tile of hp columns, for the last B panel of a call whose N mod the path's hp it
- * holds (ts_engine.c; that panel packed hp columns wide: ts_packed_b.tail_hp). requant: its
- * variant with the path's fused requantisation (NULL: none). kernel NULL: no such entry. */
+ * holds (ts_engine.c; that panel packed hp columns wide: ts_packed_b.tail_hp). fused: its
+ * variant with the path's fused epilogue (ts_path.fused; NULL: none). kernel NULL: no such entry. */
 #define TS_NTAILS 3            /* entries of ts_path.ntail (gen/registry.py NTAILS) */
 typedef struct {
     const char *symbol;
     ts_kernel_fn kernel;
-    ts_kernel_fn requant;
+    ts_kernel_fn fused;
     size_t hp;
 } ts_ntail_kernel;
 
@@ -129,8 +129,9 @@ typedef struct {
     ts_pack_kind pack;         /* conversion of B (ts_pack_panel, ts_packed_b_init) */
     ts_pack_kind pack_a;       /* conversion of A (differs from B's for the widened u8 x s8 path) */
     size_t c_bytes;            /* bytes of one kernel result (fp16, float, int32 or uint32) */
-    ts_kernel_fn requant;      /* the same tile with the GEMM type's fused requantisation
-                                  (_requant: int8 C; _requant_u8: uint8 C), or NULL */
+    ts_kernel_fn fused;        /* the same tile with the GEMM type's fused epilogue
+                                  (_requant: int8 C; _requant_u8: uint8 C; _biasclamp: fp32 C
+                                  of ts_gemm_f32_bias_clamp), or NULL */
     size_t kc_steps;           /* cache blocks (gen/blocking.py): K block in k-steps, */
     size_t mc_panels;          /* M block in ep-row panels */
     size_t kw_steps;           /* K runs unsplit up to this many k-steps (gen/blocking.py
@@ -209,7 +210,7 @@ int ts_same_b_layout(const ts_path *packed_for, const ts_path *run);
  * kernel variants"). */
 const ts_path *ts_tail_path(const ts_path *path, size_t rows);
 /* The column-tail kernel (gen/ntail.py) that runs a last B panel of `cols` columns on `path`:
- * the narrowest of path->ntail whose hp holds them (and that has the path's fused requant
+ * the narrowest of path->ntail whose hp holds them (and that has the path's fused epilogue
  * variant when the path has one); NULL when none does (cols >= every tail's hp, or none). */
 const ts_ntail_kernel *ts_ntail_of(const ts_path *path, size_t cols);
 /* Every path of `gemm_type` compiled into this build (*count of them), for worst-case sizing. */
@@ -368,7 +369,7 @@ static inline ts_path ts_gemv_path(const ts_path *path)
     v.lp = path->gemv.lp;
     /* raw only; its one A panel (M <= max_m) reads each B panel once, so a K block would
      * only add accumulator loads and stores: the whole K is one block */
-    v.requant = NULL;
+    v.fused = NULL;
     v.kc_steps = (size_t)-1;
     v.mc_panels = 1;
     v.kw_steps = (size_t)-1;
