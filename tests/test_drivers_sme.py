@@ -253,3 +253,24 @@ def test_pool_threads_take_the_callers_svl(harness):
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     checked = re.findall(r"^checked svl (\d+)", proc.stdout, re.M)
     assert sorted(int(v) for v in checked) == sorted(v for v in SVL_BYTES if v != 64), proc.stdout
+
+
+# N x K packers and fp32 bias + clamp on the SME paths (tests/test_drivers_api.py runs them on
+# every NEON path): the smallest SVL, the modeled 512 bits and the largest tile that keeps the
+# fused kernels (2048 bits: hp 128 fp32 columns); with SME and with it masked off
+SME_API_SHAPES = ("0,3,5", "1,1,1", "1,13,0", "3,13,7", "9,17,33", "17,45,70", "13,20,700",
+                  "70,300,19")
+
+
+@pytest.mark.parametrize("name", ["drv_api_pack_nk", "drv_api_bias_clamp"])
+def test_pack_nk_and_bias_clamp_on_sme_paths(harness, name):
+    with ThreadPoolExecutor(JOBS) as pool:
+        procs = list(pool.map(
+            lambda svl: run_qemu(harness(name), f"{ALL},{ALL & ~FEAT['SME']}", *SME_API_SHAPES,
+                                 cpu=sme_cpu(svl), timeout=900, check=False), (16, 64, 256)))
+    for proc in procs:
+        assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), \
+            proc.stdout[-3000:]
+        # with SME the fp32 GEMM runs its fmopa path (the fused _biasclamp kernel there)
+        assert re.search(rf"^mask={ALL} f32=ts_gemm_f32_fmopa_", proc.stdout, re.M), proc.stdout[:500]
+        warn_issue_2083(proc.stdout)

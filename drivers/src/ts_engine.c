@@ -217,16 +217,17 @@ typedef struct {
     int32_t *col_offset, *c32;
     ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
     int fused, stage;           /* fused: the path's fused kernel runs the last K block */
-    /* fused bias_clamp: what the kernel reads as bias where the caller's N values end before
-     * its hp (rounded up to 4) columns do: the last panel's values, then -0.0f (all -0.0f for
-     * a NULL bias, serving every panel) */
-    float bias_pad[TS_BIAS_PAD];
     int32_t rounding;           /* fused: the kernels' rounding mode (ts_kernel_rounding) */
     const ts_path *tail;        /* the last A panel's path when it is not `path` (ts_tail_path) */
     const ts_ntail_kernel *ntail, *tail_ntail;  /* the last B panel's kernels (ts_ntail_of) on
                                    `path` and on `tail`, or NULL: that panel is hp wide */
     ts_packed_b local_b;        /* B packed in the call: the handle with its tail_hp */
     size_t pack_tasks, m_tasks, n_tasks;
+    /* last (not cleared per call; set by fill_bias_pad when used): for a fused bias_clamp,
+     * what the kernel reads as bias where the caller's N values end before its hp (rounded
+     * up to 4) columns do: the last panel's values, then -0.0f (all -0.0f for a NULL bias,
+     * serving every panel) */
+    float bias_pad[TS_BIAS_PAD];
 } call;
 
 /* [begin, end) of part t of `count` items split into `parts` near-equal runs. */
@@ -592,7 +593,7 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     const int requantize = out->q != NULL;
     call c;
     work_layout l;
-    memset(&c, 0, sizeof c);
+    memset(&c, 0, offsetof(call, bias_pad));   /* bias_pad: fill_bias_pad, when used */
     c.path = path;
     c.bsrc = bsrc;
     c.b = b;
