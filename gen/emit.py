@@ -45,12 +45,13 @@ ODD_ROW_PTR = ep_mod.ODD_ROW_PTR   # row pointer of odd C rows (C_PTR walks the 
 # pays about 2 + (pointers + 2) / 3 cycles: llvm-mca-19 -mcpu=cortex-a510, smmla 8x8 (16 MACs
 # per k-step, 8 cycles at the peak), 2026-11-23: 4 k-steps 38 cycles (8 pointers, 84.2 % of
 # the peak), 6 k-steps 55 (87.3 %), 8 k-steps 79 with the 13 pointers x5-x17 (3 loads left
-# `ldr`, 81.0 %), 73 only with 16 pointers (callee-saved registers: 87.7 %, not worth saving
-# them). Six also leaves a short remainder at the common k-step counts (ksteps - 1 = 63, 127:
-# 3 and 1 single steps, as many as with four).
+# `ldr`, 81.0 %), 73 with 16 pointers (87.7 %): x5-x17, x4 (ldc, kept in the frame) and x0/x1
+# (gen.loop EXTRA_POINTER_REGS), no callee-saved register. Eight k-steps also leave no
+# remainder at the common k-step counts (ksteps - 1 = 63, 127: the peeled last iteration,
+# gen.loop loop_tail, instead of 3 and 1 single steps with six).
 MAIN_LOOP_VARIANTS = ((2, "ldr", 1, 1), (4, "ldr", 1, 1), (8, "ldr", 1, 1),
                       (2, "ld1", 1, 1), (4, "ld1", 1, 1), (2, "ld1", 4, 1), (4, "ld1", 4, 1),
-                      (4, "ld1", 4, 2), (6, "ld1", 4, 1), (2, "ldr_r", 1, 1),
+                      (4, "ld1", 4, 2), (6, "ld1", 4, 1), (8, "ld1", 4, 1), (2, "ldr_r", 1, 1),
                       (4, "ldr_r", 1, 1))
 # AAPCS64 (Arm IHI 0055, "SIMD and Floating-Point registers" / "General-purpose registers"):
 # the low 64 bits of v8-v15 and x19-x28 are callee-saved; x18 is the platform register.
@@ -362,6 +363,9 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         write = ep_mod.epilogue_and_store(plan, epilogue)
     saved = callee_saved_used(plan, write)
     args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), plan)
+    store_setup = ep_mod.store_setup(plan, args_offset, tile_offset, out_bytes,
+                                     require_args=epilogue != "raw", epilogue=epilogue)
+    ldc = ldc_spill(main, args_offset)
     context = dict(
         symbol=symbol, plan=plan, inst=inst, cpu=cpu, prefix=prefix,
         signature=signature(inst), a_bytes=TYPE_BYTES[inst.a_type],
@@ -373,8 +377,10 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         main=main, pointer_setup=loop.pointer_setup(plan, main),
         panel_fixup=loop.panel_fixup(plan, main), load_form=main_load_form(main),
         body=scheduled_body(plan, cpu), tail=loop.peeled_last_step(plan),
-        store_setup=ep_mod.store_setup(plan, args_offset, tile_offset, out_bytes,
-                                       require_args=epilogue != "raw", epilogue=epilogue),
+        loop_tail=loop.loop_tail(main), **ldc,
+        tail_store=ldc["ldc_reload"] + [insn for insn in store_setup if insn.kind != "label"]
+        + [Insn("b K_WRITE", "branch", comment="to the epilogue and store")],
+        store_setup=store_setup,
         write=write, copy_out=ep_mod.copy_out(plan, tile_offset, out_bytes),
         streamed=loop.streamed_operand(plan), epilogue=variant,
         out_type=variant.out_type(inst.c_type), labels=ep_mod.LABELS,
@@ -400,6 +406,18 @@ def emit_kernels(plan: TilePlan, prefix: str, inst_mode: str = "auto", cpu: str 
     env = env or environment()
     return [emit_kernel(plan, prefix, inst_mode, cpu, env, epilogue, main)
             for epilogue in ep_mod.variants_for(plan.instruction)]
+
+
+def ldc_spill(main: loop.MainLoop, args_offset: int) -> dict[str, list[Insn]]:
+    """ldc_save / ldc_reload: x4 (ldc) kept in the frame word after args (gen.epilogue
+    frame_layout pads args to 16 bytes) while the main loop uses it as an ld1 pointer."""
+    if not main.spills_ldc:
+        return dict(ldc_save=[], ldc_reload=[])
+    slot = f"[sp, #{args_offset + 8}]"
+    return dict(ldc_save=[Insn(f"str {loop.LDC_REG}, {slot}", "store",
+                               comment="ldc: x4 is an ld1 pointer in the main loop")],
+                ldc_reload=[Insn(f"ldr {loop.LDC_REG}, {slot}", "load",
+                                 comment="ldc (an ld1 pointer in the main loop)")])
 
 
 def main_load_form(main: loop.MainLoop) -> str:

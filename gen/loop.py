@@ -23,6 +23,9 @@ further k-steps exist; the single-step loop does the remaining ones, and the las
 peeled (`tail`) without the loads of a next step: no byte past the panels is read. The single-
 step loop and the tail hold a double-buffered operand in its first bank only (`single_step_view`),
 which is where the main loop leaves the next k-step (`unroll` is even for double buffering).
+When exactly unroll - 1 k-steps follow the loaded one after the main loop (K a multiple of
+unroll k-steps), the last iteration runs peeled instead (`loop_tail`: the body without the
+next iteration's loads and the loop control) and no single step runs.
 
 Load forms (`LOAD_FORMS`):
   "ldr"  `ldr q/d/s..., [x0|x1, #offset]` from the k-step panel pointers; one `add` per pointer
@@ -75,6 +78,12 @@ A_PTR, B_PTR, KSTEPS, C_PTR, LDC = "x0", "x1", "x2", "x3", "x4"
 # x5-x8 / x16-x17 which this leaf function does not need for arguments or veneers); x5 is reused
 # by the C store after the loop. x18 (platform register) is never touched.
 POINTER_REGS = tuple(f"x{n}" for n in range(5, 18))
+# More pointer registers when a loop needs them and every load is an ld1 (none from x0/x1):
+# x4 (ldc, saved in the frame's spare word beside args and reloaded at K_STORE: `LDC_REG`),
+# then the panel pointers x0 and x1 themselves (set last; panel_fixup recomputes them from the
+# first pointer of their operand after the loop). 8 k-steps of smmla 8x8 take 16 pointers.
+EXTRA_POINTER_REGS = ("x4", "x0", "x1")
+LDC_REG = "x4"
 
 LOAD_FORMS = ("ldr", "ld1", "ldr_r")
 LD1_MAX_REGS = 4          # LD1 (multiple structures): 1 to 4 consecutive registers
@@ -341,6 +350,12 @@ class MainLoop:
     pointers: tuple[Pointer, ...]
     advances_panels: tuple[str, ...]    # panel pointers (x0/x1) the body itself advances
     offset_regs: tuple[tuple[str, int], ...] = ()   # load form "ldr_r": (register, offset)
+    next_loads: tuple[str, ...] = ()    # texts of the loads of the next iteration's first step
+
+    @property
+    def spills_ldc(self) -> bool:
+        """Whether x4 (ldc) serves as a pointer (saved in the frame, reloaded at K_STORE)."""
+        return any(p.reg == LDC_REG for p in self.pointers)
 
 
 def _interleave(plan: TilePlan, steps: int, next_step: bool, merge: int = 1
@@ -384,7 +399,7 @@ def _advance(pointer: str, amount: int, comment: str) -> Insn:
 
 
 def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS,
-              min_ld1_regs: int = 1) -> MainLoop:
+              min_ld1_regs: int = 1, extra_pointers: bool = True) -> MainLoop:
     """The main loop: `unroll` k-steps per iteration, each loading its successor's chunks;
     loads in form `form` (LOAD_FORMS), ld1 loads merged up to `merge` registers, and only
     loads of at least `min_ld1_regs` registers made ld1 (the others stay ldr: where issue
@@ -399,7 +414,16 @@ def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS,
     body: list[Insn] = []
     pointers: list[Pointer] = []
     offset_regs: dict[int, str] = {}
+    next_loads: list[str] = []
+    regs = POINTER_REGS
+    loads = [item for kind, item in items if kind == "load"]
+    if (extra_pointers and form == "ld1" and len(POINTER_REGS) < len(loads)
+            <= len(POINTER_REGS) + len(EXTRA_POINTER_REGS)
+            and all(loads_ld1_can_take(x) and len(x.regs) >= min_ld1_regs for x in loads)):
+        regs = POINTER_REGS + EXTRA_POINTER_REGS
     for kind, item in items:
+        if kind == "load" and item.step == unroll:
+            mark = len(body)
         if kind == "mac":
             body.append(item)
         elif form == "ldr_r":
@@ -410,25 +434,50 @@ def main_loop(plan: TilePlan, unroll: int, form: str, merge: int = LD1_MAX_REGS,
                                           f"distinct load offsets per iteration")
                 offset_regs[offset] = POINTER_REGS[len(offset_regs)]
             body.append(ldr_r_insn(item, offset_regs[offset]))
-        elif (form == "ld1" and loads_ld1_can_take(item) and len(pointers) < len(POINTER_REGS)
+        elif (form == "ld1" and loads_ld1_can_take(item) and len(pointers) < len(regs)
               and len(item.regs) >= min_ld1_regs):
-            pointer = Pointer(POINTER_REGS[len(pointers)], item.operand, item.offset(plan))
+            pointer = Pointer(regs[len(pointers)], item.operand, item.offset(plan))
             pointers.append(pointer)
             body.append(ld1_insn(item, pointer.reg))
         else:
             body += _ldr_only(plan, [(kind, item)])
+        if kind == "load" and item.step == unroll:
+            next_loads += [insn.text for insn in body[mark:]]
     for p in pointers:
         body.append(_advance(p.reg, unroll * step_bytes(plan, p.operand),
                              f"{p.operand.upper()} + {p.offset}, next iteration"))
+    if any(p.reg in (A_PTR, B_PTR) and p.reg != panel_pointer(p.operand) for p in pointers):
+        # x0 would be set from x1 or the reverse: keep to the registers of POINTER_REGS
+        return main_loop(plan, unroll, form, merge, min_ld1_regs, extra_pointers=False)
+    pointer_regs = {p.reg for p in pointers}
     advanced = tuple(panel_pointer(x) for x in "ab"
-                     if any(panel_pointer(x) in insn.uses for insn in body))
+                     if panel_pointer(x) not in pointer_regs
+                     and any(panel_pointer(x) in insn.uses for insn in body))
     for x in "ab":
         if panel_pointer(x) in advanced:
             body.append(_advance(panel_pointer(x), unroll * step_bytes(plan, x),
                                  "next iteration"))
     body += _loop_control(LOOP_LABEL, "b.hs", unroll)
     return MainLoop(body, unroll, tuple(pointers), advanced,
-                    tuple((reg, offset) for offset, reg in offset_regs.items()))
+                    tuple((reg, offset) for offset, reg in offset_regs.items()),
+                    tuple(next_loads))
+
+
+def loop_tail(loop: MainLoop) -> list[Insn]:
+    """The main loop's last iteration peeled, for when exactly unroll - 1 k-steps follow the
+    loaded one after the loop: its body as scheduled without the next iteration's loads, the
+    pointer advances and the loop control. Its last k-step is the tile's last, so no load passes
+    the panels, and no single step runs: K a multiple of unroll k-steps (the common K: 64 and
+    128 smmla k-steps at unroll 8) pays no remainder. On Cortex-A510 (llvm-mca-19) a single step
+    costs 14 cycles for 8 cycles of MACs, the loop control about 2 + (pointers + 2) / 3 per
+    iteration: smmla 8x8 at K = 512 (64 k-steps) 10 iterations of 6 (55.0 cycles), 3 single
+    steps and the last step (18.0 with the store set-up) -> 7 iterations of 8 (73.0) and this
+    tail (75.0): 610 -> 586 cycles."""
+    dropped = set(loop.next_loads)
+    control = {KSTEPS, *(p.reg for p in loop.pointers), *loop.advances_panels}
+    return [insn for insn in loop.body
+            if insn.kind != "branch" and insn.text not in dropped
+            and not (insn.kind == "alu" and set(insn.defs) & control)]
 
 
 def check_unroll(plan: TilePlan, unroll: int) -> None:
@@ -445,7 +494,8 @@ def pointer_setup(plan: TilePlan, loop: MainLoop) -> list[Insn]:
     register = its offset."""
     code = [Insn(f"mov {reg}, #{offset}", "alu", comment=f"load offset {offset}")
             for reg, offset in loop.offset_regs]
-    for p in loop.pointers:
+    panels = (A_PTR, B_PTR)      # a panel pointer that is an ld1 pointer too is set last
+    for p in sorted(loop.pointers, key=lambda p: p.reg in panels):
         base = panel_pointer(p.operand)
         if p.offset > ADD_IMMEDIATE_MAX:
             raise KernelPlanError(f"ld1 pointer offset {p.offset} does not fit ADD (immediate)")

@@ -88,6 +88,9 @@ def run_kernel(plan: TilePlan, ksteps: int, main: loop.MainLoop) -> Machine:
         while remaining >= main.unroll:
             m.run(main.body)
             remaining -= main.unroll
+        if remaining == main.unroll - 1:       # the peeled last iteration ends the k-loop
+            m.run(loop.loop_tail(main))
+            return m
         m.run(loop.panel_fixup(plan, main))
     for _ in range(remaining):
         m.run(loop.iteration_body(plan))
@@ -184,14 +187,26 @@ def test_a_broken_transform_is_caught():
 
 
 def test_ld1_forms_and_pointers():
-    """ld1 variants load through pointer registers x5-x17 only, merge consecutive registers,
-    never post-index; the ldr variant uses x0/x1 only."""
+    """ld1 variants load through pointer registers x5-x17 (beyond 13 pointers, with every load
+    an ld1: x4, x0, x1), merge consecutive registers, never post-index; the ldr variant uses
+    x0/x1 only."""
     plan = PLANS["smmla"]
     merged = loop.main_loop(plan, 4, "ld1", 4)
     texts = [i.text for i in merged.body if i.kind == "load"]
     assert texts and all(t.startswith("ld1 {") and t.endswith("]") for t in texts)
     assert any(t.count(".16b") == 4 for t in texts)
     assert {p.reg for p in merged.pointers} <= set(loop.POINTER_REGS)
+    # 8 k-steps take 16 pointers: x5-x17, then x4 (ldc, spilled), x0 for A, x1 for B
+    wide = loop.main_loop(plan, 8, "ld1", 4)
+    regs = [p.reg for p in wide.pointers]
+    assert regs == list(loop.POINTER_REGS) + ["x4", "x0", "x1"] and wide.spills_ldc
+    assert [p.operand for p in wide.pointers if p.reg in ("x0", "x1")] == ["a", "b"]
+    assert not wide.advances_panels and not merged.spills_ldc
+    setup = [i.text for i in loop.pointer_setup(plan, wide)]
+    assert setup[-2:] == ["add x0, x0, #512", "add x1, x1, #512"]    # after every x0/x1 read
+    tail = loop.loop_tail(wide)
+    assert len([i for i in tail if i.kind == "load"]) == 14 and len(wide.next_loads) == 2
+    assert all(i.kind in ("load", "mac") for i in tail)
     single = loop.main_loop(plan, 4, "ld1", 1)
     assert all(i.text.count(".16b") == 1 for i in single.body if i.text.startswith("ld1"))
     plain = loop.main_loop(plan, 2, "ldr")
