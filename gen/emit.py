@@ -363,9 +363,10 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         write = ep_mod.epilogue_and_store(plan, epilogue)
     saved = callee_saved_used(plan, write)
     args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), plan)
-    store_setup = ep_mod.store_setup(plan, args_offset, tile_offset, out_bytes,
-                                     require_args=epilogue != "raw", epilogue=epilogue)
-    ldc = ldc_spill(main, args_offset)
+    fast = ep_mod.has_fast_path(epilogue)
+    store_setup = (ep_mod.slow_setup(plan, tile_offset, out_bytes) if fast else
+                   ep_mod.store_setup(plan, args_offset, tile_offset, out_bytes,
+                                      require_args=epilogue != "raw", epilogue=epilogue))
     context = dict(
         symbol=symbol, plan=plan, inst=inst, cpu=cpu, prefix=prefix,
         signature=signature(inst), a_bytes=TYPE_BYTES[inst.a_type],
@@ -377,9 +378,9 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         main=main, pointer_setup=loop.pointer_setup(plan, main),
         panel_fixup=loop.panel_fixup(plan, main), load_form=main_load_form(main),
         body=scheduled_body(plan, cpu), tail=loop.peeled_last_step(plan),
-        loop_tail=loop.loop_tail(main), **ldc,
-        tail_store=ldc["ldc_reload"] + [insn for insn in store_setup if insn.kind != "label"]
-        + [Insn("b K_WRITE", "branch", comment="to the epilogue and store")],
+        loop_tail=loop.loop_tail(main), **ldc_spill(main, args_offset),
+        fast_setup=ep_mod.fast_setup(plan, args_offset, epilogue) if fast else [],
+        fast_write=ep_mod.fast_write(plan, epilogue) if fast else [],
         store_setup=store_setup,
         write=write, copy_out=ep_mod.copy_out(plan, tile_offset, out_bytes),
         streamed=loop.streamed_operand(plan), epilogue=variant,

@@ -104,7 +104,7 @@ ACC_PTR, ACC_LD, ACC_ODD = "x6", "x7", "x10"
 
 # Labels (templates/kernel.S.j2 defines each as a local label per object format).
 LABELS = ("K_ACC_LOAD", "K_ACC_DONE", "K_ZERO", "K_WRITE", "K_DONE", "K_RQ_SINGLE",
-          "K_RQ_RIGHT", "K_RQ_NARROW", "K_RQ_STORE")
+          "K_RQ_RIGHT", "K_RQ_NARROW", "K_RQ_STORE", "K_SLOW")
 # The whole range of each requant output type: a clamp to it changes nothing after the
 # saturating narrowing (TFLite's kActivationNone: act_min, act_max = the type's limits).
 OUT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -398,6 +398,94 @@ def acc_load_tiles(plan: TilePlan) -> list[Insn]:
 
 
 # ---- after the loop ------------------------------------------------------------------------------
+def has_fast_path(epilogue: str) -> bool:
+    """Whether the kernel has the fast path (fast_setup / fast_write): the requant epilogues."""
+    return EPILOGUES[epilogue].family == "requant"
+
+
+def fast_setup(plan: TilePlan, args_offset: int, epilogue: str) -> list[Insn]:
+    """Reload args and read the requant arguments (requant_loads); EQ when the tile is full,
+    args->rounding is 2 and the clamp is the output type's whole range, else to K_SLOW. The
+    case the engine runs on almost every tile (TFLite per-channel multipliers below 1, no
+    fused activation) then reads as one block from the last MAC to `ret` (fast_write): no
+    taken branch after the k-loop (on the Cortex-A510 model each block boundary costs the
+    in-order wait for the vector operations before it)."""
+    return [
+        _i(f"ldr {ARGS_REG}, [sp, #{args_offset}]", "args (x5 may have been an ld1 pointer)",
+           "load"),
+        _i(f"mov {REAL_C}, #0", "0: the tile is stored in place"),
+        _i(f"ldp {M_REM}, {N_REM}, [{ARGS_REG}, #{OFF['m_rem']}]", "m_rem, n_rem", "load"),
+        *requant_loads(),
+        *full_tile_test(plan, M_REM, N_REM),
+        *clamp_test(EPILOGUES[epilogue].out),
+        _i(f"ccmp {ROUNDING_REG}, #{ROUND_DOUBLE_RIGHT}, #0, eq", "EQ: full and rounding 2"),
+        _i(f"ccmp {CLAMP_REG}, #0, #0, eq", "EQ: ... and no clamp: the fast path"),
+        _i("b.ne K_SLOW", "else the general path"),
+    ]
+
+
+def fast_write(plan: TilePlan, epilogue: str) -> list[Insn]:
+    """The fast path's epilogue: the instructions the general path runs for a full tile at
+    rounding 2 without a clamp (unzip, right_shift_code, the narrowing, the stores)."""
+    pool = free_vregs(plan)
+    variant = EPILOGUES[epilogue]
+    unzip, rows = tile_rows(plan, pool)
+    by_group = _by_group(rows)
+    right = right_shift_code(by_group, pool, variant.group_bytes)
+    narrow, _, pieces = _narrowing(rows, pool, variant.out)
+    offsets, stores = indexed_row_stores(plan, pieces)
+    return offsets + unzip + right + narrow + stores
+
+
+# Free on the fast path after its branch (fast_setup's m_rem, n_rem, rounding and clamp test
+# are dead; w13, the zero point, is read by the narrowing): the row-pair offsets' registers.
+PAIR_OFFSET_REGS = ("x8", "x9", "x10", "x12", "x14", "x15", "x16", "x17")
+
+
+def indexed_row_stores(plan: TilePlan, pieces) -> tuple[list[Insn], list[Insn]]:
+    """(offsets, stores) of a full tile whose rows are one store each: rows 2p and 2p + 1 at
+    [x3, xP] and [x6, xP], xP = 2p ldc computed first (scalar operations before the vector
+    ones, where an in-order core issues them beside nothing; the stores then issue back to
+    back: Cortex-A510 model, 8x8 int8 fast path 70 -> 66 cycles). Other tiles:
+    ([], store_row_pieces)."""
+    pairs = -(-plan.ep // 2)
+    if any(len(row) != 1 or row[0][2] for row in pieces) or pairs - 1 > len(PAIR_OFFSET_REGS):
+        return [], store_row_pieces(plan, pieces)
+    regs = ("xzr",) + PAIR_OFFSET_REGS[:pairs - 1]
+    offsets = [_i(f"add {ODD_ROW_PTR}, {C_PTR}, {LDC}", "row 1")] if plan.ep > 1 else []
+    for p in range(1, pairs):
+        offsets.append(_i(f"lsl {regs[p]}, {LDC}, #1", "2 ldc: rows 2-3 from rows 0-1") if p == 1
+                       else _i(f"add {regs[p]}, {regs[p - 1]}, {regs[1]}",
+                               f"{2 * p} ldc: rows {2 * p}-{2 * p + 1}"))
+    stores = []
+    for row, ((reg, size, _),) in enumerate(pieces):
+        base = C_PTR if row % 2 == 0 else ODD_ROW_PTR
+        index = "" if row < 2 else f", {regs[row // 2]}"
+        stores.append(Insn(f"str {SIMD_NAME[size]}{reg}, [{base}{index}]", "store",
+                           comment=f"row {row}, bytes 0-{size - 1}"))
+    return offsets, stores
+
+
+def slow_setup(plan: TilePlan, tile_offset: int, esize: int) -> list[Insn]:
+    """K_SLOW, after fast_setup (every register it loaded still holds): full tile: store in
+    place; partial: redirect the stores to the stack tile (store_setup's tail)."""
+    return [label("K_SLOW"), *full_tile_test(plan, M_REM, N_REM),
+            _i("b.eq K_WRITE", "full tile: store in place"),
+            *_partial_redirect(plan, tile_offset, esize)]
+
+
+def _partial_redirect(plan: TilePlan, tile_offset: int, esize: int) -> list[Insn]:
+    return [
+        _i(f"cbz {M_REM}, K_DONE", "empty: nothing to store"),
+        _i(f"cbz {N_REM}, K_DONE"),
+        _i(f"mov {REAL_C}, {C_PTR}", "partial: keep C and its stride"),
+        _i(f"mov {REAL_LDC}, {LDC}"),
+        _i(f"add {C_PTR}, sp, #{tile_offset}", "store the whole tile to the stack"),
+        _i(f"mov {LDC}, #{plan.hp * esize}"),
+        label("K_WRITE"),
+    ]
+
+
 def store_setup(plan: TilePlan, args_offset: int, tile_offset: int, esize: int,
                 require_args: bool, epilogue: str = "raw") -> list[Insn]:
     """Reload args; full tile (or no args): store in place; partial: redirect the stores to the
@@ -415,13 +503,7 @@ def store_setup(plan: TilePlan, args_offset: int, tile_offset: int, esize: int,
         *full_tile_test(plan, M_REM, N_REM),
         *(clamp_test(EPILOGUES[epilogue].out) if requant else []),
         _i("b.eq K_WRITE", "full tile: store in place"),
-        _i(f"cbz {M_REM}, K_DONE", "empty: nothing to store"),
-        _i(f"cbz {N_REM}, K_DONE"),
-        _i(f"mov {REAL_C}, {C_PTR}", "partial: keep C and its stride"),
-        _i(f"mov {REAL_LDC}, {LDC}"),
-        _i(f"add {C_PTR}, sp, #{tile_offset}", "store the whole tile to the stack"),
-        _i(f"mov {LDC}, #{plan.hp * esize}"),
-        label("K_WRITE"),
+        *_partial_redirect(plan, tile_offset, esize),
     ]
     return code
 
@@ -581,8 +663,7 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     bound lies beyond the clamp range either way)."""
     p0, p1, p2, *temps = pool
     groups = max(len(r) for r in rows)
-    by_group = [[(r, row[g][0]) for r, row in enumerate(rows) if g < len(row)]
-                for g in range(groups)]
+    by_group = _by_group(rows)
 
     double, single = [], []
     for g in range(groups):
@@ -621,8 +702,24 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     code += [_i("// double rounding (TFLite default), any shifts", kind="comment")] + double
     code += [_i("b K_RQ_NARROW"), label("K_RQ_SINGLE")] + single
     code += [_i("b K_RQ_NARROW"), label("K_RQ_RIGHT")] + right + [label("K_RQ_NARROW")]
+    narrow, clamp, pieces = _narrowing(rows, pool, out)
+    return code + narrow + clamp, pieces
+
+
+def _by_group(rows) -> list[list[tuple[int, int]]]:
+    """Per group of 4 columns, the (row, register) of every row vector in it."""
+    groups = max(len(r) for r in rows)
+    return [[(r, row[g][0]) for r, row in enumerate(rows) if g < len(row)]
+            for g in range(groups)]
+
+
+def _narrowing(rows, pool: list[int], out: str) -> tuple[list[Insn], list[Insn], list]:
+    """requant_code's narrowing (int32 rows -> `out` with the zero point), its clamp (skipped
+    to K_RQ_STORE when w16 = 0) and the row pieces to store."""
+    p0, p1, p2 = pool[:3]
     # narrowing: per row, pairs of 4-column vectors -> 8 int8 in the first one's low half
     zp, lo, hi = p0, p1, p2
+    code = []
     full_min, full_max = OUT_RANGE[out]
     code += [_i(f"dup v{zp}.8h, {ZP_REG}", "zero point (requant_loads)")]
     units = []          # (row, first register, second register or None, columns)
@@ -640,18 +737,18 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
     code += [_i(f"sqadd v{a}.8h, v{a}.8h, v{zp}.8h", f"row {r}: + zero point") for r, a, b, n in units]
     narrow, sign = ("sqxtun", "u") if out == "uint8" else ("sqxtn", "s")
     code += [_i(f"{narrow} v{a}.8b, v{a}.8h", f"row {r}: to {out}") for r, a, b, n in units]
-    code += [_i(f"cbz {CLAMP_REG}, K_RQ_STORE",
+    clamp = [_i(f"cbz {CLAMP_REG}, K_RQ_STORE",
                 f"clamp to {full_min}..{full_max}: the narrowing did it"),
              _i(f"dup v{lo}.16b, {ACT_MIN_REG}"), _i(f"dup v{hi}.16b, {ACT_MAX_REG}")]
-    code += [_i(f"{sign}max v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
-    code += [_i(f"{sign}min v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
-    code += [label("K_RQ_STORE")]
+    clamp += [_i(f"{sign}max v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
+    clamp += [_i(f"{sign}min v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
+    clamp += [label("K_RQ_STORE")]
     pieces = [[] for _ in rows]
     col = [0] * len(rows)
     for r, a, b, n in units:
         pieces[r].append((a, n, col[r]))
         col[r] += n
-    return code, pieces
+    return code, clamp, pieces
 
 
 def biasclamp_code(rows, pool: list[int]) -> tuple[list[Insn], list]:

@@ -126,3 +126,35 @@ def test_requant_skips_a_whole_range_clamp():
         clamp = text[skip + 1:store]
         assert [t.split(",")[1] for t in clamp[:2]] == [" w14", " w15"]   # bounds, clamp only
         assert len(clamp) == 2 + 2 * 8 and all(t[1:4] in ("max", "min") for t in clamp[2:])
+
+
+@pytest.mark.parametrize("instruction,ep,hp", [("smmla", 8, 8), ("sdot", 8, 12)])
+def test_requant_fast_path_is_the_general_paths_rounding_2_case(instruction, ep, hp):
+    """fast_setup branches to K_SLOW unless full tile, rounding 2 and no clamp; fast_write is
+    branch-free and runs the general path's instructions for that case (its unzip, rounding-2
+    block and narrowing, the clamp left out) with the rows stored through x3/x6 + 2p ldc."""
+    from gen.epilogue import fast_setup, fast_write, slow_setup
+    inst = INSTRUCTIONS[instruction]
+    if inst.acc_shape == "tile2x2":
+        p = plan(instruction, ep, hp, range(0, 4), range(4, 8), range(8, 8 + ep * hp // 4))
+    else:
+        p = plan(instruction, ep, hp, [0, 1], range(2, 5), range(5, 5 + ep * hp // 4))
+    setup = [i.text for i in fast_setup(p, 64, "requant")]
+    assert setup[-3:] == ["ccmp w12, #2, #0, eq", "ccmp w16, #0, #0, eq", "b.ne K_SLOW"]
+    assert [i.text for i in slow_setup(p, 80, 1)][:1] == ["K_SLOW:"]
+    fast = [i.text for i in fast_write(p, "requant")]
+    assert not any(t.startswith(("b", "cb")) or t.endswith(":") for t in fast)
+    general = [i.text for i in epilogue_and_store(p, "requant")]
+    right = general[general.index("K_RQ_RIGHT:") + 1:general.index("cbz w16, K_RQ_STORE")]
+    vector = [t for t in fast if t.startswith(("uzp", "ldr q", "sqrdmulh", "ssra", "dup", "sq"))]
+    unzip = [t for t in general if t.startswith("uzp")]
+    assert vector == unzip + [t for t in right if t != "K_RQ_NARROW:"]
+    stores = [t for t in fast if t.startswith("str")]
+    if hp == 8:     # 8 bytes a row: one store each, [x3|x6, 2p ldc]
+        address = [re.search(r"\[(.*)\]", t).group(1) for t in stores]
+        assert address == ["x3", "x6", "x3, x8", "x6, x8", "x3, x9", "x6, x9", "x3, x10",
+                           "x6, x10"]
+        assert fast[:4] == ["add x6, x3, x4", "lsl x8, x4, #1", "add x9, x8, x8",
+                            "add x10, x9, x8"]
+    else:           # 12 bytes a row (d + s): the general path's stores
+        assert stores == [t for t in general if t.startswith("str")]
