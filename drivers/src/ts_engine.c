@@ -633,10 +633,12 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
         c.q.bias = NULL;
         c.rounding = ts_kernel_rounding(&c.q, c.N);
     }
-    c.pack_tasks = threads;
+    /* phase 1's tasks: a share of B's panels each when B is packed here (no more tasks than
+     * panels), else one on the calling thread: the column parameters of a prepacked B are
+     * O(N), not worth a fork-join per call (a barrier per layer and token in decode) */
+    c.pack_tasks = !bsrc->fill ? 1 : threads < b->panels ? threads : b->panels;
     /* phase 1 only when it has work: a prepacked B without requantization (fp32, bf16, fp16,
-     * the raw integer types) would be one empty fork-join per call (a barrier per layer and
-     * token in decode) */
+     * the raw integer types) would be one empty fork-join per call */
     if (bsrc->fill || requantize)
         ts_context_run(ctx, c.pack_tasks, pack_task, &c);
     ts_context_run(ctx, c.m_tasks * c.n_tasks, compute_task, &c);
