@@ -733,6 +733,8 @@ int main(int argc, char **argv)
             run_case((enum kind)kind, 1, 1, 9 * p->hp + 1, 20);           /* GEMV: N split */
             run_case((enum kind)kind, 0, 2, 9 * p->hp + 1, 37);           /* M = 2 */
             run_case((enum kind)kind, 0, 3 * p->ep, 0, 7);                  /* empty */
+            run_case((enum kind)kind, 0, 4, 4, 4);      /* one tile: no fork-join at all */
+            run_case((enum kind)kind, 1, 4, 4, 4);
         }
         run_conv(3, 1, 1, 5, 11);
         run_conv(3, 2, 0, 8, 17);
