@@ -88,6 +88,11 @@ int ts_gemm_s8s32(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
 int ts_gemm_f32_bias_clamp(size_t M, size_t N, size_t K, const float *A, size_t lda,
                            const float *B, size_t ldb, const float *bias, float cmin,
                            float cmax, float *C, size_t ldc);
+/* The same three steps on the ts_gemm_bf16 result x (the same bits: the path's kernels, fused
+ * _biasclamp ones on the bfmmla / bfdot paths, the fp32 fmla ones on Armv8.0). */
+int ts_gemm_bf16_bias_clamp(size_t M, size_t N, size_t K, const float *A, size_t lda,
+                            const float *B, size_t ldb, const float *bias, float cmin,
+                            float cmax, float *C, size_t ldc);
 
 /* ---- fp16 GEMM (IEEE binary16 as uint16_t bits, so plain C99 callers can use it) -------
  * ts_gemm_f16: fp16 in and out, fp16 accumulation (fmla .8h, FEAT_FP16): each k adds one
@@ -300,6 +305,10 @@ int ts_gemm_bf16_prepacked (size_t M, const float  *A, size_t lda, const ts_pack
 int ts_gemm_f32_bias_clamp_prepacked(size_t M, const float *A, size_t lda,
                                      const ts_packed_b *B, const float *bias, float cmin,
                                      float cmax, float *C, size_t ldc);
+/* ts_gemm_bf16_bias_clamp with B a ts_pack_b_bf16 / ts_pack_b_bf16_nk handle */
+int ts_gemm_bf16_bias_clamp_prepacked(size_t M, const float *A, size_t lda,
+                                      const ts_packed_b *B, const float *bias, float cmin,
+                                      float cmax, float *C, size_t ldc);
 int ts_gemm_f16_prepacked  (size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
                             uint16_t *C, size_t ldc);
 int ts_gemm_f16f32_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
@@ -522,6 +531,10 @@ int ts_gemm_f32_bias_clamp_ctx(const ts_context *ctx, size_t M, size_t N, size_t
                                const float *A, size_t lda, const float *B, size_t ldb,
                                const float *bias, float cmin, float cmax, float *C,
                                size_t ldc);
+int ts_gemm_bf16_bias_clamp_ctx(const ts_context *ctx, size_t M, size_t N, size_t K,
+                                const float *A, size_t lda, const float *B, size_t ldb,
+                                const float *bias, float cmin, float cmax, float *C,
+                                size_t ldc);
 int ts_gemm_s8s32_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const int8_t *A,
                       size_t lda, const int8_t *B, size_t ldb, int32_t *C, size_t ldc);
 int ts_gemm_s8_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const int8_t *A,
@@ -587,6 +600,9 @@ int ts_gemm_bf16_prepacked_ctx (const ts_context *ctx, size_t M, const float *A,
 int ts_gemm_f32_bias_clamp_prepacked_ctx(const ts_context *ctx, size_t M, const float *A,
                                          size_t lda, const ts_packed_b *B, const float *bias,
                                          float cmin, float cmax, float *C, size_t ldc);
+int ts_gemm_bf16_bias_clamp_prepacked_ctx(const ts_context *ctx, size_t M, const float *A,
+                                          size_t lda, const ts_packed_b *B, const float *bias,
+                                          float cmin, float cmax, float *C, size_t ldc);
 int ts_gemm_s8s32_prepacked_ctx(const ts_context *ctx, size_t M, const int8_t *A, size_t lda,
                                 const ts_packed_b *B, int32_t *C, size_t ldc);
 int ts_gemm_s8_prepacked_ctx   (const ts_context *ctx, size_t M, const int8_t *A, size_t lda,

@@ -53,6 +53,7 @@ static const gemm_op OP_U8 = { TS_GEMM_U8S8, TS_GEMM_U8_MAX_K, OUT_U8 };
 static const gemm_op OP_F16 = { TS_GEMM_F16, SIZE_MAX, OUT_F16 };
 static const gemm_op OP_F16F32 = { TS_GEMM_F16F32, SIZE_MAX, OUT_RAW };
 static const gemm_op OP_F32_BIAS_CLAMP = { TS_GEMM_F32, SIZE_MAX, OUT_BIAS_CLAMP };
+static const gemm_op OP_BF16_BIAS_CLAMP = { TS_GEMM_BF16, SIZE_MAX, OUT_BIAS_CLAMP };
 
 /* The bias and clamp of an OUT_BIAS_CLAMP call (ts_gemm_f32_bias_clamp*). */
 typedef struct {
@@ -567,34 +568,38 @@ TS_PREPACKED_ENTRY(ts_gemm_f16_prepacked, ts_gemm_f16_prepacked_ctx, OP_F16, uin
 TS_PREPACKED_ENTRY(ts_gemm_f16f32_prepacked, ts_gemm_f16f32_prepacked_ctx,
                    OP_F16F32, uint16_t, float)
 
-/* fp32 GEMM, then bias and clamp (tilesmith.h): the path's fused _biasclamp kernels where it
- * has them, else the same operations in C after the last K block (ts_bias_clamp_rows). */
-int ts_gemm_f32_bias_clamp_ctx(const ts_context *ctx, size_t M, size_t N, size_t K,
-                               const float *A, size_t lda, const float *B, size_t ldb,
-                               const float *bias, float cmin, float cmax, float *C, size_t ldc)
-{
-    const bias_clamp bc = { bias, cmin, cmax };
-    return gemm(ctx, &OP_F32_BIAS_CLAMP, M, N, K, A, lda, B, ldb, NULL, &bc, C, ldc);
-}
+/* fp32-accumulating GEMM, then bias and clamp (tilesmith.h): the path's fused _biasclamp
+ * kernels where it has them, else the same operations in C after the last K block
+ * (ts_bias_clamp_rows). The four entry points of one type (names spelled out, as above). */
+#define TS_BIAS_CLAMP_ENTRY(name, name_ctx, name_pp, name_pp_ctx, op, ta)                          \
+    int name_ctx(const ts_context *ctx, size_t M, size_t N, size_t K, const ta *A, size_t lda,     \
+                 const ta *B, size_t ldb, const float *bias, float cmin, float cmax, float *C,     \
+                 size_t ldc)                                                                       \
+    {                                                                                              \
+        const bias_clamp bc = { bias, cmin, cmax };                                                \
+        return gemm(ctx, &op, M, N, K, A, lda, B, ldb, NULL, &bc, C, ldc);                         \
+    }                                                                                              \
+    int name(size_t M, size_t N, size_t K, const ta *A, size_t lda, const ta *B, size_t ldb,       \
+             const float *bias, float cmin, float cmax, float *C, size_t ldc)                      \
+    {                                                                                              \
+        return name_ctx(NULL, M, N, K, A, lda, B, ldb, bias, cmin, cmax, C, ldc);                  \
+    }                                                                                              \
+    int name_pp_ctx(const ts_context *ctx, size_t M, const ta *A, size_t lda,                      \
+                    const ts_packed_b *B, const float *bias, float cmin, float cmax, float *C,     \
+                    size_t ldc)                                                                    \
+    {                                                                                              \
+        const bias_clamp bc = { bias, cmin, cmax };                                                \
+        return gemm_prepacked(ctx, &op, M, A, lda, B, NULL, &bc, C, ldc);                          \
+    }                                                                                              \
+    int name_pp(size_t M, const ta *A, size_t lda, const ts_packed_b *B, const float *bias,        \
+                float cmin, float cmax, float *C, size_t ldc)                                      \
+    {                                                                                              \
+        return name_pp_ctx(NULL, M, A, lda, B, bias, cmin, cmax, C, ldc);                          \
+    }
 
-int ts_gemm_f32_bias_clamp(size_t M, size_t N, size_t K, const float *A, size_t lda,
-                           const float *B, size_t ldb, const float *bias, float cmin,
-                           float cmax, float *C, size_t ldc)
-{
-    return ts_gemm_f32_bias_clamp_ctx(NULL, M, N, K, A, lda, B, ldb, bias, cmin, cmax, C, ldc);
-}
-
-int ts_gemm_f32_bias_clamp_prepacked_ctx(const ts_context *ctx, size_t M, const float *A,
-                                         size_t lda, const ts_packed_b *B, const float *bias,
-                                         float cmin, float cmax, float *C, size_t ldc)
-{
-    const bias_clamp bc = { bias, cmin, cmax };
-    return gemm_prepacked(ctx, &OP_F32_BIAS_CLAMP, M, A, lda, B, NULL, &bc, C, ldc);
-}
-
-int ts_gemm_f32_bias_clamp_prepacked(size_t M, const float *A, size_t lda, const ts_packed_b *B,
-                                     const float *bias, float cmin, float cmax, float *C,
-                                     size_t ldc)
-{
-    return ts_gemm_f32_bias_clamp_prepacked_ctx(NULL, M, A, lda, B, bias, cmin, cmax, C, ldc);
-}
+TS_BIAS_CLAMP_ENTRY(ts_gemm_f32_bias_clamp, ts_gemm_f32_bias_clamp_ctx,
+                    ts_gemm_f32_bias_clamp_prepacked, ts_gemm_f32_bias_clamp_prepacked_ctx,
+                    OP_F32_BIAS_CLAMP, float)
+TS_BIAS_CLAMP_ENTRY(ts_gemm_bf16_bias_clamp, ts_gemm_bf16_bias_clamp_ctx,
+                    ts_gemm_bf16_bias_clamp_prepacked, ts_gemm_bf16_bias_clamp_prepacked_ctx,
+                    OP_BF16_BIAS_CLAMP, float)

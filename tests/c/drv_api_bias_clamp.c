@@ -1,8 +1,10 @@
-/* ts_gemm_f32_bias_clamp (plain, _ctx, _prepacked, _prepacked_ctx) against GEMM-then-bias-
- * then-clamp: ts_gemm_f32's result on the same path (bit for bit: the same kernels), then
+/* ts_gemm_f32_bias_clamp and ts_gemm_bf16_bias_clamp (plain, _ctx, _prepacked,
+ * _prepacked_ctx) against GEMM-then-bias-then-clamp: ts_gemm_f32's (ts_gemm_bf16's) result on
+ * the same path (bit for bit: the same kernels), then
  * y = x + bias[n] (NULL: + -0.0f), z = max(y, cmin), C = min(z, cmax) by the hardware's own
  * FMAX / FMIN (NEON vmaxq_f32 / vminq_f32 on one lane), compared byte for byte; and within
- * the fp32 summation bound of a naive double GEMM clamped the same way. Clamps: none
+ * the fp32 summation bound of a naive double GEMM (of the bf16-rounded inputs for bf16)
+ * clamped the same way. Clamps: none
  * (+-Inf), ReLU, ReLU6, a narrow band, a single value, and (-0.0f, -0.0f) on K = 0 (FMIN of
  * +0 and -0); a NaN bias column, an infinite A element (NaN and Inf results). Every buffer
  * flush against a guard page, gaps between C's rows checked untouched. Then the errors:
@@ -38,28 +40,55 @@ static const float CLAMPS[][2] = { { -INFINITY, INFINITY }, { 0.0f, INFINITY }, 
 enum { PLAIN, CTX, PREPACKED, PREPACKED_NK_CTX, N_FORMS };
 static const char *form_name[] = { "plain", "ctx", "prepacked", "prepacked_nk_ctx" };
 
-static int call_form(int form, const ts_context *ctx, size_t M, size_t N, size_t K,
-                     const float *A, size_t lda, const float *B, size_t ldb, const float *Bt,
-                     const float *bias, float cmin, float cmax, float *C, size_t ldc)
+/* The entry points of one type under test: fp32 or bf16. */
+typedef struct {
+    const char *name;
+    int (*gemm)(size_t, size_t, size_t, const float *, size_t, const float *, size_t, float *,
+                size_t);
+    int (*plain)(size_t, size_t, size_t, const float *, size_t, const float *, size_t,
+                 const float *, float, float, float *, size_t);
+    int (*ctx)(const ts_context *, size_t, size_t, size_t, const float *, size_t, const float *,
+               size_t, const float *, float, float, float *, size_t);
+    int (*pack)(size_t, size_t, const float *, size_t, ts_packed_b **);
+    int (*pack_nk_ctx)(const ts_context *, size_t, size_t, const float *, size_t,
+                       ts_packed_b **);
+    int (*prepacked)(size_t, const float *, size_t, const ts_packed_b *, const float *, float,
+                     float, float *, size_t);
+    int (*prepacked_ctx)(const ts_context *, size_t, const float *, size_t, const ts_packed_b *,
+                         const float *, float, float, float *, size_t);
+    int bf16;                 /* inputs rounded to bf16 (the naive reference too) */
+} type_fns;
+static const type_fns TYPES[] = {
+    { "f32", ts_gemm_f32, ts_gemm_f32_bias_clamp, ts_gemm_f32_bias_clamp_ctx, ts_pack_b_f32,
+      ts_pack_b_f32_nk_ctx, ts_gemm_f32_bias_clamp_prepacked,
+      ts_gemm_f32_bias_clamp_prepacked_ctx, 0 },
+    { "bf16", ts_gemm_bf16, ts_gemm_bf16_bias_clamp, ts_gemm_bf16_bias_clamp_ctx,
+      ts_pack_b_bf16, ts_pack_b_bf16_nk_ctx, ts_gemm_bf16_bias_clamp_prepacked,
+      ts_gemm_bf16_bias_clamp_prepacked_ctx, 1 },
+};
+#define N_TYPES (sizeof TYPES / sizeof TYPES[0])
+
+static int call_form(const type_fns *t, int form, const ts_context *ctx, size_t M, size_t N,
+                     size_t K, const float *A, size_t lda, const float *B, size_t ldb,
+                     const float *Bt, const float *bias, float cmin, float cmax, float *C,
+                     size_t ldc)
 {
     ts_packed_b *h = NULL;
     int rc;
     switch (form) {
     case PLAIN:
-        return ts_gemm_f32_bias_clamp(M, N, K, A, lda, B, ldb, bias, cmin, cmax, C, ldc);
+        return t->plain(M, N, K, A, lda, B, ldb, bias, cmin, cmax, C, ldc);
     case CTX:
-        return ts_gemm_f32_bias_clamp_ctx(ctx, M, N, K, A, lda, B, ldb, bias, cmin, cmax, C,
-                                          ldc);
+        return t->ctx(ctx, M, N, K, A, lda, B, ldb, bias, cmin, cmax, C, ldc);
     case PREPACKED:
-        rc = ts_pack_b_f32(K, N, B, ldb, &h);
+        rc = t->pack(K, N, B, ldb, &h);
         if (rc == TS_OK)
-            rc = ts_gemm_f32_bias_clamp_prepacked(M, A, lda, h, bias, cmin, cmax, C, ldc);
+            rc = t->prepacked(M, A, lda, h, bias, cmin, cmax, C, ldc);
         break;
     default:
-        rc = ts_pack_b_f32_nk_ctx(ctx, N, K, Bt, K, &h);
+        rc = t->pack_nk_ctx(ctx, N, K, Bt, K, &h);
         if (rc == TS_OK)
-            rc = ts_gemm_f32_bias_clamp_prepacked_ctx(ctx, M, A, lda, h, bias, cmin, cmax, C,
-                                                      ldc);
+            rc = t->prepacked_ctx(ctx, M, A, lda, h, bias, cmin, cmax, C, ldc);
         break;
     }
     ts_packed_free(h);
@@ -68,8 +97,8 @@ static int call_form(int form, const ts_context *ctx, size_t M, size_t N, size_t
 
 static size_t shapes_run;
 
-static void run_case(const ts_context *ctx, size_t M, size_t N, size_t K, size_t pad,
-                     size_t clamp, int special)
+static void run_case(const type_fns *t, const ts_context *ctx, size_t M, size_t N, size_t K,
+                     size_t pad, size_t clamp, int special)
 {
     const size_t lda = K + pad, ldb = N + pad, ldc = N + pad;
     float *A = guarded(matrix_bytes(M, K, lda, 4) + 4);
@@ -99,16 +128,16 @@ static void run_case(const ts_context *ctx, size_t M, size_t N, size_t K, size_t
         cmax = -0.0f;
     }
     /* the GEMM alone on the same path, then the epilogue by the hardware's FMAX / FMIN */
-    int rc = ts_gemm_f32(M, N, K, A, lda, B, ldb, X, ldc);
-    CHECK(rc == TS_OK, "gemm_f32 %zux%zux%zu rc %d", M, N, K, rc);
+    int rc = t->gemm(M, N, K, A, lda, B, ldb, X, ldc);
+    CHECK(rc == TS_OK, "gemm_%s %zux%zux%zu rc %d", t->name, M, N, K, rc);
     for (size_t m = 0; m < M; ++m)
         for (size_t n = 0; n < N; ++n)
             X[m * ldc + n] = ref_epilogue(X[m * ldc + n], bias, n, cmin, cmax);
     for (int form = 0; form < N_FORMS; ++form) {
         memset(C, 0xA5, c_len);
-        rc = call_form(form, ctx, M, N, K, A, lda, B, ldb, Bt, bias, cmin, cmax, C, ldc);
-        CHECK(rc == TS_OK, "%s %zux%zux%zu rc %d (%s)", form_name[form], M, N, K, rc,
-              ts_last_error());
+        rc = call_form(t, form, ctx, M, N, K, A, lda, B, ldb, Bt, bias, cmin, cmax, C, ldc);
+        CHECK(rc == TS_OK, "%s %s %zux%zux%zu rc %d (%s)", t->name, form_name[form], M, N, K,
+              rc, ts_last_error());
         int bad = 0;
         for (size_t m = 0; m < M && !bad; ++m)
             for (size_t n = 0; n < (m + 1 < M ? ldc : N) && !bad; ++n) {
@@ -120,9 +149,9 @@ static void run_case(const ts_context *ctx, size_t M, size_t N, size_t K, size_t
                     continue;
                 }
                 bad = memcmp(got, &X[m * ldc + n], 4) != 0;
-                CHECK(!bad, "%s %zux%zux%zu clamp %zu%s: C[%zu][%zu] = %a, GEMM then bias then "
-                      "clamp %a", form_name[form], M, N, K, clamp, bias ? "" : " (no bias)", m,
-                      n, (double)*got, (double)X[m * ldc + n]);
+                CHECK(!bad, "%s %s %zux%zux%zu clamp %zu%s: C[%zu][%zu] = %a, GEMM then bias "
+                      "then clamp %a", t->name, form_name[form], M, N, K, clamp,
+                      bias ? "" : " (no bias)", m, n, (double)*got, (double)X[m * ldc + n]);
             }
     }
     /* the naive double GEMM, clamped: within the fp32 summation bound (clamping is monotone) */
@@ -131,15 +160,19 @@ static void run_case(const ts_context *ctx, size_t M, size_t N, size_t K, size_t
         for (size_t n = 0; n < N && !bad; ++n) {
             double s = 0, abs_sum = 0;
             for (size_t k = 0; k < K; ++k) {
-                s += (double)A[m * lda + k] * B[k * ldb + n];
-                abs_sum += fabs((double)A[m * lda + k] * B[k * ldb + n]);
+                float a = A[m * lda + k], b = B[k * ldb + n];
+                if (t->bf16) { a = ref_bf16(a); b = ref_bf16(b); }
+                s += (double)a * b;
+                abs_sum += fabs((double)a * b);
             }
             double b = bias != NULL ? bias[n] : 0.0;
             double want = fmin(fmax(s + b, cmin), cmax);
-            double bound = 1.01 * (double)(K + 2) * ldexp(1, -24) * (abs_sum + fabs(b)) + 1e-30;
+            /* fp32: gamma_(K+2)(2^-24); bf16 paths (tilesmith.h): (K+1) * 2^-23, plus the add */
+            double u = t->bf16 ? ldexp(1, -23) : ldexp(1, -24);
+            double bound = 1.01 * (double)(K + 2) * u * (abs_sum + fabs(b)) + 1e-30;
             bad = !(fabs(C[m * ldc + n] - want) <= bound);
-            CHECK(!bad, "%zux%zux%zu C[%zu][%zu] = %.9g, reference %.9g", M, N, K, m, n,
-                  (double)C[m * ldc + n], want);
+            CHECK(!bad, "%s %zux%zux%zu C[%zu][%zu] = %.9g, reference %.9g", t->name, M, N, K, m,
+                  n, (double)C[m * ldc + n], want);
         }
     release_all();
     ++shapes_run;
@@ -180,6 +213,11 @@ static void check_errors(ts_context *ctx)
     CHECK(rc == TS_EINVAL && all_bytes(C, sizeof C, 0x5A), "bf16 handle: rc %d", rc);
     rc = ts_gemm_f32_bias_clamp_prepacked(3, A, 3, h, bias, 2.0f, 1.0f, C, 4);
     CHECK(rc == TS_EINVAL && all_bytes(C, sizeof C, 0x5A), "prepacked cmin > cmax: rc %d", rc);
+    /* bf16: its checks are the same code; the handle must be a bf16 one */
+    rc = ts_gemm_bf16_bias_clamp_prepacked(3, A, 3, h, bias, 0.0f, 6.0f, C, 4);
+    CHECK(rc == TS_EINVAL && all_bytes(C, sizeof C, 0x5A), "bf16 on an f32 handle: rc %d", rc);
+    rc = ts_gemm_bf16_bias_clamp(3, 4, 3, A, 3, B, 4, bias, NAN, 1.0f, C, 4);
+    CHECK(rc == TS_EINVAL && all_bytes(C, sizeof C, 0x5A), "bf16 NaN bound: rc %d", rc);
     /* the bias inside the context's workspace */
     ts_context *wctx = NULL;
     size_t ws_bytes = ts_context_workspace_size(NULL, TS_GEMM_F32, 3, 4, 3);
@@ -217,16 +255,19 @@ int main(int argc, char **argv)
         unsigned mask = (unsigned)strtoul(mask_s, NULL, 10);
         ts_set_feature_mask(mask);
         ts_context_set_feature_mask(ctx3, mask);
-        printf("mask=%u f32=%s\n", mask, ts_gemm_kernel(TS_GEMM_F32));
+        printf("mask=%u f32=%s bf16=%s\n", mask, ts_gemm_kernel(TS_GEMM_F32),
+               ts_gemm_kernel(TS_GEMM_BF16));
         for (int a = 2; a < argc; ++a) {
             size_t M, N, K;
             if (sscanf(argv[a], "%zu,%zu,%zu", &M, &N, &K) != 3) {
                 fprintf(stderr, "bad shape %s\n", argv[a]);
                 return 2;
             }
-            for (size_t clamp = 0; clamp < N_CLAMPS; ++clamp)
-                run_case(ctx3, M, N, K, (size_t)(a % 3), clamp, 0);
-            run_case(ctx3, M, N, K, 1, (size_t)a % N_CLAMPS, K == 0 ? 2 : 1);
+            for (size_t t = 0; t < N_TYPES; ++t) {
+                for (size_t clamp = 0; clamp < N_CLAMPS; ++clamp)
+                    run_case(&TYPES[t], ctx3, M, N, K, (size_t)(a % 3), clamp, 0);
+                run_case(&TYPES[t], ctx3, M, N, K, 1, (size_t)a % N_CLAMPS, K == 0 ? 2 : 1);
+            }
         }
         check_errors(ctx3);
     }
