@@ -310,6 +310,8 @@ static size_t workspace_size(const ts_context *ctx, int gemm_type, size_t M, siz
     if (gemm_type == TS_GEMM_QDYN)
         return ts_qdyn_workspace_size(ctx, M, N, K);
     const ts_path *paths = ts_paths_of(gemm_type, &count);
+    if (count == 0)
+        return (size_t)ts_reject("gemm_type is not a TS_GEMM_* value");
     for (size_t i = 0; i < count; ++i) {
         ts_path copy, sized;
         const ts_path *path = ts_sized_path(ctx, &paths[i], &sized);

@@ -219,6 +219,9 @@ static void error_reasons(void)
     size_t l2 = 0;
     expect_reason(ts_cache_sizes_sysfs(0, NULL, &l2), "l1d_bytes or l2_bytes is NULL",
                   "sysfs NULL");
+    CHECK(ts_context_workspace_size(NULL, 99, 4, 4, 4) == 0
+          && strstr(ts_last_error(), "gemm_type") != NULL,
+          "workspace size of type 99: reason \"%s\"", ts_last_error());
     free(w);
     ts_context_free(ctx);
 }
