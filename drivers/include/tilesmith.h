@@ -89,7 +89,7 @@ int ts_gemm_f32_bias_clamp(size_t M, size_t N, size_t K, const float *A, size_t 
                            const float *B, size_t ldb, const float *bias, float cmin,
                            float cmax, float *C, size_t ldc);
 /* The same three steps on the ts_gemm_bf16 result x (the same bits: the path's kernels, fused
- * _biasclamp ones on the bfmmla / bfdot paths, the fp32 fmla ones on Armv8.0). */
+ * _biasclamp ones on the bfmmla and SME bfmopa paths, the fp32 fmla ones on Armv8.0). */
 int ts_gemm_bf16_bias_clamp(size_t M, size_t N, size_t K, const float *A, size_t lda,
                             const float *B, size_t ldb, const float *bias, float cmin,
                             float cmax, float *C, size_t ldc);
