@@ -289,9 +289,8 @@ static const ts_path *unpacked_path(const ts_path *path, size_t M, size_t N, ts_
 static const ts_path *prepacked_path(const ts_path *path, unsigned layouts, size_t M, size_t N,
                                      ts_path *copy)
 {
-    const int gemv = path->gemv.kernel != NULL && (layouts & TS_LAYOUT_GEMV) != 0;
-    const int gemm = !gemv || (layouts & TS_LAYOUT_GEMM) != 0;
-    const int use_gemv = gemv && M <= path->gemv.max_m && (!gemm || ts_use_gemv(path, M, N));
+    const int use_gemv = ts_keeps_gemv_layout(path, layouts) && M <= path->gemv.max_m
+                         && (!ts_keeps_gemm_layout(path, layouts) || ts_use_gemv(path, M, N));
     *copy = use_gemv ? ts_gemv_path(path) : ts_single_layout_path(path);
     return copy;
 }

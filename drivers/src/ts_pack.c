@@ -1796,17 +1796,6 @@ static int layout_bytes(const ts_path *path, size_t hp, size_t K, size_t N, size
            || (path->gemv.kernel != NULL && ts_size_round_up(*out, 16, out));
 }
 
-/* Whether a handle of path with the requested layouts holds the GEMV layout / the GEMM one. */
-static int keeps_gemv(const ts_path *path, unsigned layouts)
-{
-    return path->gemv.kernel != NULL && (layouts & TS_LAYOUT_GEMV) != 0;
-}
-
-static int keeps_gemm(const ts_path *path, unsigned layouts)
-{
-    return !keeps_gemv(path, layouts) || (layouts & TS_LAYOUT_GEMM) != 0;
-}
-
 int ts_packed_b_bytes(const ts_path *path, unsigned layouts, size_t K, size_t N, size_t *out)
 {
     size_t sums, data = 0, gemv = 0;
@@ -1814,8 +1803,8 @@ int ts_packed_b_bytes(const ts_path *path, unsigned layouts, size_t K, size_t N,
     if (path->gemv.kernel != NULL)
         small = ts_gemv_path(path);       /* its hp and lp */
     if (col_sums_bytes(path, N, &sums)
-        || (keeps_gemm(path, layouts) && layout_bytes(path, path->hp, K, N, &data))
-        || (keeps_gemv(path, layouts) && layout_bytes(&small, small.hp, K, N, &gemv))
+        || (ts_keeps_gemm_layout(path, layouts) && layout_bytes(path, path->hp, K, N, &data))
+        || (ts_keeps_gemv_layout(path, layouts) && layout_bytes(&small, small.hp, K, N, &gemv))
         || ts_size_add(data, sums, out) || ts_size_add(*out, gemv, out))
         return -1;
     return 0;
@@ -1975,7 +1964,7 @@ void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, unsigned layouts, s
                         size_t N, void *memory)
 {
     size_t sums = 0, data = 0;
-    const int gemm = keeps_gemm(path, layouts);
+    const int gemm = ts_keeps_gemm_layout(path, layouts);
     col_sums_bytes(path, N, &sums);     /* cannot fail: ts_packed_b_bytes succeeded */
     if (gemm)
         layout_bytes(path, path->hp, K, N, &data);
@@ -1985,7 +1974,7 @@ void ts_packed_b_layout(ts_packed_b *b, const ts_path *path, unsigned layouts, s
     b->gemv_panels = 0;
     b->gemv_panel_bytes = 0;
     b->gemv_data = NULL;
-    if (keeps_gemv(path, layouts)) {
+    if (ts_keeps_gemv_layout(path, layouts)) {
         /* the GEMV layout: the same packer with the GEMV tile's hp, after the main panels */
         ts_path gemv = ts_gemv_path(path);
         ts_packed_b view;

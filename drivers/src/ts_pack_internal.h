@@ -410,6 +410,17 @@ static inline int ts_packed_b_overlaps(const ts_packed_b *b, const void *p, size
  * path without one always gets its GEMM layout. */
 #define TS_LAYOUTS_ALL (TS_LAYOUT_GEMM | TS_LAYOUT_GEMV)
 
+/* Whether a handle of path packed with `layouts` holds the GEMV layout / the GEMM one. */
+static inline int ts_keeps_gemv_layout(const ts_path *path, unsigned layouts)
+{
+    return path->gemv.kernel != NULL && (layouts & TS_LAYOUT_GEMV) != 0;
+}
+
+static inline int ts_keeps_gemm_layout(const ts_path *path, unsigned layouts)
+{
+    return !ts_keeps_gemv_layout(path, layouts) || (layouts & TS_LAYOUT_GEMM) != 0;
+}
+
 /* Bytes ts_packed_b_init needs for (path, layouts, K, N): the panels of each layout, plus
  * column sums for INT8. Returns 0, or -1 on size_t overflow. */
 int ts_packed_b_bytes(const ts_path *path, unsigned layouts, size_t K, size_t N, size_t *out);
