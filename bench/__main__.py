@@ -36,7 +36,8 @@ PREFIX = "ts_"   # the workloads program calls the ts_* API
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="python3 -m bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arch", default="v86", help="v8 | v82 | v86 (default v86)")
+    ap.add_argument("--arch", default="v86",
+                    help="v8 | v82 | v86 (default v86); the SME build (v92) is --sme's")
     ap.add_argument("--cpu", default="generic", help="schedule the kernels for this CPU (make gen CPU=)")
     ap.add_argument("--inst", default="auto", help="make gen INST= (auto | always | never)")
     ap.add_argument("--gen-dir", help="profile this generated folder (prefix ts_) instead of generating one")
@@ -72,6 +73,9 @@ def check_build_options(args) -> None:
             check(getattr(args, option[2:]))
         except ValueError as e:
             raise ValueError(f"{option}: {e}") from None
+    if args.arch == "v92" and not args.sme:
+        raise ValueError("--arch v92 is the SME build: profile it with --sme (the cycle report "
+                         "takes v8 | v82 | v86)")
 
 
 def fail(message: str) -> int:

@@ -384,22 +384,23 @@ def edge_handling(inst: MacInstruction, ep: int, hp: int) -> str:
     """How the driver handles M % ep and N % hp remainders, and what it costs."""
     from .ntail import N_TAIL_INSTRUCTIONS     # late: gen.ntail builds on this module
     variants = (ep // inst.c_rows_per_reg) * (hp // inst.c_cols_per_reg) - 1
-    tails = (f" Exception: {inst.name} is one of gen/ntail.py's N_TAIL_INSTRUCTIONS, so with "
-             f"B packed in the call the last column panel runs on a narrower {ep}-row kernel "
-             f"of the same instruction where one holds N mod {hp} (the same bits)."
+    tails = (f" Narrower kernels: {inst.name} is one of gen/ntail.py's N_TAIL_INSTRUCTIONS, "
+             f"so with B packed in the call the last column panel runs on a kernel of the same "
+             f"instruction as narrow as N mod {hp} allows (the same bits); prepacked handles "
+             f"keep the full {hp}-column panels, as a handle may run on another path's kernel."
              if inst.name in N_TAIL_INSTRUCTIONS else "")
     return (
         f"The driver zero-pads the packed A panel to a multiple of ep={ep} rows, the packed B "
-        f"panel to a multiple of hp={hp} columns (and K to a multiple of lp={inst.lp}), and "
-        f"runs the one {ep}x{hp} kernel on every tile. On an edge tile (rm < {ep} rows and/or "
-        f"rn < {hp} columns left) the kernel computes the whole tile and stores only its "
-        f"rm x rn part (kernel contract v2: m_rem / n_rem), so it never writes outside C. "
-        f"Wasted MACs: 1 - rm*rn/({ep}*{hp}) of that tile; over "
+        f"panel to a multiple of hp={hp} columns (and K to a multiple of lp={inst.lp}). On an "
+        f"edge tile (rm < {ep} rows and/or rn < {hp} columns left) the kernel computes the "
+        f"whole tile and stores only its rm x rn part (kernel contract v2: m_rem / n_rem), so "
+        f"it never writes outside C. Wasted MACs: 1 - rm*rn/({ep}*{hp}) of that tile; over "
         f"an M x N GEMM 1 - M*N/(ceil(M/{ep})*{ep} * ceil(N/{hp})*{hp}), at most "
-        f"({ep}-1)/M + ({hp}-1)/N. Why not smaller edge kernels (MNN's approach): up to "
-        f"{variants} extra tile shapes would each need generating, scheduling and testing, "
-        f"while the padding waste touches only the last row and column of tiles and shrinks "
-        f"as 1/M and 1/N.{tails}")
+        f"({ep}-1)/M + ({hp}-1)/N.{tails} Edge kernels for every shape (MNN's approach) would "
+        f"be up to {variants} extra tile shapes to generate, schedule and test, while the "
+        f"padding waste touches only the last row and column of tiles and shrinks as 1/M and "
+        f"1/N. Row tails: a per-core variant's taller tile hands its last rows to the "
+        f"generic tile (ts_tail_path).")
 
 
 def _accumulator_note(inst: MacInstruction, cores: list[CoreModel], count: int) -> str:

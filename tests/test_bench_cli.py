@@ -28,6 +28,16 @@ def test_bad_build_option_is_a_clear_bench_error(option, value, valid, tmp_path)
     assert list(tmp_path.iterdir()) == []                 # nothing generated or profiled
 
 
+def test_sme_arch_without_sme_option_is_a_clear_bench_error(tmp_path):
+    """v92 is a valid ARCH, but the cycle report models no SME instruction: --sme takes it."""
+    proc = subprocess.run([sys.executable, "-m", "bench", "--arch", "v92", "--out-dir",
+                           str(tmp_path), "--report", str(tmp_path / "report.md")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("bench: --arch v92 is the SME build") and "--sme" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_threads_option_adds_newest_path_copies_with_the_pool_argument():
     """--threads 1,4,8: each selected workload once per path, then a copy per count > 1 on its
     newest path, run as `workloads threads=N …` (bench/workloads.c's context)."""

@@ -161,7 +161,7 @@ typedef struct {
     const int32_t *bias;         /* N values or NULL */
     const int32_t *multiplier;   /* Q31, >= 0; N values if per_channel else 1 */
     const int32_t *shift;        /* TFLite exponent -31..30: >0 left shift, <0 right shift; same count */
-    int per_channel;
+    int per_channel;             /* 1: multiplier and shift per column; 0: one for all */
     int32_t act_min, act_max;    /* -128 <= act_min <= act_max <= 127 (uint8 output: 0..255) */
     int rounding;                /* TS_ROUND_DOUBLE (0, default) or TS_ROUND_SINGLE */
 } ts_quant;
@@ -258,8 +258,10 @@ int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, si
  * using a freed handle stays undefined behaviour, the check only catches the common mistakes.
  * A handle of the right type but another GEMM type (a qdyn handle to ts_gemm_f32_prepacked, an
  * f32 one to ts_gemm_bf16_prepacked) is TS_EINVAL as before.
- * GEMV and small M: when the chosen kernel has a GEMV / small-M kernel (every kernel of this
- * build, see ts_kernels.h *_GEMV), the handle also holds B in that kernel's wider panels, so one
+ * GEMV and small M: when the chosen kernel has a GEMV / small-M kernel (every NEON kernel of
+ * the build, see ts_kernels.h *_GEMV; not the SME kernels of ARCH=v92: on an SME core every M
+ * runs the SME tile, and its handles hold no GEMV layout), the handle also holds B in that
+ * kernel's wider panels, so one
  * handle serves M = 1 decode and M = 128 prefill alike: packed B takes twice the memory.
  * A call with M <= the GEMV kernel's max_m (1; 2 for the mmla kernels) runs it unless B is so
  * narrow (small N) that the GEMM tile needs fewer instructions; unpacked calls choose the same
@@ -330,7 +332,10 @@ int ts_gemm_u8_prepacked     (size_t M, const uint8_t *A, size_t lda, const ts_p
  * on ARCH=v86: 1,022,479 bytes instead of 5,558,863 (most of it the packed filter, int16-widened
  * on the Armv8.0 path). */
 size_t ts_conv2d_s8_prepacked_workspace_size(const ts_conv2d *c);
-/* workspace: ts_conv2d_s8_prepacked_workspace_size(c) bytes (taken on trust) */
+/* workspace: ts_conv2d_s8_prepacked_workspace_size(c) bytes (taken on trust). filter must come
+ * from ts_pack_conv2d_filter_s8(_ctx) for the same out_c, k_h, k_w and in_c as c (TS_EINVAL
+ * naming the one that differs; the other geometry - input size, stride, padding, dilation -
+ * may differ, as the packed filter does not depend on it). */
 int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
                            const ts_packed_b *filter, const ts_quant *q, int8_t *output,
                            void *workspace);
@@ -662,7 +667,8 @@ const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type);
 #define TS_GEMM_F16  6   /* gemm_f16 (fp16 accumulation) */
 #define TS_GEMM_F16F32 7 /* gemm_f16f32 (fp16 inputs, fp32 accumulation) */
 /* symbol of the (GEMM tile) kernel the next call of that GEMM type uses, M <= max_m
- * excepted (its GEMV kernel, above); NULL for an unknown type. TS_GEMM_QDYN: the raw int8
+ * excepted (its GEMV kernel, above); NULL for an unknown type (ts_last_error says so, as for
+ * ts_gemm_kernel_mn and ts_gemm_kernel_ctx). TS_GEMM_QDYN: the raw int8
  * kernel of the path qdyn handles are packed for now, which names the path; what a qdyn call
  * runs depends on the handle and M: ts_gemm_qdyn_kernel */
 const char *ts_gemm_kernel(int gemm_type);

@@ -279,8 +279,11 @@ int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
     /* the GEMM layout only: a conv never runs the GEMV kernel */
     int rc = ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), TS_LAYOUT_GEMM, K,
                                 c->out_c, filter, 1, K, out);
-    if (rc == TS_OK)
+    if (rc == TS_OK) {
         (*out)->tag = TS_TAG_CONV_FILTER;   /* for ts_conv2d_s8_prepacked only */
+        (*out)->conv_k_h = c->k_h;
+        (*out)->conv_k_w = c->k_w;
+    }
     return rc;
 }
 
@@ -313,8 +316,12 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
     if (!ts_same_b_layout(filter->path, run))
         return ts_fail(TS_EINVAL, "filter was packed for a kernel whose panel layout this call's "
                                   "kernel does not read (another feature mask or CPU choice)");
-    if (filter->K != conv_k(c) || filter->N != c->out_c)
-        return ts_fail(TS_EINVAL, "filter was packed for another conv (K or out_c differs)");
+    if (filter->N != c->out_c)
+        return ts_fail(TS_EINVAL, "filter was packed for another conv (out_c differs)");
+    if (filter->conv_k_h != c->k_h || filter->conv_k_w != c->k_w)
+        return ts_fail(TS_EINVAL, "filter was packed for another conv (k_h or k_w differs)");
+    if (filter->K != conv_k(c))
+        return ts_fail(TS_EINVAL, "filter was packed for another conv (in_c differs)");
     int rc = conv_memory(ctx, c, need, input, NULL, 0, filter, q, output, workspace,
                          workspace_bytes, &mem, &owned);
     if (rc != TS_OK)

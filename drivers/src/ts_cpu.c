@@ -336,15 +336,26 @@ const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type)
     return ts_select_path_class(gemm_type, mask, ctx->core_class);
 }
 
+/* path, or NULL with ts_last_error saying why there is none (the kernel-name queries) */
+static const ts_path *path_or_why(const ts_path *path, int gemm_type)
+{
+    size_t count;
+    if (path == NULL)
+        (void)ts_fail(TS_EINVAL, ts_paths_of(gemm_type, &count) == NULL || count == 0
+                                     ? "gemm_type is not a TS_GEMM_* value"
+                                     : "no kernel of this GEMM type on this CPU / feature mask");
+    return path;
+}
+
 const char *ts_gemm_kernel(int gemm_type)
 {
-    const ts_path *path = ts_select_path(gemm_type);
+    const ts_path *path = path_or_why(ts_select_path(gemm_type), gemm_type);
     return path != NULL ? path->symbol : NULL;
 }
 
 const char *ts_gemm_kernel_mn(int gemm_type, size_t M, size_t N)
 {
-    const ts_path *path = ts_select_path(gemm_type);
+    const ts_path *path = path_or_why(ts_select_path(gemm_type), gemm_type);
     if (path == NULL)
         return NULL;
     return ts_use_gemv(path, M, N) ? path->gemv.symbol : path->symbol;
@@ -354,6 +365,6 @@ const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type)
 {
     if (!ts_context_ok(ctx))
         return NULL;
-    const ts_path *path = ts_select_path_ctx(ctx, gemm_type);
+    const ts_path *path = path_or_why(ts_select_path_ctx(ctx, gemm_type), gemm_type);
     return path != NULL ? path->symbol : NULL;
 }

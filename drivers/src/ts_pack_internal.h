@@ -331,6 +331,9 @@ struct ts_packed_b {
                                   (ts_ntail_of). Only B packed inside a call (ts_engine.c
                                   chooses); handles from ts_pack_b_* keep 0, as a handle may
                                   run on another path's kernels */
+    size_t conv_k_h, conv_k_w; /* TS_TAG_CONV_FILTER handles: the filter's window (in_c =
+                                  K / (k_h * k_w)), checked by ts_conv2d_s8_prepacked; 0
+                                  otherwise */
     size_t gemv_panels;        /* ceil(N / gemv.hp), 0 without a GEMV layout */
     size_t gemv_panel_bytes;
     void *gemv_data;           /* gemv_panels * gemv_panel_bytes bytes, or NULL */

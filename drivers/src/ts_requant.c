@@ -43,21 +43,44 @@
 
 /* ---- argument checks ------------------------------------------------------------------------ */
 
-static int fits_s8(int32_t v) { return v >= -128 && v <= 127; }
+/* q's zero points and bounds, in the order they are checked (each with its own reason) */
+enum { QF_A_ZP, QF_C_ZP, QF_ACT_MIN, QF_ACT_MAX, QF_COUNT };
+static const char *const outside_s8[QF_COUNT] = {
+    "q->a_zero_point is outside -128..127", "q->c_zero_point is outside -128..127",
+    "q->act_min is outside -128..127", "q->act_max is outside -128..127" };
+static const char *const outside_u8[QF_COUNT] = {
+    "q->a_zero_point is outside 0..255 (uint8 A)", "q->c_zero_point is outside 0..255 (uint8 C)",
+    "q->act_min is outside 0..255 (uint8 C)", "q->act_max is outside 0..255 (uint8 C)" };
+
+/* TS_OK when q's fields first .. QF_COUNT-1 are in lo..hi, else TS_EINVAL naming the first
+ * that is not (why[field]). */
+static int quant_fields_in(const ts_quant *q, int first, int32_t lo, int32_t hi,
+                           const char *const why[QF_COUNT])
+{
+    const int32_t value[QF_COUNT] = { q->a_zero_point, q->c_zero_point, q->act_min, q->act_max };
+    for (int f = first; f < QF_COUNT; ++f)
+        if (value[f] < lo || value[f] > hi)
+            return ts_fail(TS_EINVAL, why[f]);
+    return TS_OK;
+}
 
 /* Everything the epilogue reads (all of ts_quant except a_zero_point). */
 static int epilogue_validate(const ts_quant *q, size_t N)
 {
     if (q == NULL)
         return ts_fail(TS_EINVAL, "q is NULL");
-    if (q->multiplier == NULL || q->shift == NULL)
-        return ts_fail(TS_EINVAL, "q->multiplier or q->shift is NULL");
-    if (!fits_s8(q->c_zero_point) || !fits_s8(q->act_min) || !fits_s8(q->act_max))
-        return ts_fail(TS_EINVAL, "q->c_zero_point, act_min or act_max outside the output type");
+    if (q->multiplier == NULL)
+        return ts_fail(TS_EINVAL, "q->multiplier is NULL");
+    if (q->shift == NULL)
+        return ts_fail(TS_EINVAL, "q->shift is NULL");
+    if (quant_fields_in(q, QF_C_ZP, -128, 127, outside_s8) != TS_OK)
+        return TS_EINVAL;
     if (q->act_min > q->act_max)
         return ts_fail(TS_EINVAL, "q->act_min > q->act_max");
     if (q->rounding != TS_ROUND_DOUBLE && q->rounding != TS_ROUND_SINGLE)
         return ts_fail(TS_EINVAL, "q->rounding is not TS_ROUND_DOUBLE or TS_ROUND_SINGLE");
+    if (q->per_channel != 0 && q->per_channel != 1)
+        return ts_fail(TS_EINVAL, "q->per_channel is not 0 or 1");
     const size_t channels = q->per_channel ? N : 1;
     for (size_t i = 0; i < channels; ++i) {
         if (q->multiplier[i] < 0)
@@ -70,12 +93,10 @@ static int epilogue_validate(const ts_quant *q, size_t N)
 
 int ts_quant_validate(const ts_quant *q, size_t N)
 {
-    if (q != NULL && !fits_s8(q->a_zero_point))
-        return ts_fail(TS_EINVAL, "q->a_zero_point outside -128..127");
+    if (q != NULL && quant_fields_in(q, QF_A_ZP, -128, 127, outside_s8) != TS_OK)
+        return TS_EINVAL;
     return epilogue_validate(q, N);
 }
-
-static int fits_u8(int32_t v) { return v >= 0 && v <= 255; }
 
 void ts_quant_u8_as_s8(const ts_quant *q, ts_quant *s8)
 {
@@ -90,9 +111,8 @@ int ts_quant_validate_u8(const ts_quant *q, size_t N)
     ts_quant s8;
     if (q == NULL)
         return ts_fail(TS_EINVAL, "q is NULL");
-    if (!fits_u8(q->a_zero_point) || !fits_u8(q->c_zero_point) || !fits_u8(q->act_min)
-        || !fits_u8(q->act_max))
-        return ts_fail(TS_EINVAL, "a zero point or bound of q outside 0..255 (uint8)");
+    if (quant_fields_in(q, QF_A_ZP, 0, 255, outside_u8) != TS_OK)
+        return TS_EINVAL;
     ts_quant_u8_as_s8(q, &s8);
     return epilogue_validate(&s8, N);
 }
@@ -523,8 +543,10 @@ int ts_requantize(size_t M, size_t N, const int32_t *acc, size_t ld_acc,
     size_t acc_len, c_len;
     if (acc == NULL || C == NULL)
         return ts_fail(TS_EINVAL, "acc or C is NULL");
-    if (ld_acc < N || ldc < N)
-        return ts_fail(TS_EINVAL, "ld_acc < N or ldc < N");
+    if (ld_acc < N)
+        return ts_fail(TS_EINVAL, "ld_acc < N");
+    if (ldc < N)
+        return ts_fail(TS_EINVAL, "ldc < N");
     if (ts_matrix_span_bytes(M, N, ld_acc, sizeof(int32_t), &acc_len)
         || ts_matrix_span_bytes(M, N, ldc, 1, &c_len))
         return ts_fail(TS_EINVAL, "acc's or C's span overflows size_t");

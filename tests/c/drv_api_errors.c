@@ -162,6 +162,38 @@ static void error_reasons(void)
     expect_reason(ts_gemm_s8(M0, N0, K0, A8, K0, B8, N0, NULL, C8, N0), "q is NULL", "s8 q NULL");
     shift[3] = 31;
     expect_reason(ts_gemm_s8(M0, N0, K0, A8, K0, B8, N0, &q, C8, N0), "shift", "s8 shift 31");
+    /* each field of q named alone (int8 and uint8 ranges) */
+    static const struct { int field; int32_t value; const char *s8, *u8; } bad_field[] = {
+        { 0, 128, "q->a_zero_point is outside -128..127", NULL },
+        { 0, 256, NULL, "q->a_zero_point is outside 0..255" },
+        { 1, -129, "q->c_zero_point is outside -128..127", "q->c_zero_point is outside 0..255" },
+        { 2, -200, "q->act_min is outside -128..127", "q->act_min is outside 0..255" },
+        { 3, 300, "q->act_max is outside -128..127", "q->act_max is outside 0..255" },
+        { 4, 5, "q->per_channel is not 0 or 1", "q->per_channel is not 0 or 1" },
+    };
+    for (size_t i = 0; i < sizeof bad_field / sizeof bad_field[0]; ++i)
+        for (int u8 = 0; u8 < 2; ++u8) {
+            const char *want = u8 ? bad_field[i].u8 : bad_field[i].s8;
+            if (want == NULL)
+                continue;
+            q = valid_quant();
+            q.a_zero_point = q.c_zero_point = q.act_min = 0;   /* valid for both types */
+            int32_t *field[] = { &q.a_zero_point, &q.c_zero_point, &q.act_min, &q.act_max,
+                                 &q.per_channel };
+            *field[bad_field[i].field] = bad_field[i].value;
+            expect_reason(u8 ? ts_gemm_u8(M0, N0, K0, (const uint8_t *)A8, K0, B8, N0, &q,
+                                          (uint8_t *)C8, N0)
+                             : ts_gemm_s8(M0, N0, K0, A8, K0, B8, N0, &q, C8, N0),
+                          want, "q field out of range");
+        }
+    q = valid_quant();
+    q.multiplier = NULL;
+    expect_reason(ts_gemm_s8(M0, N0, K0, A8, K0, B8, N0, &q, C8, N0), "q->multiplier is NULL",
+                  "s8 multiplier NULL");
+    q = valid_quant();
+    q.shift = NULL;
+    expect_reason(ts_gemm_s8(M0, N0, K0, A8, K0, B8, N0, &q, C8, N0), "q->shift is NULL",
+                  "s8 shift NULL");
     q = valid_quant();
     expect_reason(ts_gemm_s8s32(M0, N0, K0, (const int8_t *)Cbuf, K0, B8, N0, (int32_t *)Cbuf, N0),
                   "C overlaps A", "s8s32 C == A");
@@ -195,6 +227,8 @@ static void error_reasons(void)
     expect_reason(ts_im2col_s8(NULL, in, 0, out), "NULL", "im2col conv NULL");
     expect_reason(ts_requantize(1, 4, (const int32_t *)Cbuf, 3, &q, C8 + 64, 4), "ld_acc < N",
                   "requantize ld_acc");
+    expect_reason(ts_requantize(1, 4, (const int32_t *)Cbuf, 4, &q, C8 + 64, 3), "ldc < N",
+                  "requantize ldc");
     float scales[4] = { 1.0f, 1.0f, NAN, 1.0f }, wf[4 * 64] = { 0 };
     uint8_t w4[4 * 32] = { 0 };
     int8_t w8[4 * 64] = { 0 };
@@ -222,6 +256,14 @@ static void error_reasons(void)
     CHECK(ts_context_workspace_size(NULL, 99, 4, 4, 4) == 0
           && strstr(ts_last_error(), "gemm_type") != NULL,
           "workspace size of type 99: reason \"%s\"", ts_last_error());
+    /* the kernel-name queries: NULL with the reason (each after another failure's reason) */
+    for (int i = 0; i < 3; ++i) {
+        (void)ts_cache_sizes_sysfs(0, NULL, &l2);     /* reason: "l1d_bytes or l2_bytes ..." */
+        const char *name = i == 0 ? ts_gemm_kernel(99) : i == 1 ? ts_gemm_kernel_mn(-1, 1, 8)
+                                                               : ts_gemm_kernel_ctx(ctx, -1);
+        CHECK(name == NULL && strstr(ts_last_error(), "gemm_type is not a TS_GEMM_* value"),
+              "kernel-name query %d of an unknown type: reason \"%s\"", i, ts_last_error());
+    }
     free(w);
     ts_context_free(ctx);
 }
@@ -436,7 +478,7 @@ static void prepacked_errors(void)
 
 static void conv_errors(void)
 {
-    static int8_t in[2 * 6 * 6 * 3], f[4 * 3 * 3 * 3], out[2 * 6 * 6 * 4], ws[1 << 16];
+    static int8_t in[2 * 6 * 6 * 9], f[4 * 3 * 3 * 3], out[2 * 6 * 6 * 4], ws[1 << 16];   /* in: room for in_c 9 */
     ts_conv2d c0 = { 2, 6, 6, 3, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 }, c;
     int32_t cb[4] = { 1, 2, 3, 4 }, cm[4] = { 1 << 30, 1 << 30, 1 << 30, 1 << 30 }, cs[4] = { 0 };
     ts_quant q0 = { 0, 0, cb, cm, cs, 1, -128, 127, TS_ROUND_DOUBLE }, q;
@@ -477,6 +519,10 @@ static void conv_errors(void)
     CASE(qp = NULL);
     CASE((c.in_c = 2, fp = NULL));                           /* handle K != conv K */
     CASE((c.out_c = 3, fp = NULL));                          /* handle N != conv N */
+    /* the same K = 27 and out_c from another window: 1x1 over 27 channels, 3x1 over 9 */
+    CASE((c.batch = 1, c.in_h = c.in_w = 2, c.in_c = 27, c.k_h = c.k_w = 1,
+          c.pad_top = c.pad_left = c.pad_bottom = c.pad_right = 0, fp = NULL));
+    CASE((c.in_c = 9, c.k_w = 1, fp = NULL));
     CASE((pp = other, fp = NULL));                           /* handle of the f32 GEMM */
     CASE(c.out_c = (size_t)1 << 62);                         /* packed filter overflows size_t */
     /* output M x out_c = 2^32 x 2^33 bytes overflows size_t (filter, input, workspace do not) */
@@ -492,6 +538,15 @@ static void conv_errors(void)
     CHECK(ts_pack_conv2d_filter_s8(&c, f, &keep) == TS_EINVAL && keep == (ts_packed_b *)ws, "pack bad conv");
     CHECK(ts_pack_conv2d_filter_s8(&c0, NULL, &keep) == TS_EINVAL, "pack NULL filter");
     q = q0;
+    c = c0;
+    c.in_c = 9;
+    c.k_w = 1;
+    expect_reason(ts_conv2d_s8_prepacked(&c, in, pf, &q, out, ws), "k_h or k_w differs",
+                  "conv filter of another window");
+    c = c0;
+    c.in_c = 2;
+    expect_reason(ts_conv2d_s8_prepacked(&c, in, pf, &q, out, ws), "in_c differs",
+                  "conv filter of another in_c");
     CHECK(ts_conv2d_s8(&c0, in, f, &q, out, ws) == TS_OK, "valid conv");
     CHECK(ts_conv2d_s8_prepacked(&c0, in, pf, &q, out, ws) == TS_OK, "valid prepacked conv");
     ts_packed_free(pf);
