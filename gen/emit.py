@@ -394,7 +394,8 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")
     entry = manifest_entry(plan, symbol, main, text, write + context["acc_setup"])
-    entry.update(epilogue=epilogue, out_type=variant.out_type(inst.c_type))
+    entry.update(epilogue=epilogue, out_type=variant.out_type(inst.c_type),
+                 params_cols=ep_mod.params_cols(plan) if variant.family == "requant" else 0)
     return Kernel(symbol, f"{symbol}.S", text, entry)
 
 

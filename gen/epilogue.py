@@ -19,6 +19,7 @@ templates/kernel_abi.j2, `<prefix>tile_args` in `<prefix>kernels.h`).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .loop import C_PTR, LDC, KernelPlanError
@@ -41,7 +42,8 @@ class Epilogue:
     name: str
     suffix: str                 # symbol suffix ("" for raw)
     out_bytes: int | None       # bytes of one output element (None: the accumulator's, 4)
-    group_bytes: int            # bytes of `params` per group of 4 columns (0: none)
+    group_bytes: int            # bytes of `params` per group: requant, per accumulator
+                                # column block (param_blocks); biasclamp, per 4 columns
     summary: str
     out: str | None = None      # output element type (None: the accumulator's)
     family: str = ""            # the register code it runs (epilogue_and_store); "" for raw
@@ -71,6 +73,38 @@ EPILOGUE_TEMPS = 4
 
 def variants_for(instruction: str) -> tuple[str, ...]:
     return EPILOGUE_VARIANTS.get(instruction, ("raw",))
+
+
+# The requant column parameters come per accumulator column block: 64 bytes (offset,
+# multiplier, the rounding's two shift vectors) whose lane l belongs to lane l of every
+# accumulator of that block -- columns 4j..4j+3 for int32 row vectors, [2j, 2j+1, 2j, 2j+1]
+# for the MMLA 2x2 tiles (rows 2i, 2i+1 of columns 2j, 2j+1). So the MMLA kernels start their
+# accumulators at the offsets with plain loads and requantise the tiles as they are, unzipping
+# only the narrowed int16 rows (README "Micro-kernel ABI", column parameters).
+def params_cols(plan: TilePlan) -> int:
+    """Columns per requant parameter block: the accumulator's (4 row lanes, or 2 x 2 rows)."""
+    return plan.inst.c_cols_per_reg
+
+
+def param_blocks(plan: TilePlan) -> int:
+    """Requant parameter blocks of a tile: its accumulator column blocks."""
+    return plan.hp // plan.inst.c_cols_per_reg
+
+
+def tiled(plan: TilePlan) -> bool:
+    return plan.inst.acc_shape == "tile2x2"
+
+
+def block_columns(plan: TilePlan, j: int) -> str:
+    """The columns of parameter block j, for comments."""
+    cols = params_cols(plan)
+    return f"columns {cols * j}-{cols * j + cols - 1}"
+
+
+def _lone_w(plan: TilePlan) -> bool:
+    """Whether an MMLA tile's row pair narrows to an odd number of int16 vectors (2 column
+    blocks each): the last one is unzipped with itself and keeps one more register."""
+    return (-(-param_blocks(plan) // 2)) % 2 == 1
 
 
 # ---- the argument block (x5): layout shared by every kernel ------------------------------------
@@ -140,12 +174,16 @@ def check_epilogue(plan: TilePlan, epilogue: str) -> None:
         raise KernelPlanError(f"unknown epilogue {epilogue!r} (valid: {', '.join(EPILOGUES)})")
     free = 32 - len(set(plan.c_regs))
     need = EPILOGUE_TEMPS
-    if plan.inst.acc_shape == "tile2x2" and (plan.hp // 2) % 2:
+    requant = EPILOGUES[epilogue].family == "requant"
+    if tiled(plan) and requant and _lone_w(plan):
+        need = max(need, 3 + plan.ep // 2)  # each row pair's lone int16 vector keeps one more
+    elif tiled(plan) and not requant and (plan.hp // 2) % 2:
         need += plan.ep // 2        # each odd last tile keeps one more register (tile_rows)
     if epilogue != "raw" and free < need:
         raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: the {epilogue} epilogue "
                               f"needs {need} free vector registers, {free} left")
-    if EPILOGUES[epilogue].group_bytes * -(-plan.hp // 4) - 16 > PAIR_Q_MAX:
+    groups = param_blocks(plan) if requant else -(-plan.hp // 4)
+    if EPILOGUES[epilogue].group_bytes * groups - 16 > PAIR_Q_MAX:
         raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: parameters beyond ldp reach")
     if min(plan.ep, plan.hp) > CCMP_IMM_MAX:
         raise KernelPlanError(f"ep {plan.ep} and hp {plan.hp} both beyond CCMP's immediate")
@@ -280,89 +318,82 @@ def acc_load(plan: TilePlan, tile_offset: int, esize: int = 4, epilogue: str = "
 
 
 # The requantisation's first step, x = acc + offset (the column offsets: zero-point correction
-# + bias, int32 x 4 per group g of 4 columns at params + 64 g), runs before the loop: the
-# accumulators start at the offsets (the K_ZERO path) or get them added to the loaded acc
-# tile. int32 addition wraps, so the sums are those of adding them after the loop. Row forms:
-# group j's offsets are column block j of every row; 2x2 tile forms: column block cb (columns
-# 2cb, 2cb+1 of rows 2i, 2i+1) is [o(2cb) o(2cb+1) o(2cb) o(2cb+1)], ZIP1 / ZIP2 .2d of its
-# group's vector with itself. The loads come first, in the entry block, so the in-order cores
-# do not wait for them where the K_ZERO path spreads them; x11 = params.
-def _offset_check(plan: TilePlan) -> tuple[int, list[int]]:
-    """(groups of 4 columns, temporaries: the A/B registers, last first -- free before the
-    loop, the last ones loaded last or in the other bank by the preload)."""
+# + bias, int32 x 4 at params + 64 j, in the lanes of column block j's accumulators), runs
+# before the loop: the accumulators start at the offsets (the K_ZERO path) or get them added to
+# the loaded acc tile. int32 addition wraps, so the sums are those of adding them after the
+# loop. Row forms load row 0's and copy it to the other rows (MOV); the MMLA 2x2 tile forms
+# load every accumulator, [o(2j) o(2j+1) o(2j) o(2j+1)] as the params hold them: loads, on the
+# load pipes the entry leaves idle, where a ZIP1 / ZIP2 .2d per accumulator ran on the vector
+# pipes. The loads come first, in the entry block, so the in-order cores do not wait for them
+# where the K_ZERO path needs them; x11 = params.
+def _offset_check(plan: TilePlan) -> list[int]:
+    """Temporaries for offset_add: the A/B registers, last first (free before the loop)."""
     inst = plan.inst
     if inst.acc_shape != "tile2x2" and inst.c_cols_per_reg != 4:
         raise KernelPlanError(f"{plan.instruction}: requant offsets need 4 columns per register")
-    groups = -(-plan.hp // 4)
     temps = list(reversed(plan.a_regs + plan.b_regs))
-    if len(temps) < (groups if inst.acc_shape == "tile2x2" else 2):
+    if len(temps) < 2:
         raise KernelPlanError(f"{plan.instruction} {plan.ep}x{plan.hp}: too few A/B registers "
                               f"for the requant offsets")
-    return groups, temps
+    return temps
 
 
-def _offset_blocks(plan: TilePlan) -> tuple[int, int]:
-    """(column blocks, row blocks) of the accumulators."""
-    if plan.inst.acc_shape == "tile2x2":
-        return plan.hp // 2, plan.ep // 2
-    return plan.hp // plan.inst.c_cols_per_reg, plan.ep
+def _acc_row_blocks(plan: TilePlan) -> int:
+    """Accumulator row blocks (rows, or row pairs of the 2x2 tile forms)."""
+    return plan.ep // plan.inst.c_rows_per_reg
 
 
 def offset_loads(plan: TilePlan) -> list[Insn]:
-    """Entry: x11 = args->params, then each group's offsets into a temporary (2x2 tile forms)
-    or straight into row 0's accumulator of that column block (row forms)."""
-    groups, temps = _offset_check(plan)
+    """Entry: x11 = args->params, then each column block's offsets straight into row 0's
+    accumulator of that block (row forms); 2x2 tile forms: into every accumulator of the first
+    half of the row pairs, the other half copied from them (MOV) after all the loads -- half
+    on the load pipes, half on the vector pipes, which both idle there (llvm-mca-19, the 8x8
+    smmla entry: 16 loads 8.1 / 8.1 / 16.0 cycles on Neoverse N2 / V1 / Cortex-A510, 8 loads +
+    8 MOV 6.1 / 5.4 / 17.0; the ZIP form 11.5 / 7.5 / 19.0 with its K_ZERO block)."""
+    _offset_check(plan)
     group = EPILOGUES["requant"].group_bytes
     code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params: column offsets",
                "load")]
-    for g in range(groups):
-        reg = temps[g] if plan.inst.acc_shape == "tile2x2" else plan.c_reg_for(0, g)
-        code.append(_i(f"ldr q{reg}, [{PARAMS}, #{group * g}]",
-                       f"offsets of columns {4 * g}-{4 * g + 3}", "load"))
+    rows = _acc_row_blocks(plan) if tiled(plan) else 1
+    loaded = -(-rows // 2)
+    for r in range(loaded):
+        for j in range(param_blocks(plan)):
+            what = f"offsets of {block_columns(plan, j)}" + (
+                f", rows {2 * r}-{2 * r + 1}" if tiled(plan) else "")
+            code.append(Insn(f"ldr q{plan.c_reg_for(r, j)}, [{PARAMS}, #{group * j}]", "load",
+                             comment=what, defs=(f"v{plan.c_reg_for(r, j)}",)))
+    for r in range(loaded, rows):
+        for j in range(param_blocks(plan)):
+            reg, src = plan.c_reg_for(r, j), plan.c_reg_for(r % loaded, j)
+            code.append(Insn(f"mov v{reg}.16b, v{src}.16b", "alu", defs=(f"v{reg}",),
+                             comment=f"rows {2 * r}-{2 * r + 1}: the same offsets"))
     return code
 
 
 def offset_spread(plan: TilePlan) -> list[Insn]:
-    """K_ZERO: every accumulator starts at its column block's offsets (offset_loads)."""
-    groups, temps = _offset_check(plan)
-    blocks, rows = _offset_blocks(plan)
-    code = []
-    for r in range(rows):
-        for j in range(blocks):
-            reg = plan.c_reg_for(r, j)
-            if plan.inst.acc_shape == "tile2x2":
-                t = temps[j // 2]
-                code.append(Insn(f"zip{1 + j % 2} v{reg}.2d, v{t}.2d, v{t}.2d", "alu",
-                                 comment=f"offsets of columns {2 * j}-{2 * j + 1}, twice",
-                                 defs=(f"v{reg}",)))
-            elif r:
-                code.append(Insn(f"mov v{reg}.16b, v{plan.c_reg_for(0, j)}.16b", "alu",
-                                 defs=(f"v{reg}",)))
-    return code
+    """K_ZERO: every accumulator starts at its column block's offsets (offset_loads): row
+    forms copy row 0's to the other rows; the 2x2 tile forms loaded every one."""
+    _offset_check(plan)
+    if tiled(plan):
+        return []
+    return [Insn(f"mov v{plan.c_reg_for(r, j)}.16b, v{plan.c_reg_for(0, j)}.16b", "alu",
+                 defs=(f"v{plan.c_reg_for(r, j)}",))
+            for r in range(1, plan.ep) for j in range(param_blocks(plan))]
 
 
 def offset_add(plan: TilePlan) -> list[Insn]:
     """After the acc tile is loaded (which used every A/B register and x11): the offsets
-    reloaded and added."""
-    groups, temps = _offset_check(plan)
-    blocks, rows = _offset_blocks(plan)
+    reloaded and added, column block by column block."""
+    temps = _offset_check(plan)
     group = EPILOGUES["requant"].group_bytes
-    t, u = temps[:2]
     code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params: column offsets",
                "load")]
-    for j in range(blocks):
-        if plan.inst.acc_shape == "tile2x2":
-            if j % 2 == 0:
-                code.append(_i(f"ldr q{t}, [{PARAMS}, #{group * (j // 2)}]",
-                               f"offsets of columns {2 * j}-{2 * j + 3}", "load"))
-            code.append(_i(f"zip{1 + j % 2} v{u}.2d, v{t}.2d, v{t}.2d",
-                           f"columns {2 * j}-{2 * j + 1}, twice"))
-        else:
-            u = t
-            code.append(_i(f"ldr q{t}, [{PARAMS}, #{group * j}]",
-                           f"offsets of columns {4 * j}-{4 * j + 3}", "load"))
-        code += [_i(f"add v{plan.c_reg_for(r, j)}.4s, v{plan.c_reg_for(r, j)}.4s, v{u}.4s",
-                    "+ offset") for r in range(rows)]
+    for j in range(param_blocks(plan)):
+        t = temps[0]
+        code.append(_i(f"ldr q{t}, [{PARAMS}, #{group * j}]",
+                       f"offsets of {block_columns(plan, j)}", "load"))
+        code += [_i(f"add v{plan.c_reg_for(r, j)}.4s, v{plan.c_reg_for(r, j)}.4s, v{t}.4s",
+                    "+ offset") for r in range(_acc_row_blocks(plan))]
     return code
 
 
@@ -424,17 +455,54 @@ def fast_setup(plan: TilePlan, args_offset: int, epilogue: str) -> list[Insn]:
     ]
 
 
-def fast_write(plan: TilePlan, epilogue: str) -> list[Insn]:
+def fast_write(plan: TilePlan, epilogue: str, restore: list[Insn] = ()) -> list[Insn]:
     """The fast path's epilogue: the instructions the general path runs for a full tile at
-    rounding 2 without a clamp (unzip, right_shift_code, the narrowing, the stores)."""
+    rounding 2 without a clamp (right_shift_code, the narrowing, the stores), then `restore`
+    (the frame's restore, gen.emit.restore_registers) and `ret`: the loads of callee-saved
+    registers the rest of the path does not touch go between the SSRA #31 (restore_early)."""
     pool = free_vregs(plan)
     variant = EPILOGUES[epilogue]
-    unzip, rows = tile_rows(plan, pool)
-    by_group = _by_group(rows)
-    right = right_shift_code(by_group, pool, variant.group_bytes)
-    narrow, _, pieces = _narrowing(rows, pool, variant.out)
+    right = right_shift_code(plan, pool, variant.group_bytes)
+    narrow, _, pieces = _narrowing(plan, pool, variant.out)
     offsets, stores = indexed_row_stores(plan, pieces)
-    return offsets + unzip + right + narrow + stores
+    code = offsets + right + narrow + stores
+    if not restore:
+        return code
+    return restore_early(code, list(restore)) + [_i("ret", kind="branch")]
+
+
+def _register_numbers(text: str) -> set[str]:
+    """The registers an instruction names, as 'v8' (any SIMD&FP view) or 'x19' (x or w)."""
+    regs = set()
+    for kind, num in re.findall(r"\b([vqdshbxw])(\d+)\b", text.split("//")[0]):
+        regs.add(("x" if kind in "xw" else "v") + num)
+    return regs
+
+
+def restore_early(code: list[Insn], restore: list[Insn]) -> list[Insn]:
+    """`code` then `restore`, with each load of `restore` whose registers `code` no longer
+    names after it moved up behind every second SSRA #31 (the rounding's middle step): an
+    in-order core issues it there beside the vector operations (their latency covers its
+    write-back; LLVM's Cortex-A510 model: 8x8 smmla fast path 65 -> 62 cycles) instead of
+    one per cycle after the stores."""
+    slots = [n for n, insn in enumerate(code) if insn.text.startswith("ssra")][::2]
+    later = [set() for _ in range(len(code) + 1)]
+    for n in range(len(code) - 1, -1, -1):
+        later[n] = later[n + 1] | _register_numbers(code[n].text)
+    placed, rest = {}, []
+    for insn in restore:
+        free = [n for n in slots if n not in placed and
+                not (_register_numbers(insn.text) & later[n + 1])]
+        if insn.kind == "load" and free:
+            placed[free[0]] = insn
+        else:
+            rest.append(insn)
+    out = []
+    for n, insn in enumerate(code):
+        out.append(insn)
+        if n in placed:
+            out.append(placed[n])
+    return out + rest
 
 
 # Free on the fast path after its branch (fast_setup's m_rem, n_rem, rounding and clamp test
@@ -599,29 +667,30 @@ def rounding_flags() -> list[Insn]:
     return [_i(f"cmp {ROUNDING_REG}, #{ROUND_SINGLE}", "rounding: EQ single, HI every shift < 0")]
 
 
-def right_shift_code(by_group, regs: list[int], group_bytes: int) -> list[Insn]:
+def right_shift_code(plan: TilePlan, regs: list[int], group_bytes: int) -> list[Insn]:
     """Double rounding, every shift < 0 (rounding 2): SQRDMULH by the multiplier, SSRA #31,
-    SQRDMULH by 2^(31 + shift), on every vector of every group. When `regs` hold both
-    parameters of every group they are all loaded first and each step runs over all the
-    vectors before the next (as many independent operations as there are vectors between
-    an operation and the one that reads its result: no in-order core waits for a latency),
-    else group by group."""
+    SQRDMULH by 2^(31 + shift), on every accumulator of every parameter block
+    (requant_vectors). When `regs` hold both parameters of every block
+    they are all loaded first and each step runs over all the vectors before the next (as many
+    independent operations as there are vectors between an operation and the one that reads
+    its result: no in-order core waits for a latency), else block by block."""
+    by_group = requant_vectors(plan)
     groups = len(by_group)
     if 2 * groups <= len(regs):
         code = []
         for g in range(groups):
             base = group_bytes * g
             code += [_i(f"ldr q{regs[2 * g]}, [{PARAMS}, #{base + 16}]",
-                        f"multiplier of columns {4 * g}-{4 * g + 3}", "load"),
+                        f"multiplier of {block_columns(plan, g)}", "load"),
                      _i(f"ldr q{regs[2 * g + 1]}, [{PARAMS}, #{base + 32}]",
-                        f"2^(31 + shift) of columns {4 * g}-{4 * g + 3}", "load")]
+                        f"2^(31 + shift) of {block_columns(plan, g)}", "load")]
         vecs = [(r, v, g) for g, vs in enumerate(by_group) for r, v in vs]
-        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{regs[2 * g]}.4s", f"row {r}: high mul")
+        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{regs[2 * g]}.4s", f"{r}: high mul")
                  for r, v, g in vecs]
-        code += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"row {r}: -1 where negative (ties away from 0)")
+        code += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"{r}: -1 where negative (ties away from 0)")
                  for r, v, g in vecs]
         code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{regs[2 * g + 1]}.4s",
-                    f"row {r}: rounding >> -shift") for r, v, g in vecs]
+                    f"{r}: rounding >> -shift") for r, v, g in vecs]
         return code
     code = []
     m, e = regs[:2]
@@ -629,20 +698,23 @@ def right_shift_code(by_group, regs: list[int], group_bytes: int) -> list[Insn]:
         base = group_bytes * g
         code += [_i(f"ldr q{m}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                  _i(f"ldr q{e}, [{PARAMS}, #{base + 32}]", "2^(31 + shift)", "load")]
-        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{m}.4s", f"row {r}: high mul") for r, v in vecs]
-        code += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"row {r}: -1 where negative (ties away from 0)")
+        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{m}.4s", f"{r}: high mul") for r, v in vecs]
+        code += [_i(f"ssra v{v}.4s, v{v}.4s, #31", f"{r}: -1 where negative (ties away from 0)")
                  for r, v in vecs]
-        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{e}.4s", f"row {r}: rounding >> -shift")
+        code += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{e}.4s", f"{r}: rounding >> -shift")
                  for r, v in vecs]
     return code
 
 
-def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> list[Insn]:
-    """int32 row vectors x = acc + offset (the offsets were added before the loop: offset_add / offset_spread) ->
-    int8 (`out` "uint8": uint8), in place. Per group g of 4 columns, params + 64 g holds
-    (int32 x 4 each): offset (zero-point correction + bias), multiplier, then
+def requant_code(plan: TilePlan, pool: list[int], group_bytes: int,
+                 out: str = "int8") -> tuple[list[Insn], list]:
+    """int32 accumulators x = acc + offset (the offsets were added before the loop:
+    offset_loads / offset_spread / offset_add) -> int8 (`out` "uint8": uint8) rows. Per
+    accumulator column block j (requant_vectors: the row vectors, or the MMLA 2x2 tiles as
+    they are), params + 64 j holds in the lanes of its accumulators (int32 x 4 each): offset
+    (zero-point correction + bias), multiplier, then
       double rounding: left = max(shift, 0), right = min(shift, 0)
-      single rounding: shift - 31 as int64 for columns 0-1, then for columns 2-3
+      single rounding: shift - 31 as int64 for lanes 0-1, then for lanes 2-3
       double, every shift < 0 (rounding 2): 2^(31 + shift), then 16 unused bytes.
     The same steps as templates/c/requant.c.j2's NEON path (multiply_double_x4 /
     multiply_single_x4), so bit-exact with ts_requantize:
@@ -654,98 +726,154 @@ def requant_code(rows, pool: list[int], group_bytes: int, out: str = "int8") -> 
               multiply_double_right_x4: (2 v 2^(31-e) + 2^31) >> 32 = (v + 2^(e-1)) >> e);
       single: SMULL/SMULL2 exact 64-bit products, SRSHL by shift - 31 (a rounding right shift
               by 31 - shift at full precision), SQXTN/SQXTN2 saturating to int32.
-    Then SQXTN to int16, SQADD the zero point, SQXTN to int8, SMAX/SMIN the clamp (requant.c's
-    order: saturating early cannot change a clamped result), skipped when it is the output
-    type's whole range (the narrowing saturated to it). uint8: the zero point and clamp
-    are uint8 values (0..255), SQXTUN narrows the int16 sum to uint8 (saturating to 0..255,
-    Arm ARM C7.2 SQXTUN) and UMAX/UMIN clamp: the same instruction count, and the same values
-    as requantising to int8 with zero point and bounds - 128 and adding 128 (every saturation
-    bound lies beyond the clamp range either way)."""
+    Then SQXTN to int16 (the MMLA tiles: then unzipped into rows, _to_int16_rows), SQADD the
+    zero point, SQXTN to int8, SMAX/SMIN the clamp (requant.c's order: saturating early cannot
+    change a clamped result), skipped when it is the output type's whole range (the narrowing
+    saturated to it). uint8: the zero point and clamp are uint8 values (0..255), SQXTUN
+    narrows the int16 sum to uint8 (saturating to 0..255, Arm ARM C7.2 SQXTUN) and UMAX/UMIN
+    clamp: the same instruction count, and the same values as requantising to int8 with zero
+    point and bounds - 128 and adding 128 (every saturation bound lies beyond the clamp range
+    either way)."""
     p0, p1, p2, *temps = pool
-    groups = max(len(r) for r in rows)
-    by_group = _by_group(rows)
+    by_group = requant_vectors(plan)
 
     double, single = [], []
-    for g in range(groups):
+    for g, vecs in enumerate(by_group):
         base = group_bytes * g
-        vecs = by_group[g]
         double += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                    _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]", "left, right shifts", "load")]
-        double += [_i(f"sqshl v{v}.4s, v{v}.4s, v{p1}.4s", f"row {r}: << max(shift, 0), saturating")
+        double += [_i(f"sqshl v{v}.4s, v{v}.4s, v{p1}.4s", f"{r}: << max(shift, 0), saturating")
                    for r, v in vecs]
-        double += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p0}.4s", f"row {r}: high mul") for r, v in vecs]
+        double += [_i(f"sqrdmulh v{v}.4s, v{v}.4s, v{p0}.4s", f"{r}: high mul") for r, v in vecs]
         for chunk in _chunks(vecs, len(temps)):
-            double += [_i(f"and v{t}.16b, v{v}.16b, v{p2}.16b", f"row {r}: sign where shifting")
+            double += [_i(f"and v{t}.16b, v{v}.16b, v{p2}.16b", f"{r}: sign where shifting")
                        for t, (r, v) in zip(temps, chunk)]
-            double += [_i(f"ssra v{v}.4s, v{t}.4s, #31", f"row {r}: -1 there (ties away from 0)")
+            double += [_i(f"ssra v{v}.4s, v{t}.4s, #31", f"{r}: -1 there (ties away from 0)")
                        for t, (r, v) in zip(temps, chunk)]
-        double += [_i(f"srshl v{v}.4s, v{v}.4s, v{p2}.4s", f"row {r}: rounding >> -min(shift, 0)")
+        double += [_i(f"srshl v{v}.4s, v{v}.4s, v{p2}.4s", f"{r}: rounding >> -min(shift, 0)")
                    for r, v in vecs]
         single += [_i(f"ldr q{p0}, [{PARAMS}, #{base + 16}]", "multiplier", "load"),
                    _i(f"ldp q{p1}, q{p2}, [{PARAMS}, #{base + 32}]",
-                      "shift - 31 of columns 0-1, 2-3 (int64)", "load")]
+                      "shift - 31 of lanes 0-1, 2-3 (int64)", "load")]
         for chunk in _chunks(vecs, len(temps)):
             pairs = list(zip(temps, chunk))
-            single += [_i(f"smull2 v{t}.2d, v{v}.4s, v{p0}.4s", f"row {r}: columns 2-3 x multiplier")
+            single += [_i(f"smull2 v{t}.2d, v{v}.4s, v{p0}.4s", f"{r}: lanes 2-3 x multiplier")
                        for t, (r, v) in pairs]
-            single += [_i(f"smull v{v}.2d, v{v}.2s, v{p0}.2s", f"row {r}: columns 0-1 x multiplier")
+            single += [_i(f"smull v{v}.2d, v{v}.2s, v{p0}.2s", f"{r}: lanes 0-1 x multiplier")
                        for t, (r, v) in pairs]
-            single += [_i(f"srshl v{t}.2d, v{t}.2d, v{p2}.2d", f"row {r}: rounding >> (31 - shift)")
+            single += [_i(f"srshl v{t}.2d, v{t}.2d, v{p2}.2d", f"{r}: rounding >> (31 - shift)")
                        for t, (r, v) in pairs]
-            single += [_i(f"srshl v{v}.2d, v{v}.2d, v{p1}.2d", f"row {r}") for t, (r, v) in pairs]
-            single += [_i(f"sqxtn v{v}.2s, v{v}.2d", f"row {r}: saturate to int32") for t, (r, v) in pairs]
-            single += [_i(f"sqxtn2 v{v}.4s, v{t}.2d", f"row {r}") for t, (r, v) in pairs]
-    right = right_shift_code(by_group, [p0, p1, p2, *temps], group_bytes)
-    # the flags of rounding_flags (before the MMLA forms' unzip)
+            single += [_i(f"srshl v{v}.2d, v{v}.2d, v{p1}.2d", f"{r}") for t, (r, v) in pairs]
+            single += [_i(f"sqxtn v{v}.2s, v{v}.2d", f"{r}: saturate to int32") for t, (r, v) in pairs]
+            single += [_i(f"sqxtn2 v{v}.4s, v{t}.2d", f"{r}") for t, (r, v) in pairs]
+    right = right_shift_code(plan, [p0, p1, p2, *temps], group_bytes)
+    # the flags of rounding_flags
     code = [_i("b.eq K_RQ_SINGLE", "1: single rounding"),
             _i("b.hi K_RQ_RIGHT", "2: double rounding, every shift < 0")]
     code += [_i("// double rounding (TFLite default), any shifts", kind="comment")] + double
     code += [_i("b K_RQ_NARROW"), label("K_RQ_SINGLE")] + single
     code += [_i("b K_RQ_NARROW"), label("K_RQ_RIGHT")] + right + [label("K_RQ_NARROW")]
-    narrow, clamp, pieces = _narrowing(rows, pool, out)
+    narrow, clamp, pieces = _narrowing(plan, pool, out)
     return code + narrow + clamp, pieces
 
 
-def _by_group(rows) -> list[list[tuple[int, int]]]:
-    """Per group of 4 columns, the (row, register) of every row vector in it."""
-    groups = max(len(r) for r in rows)
-    return [[(r, row[g][0]) for r, row in enumerate(rows) if g < len(row)]
-            for g in range(groups)]
+def requant_vectors(plan: TilePlan) -> list[list[tuple[str, int]]]:
+    """Per parameter block (accumulator column block), the (label, register) of every
+    accumulator in it: the requantisation runs on the accumulators in place, before any
+    unzip (their parameters are in their lane layout)."""
+    if tiled(plan):
+        return [[(f"rows {2 * i}-{2 * i + 1} cols {2 * j}-{2 * j + 1}", plan.c_reg_for(i, j))
+                 for i in range(plan.ep // 2)] for j in range(param_blocks(plan))]
+    return [[(f"row {r}", plan.c_reg_for(r, j)) for r in range(plan.ep)]
+            for j in range(param_blocks(plan))]
 
 
-def _narrowing(rows, pool: list[int], out: str) -> tuple[list[Insn], list[Insn], list]:
-    """requant_code's narrowing (int32 rows -> `out` with the zero point), its clamp (skipped
-    to K_RQ_STORE when w16 = 0) and the row pieces to store."""
-    p0, p1, p2 = pool[:3]
-    # narrowing: per row, pairs of 4-column vectors -> 8 int8 in the first one's low half
-    zp, lo, hi = p0, p1, p2
-    code = []
-    full_min, full_max = OUT_RANGE[out]
-    code += [_i(f"dup v{zp}.8h, {ZP_REG}", "zero point (requant_loads)")]
-    units = []          # (row, first register, second register or None, columns)
-    for r, row in enumerate(rows):
-        i = 0
-        while i < len(row):
-            if row[i][1] == 4 and i + 1 < len(row) and row[i + 1][1] == 4:
-                units.append((r, row[i][0], row[i + 1][0], 8))
-                i += 2
+def _to_int16_rows(plan: TilePlan, pool: list[int]) -> tuple[list[Insn], list]:
+    """The requantised int32 accumulators -> int16 row vectors: (code, units), units (row,
+    register, columns) in column order per row. Row forms: SQXTN / SQXTN2 of two 4-column
+    vectors into one register of 8 columns. MMLA 2x2 tiles: SQXTN / SQXTN2 of column blocks
+    j, j+1 of a row pair give W = [r c0 c1, r' c0 c1, r c2 c3, r' c2 c3] (32-bit units of
+    int16 pairs); UZP1 / UZP2 .4s of two such W (Arm ARM C7.2 UZP1, UZP2: the even / odd
+    elements of the pair) are rows 2i and 2i+1 of 8 columns: one unzip per 8 outputs, after the
+    narrowing, instead of one per 4 before it. A row pair's odd last W is unzipped with itself
+    (4 columns, or 2 from a single block). `pool` (free registers) is updated."""
+    low, high, code = [], [], []
+    units = []
+    if not tiled(plan):
+        blocks = param_blocks(plan)
+        for r in range(plan.ep):
+            row = [plan.c_reg_for(r, j) for j in range(blocks)]
+            for i in range(0, blocks, 2):
+                pair = row[i:i + 2]
+                low.append(_i(f"sqxtn v{pair[0]}.4h, v{pair[0]}.4s", f"row {r}: to int16"))
+                if len(pair) == 2:
+                    high.append(_i(f"sqxtn2 v{pair[0]}.8h, v{pair[1]}.4s"))
+                units.append((r, pair[0], 4 * len(pair)))
+        return low + high, units
+    blocks = param_blocks(plan)
+    unzip = []
+    for i in range(plan.ep // 2):
+        ws = []             # (register, column blocks it holds)
+        for j in range(0, blocks, 2):
+            a = plan.c_reg_for(i, j)
+            low.append(_i(f"sqxtn v{a}.4h, v{a}.4s",
+                          f"rows {2 * i}-{2 * i + 1} cols {2 * j}-{2 * j + 1}: to int16"))
+            if j + 1 < blocks:
+                high.append(_i(f"sqxtn2 v{a}.8h, v{plan.c_reg_for(i, j + 1)}.4s",
+                               f"cols {2 * j + 2}-{2 * j + 3}"))
+            ws.append((a, min(2, blocks - j)))
+        even, odd = [], []
+        k = 0
+        while k < len(ws):
+            a, n = ws[k]
+            t = pool.pop(0)
+            if n == 2 and k + 1 < len(ws) and ws[k + 1][1] == 2:
+                b = ws[k + 1][0]
+                unzip += [_i(f"uzp1 v{t}.4s, v{a}.4s, v{b}.4s",
+                             f"row {2 * i}, columns {4 * k}-{4 * k + 7}"),
+                          _i(f"uzp2 v{b}.4s, v{a}.4s, v{b}.4s",
+                             f"row {2 * i + 1}, columns {4 * k}-{4 * k + 7}")]
+                even.append((2 * i, t, 8))
+                odd.append((2 * i + 1, b, 8))
+                pool.append(a)
+                k += 2
             else:
-                units.append((r, row[i][0], None, row[i][1]))
-                i += 1
-    code += [_i(f"sqxtn v{a}.4h, v{a}.4s", f"row {r}: to int16") for r, a, b, n in units]
-    code += [_i(f"sqxtn2 v{a}.8h, v{b}.4s") for r, a, b, n in units if b is not None]
-    code += [_i(f"sqadd v{a}.8h, v{a}.8h, v{zp}.8h", f"row {r}: + zero point") for r, a, b, n in units]
+                unzip += [_i(f"uzp1 v{t}.4s, v{a}.4s, v{a}.4s",
+                             f"row {2 * i}, columns {4 * k}-{4 * k + 2 * n - 1}"),
+                          _i(f"uzp2 v{a}.4s, v{a}.4s, v{a}.4s",
+                             f"row {2 * i + 1}, columns {4 * k}-{4 * k + 2 * n - 1}")]
+                even.append((2 * i, t, 2 * n))
+                odd.append((2 * i + 1, a, 2 * n))
+                k += 1
+        units += even + odd
+    return low + high + unzip, units
+
+
+def _narrowing(plan: TilePlan, pool: list[int], out: str) -> tuple[list[Insn], list[Insn], list]:
+    """requant_code's narrowing (requantised int32 accumulators -> `out` rows with the zero
+    point: _to_int16_rows, then per row register SQADD, SQXTN / SQXTUN), its clamp (skipped to
+    K_RQ_STORE when w16 = 0) and the row pieces to store."""
+    before = set(pool)
+    to16, units = _to_int16_rows(plan, pool)
+    # the zero point in a register the unzip leaves alone (so it is set first), else after it
+    untouched = [r for r in pool if r in before]
+    zp = (untouched or pool)[0]
+    lo, hi = [r for r in pool if r != zp][:2]
+    full_min, full_max = OUT_RANGE[out]
+    dup = [_i(f"dup v{zp}.8h, {ZP_REG}", "zero point (requant_loads)")]
+    code = dup + to16 if untouched else to16 + dup
+    code += [_i(f"sqadd v{a}.8h, v{a}.8h, v{zp}.8h", f"row {r}: + zero point") for r, a, n in units]
     narrow, sign = ("sqxtun", "u") if out == "uint8" else ("sqxtn", "s")
-    code += [_i(f"{narrow} v{a}.8b, v{a}.8h", f"row {r}: to {out}") for r, a, b, n in units]
+    code += [_i(f"{narrow} v{a}.8b, v{a}.8h", f"row {r}: to {out}") for r, a, n in units]
     clamp = [_i(f"cbz {CLAMP_REG}, K_RQ_STORE",
                 f"clamp to {full_min}..{full_max}: the narrowing did it"),
              _i(f"dup v{lo}.16b, {ACT_MIN_REG}"), _i(f"dup v{hi}.16b, {ACT_MAX_REG}")]
-    clamp += [_i(f"{sign}max v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, b, n in units]
-    clamp += [_i(f"{sign}min v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, b, n in units]
+    clamp += [_i(f"{sign}max v{a}.8b, v{a}.8b, v{lo}.8b", f"row {r}: clamp") for r, a, n in units]
+    clamp += [_i(f"{sign}min v{a}.8b, v{a}.8b, v{hi}.8b") for r, a, n in units]
     clamp += [label("K_RQ_STORE")]
-    pieces = [[] for _ in rows]
-    col = [0] * len(rows)
-    for r, a, b, n in units:
+    pieces = [[] for _ in range(plan.ep)]
+    col = [0] * plan.ep
+    for r, a, n in units:
         pieces[r].append((a, n, col[r]))
         col[r] += n
     return code, clamp, pieces
@@ -793,16 +921,16 @@ def epilogue_and_store(plan: TilePlan, epilogue: str) -> list[Insn]:
     """The epilogue on the registers, then the stores of the (full) tile to x3/x4."""
     pool = free_vregs(plan)
     variant = EPILOGUES[epilogue]
-    code = rounding_flags() if variant.family == "requant" else []
-    unzip, rows = tile_rows(plan, pool)
-    code += unzip
     if variant.family == "requant":
-        more, pieces = requant_code(rows, pool, variant.group_bytes, variant.out)
+        more, pieces = requant_code(plan, pool, variant.group_bytes, variant.out)
+        code = rounding_flags() + more
     elif variant.family == "biasclamp":
+        unzip, rows = tile_rows(plan, pool)
         more, pieces = biasclamp_code(rows, pool)
+        code = unzip + more
     else:
         raise KernelPlanError(f"no register epilogue for {epilogue!r}")
-    return code + more + store_row_pieces(plan, pieces)
+    return code + store_row_pieces(plan, pieces)
 
 
 def c_struct(prefix: str) -> str:

@@ -44,10 +44,17 @@ def all_kernels(manifest: dict):
             yield k, v["epilogue"], v["symbol"], v["file"]
 
 
+def params_cols(kernel: dict, symbol: str) -> int:
+    """The manifest's params_cols of `symbol` (kernel entry `kernel` or one of its variants)."""
+    entry = next((v for v in kernel.get("variants", []) if v["symbol"] == symbol), kernel)
+    return int(entry.get("params_cols") or 0)
+
+
 def kernel_table(manifest: dict) -> str:
     """kernel_table.h for tests/c/kernel_harness.c: every kernel of the manifest."""
     rows = [f'    {{"{sym}", {sym}, "{k["a_type"]}", "{k["b_type"]}", '
-            f'"{k["c_type"]}", {k["ep"]}, {k["hp"]}, {k["lp"]}, "{epi}", {k["symbol"]}}},'
+            f'"{k["c_type"]}", {k["ep"]}, {k["hp"]}, {k["lp"]}, "{epi}", {k["symbol"]}, '
+            f'{params_cols(k, sym)}}},'
             for k, epi, sym, _ in all_kernels(manifest)]
     p = manifest["prefix"]
     return (f'#include "{p}kernels.h"\n'

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from gen.epilogue import (ARGS_BYTES, ARGS_FIELDS, EPILOGUE_TEMPS, EPILOGUE_VARIANTS, EPILOGUES,
-                          clamp_test, epilogue_and_store, requant_loads, store_setup,
+                          acc_load, clamp_test, epilogue_and_store, requant_code, requant_loads,
+                          store_setup,
                           c_struct, check_epilogue, free_vregs, tile_rows, variants_for)
 from gen.isa import GENERATED, INSTRUCTIONS
 from gen.loop import KernelPlanError
@@ -52,12 +53,17 @@ def test_register_budget_and_unknown_epilogue_are_errors():
     check_epilogue(tight, "raw")
     with pytest.raises(KernelPlanError, match="unknown epilogue"):
         check_epilogue(tight, "gelu")
-    # an odd last MMLA column block keeps a register per row pair after the unzip
+    # an odd last MMLA column block keeps a register per row pair after the unzip (biasclamp,
+    # which unzips the fp32 tiles), requant: a row pair's lone int16 vector does
     odd = plan("smmla", 8, 6, range(0, 4), range(4, 7), range(7, 19))
     check_epilogue(odd, "requant")
-    crowded = plan("smmla", 2, 6, [0], [1], range(4, 32))   # 4 free: enough but for the odd tile
+    crowded = plan("bfmmla", 2, 6, [0], [1], range(4, 32))  # 4 free: enough but for the odd tile
     with pytest.raises(KernelPlanError, match="needs 5 free"):
-        check_epilogue(crowded, "requant")
+        check_epilogue(crowded, "biasclamp")
+    check_epilogue(plan("smmla", 2, 6, [0], [1], range(4, 32)), "requant")  # 2 int16 vectors
+    lone = plan("smmla", 4, 4, [0], [1], range(4, 32))      # 1 int16 vector per row pair
+    with pytest.raises(KernelPlanError, match="needs 5 free"):
+        check_epilogue(lone, "requant")
 
 
 @pytest.mark.parametrize("hp", [4, 6, 2])
@@ -131,8 +137,9 @@ def test_requant_skips_a_whole_range_clamp():
 @pytest.mark.parametrize("instruction,ep,hp", [("smmla", 8, 8), ("sdot", 8, 12)])
 def test_requant_fast_path_is_the_general_paths_rounding_2_case(instruction, ep, hp):
     """fast_setup branches to K_SLOW unless full tile, rounding 2 and no clamp; fast_write is
-    branch-free and runs the general path's instructions for that case (its unzip, rounding-2
-    block and narrowing, the clamp left out) with the rows stored through x3/x6 + 2p ldc."""
+    branch-free and runs the general path's instructions for that case (its rounding-2 block
+    and narrowing with the MMLA unzip, the clamp left out) with the rows stored through x3/x6
+    + 2p ldc."""
     from gen.epilogue import fast_setup, fast_write, slow_setup
     inst = INSTRUCTIONS[instruction]
     if inst.acc_shape == "tile2x2":
@@ -147,8 +154,7 @@ def test_requant_fast_path_is_the_general_paths_rounding_2_case(instruction, ep,
     general = [i.text for i in epilogue_and_store(p, "requant")]
     right = general[general.index("K_RQ_RIGHT:") + 1:general.index("cbz w16, K_RQ_STORE")]
     vector = [t for t in fast if t.startswith(("uzp", "ldr q", "sqrdmulh", "ssra", "dup", "sq"))]
-    unzip = [t for t in general if t.startswith("uzp")]
-    assert vector == unzip + [t for t in right if t != "K_RQ_NARROW:"]
+    assert vector == [t for t in right if t != "K_RQ_NARROW:"]
     stores = [t for t in fast if t.startswith("str")]
     if hp == 8:     # 8 bytes a row: one store each, [x3|x6, 2p ldc]
         address = [re.search(r"\[(.*)\]", t).group(1) for t in stores]
@@ -158,3 +164,43 @@ def test_requant_fast_path_is_the_general_paths_rounding_2_case(instruction, ep,
                             "add x10, x9, x8"]
     else:           # 12 bytes a row (d + s): the general path's stores
         assert stores == [t for t in general if t.startswith("str")]
+
+
+@pytest.mark.parametrize("ep,hp", [(8, 8), (4, 4), (4, 6), (2, 2), (4, 12), (2, 10)])
+def test_mmla_requant_runs_on_the_tiles_and_unzips_int16_rows(ep, hp):
+    """The MMLA requant kernels start every accumulator at its column block's offsets with a
+    load (params + 64 j, already in the 2x2 lane layout: no ZIP; half the row pairs, the other
+    half MOV copies of them after the loads), requantise the tiles in place
+    with that block's parameters and unzip only the narrowed int16 rows (UZP1 / UZP2 .4s after
+    every SQXTN2): each row gets its hp columns, stored at their offsets."""
+    blocks = hp // 2
+    p = plan("smmla", ep, hp, range(0, 2), range(2, 4), range(4, 4 + ep * hp // 4))
+    acc = [i.text for i in acc_load(p, 80, 4, "requant")]
+    assert acc[acc.index("K_ZERO:") + 1:acc.index("K_ACC_DONE:")] == []
+    loaded = -(-(ep // 2) // 2)     # the first half of the row pairs loaded, the rest copied
+    for i in range(ep // 2):
+        for j in range(blocks):
+            src = p.c_reg_for(i % loaded, j)
+            assert (f"ldr q{p.c_reg_for(i, j)}, [x11, #{64 * j}]" if i < loaded else
+                    f"mov v{p.c_reg_for(i, j)}.16b, v{src}.16b") in acc
+    entry = acc[:acc.index("cbz x6, K_ZERO")]      # (an acc tile is zipped into the tiles)
+    movs = [n for n, t in enumerate(entry) if t.startswith("mov v")]
+    assert not movs or max(n for n, t in enumerate(entry) if t.startswith("ldr q")) < min(movs)
+    code = [i.text for i in epilogue_and_store(p, "requant")]
+    assert not any(t.startswith("zip") for t in code + entry)
+    right = code[code.index("K_RQ_RIGHT:"):code.index("K_RQ_NARROW:")]
+    for j in range(blocks):
+        for i in range(ep // 2):
+            assert f"sqrdmulh v{p.c_reg_for(i, j)}.4s, v{p.c_reg_for(i, j)}.4s, v" in " ".join(right)
+        assert f"ldr q{{}}, [x11, #{64 * j + 32}]".split("{")[0] in " ".join(right)
+    narrow = code[code.index("K_RQ_NARROW:"):]
+    uzp = [n for n, t in enumerate(narrow) if t.startswith("uzp")]
+    sqxtn2 = [n for n, t in enumerate(narrow) if t.startswith("sqxtn2")]
+    assert uzp and all(".4s" in narrow[n] for n in uzp) and (not sqxtn2 or max(sqxtn2) < min(uzp))
+    # one unzip per 8 outputs when the row pairs' columns come in 8s (a lone 4 or 2: per 4, 2)
+    if blocks % 4 == 0:
+        assert len(uzp) == ep * hp // 8
+    _, pieces = requant_code(p, free_vregs(p), 64)
+    for row in pieces:
+        assert [off for _, _, off in row] == [sum(n for _, n, _ in row[:k]) for k in range(len(row))]
+        assert sum(n for _, n, _ in row) == hp and all(n in (2, 4, 8) for _, n, _ in row)

@@ -311,6 +311,7 @@ const ts_path *ts_tail_path(const ts_path *path, size_t rows)
             && p->svl_bytes == path->svl_bytes && same_qdyn(p->qdyn, path->qdyn)
             && p->pack_a == path->pack_a
             && p->c_bytes == path->c_bytes && (p->fused == NULL) == (path->fused == NULL)
+            && p->params_cols == path->params_cols
             && rows <= p->ep && p->ep < path->ep && (best == NULL || p->ep < best->ep))
             best = p;
     }

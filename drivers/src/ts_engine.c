@@ -125,7 +125,7 @@ static int needs_c32(const ts_path *path, size_t K, int stage, int fused)
 /* Params bytes of one B panel. */
 static size_t params_panel_bytes(const ts_path *path)
 {
-    return div_up(path->hp, 4) * TS_REQUANT_GROUP_BYTES;
+    return div_up(path->hp, path->params_cols) * TS_REQUANT_BLOCK_BYTES;
 }
 
 
@@ -262,7 +262,8 @@ static void pack_task(void *arg, size_t t)
         for (size_t j = j0; j < j1; ++j) {
             size_t cols = c->N - j * path->hp < path->hp ? c->N - j * path->hp : path->hp;
             ts_pack_requant_params(c->params + j * params_panel_bytes(path), j * path->hp, cols,
-                                   path->hp, &c->q, c->rounding, c->col_offset);
+                                   path->hp, path->params_cols, &c->q, c->rounding,
+                                   c->col_offset);
         }
 }
 

@@ -22,27 +22,33 @@ int32_t ts_kernel_rounding(const ts_quant *q, size_t N)
 }
 
 void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t hp,
-                            const ts_quant *q, int32_t rounding, const int32_t *col_offset)
+                            size_t block_cols, const ts_quant *q, int32_t rounding,
+                            const int32_t *col_offset)
 {
-    const size_t groups = (hp + 3) / 4;
-    memset(dst, 0, groups * TS_REQUANT_GROUP_BYTES);
+    const unsigned shift_cols = block_cols == 2 ? 1u : 2u;     /* block_cols: 2 or 4 */
+    memset(dst, 0, ((hp + block_cols - 1) >> shift_cols) * TS_REQUANT_BLOCK_BYTES);
     for (size_t c = 0; c < cols; ++c) {
-        unsigned char *g = dst + (c / 4) * TS_REQUANT_GROUP_BYTES;
-        const size_t lane = c % 4, ch = q->per_channel ? n0 + c : 0;
+        unsigned char *g = dst + (c >> shift_cols) * TS_REQUANT_BLOCK_BYTES;
+        const size_t ch = q->per_channel ? n0 + c : 0;
         const int32_t shift = q->shift[ch];
         int32_t words[2] = { col_offset[n0 + c], q->multiplier[ch] };
-        memcpy(g + 4 * lane, &words[0], 4);
-        memcpy(g + 16 + 4 * lane, &words[1], 4);
-        if (rounding == TS_ROUND_SINGLE) {
-            int64_t s = (int64_t)shift - 31;          /* columns 0-1 at +32, 2-3 at +48 */
-            memcpy(g + 32 + 8 * lane, &s, 8);
-        } else if (rounding == TS_KERNEL_ROUND_DOUBLE_RIGHT) {
-            int32_t right = (int32_t)((uint32_t)1 << (31 + shift));   /* shift in -31..-1 */
-            memcpy(g + 32 + 4 * lane, &right, 4);
-        } else {
-            int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : shift;
-            memcpy(g + 32 + 4 * lane, &left, 4);
-            memcpy(g + 48 + 4 * lane, &right, 4);
+        int64_t s = (int64_t)shift - 31;
+        int32_t right2 = 0, left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : shift;
+        if (rounding == TS_KERNEL_ROUND_DOUBLE_RIGHT)
+            right2 = (int32_t)((uint32_t)1 << (31 + shift));   /* shift in -31..-1 */
+        /* the lanes of column c: c mod 4 (row vectors), or c mod 2 and c mod 2 + 2 (the MMLA
+         * 2x2 tiles: rows 2i and 2i+1) */
+        for (size_t lane = c & (block_cols - 1); lane < 4; lane += block_cols) {
+            memcpy(g + 4 * lane, &words[0], 4);
+            memcpy(g + 16 + 4 * lane, &words[1], 4);
+            if (rounding == TS_ROUND_SINGLE) {
+                memcpy(g + 32 + 8 * lane, &s, 8);       /* lanes 0-1 at +32, 2-3 at +48 */
+            } else if (rounding == TS_KERNEL_ROUND_DOUBLE_RIGHT) {
+                memcpy(g + 32 + 4 * lane, &right2, 4);
+            } else {
+                memcpy(g + 32 + 4 * lane, &left, 4);
+                memcpy(g + 48 + 4 * lane, &right, 4);
+            }
         }
     }
 }

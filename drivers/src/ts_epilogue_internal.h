@@ -27,9 +27,10 @@ struct ts_tile_args {
     float clamp_min, clamp_max; /* 56, 60: biasclamp */
 };
 
-/* Bytes of requant column parameters per group of 4 columns (README: offset, multiplier,
- * then the rounding's shift form). */
-#define TS_REQUANT_GROUP_BYTES 64
+/* Bytes of requant column parameters per block (README "Micro-kernel ABI": offset,
+ * multiplier, then the rounding's shift form, int32 x 4 each in the lanes of the kernel's
+ * accumulators of one column block). */
+#define TS_REQUANT_BLOCK_BYTES 64
 
 /* args->rounding of the kernels (README "Micro-kernel ABI"): q->rounding, or
  * TS_KERNEL_ROUND_DOUBLE_RIGHT for double rounding where every shift of q's columns
@@ -40,11 +41,14 @@ int32_t ts_kernel_rounding(const ts_quant *q, size_t N);
 
 /* Requant parameters for columns n0 .. n0+cols-1 (cols <= hp) of a validated q (int8 zero
  * points and clamp; its bias already folded into col_offset, q->bias ignored) into dst, in the
- * layout of the kernel rounding mode `rounding` (ts_kernel_rounding): ceil(hp/4) groups,
- * columns past cols with multiplier 0. col_offset is indexed by the absolute column (the
- * wrapped -a_zero_point * column sum + bias). */
+ * layout of the kernel rounding mode `rounding` (ts_kernel_rounding): ceil(hp / block_cols)
+ * blocks of TS_REQUANT_BLOCK_BYTES, lane l of block b for column b * block_cols +
+ * l % block_cols (block_cols 4: the int32 row vectors' lanes; 2: the MMLA 2x2 tiles',
+ * [c, c+1, c, c+1]), columns past cols with multiplier 0. col_offset is indexed by the
+ * absolute column (the wrapped -a_zero_point * column sum + bias). */
 void ts_pack_requant_params(unsigned char *dst, size_t n0, size_t cols, size_t hp,
-                            const ts_quant *q, int32_t rounding, const int32_t *col_offset);
+                            size_t block_cols, const ts_quant *q, int32_t rounding,
+                            const int32_t *col_offset);
 
 /* The biasclamp epilogue in C, as the _biasclamp kernels compute it (README "Micro-kernel
  * ABI": FADD, FMAX, FMIN), in place on rows x cols fp32 results (row stride ld elements):

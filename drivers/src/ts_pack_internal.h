@@ -132,6 +132,9 @@ typedef struct {
     ts_kernel_fn fused;        /* the same tile with the GEMM type's fused epilogue
                                   (_requant: int8 C; _requant_u8: uint8 C; _biasclamp: fp32 C
                                   of ts_gemm_f32_bias_clamp), or NULL */
+    size_t params_cols;        /* columns per 64-byte block of the fused requant epilogue's
+                                  column parameters: 4, or 2 (MMLA 2x2 tiles; README
+                                  "Micro-kernel ABI") */
     size_t kc_steps;           /* cache blocks (gen/blocking.py): K block in k-steps, */
     size_t mc_panels;          /* M block in ep-row panels */
     size_t kw_steps;           /* K runs unsplit up to this many k-steps (gen/blocking.py

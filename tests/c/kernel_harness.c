@@ -34,6 +34,8 @@ typedef struct {
     int ep, hp, lp;
     const char *epilogue;     /* "raw", "requant", "biasclamp" */
     kernel_fn raw;            /* the raw kernel of the same tile (fn itself for raw) */
+    int params_cols;          /* requant: columns per 64-byte parameter block (4, or 2 for the
+                                 MMLA 2x2 tiles); 0 otherwise */
 } kernel_info;
 
 /* Returns 0 when the callee-saved state survived the kernel call, else a bit mask:

@@ -118,15 +118,17 @@ static void v2_make_columns(v2_columns *c, size_t hp, int bits, int negative)
     }
 }
 
-/* The requant column parameters (ABI: 64 bytes per group of 4 columns) of q + col_offset, in
- * the form args->rounding `mode` says (2: double rounding, every shift < 0). */
-static void v2_pack_requant(unsigned char *dst, size_t hp, const H_QUANT *q,
+/* The requant column parameters of q + col_offset (ABI: 64 bytes per block of `cols`
+ * columns, lane l of block g for column g * cols + l % cols: cols 4 for the int32 row vectors,
+ * 2 for the MMLA 2x2 tiles, [c c+1 c c+1]), in the form args->rounding `mode` says (2: double
+ * rounding, every shift < 0). */
+static void v2_pack_requant(unsigned char *dst, size_t hp, size_t cols, const H_QUANT *q,
                             const int32_t *col_offset, int mode)
 {
-    size_t groups = (hp + 3) / 4;
+    size_t groups = (hp + cols - 1) / cols;
     memset(dst, 0, groups * 64);
-    for (size_t c = 0; c < groups * 4; c++) {
-        size_t g = c / 4, l = c % 4;
+    for (size_t i = 0; i < groups * 4; i++) {
+        size_t g = i / 4, l = i % 4, c = g * cols + l % cols;
         int32_t *w = (int32_t *)(dst + 64 * g);
         int64_t *d = (int64_t *)(dst + 64 * g + 32);
         int32_t off = 0, m = 0, s = -31;
@@ -139,7 +141,7 @@ static void v2_pack_requant(unsigned char *dst, size_t hp, const H_QUANT *q,
         w[l] = off;
         w[4 + l] = m;
         if (q->rounding == H_ROUND_SINGLE) {
-            d[l] = (int64_t)s - 31;          /* columns 0-1 at +32, 2-3 at +48 */
+            d[l] = (int64_t)s - 31;          /* lanes 0-1 at +32, 2-3 at +48 */
         } else if (mode == 2) {
             w[8 + l] = (int32_t)((int64_t)1 << (31 + (s < 0 ? s : -1)));   /* 2^(31 + shift) */
         } else {
@@ -335,8 +337,10 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
         void *params = NULL;
         float fmin_v = -INFINITY, fmax_v = INFINITY;
         if (requant) {
-            params = v2_place(&reg[2], groups * 64, tail);
-            v2_pack_requant(params, hp, &q, cols->col_offset, rounding_arg);
+            size_t blocks = (hp + (size_t)k->params_cols - 1) / (size_t)k->params_cols;
+            params = v2_place(&reg[2], blocks * 64, tail);
+            v2_pack_requant(params, hp, (size_t)k->params_cols, &q, cols->col_offset,
+                            rounding_arg);
         } else if (!raw) {
             params = v2_place(&reg[2], groups * 16, tail);
             memset(params, 0, groups * 16);
@@ -406,7 +410,8 @@ static int run_v2(const kernel_info *k, size_t ksteps, v2_region *reg)
     /* m_rem or n_rem 0 writes nothing: C, acc and params are empty buffers at a guard page */
     for (int empty = 0; empty < 2; empty++) {
         void *c = v2_place(&reg[0], 0, 1), *acc = v2_place(&reg[1], 0, 1);
-        void *params = requant ? v2_place(&reg[2], (hp + 3) / 4 * 64, 1)
+        void *params = requant ? v2_place(&reg[2], (hp + (size_t)k->params_cols - 1)
+                                                   / (size_t)k->params_cols * 64, 1)
                        : raw ? NULL : v2_place(&reg[2], (hp + 3) / 4 * 16, 1);
         h_tile_args *args = v2_place(&reg[3], sizeof(h_tile_args), 1);
         h_tile_args init = {empty ? ep : 0, empty ? 0 : hp, acc, 0, params, 0, 0, -128, 127,
