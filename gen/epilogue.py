@@ -555,18 +555,20 @@ def _partial_redirect(plan: TilePlan, tile_offset: int, esize: int) -> list[Insn
 
 
 def store_setup(plan: TilePlan, args_offset: int, tile_offset: int, esize: int,
-                require_args: bool, epilogue: str = "raw") -> list[Insn]:
+                require_args: bool, epilogue: str = "raw", rem_loaded: bool = False) -> list[Insn]:
     """Reload args; full tile (or no args): store in place; partial: redirect the stores to the
     stack tile (x3/x4), keeping C and its stride in x7/x8. The requantising epilogues read
-    their scalar arguments here too (requant_loads)."""
-    code = [_i(f"ldr {ARGS_REG}, [sp, #{args_offset}]", "args (x5 may have been an ld1 pointer)",
-               "load"),
-            _i(f"mov {REAL_C}, #0", "0: the tile is stored in place")]
+    their scalar arguments here too (requant_loads). rem_loaded: the caller's code loaded
+    m_rem / n_rem (rem_loads) before this, with args in x5 (no reload, no load here)."""
+    code = [] if rem_loaded else [
+        _i(f"ldr {ARGS_REG}, [sp, #{args_offset}]", "args (x5 may have been an ld1 pointer)",
+           "load")]
+    code.append(_i(f"mov {REAL_C}, #0", "0: the tile is stored in place"))
     requant = EPILOGUES[epilogue].family == "requant"
     if not require_args:
         code.append(_i(f"cbz {ARGS_REG}, K_WRITE", "no arguments: full tile"))
     code += [
-        _i(f"ldp {M_REM}, {N_REM}, [{ARGS_REG}, #{OFF['m_rem']}]", "m_rem, n_rem", "load"),
+        *([] if rem_loaded else rem_loads()),
         *(requant_loads() if requant else []),
         *full_tile_test(plan, M_REM, N_REM),
         *(clamp_test(EPILOGUES[epilogue].out) if requant else []),
@@ -574,6 +576,11 @@ def store_setup(plan: TilePlan, args_offset: int, tile_offset: int, esize: int,
         *_partial_redirect(plan, tile_offset, esize),
     ]
     return code
+
+
+def rem_loads() -> list[Insn]:
+    """m_rem, n_rem from args (x5) into M_REM, N_REM (store_setup's, or earlier: rem_loaded)."""
+    return [_i(f"ldp {M_REM}, {N_REM}, [{ARGS_REG}, #{OFF['m_rem']}]", "m_rem, n_rem", "load")]
 
 
 def copy_out(plan: TilePlan, tile_offset: int, esize: int) -> list[Insn]:

@@ -526,7 +526,7 @@ def ld1_tail_column_loads(plan: Qdyn4Plan, base: str, offset: int, regs) -> list
     code = []
     for c, reg in enumerate(regs):
         code.append(Insn(f"add {ptrs[c]}, {base}, #{offset + 8 * c}", "alu", defs=(ptrs[c],),
-                         uses=(base,)))
+                         uses=(base,), comment=f"scales of columns {2 * c}-{2 * c + 1}"))
         code.append(_load(f"ld1r {{v{reg}.2d}}, [{ptrs[c]}]", reg, ptrs[c],
                           f"block scales of columns {2 * c}-{2 * c + 1}, twice"))
     return code
@@ -696,6 +696,30 @@ def final_code(plan: Qdyn4Plan, hoist: bool = False,
     return code, clamp, pieces
 
 
+def tail_code(plan: Qdyn4Plan) -> list[Insn]:
+    """The tail as emitted: tail_body scheduled; in the ld1 form the column-scale pointers'
+    adds first, ahead of every smmla (their base, the first k-step's B pointer, is final at
+    K_TAIL): behind a smmla an in-order core waits for its write-back before each add."""
+    body = tail_body(plan)
+    if not ld1_form_fits(plan):
+        return scheduled(body, plan.cpu)
+    scratch = set(tail_scratch(plan))
+    early = [i for i in body if i.text.startswith("add ") and set(i.defs) <= scratch]
+    return early + scheduled([i for i in body if all(i is not e for e in early)], plan.cpu)
+
+
+def store_args_early() -> list[Insn]:
+    """ld1 form: the clamp flag (x15) and m_rem / n_rem (x9, x10; ep_mod.rem_loads) loaded
+    first at K_STORE, from args in x5 (no ld1 pointer: args from entry to the store, read by
+    the tail too), so that the unzip and bias operations cover their load-use latency: an
+    in-order core (Cortex-A510) issues in program order and stalls an instruction whose
+    operand is not ready, so a load placed right before its use (x5 reload -> ldp -> cmp,
+    ldr -> cbz) costs its whole latency, and one placed 20 instructions earlier costs
+    nothing on any core. x9, x10 and x15 are the tail's pointers, dead after it."""
+    return [ep_mod._i(f"ldr x15, [x5, #{OFF['clamp']}]", "args->clamp", "load"),
+            *ep_mod.rem_loads()]
+
+
 def prologue(plan: Qdyn4Plan) -> list[Insn]:
     code = [ep_mod._i(f"ldr {KPAIRS_REG}, [x5, #{OFF['kpairs']}]", "k-step pairs per block",
                       "load"),
@@ -761,8 +785,10 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     # k-steps on Cortex-A510 against 38 as built (N2 32.1, V1 16.1 either way)
     ld1 = ld1_form_fits(plan)
     inner = inner_body(plan) if ld1 else scheduled(inner_body(plan), plan.cpu)
-    tail = scheduled(tail_body(plan), plan.cpu)
+    tail = tail_code(plan)
     final, clamp, pieces = final_code(plan, hoist=not plan.blocked, head=not ld1)
+    if ld1:
+        final = store_args_early() + final
     write = ep_mod.store_row_pieces(tplan, pieces)
     everything = inner + tail + final + clamp + prologue(plan)
     used = sorted({int(n) for i in everything for n in __import__("re").findall(
@@ -779,7 +805,9 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         single=single_body(plan) if ld1 else [], resync=resync(plan) if ld1 else [],
         ld1_steps=LD1_STEPS, tail_exit=[BLOCK_LOOP_EXIT] if plan.blocked else [],
         clamp_flag=OFF["clamp"],
-        store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
+        store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True,
+                                       rem_loaded=ld1),
+        clamp_loaded=ld1,
         write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
         a_step=plan.a_step_bytes(), b_step=plan.b_step_bytes(),
         panel=panel_bytes_formula(plan))

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from cross import CLANG, GCC, ROOT
+from gen import epilogue as ep_mod
 from gen import qdyn4
 from gen.cores import CORES
 from gen.drivers import DRIVERS
@@ -125,6 +126,19 @@ def test_int8_weights_accounting_and_choice():
         f"add x{n}, x{n}, #128" for n in range(10, 14))
     assert [i.text for i in qdyn4.resync(plan)] == [
         "add x14, x10, #128", "add x15, x11, #128", "add x16, x12, #128", "add x17, x13, #128"]
+    # the store's argument loads first at K_STORE (args in x5 from entry: no ld1 pointer),
+    # none left in store_setup; the tail's column-scale pointer adds ahead of its smmla
+    assert "x5" not in pointers
+    assert [i.text for i in qdyn4.store_args_early()] == ["ldr x15, [x5, #56]",
+                                                          "ldp x9, x10, [x5, #0]"]
+    late = [i.text for i in ep_mod.store_setup(plan.tile_plan(), 64, 80, 4, require_args=True,
+                                               rem_loaded=True)]
+    assert not any(t.startswith(("ldr", "ldp")) for t in late)
+    assert late[:2] == ["mov x7, #0", "cmp x10, #8"]
+    tail = [i.text for i in qdyn4.tail_code(plan)]
+    assert tail[:4] == [f"add {p}, x11, #{256 + 8 * c}" for c, p in
+                        enumerate(qdyn4.tail_scratch(plan))]
+    assert not any(t.startswith("add ") for t in tail[4:])
     # the tail: its k-steps from the first two steps' pointers, the column scales through the
     # third step's (one pointer per column pair, no post-indexed chain), the store's argument
     # loads (bias pointer, cmin / cmax) after the tail's last reads of x11-x13
