@@ -140,15 +140,18 @@ def _pairs(items):
     return [items[i:i + 2] for i in range(0, len(items), 2)]
 
 
-def save_registers(saved: list[str], frame: int, args_offset: int) -> list[Insn]:
-    """Open the frame (saved registers, the argument pointer, the stack tile) and save."""
+def save_registers(saved: list[str], frame: int, args_offset: int,
+                   keep_args: bool = True) -> list[Insn]:
+    """Open the frame (saved registers, the argument pointer, the stack tile) and save;
+    keep_args False: not the argument pointer (a kernel that keeps x5 throughout)."""
     code = [Insn(f"sub sp, sp, #{frame}", "alu",
                  comment="frame: saved registers, args, stack tile")]
     for i, pair in enumerate(_pairs(saved)):
         op = "stp" if len(pair) == 2 else "str"
         code.append(Insn(f"{op} {', '.join(pair)}, [sp, #{16 * i}]", "store"))
-    code.append(Insn(f"str {ep_mod.ARGS_REG}, [sp, #{args_offset}]", "store",
-                     comment="args, for after the k-loop"))
+    if keep_args:
+        code.append(Insn(f"str {ep_mod.ARGS_REG}, [sp, #{args_offset}]", "store",
+                         comment="args, for after the k-loop"))
     return code
 
 

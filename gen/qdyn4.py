@@ -438,12 +438,18 @@ def resync(plan: Qdyn4Plan) -> list[Insn]:
             for (p0, _, base, _), (p1, _, _, _) in zip(groups[0, half], groups[1, half])]
 
 
-def loop_entry(plan: Qdyn4Plan) -> list[Insn]:
-    """ld1 form, after the prologue (COUNT_REG = 2 kpairs k-steps): the k-steps before the
-    tail's two, less LD1_STEPS; to K_REM when fewer than LD1_STEPS."""
+def loop_count(plan: Qdyn4Plan) -> list[Insn]:
+    """ld1 form, in the prologue right after COUNT_REG = 2 kpairs k-steps: the k-steps before
+    the tail's two, less LD1_STEPS (the flags for loop_entry's branch, which no instruction
+    between them changes)."""
     return [ep_mod._i(f"subs {COUNT_REG}, {COUNT_REG}, #{2 + LD1_STEPS}",
-                      f"k-steps before the last two, less {LD1_STEPS}"),
-            ep_mod._i("b.lo K_REM", f"fewer than {LD1_STEPS}: single k-steps")]
+                      f"k-steps before the last two, less {LD1_STEPS}")]
+
+
+def loop_entry(plan: Qdyn4Plan) -> list[Insn]:
+    """ld1 form, after the prologue (loop_count's flags): to K_REM when fewer than LD1_STEPS
+    k-steps precede the tail's two."""
+    return [ep_mod._i("b.lo K_REM", f"fewer than {LD1_STEPS}: single k-steps")]
 
 
 def loop_rem(plan: Qdyn4Plan) -> list[Insn]:
@@ -453,43 +459,25 @@ def loop_rem(plan: Qdyn4Plan) -> list[Insn]:
             ep_mod._i("b.eq K_TAIL", "none: the tail")]
 
 
-def pair_pointers(plan: Qdyn4Plan) -> list[str]:
-    """x9.. : one pointer per column pair for the LD1R loads of the column data."""
-    return [f"x{9 + i}" for i in range(2 * plan.cp)]
-
-
 def column_bytes(plan: Qdyn4Plan) -> int:
-    """Bytes of one per-column array (scales, block sums) in a panel: int4 scale blocks store
-    each column pair twice, (c0 c1 c0 c1) per 16 bytes, the 2x2 tile layout that one `ldr q`
-    loads (an `ld1r .2d` from a compact array takes a vector pipe too on Neoverse N2 / V1:
-    llvm-mca-19, 2 micro-ops; the 8x4 tail per 32-k block 38.1 -> 36.1 cycles on N2, 19.1 ->
-    18.1 on V1); int8 (one block): hp compact values, loaded once per tile."""
-    return plan.hp * 8 if plan.int4 else plan.hp * 4
+    """Bytes of one per-column array (scales, block sums) in a panel: each column pair twice,
+    (c0 c1 c0 c1) per 16 bytes, the 2x2 tile layout that one `ldr q` loads at an immediate
+    offset. From a compact array (hp values) each pair took an `ld1r .2d`, which takes a vector
+    pipe too on Neoverse N2 / V1 (their software optimisation guides: ASIMD load, replicate —
+    L and V micro-ops; llvm-mca-19 likewise), plus an integer `add` for its address (no
+    immediate offset): int4 scale blocks, the 8x4 tail per 32-k block 38.1 -> 36.1 cycles on
+    N2, 19.1 -> 18.1 on V1; int8 per channel (once per tile: the correction's sums and the
+    tail's scales) 8 `add` and 8 `ld1r` -> 8 `ldr q`."""
+    return plan.hp * 8
 
 
-def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str, first: int = 0,
+def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str,
                  base: str = "x1") -> list[Insn]:
-    """Each column pair's values as (c0 c1 c0 c1), the 2x2 tile layout: int4, one `ldr q` per
-    pair from the panel's paired array at base + offset (column_bytes); int8, LD1R .2d of the
-    pair's two 4-byte values at base + offset + 8 c from the compact array (hp values). In the
-    ld1 form's tail (base: a group pointer; x10-x17 taken) through x9, post-indexed."""
-    if plan.int4:
-        return [_load(f"ldr q{reg}, [{base}, #{offset + 16 * c}]", reg, base,
-                      f"{what} of columns {2 * c}-{2 * c + 1}, twice")
-                for c, reg in enumerate(regs)]
-    code = []
-    if base != "x1":
-        code.append(Insn(f"add x9, {base}, #{offset}", "alu", defs=("x9",), uses=(base,)))
-        for c, reg in enumerate(regs):
-            code.append(Insn(f"ld1r {{v{reg}.2d}}, [x9], #8", "load", defs=(f"v{reg}", "x9"),
-                             uses=("x9",), comment=f"{what} of columns {2 * c}-{2 * c + 1}, twice"))
-        return code
-    for c, reg in enumerate(regs):
-        ptr = pair_pointers(plan)[first + c]
-        code.append(Insn(f"add {ptr}, x1, #{offset + 8 * c}", "alu", defs=(ptr,), uses=("x1",)))
-        code.append(_load(f"ld1r {{v{reg}.2d}}, [{ptr}]", reg, ptr,
-                          f"{what} of columns {2 * c}-{2 * c + 1}, twice"))
-    return code
+    """Each column pair's values as (c0 c1 c0 c1), the 2x2 tile layout: one `ldr q` per pair
+    from the panel's paired array at base + offset (column_bytes)."""
+    return [_load(f"ldr q{reg}, [{base}, #{offset + 16 * c}]", reg, base,
+                  f"{what} of columns {2 * c}-{2 * c + 1}, twice")
+            for c, reg in enumerate(regs)]
 
 
 def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[Insn]:
@@ -501,7 +489,7 @@ def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[In
     for r, reg in enumerate(zp_regs):
         code.append(_load(f"ldr q{reg}, [{ROWS_REG}, #{rows_zp + 16 * r}]", reg, ROWS_REG,
                           f"-zp of rows {2 * r}-{2 * r + 1}"))
-    code += column_loads(plan, bsum_offset, bsum_regs, sums, plan.cp)
+    code += column_loads(plan, bsum_offset, bsum_regs, sums)
     for r in range(plan.rp):
         for c in range(plan.cp):
             acc = plan.acc(r, c)
@@ -511,33 +499,19 @@ def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[In
     return code
 
 
-def tail_scratch(plan: Qdyn4Plan) -> list[str]:
-    """ld1 form: the pointers of the k-steps after the first two, which the tail never reads."""
-    return [p for key, runs in ld1_groups(plan).items() if key[0] >= 2 for p, _, _, _ in runs]
-
-
-def ld1_tail_column_loads(plan: Qdyn4Plan, base: str, offset: int, regs) -> list[Insn]:
-    """ld1 form: the column scales by LD1R .2d, each column pair from its own pointer (a
-    post-indexed chain through one pointer makes an in-order core wait for each address:
-    llvm-mca-19, Cortex-A510, 5 cycles per load)."""
-    ptrs = tail_scratch(plan)
-    if len(ptrs) < len(regs):
-        return column_loads(plan, offset, regs, "block scales", base=base)
-    code = []
-    for c, reg in enumerate(regs):
-        code.append(Insn(f"add {ptrs[c]}, {base}, #{offset + 8 * c}", "alu", defs=(ptrs[c],),
-                         uses=(base,), comment=f"scales of columns {2 * c}-{2 * c + 1}"))
-        code.append(_load(f"ld1r {{v{reg}.2d}}, [{ptrs[c]}]", reg, ptrs[c],
-                          f"block scales of columns {2 * c}-{2 * c + 1}, twice"))
-    return code
+# The bias pointer loaded in the ld1 form's tail (args_head): x2, the third k-step's pointer,
+# which the tail does not read, so the load is free to go early (in x11, the tail's scale base,
+# it had to follow the scale loads and came last, right before its first use at K_STORE: a
+# load-use wait on an in-order core).
+TAIL_BIAS_REG = "x2"
 
 
 def args_head(plan: Qdyn4Plan) -> list[Insn]:
     """The store's argument loads (final_code with head=False), in the tail: the bias pointer
-    and cmin / cmax arrive before the unzip needs them (x11-x13: the tail's last reads of them
-    come first, the scheduler keeps that order)."""
-    return [Insn(f"ldr x11, [x5, #{OFF['bias']}]", "load", defs=("x11",), uses=("x5",),
-                 comment="args->bias"),
+    (TAIL_BIAS_REG) and cmin / cmax arrive before the unzip needs them (x12-x13: the tail's
+    last reads of them come first, the scheduler keeps that order)."""
+    return [Insn(f"ldr {TAIL_BIAS_REG}, [x5, #{OFF['bias']}]", "load", defs=(TAIL_BIAS_REG,),
+                 uses=("x5",), comment="args->bias"),
             Insn(f"ldp w12, w13, [x5, #{OFF['cmin']}]", "load", defs=("x12", "x13"),
                  uses=("x5",), comment="cmin, cmax")]
 
@@ -577,10 +551,9 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
                           f"scale of rows {2 * r}-{2 * r + 1}"))
     # the B pointer of the first k-step's first half is where x1 would be (B: these k-steps)
     base = next(r[0] for r in ld1_groups(plan)[HALVES[0]] if r[2] == "x1") if ld1 else "x1"
+    code += column_loads(plan, ws_offset, ws, "block scales", base=base)
     if ld1:
-        code += ld1_tail_column_loads(plan, base, ws_offset, ws) + args_head(plan)
-    else:
-        code += column_loads(plan, ws_offset, ws, "block scales", base=base)
+        code += args_head(plan)[1:]
     k = 0
     for r in range(plan.rp):
         for c in range(plan.cp):
@@ -659,13 +632,14 @@ def final_code(plan: Qdyn4Plan, hoist: bool = False,
     pool = pool + [v for v in plan.acc_regs if v not in plan.sum_regs]
     code = plan.row_scaling(pool[-plan.rp:]) if plan.blocked else []
     groups = -(-plan.hp // 4)
+    bias_reg = "x11" if head else TAIL_BIAS_REG
     head = [ep_mod._i(f"ldr x11, [x5, #{OFF['bias']}]", "args->bias", "load"),
             ep_mod._i(f"ldp w12, w13, [x5, #{OFF['cmin']}]", "cmin, cmax", "load")] if head else []
     if hoist:
         reserved = pool[len(pool) - 3 - groups:]
         del pool[len(pool) - 3 - groups:]
         lo, hi, m, biases = reserved[0], reserved[1], reserved[2], reserved[3:]
-        head += [ep_mod._i(f"ldr q{b}, [x11, #{16 * g}]", f"bias of columns {4 * g}-{4 * g + 3}",
+        head += [ep_mod._i(f"ldr q{b}, [{bias_reg}, #{16 * g}]", f"bias of columns {4 * g}-{4 * g + 3}",
                            "load") for g, b in enumerate(biases)]
         rows_code, rows = ep_mod.tile_rows(tplan, pool)
         code += head + [ep_mod._i(f"dup v{lo}.4s, w12"), ep_mod._i(f"dup v{hi}.4s, w13")] + rows_code
@@ -677,7 +651,7 @@ def final_code(plan: Qdyn4Plan, hoist: bool = False,
         code += head + [ep_mod._i(f"dup v{lo}.4s, w12"), ep_mod._i(f"dup v{hi}.4s, w13")]
     for g in range(max(len(r) for r in rows)):
         if not hoist:
-            code.append(ep_mod._i(f"ldr q{biases[g]}, [x11, #{16 * g}]",
+            code.append(ep_mod._i(f"ldr q{biases[g]}, [{bias_reg}, #{16 * g}]",
                                   f"bias of columns {4 * g}-{4 * g + 3}", "load"))
         code += [ep_mod._i(f"fadd v{row[g][0]}.4s, v{row[g][0]}.4s, v{biases[g]}.4s",
                            f"row {r}: + bias")
@@ -694,18 +668,6 @@ def final_code(plan: Qdyn4Plan, hoist: bool = False,
             col += n
         pieces.append(out)
     return code, clamp, pieces
-
-
-def tail_code(plan: Qdyn4Plan) -> list[Insn]:
-    """The tail as emitted: tail_body scheduled; in the ld1 form the column-scale pointers'
-    adds first, ahead of every smmla (their base, the first k-step's B pointer, is final at
-    K_TAIL): behind a smmla an in-order core waits for its write-back before each add."""
-    body = tail_body(plan)
-    if not ld1_form_fits(plan):
-        return scheduled(body, plan.cpu)
-    scratch = set(tail_scratch(plan))
-    early = [i for i in body if i.text.startswith("add ") and set(i.defs) <= scratch]
-    return early + scheduled([i for i in body if all(i is not e for e in early)], plan.cpu)
 
 
 def store_args_early() -> list[Insn]:
@@ -730,20 +692,23 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
                  for s in plan.sum_regs]
     scale, ws, zp, bsum, _ = epilogue_regs(plan)
     if ld1_form_fits(plan):
-        # the k-step count first: x7 becomes an ld1 pointer (LD1_POINTERS)
-        code.append(ep_mod._i(f"lsl {COUNT_REG}, {KPAIRS_REG}, #1", "k-steps (2 per pair)"))
         # every load first, the multiplies last (an in-order core waits for each load at its
         # first use): -zp and the sums in the registers of the second half, which the loop
-        # loads after the first half's smmla (llvm-mca-19, Cortex-A510: 31 -> 20 cycles)
+        # loads after the first half's smmla (llvm-mca-19, Cortex-A510: 31 -> 20 cycles); the
+        # sums from x1 before it steps past them, and they cover the kpairs load's latency
+        # before the k-step count (before x7 becomes an ld1 pointer: LD1_POINTERS) and the
+        # loop entry's compare, which is not left behind the multiplies
         corr = correction(plan, 0, plan.a_regs[plan.rp:], plan.b_packed)
         setup = ld1_setup(plan)
-
-        def part(insns, start):
-            return [i for i in insns if i.text.startswith(start)]
-        return (code + part(corr, "add") + part(corr, "ld1r")
-                + [ep_mod._i(f"add x1, x1, #{column_bytes(plan)}", "B: block 0's k-steps")]
-                + [i for i in setup if i.kind != "load"] + part(corr, "ldr")
-                + [i for i in setup if i.kind == "load"] + part(corr, "mul"))
+        sums = [i for i in corr if i.kind == "load" and "[x1," in i.text]
+        return (code + sums
+                + [ep_mod._i(f"add x1, x1, #{column_bytes(plan)}", "B: block 0's k-steps"),
+                   ep_mod._i(f"lsl {COUNT_REG}, {KPAIRS_REG}, #1", "k-steps (2 per pair)"),
+                   *loop_count(plan)]
+                + [i for i in setup if i.kind != "load"]
+                + [i for i in corr if i.kind == "load" and i not in sums]
+                + [i for i in setup if i.kind == "load"]
+                + [i for i in corr if i.kind != "load"])
     code += [i for i in correction(plan, 0, zp, bsum)]
     code.append(ep_mod._i(f"add x1, x1, #{column_bytes(plan)}", "B: block 0's k-steps"))
     return code
@@ -757,7 +722,7 @@ def kernel_symbol(prefix: str, plan: Qdyn4Plan) -> str:
 
 def panel_bytes_formula(plan: Qdyn4Plan) -> str:
     if not plan.int4:
-        return (f"hp*4 + kb * {plan.b_step_bytes()} + hp*8 bytes per panel "
+        return (f"hp*8 + kb * {plan.b_step_bytes()} + hp*16 bytes per panel "
                 f"(kb = K/16 k-steps, K padded to 32)")
     return (f"hp*8 + blocks * (kb * {plan.b_step_bytes()} + hp*16) bytes per panel "
             f"(kb = bl/16 k-steps, even; scales and sums per column pair twice)")
@@ -785,7 +750,9 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     # k-steps on Cortex-A510 against 38 as built (N2 32.1, V1 16.1 either way)
     ld1 = ld1_form_fits(plan)
     inner = inner_body(plan) if ld1 else scheduled(inner_body(plan), plan.cpu)
-    tail = tail_code(plan)
+    # ld1 form: the bias pointer's load first (gen.schedule, whose window ends with the tail,
+    # would put it last, right before its use at K_STORE)
+    tail = (args_head(plan)[:1] if ld1 else []) + scheduled(tail_body(plan), plan.cpu)
     final, clamp, pieces = final_code(plan, hoist=not plan.blocked, head=not ld1)
     if ld1:
         final = store_args_early() + final
@@ -799,7 +766,8 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         symbol=symbol, plan=plan, inst=inst, lp=LP, prefix=prefix, rl=False, weights=plan.weights,
         doc=None, regs_line=None,
         arch_directive=arch_directive(inst) if inst_mode == "never" else None,
-        save=save_registers(saved, frame, args_offset), restore=restore_registers(saved, frame),
+        save=save_registers(saved, frame, args_offset, keep_args=not ld1),
+        restore=restore_registers(saved, frame),
         saved=saved, prologue=prologue(plan), inner=inner, tail=tail, final=final, clamp=clamp,
         entry=loop_entry(plan) if ld1 else [], rem=loop_rem(plan) if ld1 else [],
         single=single_body(plan) if ld1 else [], resync=resync(plan) if ld1 else [],

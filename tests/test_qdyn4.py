@@ -127,7 +127,7 @@ def test_int8_weights_accounting_and_choice():
     assert [i.text for i in qdyn4.resync(plan)] == [
         "add x14, x10, #128", "add x15, x11, #128", "add x16, x12, #128", "add x17, x13, #128"]
     # the store's argument loads first at K_STORE (args in x5 from entry: no ld1 pointer),
-    # none left in store_setup; the tail's column-scale pointer adds ahead of its smmla
+    # none left in store_setup
     assert "x5" not in pointers
     assert [i.text for i in qdyn4.store_args_early()] == ["ldr x15, [x5, #56]",
                                                           "ldp x9, x10, [x5, #0]"]
@@ -135,23 +135,34 @@ def test_int8_weights_accounting_and_choice():
                                                rem_loaded=True)]
     assert not any(t.startswith(("ldr", "ldp")) for t in late)
     assert late[:2] == ["mov x7, #0", "cmp x10, #8"]
-    tail = [i.text for i in qdyn4.tail_code(plan)]
-    assert tail[:4] == [f"add {p}, x11, #{256 + 8 * c}" for c, p in
-                        enumerate(qdyn4.tail_scratch(plan))]
-    assert not any(t.startswith("add ") for t in tail[4:])
-    # the tail: its k-steps from the first two steps' pointers, the column scales through the
-    # third step's (one pointer per column pair, no post-indexed chain), the store's argument
-    # loads (bias pointer, cmin / cmax) after the tail's last reads of x11-x13
-    assert qdyn4.tail_scratch(plan) == ["x2", "x9", "x7", "x0"]
-    tail_ptrs = {u for i in body if i.kind == "load" for u in i.uses}
-    assert tail_ptrs <= {f"x{n}" for n in range(10, 18)} | {"x2", "x9", "x7", "x0", "x5", "x6"}
-    assert not any(i.text.startswith("ld1r") and "], #" in i.text for i in body)
+    # the handle's per-column arrays paired (c0 c1 c0 c1): the tail's column scales and the
+    # prologue's sums one `ldr q` per column pair at an immediate offset (no address add, no
+    # ld1r); the tail's k-steps from the first two steps' pointers; the bias pointer into x2
+    # (the third step's pointer, which the tail does not read: emitted first, args_head) and
+    # cmin / cmax after the tail's last reads of x12-x13
+    assert qdyn4.column_bytes(plan) == 2 * 4 * plan.hp
     texts = [i.text for i in body]
-    args = [k for k, t in enumerate(texts) if t.startswith(("ldr x11, [x5", "ldp w12, w13, [x5"))]
-    reads = [k for k, i in enumerate(body) if {"x11", "x12", "x13"} & set(i.uses)]
-    assert len(args) == 2 and max(reads) < min(args)
+    assert [t for t in texts if t.startswith("ldr q") and "[x11," in t] == [
+        f"ldr q{r}, [x11, #{256 + 16 * c}]" for c, r in enumerate(qdyn4.epilogue_regs(plan)[1])]
+    assert not any(t.startswith(("ld1r", "add ")) for t in texts)
+    tail_ptrs = {u for i in body if i.kind == "load" for u in i.uses}
+    assert tail_ptrs <= {f"x{n}" for n in range(10, 18)} | {"x5", "x6"}
+    assert [i.text for i in qdyn4.args_head(plan)] == ["ldr x2, [x5, #32]",
+                                                       "ldp w12, w13, [x5, #40]"]
+    assert not any("x2" in i.uses or "x2" in i.defs for i in body)
+    args = [k for k, t in enumerate(texts) if t.startswith("ldp w12, w13, [x5")]
+    reads = [k for k, i in enumerate(body) if {"x12", "x13"} & set(i.uses)]
+    assert len(args) == 1 and max(reads) < min(args)
+    pro = [i.text for i in qdyn4.prologue(plan)]
+    step = pro.index("add x1, x1, #64")
+    assert [t for t in pro if "[x1," in t] == [f"ldr q{8 + c}, [x1, #{16 * c}]" for c in range(4)]
+    assert all(pro.index(f"ldr q{8 + c}, [x1, #{16 * c}]") < step for c in range(4))
+    assert pro[step + 1:step + 3] == ["lsl x8, x7, #1", "subs x8, x8, #5"]
+    assert [i.text for i in qdyn4.loop_entry(plan)] == ["b.lo K_REM"]
+    assert pro.index("subs x8, x8, #5") < pro.index("add x7, x0, #320")
     final, _, _ = qdyn4.final_code(plan, hoist=True, head=False)
     assert not any("[x5" in i.text for i in final)
+    assert [i.text for i in final if "[x2," in i.text] == ["ldr q14, [x2, #0]", "ldr q15, [x2, #16]"]
     # the next half's loads sit among this half's smmla and write only the other half's
     # registers (the results: tests/test_drivers_qdyn.py)
     for i, insn in enumerate(inner):

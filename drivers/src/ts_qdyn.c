@@ -333,11 +333,12 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
 }
 
 /* ---- int8 handles of a path's int8 kernel (gen/qdyn4.py, weights "s8"; one scale block) ------
- * Per panel of hp columns: int32 sum_k qb per column; per 16 k (K padded to 32) two 8-k steps
- * of the smmla B layout (per column pair 16 bytes: 8 k of column 2i, then of 2i+1); the fp32
- * scale per column; hp int32 zeros (the sums of a next block: none). Columns past N and k past
- * K are zero. The k-steps are the layout of an A panel of hp rows (ts_qdyn_pack_s8, which sums
- * each row on the way). */
+ * Per panel of hp columns: int32 sum_k qb per column pair twice, (c0 c1 c0 c1) per 16 bytes as
+ * the int4 handles' (q4_column: one `ldr q` per pair, the 2x2 tiles' lane order); per 16 k (K
+ * padded to 32) two 8-k steps of the smmla B layout (per column pair 16 bytes: 8 k of column
+ * 2i, then of 2i+1); the fp32 scales the same paired way; 2 hp int32 zeros (the sums of a next
+ * block: none). Columns past N and k past K are zero. The k-steps are the layout of an A panel
+ * of hp rows (ts_qdyn_pack_s8, which sums each row on the way). */
 static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, size_t ldb,
                    const float *scales, ts_packed_b **out)
 {
@@ -349,7 +350,7 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
     /* hp rows of B in the layout of an A panel of hp rows, k-steps of 8, K padded to 32 */
     const ts_qdyn_layout layout = ts_qdyn_panel_layout(hp, 8, kpad / 8);
     if (hp > 64 || ts_size_mul(kpad, hp, &panel_bytes)
-        || ts_size_add(panel_bytes, hp * 12, &panel_bytes)
+        || ts_size_add(panel_bytes, hp * 24, &panel_bytes)
         || new_kernel_handle(path, kernel, N, K, panels, panel_bytes, &b))
         return handle_oom();
     b->ksteps = kpad / TS_Q4_LP;
@@ -360,14 +361,14 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
         const size_t n0 = p * hp, cols = N - n0 < hp ? N - n0 : hp;
         int32_t sums[64];                 /* hp <= 64 (checked above; the tiles have <= 16) */
-        ts_qdyn_pack_s8(B + n0 * ldb, ldb, cols, hp, K, &layout, (int8_t *)(dst + hp * 4), sums);
+        ts_qdyn_pack_s8(B + n0 * ldb, ldb, cols, hp, K, &layout, (int8_t *)(dst + hp * 8), sums);
         for (size_t c = 0; c < hp; ++c) {
             int32_t s = c < cols ? sums[c] : 0;
             float w = c < cols ? scales[n0 + c] : 0.0f;
-            memcpy(dst + 4 * c, &s, 4);
-            memcpy(dst + hp * 4 + kpad * hp + 4 * c, &w, 4);
+            q4_column(dst, c, 2, &s);
+            q4_column(dst + hp * 8 + kpad * hp, c, 2, &w);
         }
-        memset(dst + hp * 8 + kpad * hp, 0, hp * 4);
+        memset(dst + hp * 16 + kpad * hp, 0, hp * 8);
     }
     *out = b;
     return TS_OK;
