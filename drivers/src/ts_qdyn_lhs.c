@@ -375,7 +375,7 @@ static TS_ALWAYS_INLINE int32_t copy_row_lp(const int8_t *w, size_t K, size_t lp
 
 /* One row: qa into the layout (zeros for k in [K, kpad)); returns sum_k qa when want_sum (else
  * 0: the NEON part skips the two additions per 16 k). lp and want_sum are constants where it is
- * inlined (quant_row_as), so store_16 has no run-time choice left. Two blocks of 64 k per
+ * inlined (TS_QUANT_ROWS), so store_16 has no run-time choice left. Two blocks of 64 k per
  * iteration (quantize_64: sixteen independent chains of dependent operations for the in-order
  * cores; the stores of one block after the next block's operations). */
 static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv, int32_t zp,
@@ -433,40 +433,61 @@ static TS_ALWAYS_INLINE int32_t quant_row_lp(const float *a, size_t K, float inv
     return sum;
 }
 
-/* One row in layout l, lp (1, 2, 4, 8 or 16), want_sum and rne constants in each inlined copy. */
-#define TS_QUANT_ROW(lp, want_sum, rne) \
-    quant_row_lp(a, K, inv, zp, lp, l->step_bytes, l->kpad, row, want_sum, rne)
+/* The n rows of a group (each row's inv and zp; sums[i] when want_sum) into layout l, rows
+ * row_bytes apart from dst: one function per lp (1, 2, 4, 8 or 16), want_sum and rne, each
+ * its own inlined quant_row_lp with the three as constants (with sums, the lp of the kernels
+ * that read them: smmla 8, sdot and the Armv8.0 kernels 4, row-major 16; any other lp in one
+ * copy). ts_qdyn_quant_pack_ranged picks the function once per call (quant_rows_for): the
+ * row loop runs inside it, so the choice of lp, want_sum and rne (three compares and branches
+ * per row) and the function's entry and exit (the callee-saved registers of quant_row_lp's
+ * 16 vector chains) are paid once per group of rows, not once per row. */
+typedef void (*quant_rows_fn)(const float *A, size_t lda, size_t n, size_t K, const float *inv,
+                              const int32_t *zp, const ts_qdyn_layout *l, int8_t *dst,
+                              int32_t *sums);
 
-static TS_ALWAYS_INLINE int32_t quant_row_rne(const float *a, size_t K, float inv, int32_t zp,
-                                              const ts_qdyn_layout *l, int8_t *row,
-                                              int want_sum, int rne)
-{
-    /* each case its own inlined copy (constant lp); with sums, the lp of the kernels that read
-     * them (smmla 8, sdot and the Armv8.0 kernels 4) and row-major (16) */
-    if (want_sum) {
-        switch (l->lp) {
-        case 16: return TS_QUANT_ROW(16, 1, rne);
-        case 8:  return TS_QUANT_ROW(8, 1, rne);
-        case 4:  return TS_QUANT_ROW(4, 1, rne);
-        default: return TS_QUANT_ROW(l->lp, 1, rne);
-        }
+#define TS_QUANT_ROWS(name, lp, want_sum, rne)                                                \
+    static void name(const float *A, size_t lda, size_t n, size_t K, const float *inv,      \
+                     const int32_t *zp, const ts_qdyn_layout *l, int8_t *dst, int32_t *sums) \
+    {                                                                                         \
+        for (size_t i = 0; i < n; ++i) {                                                      \
+            int32_t s = quant_row_lp(A + i * lda, K, inv[i], zp[i], lp, l->step_bytes,        \
+                                     l->kpad, dst + i * l->row_bytes, want_sum, rne);         \
+            if (want_sum)                                                                     \
+                sums[i] = s;                                                                  \
+        }                                                                                     \
     }
-    switch (l->lp) {
-    case 16: return TS_QUANT_ROW(16, 0, rne);
-    case 8:  return TS_QUANT_ROW(8, 0, rne);
-    case 4:  return TS_QUANT_ROW(4, 0, rne);
-    case 2:  return TS_QUANT_ROW(2, 0, rne);
-    default: return TS_QUANT_ROW(1, 0, rne);
-    }
-}
+TS_QUANT_ROWS(quant_rows_16s, 16, 1, 0)
+TS_QUANT_ROWS(quant_rows_8s, 8, 1, 0)
+TS_QUANT_ROWS(quant_rows_4s, 4, 1, 0)
+TS_QUANT_ROWS(quant_rows_ls, l->lp, 1, 0)
+TS_QUANT_ROWS(quant_rows_16, 16, 0, 0)
+TS_QUANT_ROWS(quant_rows_8, 8, 0, 0)
+TS_QUANT_ROWS(quant_rows_4, 4, 0, 0)
+TS_QUANT_ROWS(quant_rows_2, 2, 0, 0)
+TS_QUANT_ROWS(quant_rows_1, 1, 0, 0)
+TS_QUANT_ROWS(quant_rows_16s_rne, 16, 1, 1)
+TS_QUANT_ROWS(quant_rows_8s_rne, 8, 1, 1)
+TS_QUANT_ROWS(quant_rows_4s_rne, 4, 1, 1)
+TS_QUANT_ROWS(quant_rows_ls_rne, l->lp, 1, 1)
+TS_QUANT_ROWS(quant_rows_16_rne, 16, 0, 1)
+TS_QUANT_ROWS(quant_rows_8_rne, 8, 0, 1)
+TS_QUANT_ROWS(quant_rows_4_rne, 4, 0, 1)
+TS_QUANT_ROWS(quant_rows_2_rne, 2, 0, 1)
+TS_QUANT_ROWS(quant_rows_1_rne, 1, 0, 1)
 
-static void quant_row_as(const float *a, size_t K, float inv, int32_t zp,
-                         const ts_qdyn_layout *l, int8_t *row, int32_t *sum, int rne)
+/* The quant_rows function of layout lp (1, 2, 4, 8 or 16), want_sum and rne. */
+static quant_rows_fn quant_rows_for(size_t lp, int want_sum, int rne)
 {
-    int32_t s = rne ? quant_row_rne(a, K, inv, zp, l, row, sum != NULL, 1)
-                    : quant_row_rne(a, K, inv, zp, l, row, sum != NULL, 0);
-    if (sum != NULL)
-        *sum = s;
+    /* [rne][want_sum][lp 16, 8, 4, 2, 1] */
+    static const quant_rows_fn table[2][2][5] = {
+        { { quant_rows_16, quant_rows_8, quant_rows_4, quant_rows_2, quant_rows_1 },
+          { quant_rows_16s, quant_rows_8s, quant_rows_4s, quant_rows_ls, quant_rows_ls } },
+        { { quant_rows_16_rne, quant_rows_8_rne, quant_rows_4_rne, quant_rows_2_rne,
+            quant_rows_1_rne },
+          { quant_rows_16s_rne, quant_rows_8s_rne, quant_rows_4s_rne, quant_rows_ls_rne,
+            quant_rows_ls_rne } } };
+    const size_t i = lp == 16 ? 0 : lp == 8 ? 1 : lp == 4 ? 2 : lp == 2 ? 3 : 4;
+    return table[rne != 0][want_sum != 0][i];
 }
 
 static int32_t copy_row_as(const int8_t *w, size_t K, const ts_qdyn_layout *l, int8_t *row)
@@ -514,7 +535,7 @@ void ts_qdyn_quant_pack_ranged(const float *A, size_t lda, size_t rows, size_t w
                                const ts_qdyn_layout *layout, const float *lohi, int8_t *dst,
                                float *scale, int32_t *zp, int32_t *sums)
 {
-    const int rne = fpcr_default();
+    const quant_rows_fn quant = quant_rows_for(layout->lp, sums != NULL, fpcr_default());
     const size_t live = rows < width ? rows : width;
     for (size_t r0 = 0; r0 < live; r0 += 4) {          /* four rows' parameters at a time */
         const size_t n = live - r0 < 4 ? live - r0 : 4;
@@ -526,11 +547,8 @@ void ts_qdyn_quant_pack_ranged(const float *A, size_t lda, size_t rows, size_t w
             for (size_t i = 0; i < n; ++i)
                 row_range(A + (r0 + i) * lda, K, &own[2 * i], &own[2 * i + 1]);
         rows_params(lh, n, scale + r0, inv, zp + r0);
-        for (size_t i = 0; i < n; ++i) {
-            const size_t r = r0 + i;
-            quant_row_as(A + r * lda, K, inv[i], zp[r], layout, dst + r * layout->row_bytes,
-                         sums != NULL ? &sums[r] : NULL, rne);
-        }
+        quant(A + r0 * lda, lda, n, K, inv, zp + r0, layout, dst + r0 * layout->row_bytes,
+              sums != NULL ? sums + r0 : NULL);
     }
     for (size_t r = live; r < width; ++r)
         zero_row(layout, dst + r * layout->row_bytes);
