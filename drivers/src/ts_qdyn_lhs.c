@@ -91,63 +91,90 @@ static TS_ALWAYS_INLINE void range_32(const float32x4_t v[8], float32x4_t l[4], 
  * (hi - (-0.0)/255 = hi - 0.0; -128 - (-0.0) = -128). FMIN / FMAX (and FMINV / FMAXV) return a
  * NaN when an input is one, and an infinity is its own extreme: lo and hi are finite exactly
  * when the NEON part is; the scalar tail checks its elements. */
+#if TS_LHS_NEON
+/* The NEON part of row_range (K >= 16): the min and max chains of a[0 .. 16 floor(K / 16)),
+ * started at 0, combined into one vector each (*l, *h); the caller reduces their lanes. */
+static TS_ALWAYS_INLINE void row_chains(const float *a, size_t K, float32x4_t *l_out,
+                                        float32x4_t *h_out)
+{
+    /* four min and four max chains (two of the eight vectors of 32 k each), the next 32 k
+     * loaded before this block's operations (v and w alternate: no copies); then one step of
+     * 16. An in-order core overlaps the loads with the operations instead of waiting for
+     * them at the top of each block (llvm-mca-19, gcc 12 -O2, per 64 k: Cortex-A510
+     * 32 -> 28 cycles, N2 16, V1 8 either way). FMIN / FMAX are exact, so the order of
+     * the chains changes nothing (a NaN propagates through any of them). */
+    float32x4_t l[4], h[4], v[8], w[8];
+    size_t k = 0;
+    TS_UNROLLED
+    for (int i = 0; i < 4; ++i)
+        l[i] = h[i] = vdupq_n_f32(0.0f);
+    const size_t blocks = K / 32;
+    if (blocks > 0) {
+        size_t b = 1;
+        load_32(a, v);
+        for (; b + 2 <= blocks; b += 2) {
+            load_32(a + 32 * b, w);
+            range_32(v, l, h);
+            load_32(a + 32 * (b + 1), v);
+            range_32(w, l, h);
+        }
+        if (b < blocks) {
+            load_32(a + 32 * b, w);
+            range_32(v, l, h);
+            range_32(w, l, h);
+        } else {
+            range_32(v, l, h);
+        }
+        k = 32 * blocks;
+    }
+    if (k + 16 <= K) {
+        TS_UNROLLED
+        for (int i = 0; i < 4; ++i) {
+            float32x4_t x = vld1q_f32(a + k + 4 * i);
+            l[i] = vminq_f32(l[i], x);
+            h[i] = vmaxq_f32(h[i], x);
+        }
+    }
+    *l_out = vminq_f32(vminq_f32(l[0], l[1]), vminq_f32(l[2], l[3]));
+    *h_out = vmaxq_f32(vmaxq_f32(h[0], h[1]), vmaxq_f32(h[2], h[3]));
+}
+#endif
+
+/* a[k0 .. K) into *lo, *hi (the scalar tail of row_range); returns whether each is finite */
+static int range_tail(const float *a, size_t k0, size_t K, float *lo, float *hi)
+{
+    int finite = 1;
+    for (size_t k = k0; k < K; ++k) {
+        finite &= isfinite(a[k]) != 0;
+        if (a[k] < *lo)
+            *lo = a[k];
+        if (a[k] > *hi)
+            *hi = a[k];
+    }
+    return finite;
+}
+
+/* lo = min(0, min_k a[k]), hi = max(0, max_k a[k]); returns whether every a[k] is finite
+ * (then so are lo and hi). With NEON the minimum of a row holding -0.0 and nothing below may
+ * be -0.0 where the scalar loop keeps +0.0: scale, 1/scale and zp come out the same either way
+ * (hi - (-0.0)/255 = hi - 0.0; -128 - (-0.0) = -128). FMIN / FMAX (and FMINV / FMAXV, FMINP /
+ * FMAXP) return a NaN when an input is one, and an infinity is its own extreme: lo and hi are
+ * finite exactly when the NEON part is; the scalar tail checks its elements. */
 static int row_range(const float *a, size_t K, float *lo_out, float *hi_out)
 {
     float lo = 0.0f, hi = 0.0f;
-    int finite = 1;
     size_t k = 0;
 #if TS_LHS_NEON
     if (K >= 16) {
-        /* four min and four max chains (two of the eight vectors of 32 k each), the next 32 k
-         * loaded before this block's operations (v and w alternate: no copies); then one step of
-         * 16. An in-order core overlaps the loads with the operations instead of waiting for
-         * them at the top of each block (llvm-mca-19, gcc 12 -O2, per 64 k: Cortex-A510
-         * 32 -> 28 cycles, N2 16, V1 8 either way). FMIN / FMAX are exact, so the order of
-         * the chains changes nothing (a NaN propagates through any of them). */
-        float32x4_t l[4], h[4], v[8], w[8];
-        TS_UNROLLED
-        for (int i = 0; i < 4; ++i)
-            l[i] = h[i] = vdupq_n_f32(0.0f);
-        const size_t blocks = K / 32;
-        if (blocks > 0) {
-            size_t b = 1;
-            load_32(a, v);
-            for (; b + 2 <= blocks; b += 2) {
-                load_32(a + 32 * b, w);
-                range_32(v, l, h);
-                load_32(a + 32 * (b + 1), v);
-                range_32(w, l, h);
-            }
-            if (b < blocks) {
-                load_32(a + 32 * b, w);
-                range_32(v, l, h);
-                range_32(w, l, h);
-            } else {
-                range_32(v, l, h);
-            }
-            k = 32 * blocks;
-        }
-        if (k + 16 <= K) {
-            TS_UNROLLED
-            for (int i = 0; i < 4; ++i) {
-                float32x4_t x = vld1q_f32(a + k + 4 * i);
-                l[i] = vminq_f32(l[i], x);
-                h[i] = vmaxq_f32(h[i], x);
-            }
-            k += 16;
-        }
-        lo = vminvq_f32(vminq_f32(vminq_f32(l[0], l[1]), vminq_f32(l[2], l[3])));
-        hi = vmaxvq_f32(vmaxq_f32(vmaxq_f32(h[0], h[1]), vmaxq_f32(h[2], h[3])));
+        float32x4_t l, h;
+        row_chains(a, K, &l, &h);
+        lo = vminvq_f32(l);
+        hi = vmaxvq_f32(h);
+        k = K / 16 * 16;
     }
 #endif
-    finite = lo >= -FLT_MAX && hi <= FLT_MAX;     /* false for a NaN */
-    for (; k < K; ++k) {
-        finite &= isfinite(a[k]) != 0;
-        if (a[k] < lo)
-            lo = a[k];
-        if (a[k] > hi)
-            hi = a[k];
-    }
+    int finite = lo >= -FLT_MAX && hi <= FLT_MAX;     /* false for a NaN */
+    finite &= range_tail(a, k, K, &lo, &hi);
     *lo_out = lo;
     *hi_out = hi;
     return finite;
@@ -184,19 +211,28 @@ static int32_t row_zp(float lo, float inv)
 static void rows_params(const float *lohi, size_t n, float *scale, float *inv, int32_t *zp)
 {
 #if TS_LHS_NEON
-    float lo[4] = { 0.0f, 0.0f, 0.0f, 0.0f }, hi[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
-    for (size_t i = 0; i < n; ++i) {         /* unused lanes: [0, 0] (scale FLT_MIN, no trap) */
-        lo[i] = lohi[2 * i];
-        hi[i] = lohi[2 * i + 1];
+    float32x4x2_t lh;                        /* lh.val[0]: the rows' lo, val[1]: their hi */
+    if (n == 4) {
+        /* LD2: the four pairs de-interleaved, no copies (a vector load of lanes just written
+         * by scalar stores is a store-to-load forwarding case the cores do not forward) */
+        lh = vld2q_f32(lohi);
+    } else {
+        float lo[4] = { 0.0f, 0.0f, 0.0f, 0.0f }, hi[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+        for (size_t i = 0; i < n; ++i) {     /* unused lanes: [0, 0] (scale FLT_MIN, no trap) */
+            lo[i] = lohi[2 * i];
+            hi[i] = lohi[2 * i + 1];
+        }
+        lh.val[0] = vld1q_f32(lo);
+        lh.val[1] = vld1q_f32(hi);
     }
     const float32x4_t c255 = vdupq_n_f32(255.0f), floor_ = vdupq_n_f32(FLT_MIN);
-    float32x4_t s = vsubq_f32(vdivq_f32(vld1q_f32(hi), c255), vdivq_f32(vld1q_f32(lo), c255));
+    float32x4_t s = vsubq_f32(vdivq_f32(lh.val[1], c255), vdivq_f32(lh.val[0], c255));
     s = vbslq_f32(vcltq_f32(s, floor_), floor_, s);
     const float32x4_t iv = vdivq_f32(vdupq_n_f32(1.0f), s);
     /* row_zp's operations lane by lane: p = lo * inv (rounded on its own), z = -128 - p, then
      * FRINTN (ties to even whatever FPCR says, as ts_qdyn_rint; -0.0 for +0.0 changes no
      * integer) and the clamp (z is finite or +-Inf: FMAX / FMIN select as the compares do) */
-    float32x4_t p = vmulq_f32(vld1q_f32(lo), iv);
+    float32x4_t p = vmulq_f32(lh.val[0], iv);
     TS_FP_OPAQUE(p);
     float32x4_t z = vrndnq_f32(vsubq_f32(vdupq_n_f32(-128.0f), p));
     z = vminq_f32(vmaxq_f32(z, vdupq_n_f32(-128.0f)), vdupq_n_f32(127.0f));
@@ -526,7 +562,37 @@ static int fpcr_default(void)
 int ts_qdyn_row_ranges(const float *A, size_t lda, size_t rows, size_t K, float *lohi)
 {
     int finite = 1;
-    for (size_t r = 0; r < rows; ++r)
+    size_t r = 0;
+#if TS_LHS_NEON
+    if (K >= 16) {
+        /* Four rows at a time: their chains (row_chains) reduced together by pairwise FMINP /
+         * FMAXP into one vector of the four rows' lo and one of their hi (the same FMIN /
+         * FMAX of the same values as row_range's FMINV / FMAXV, in another order: the same
+         * lo and hi but for the sign of a zero, see row_range), one finiteness test and one
+         * interleaving ST2 store of the four (lo, hi) pairs, then the scalar tails. Per row
+         * row_range's reduction is a chain of dependent operations (3 FMIN, FMINV, the
+         * compares and their branch) that an in-order core waits out row by row; four rows'
+         * chains are independent and fill each other's latencies, and the per-row call,
+         * compares and scalar stores go. */
+        const float32x4_t fmax = vdupq_n_f32(FLT_MAX), fmin = vdupq_n_f32(-FLT_MAX);
+        uint32x4_t ok = vdupq_n_u32(0xFFFFFFFFu);
+        for (; r + 4 <= rows; r += 4) {
+            float32x4_t l[4], h[4];
+            for (size_t i = 0; i < 4; ++i)
+                row_chains(A + (r + i) * lda, K, &l[i], &h[i]);
+            float32x4x2_t v;
+            v.val[0] = vpminq_f32(vpminq_f32(l[0], l[1]), vpminq_f32(l[2], l[3]));
+            v.val[1] = vpmaxq_f32(vpmaxq_f32(h[0], h[1]), vpmaxq_f32(h[2], h[3]));
+            ok = vandq_u32(ok, vandq_u32(vcgeq_f32(v.val[0], fmin), vcleq_f32(v.val[1], fmax)));
+            vst2q_f32(lohi + 2 * r, v);
+            for (size_t i = 0; K % 16 != 0 && i < 4; ++i)
+                finite &= range_tail(A + (r + i) * lda, K / 16 * 16, K, &lohi[2 * (r + i)],
+                                     &lohi[2 * (r + i) + 1]);
+        }
+        finite &= vminvq_u32(ok) != 0;         /* false for a NaN (the compares are false) */
+    }
+#endif
+    for (; r < rows; ++r)
         finite &= row_range(A + r * lda, K, &lohi[2 * r], &lohi[2 * r + 1]);
     return finite;
 }
