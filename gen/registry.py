@@ -17,6 +17,8 @@ Packed elements (the packer's conversion; C enum ts_pack_kind in drivers/src/ts_
   f32_bf16  fp32 holding the bf16-rounded      u16   uint8 zero-extended to int16 (0..255)
             value (the bf16 GEMM without bfmmla: same inputs, same meaning)
   f16       fp16 bits as given                 f32_f16  fp16 converted to fp32 (exact)
+  u8_s8     uint8 with bit 7 flipped: a - 128 as int8 (the uint8 x int8 GEMM on an int8 x
+            int8 kernel; the driver adds 128 * sum_k B[k][n] back: ts_a_offset)
 
 A chain is an order of preference by CPU features: dispatch takes its first path whose feature
 the CPU has. So a path is worth a place only when some CPU has its feature but not those of
@@ -38,6 +40,7 @@ PACKED = {
     "u8": ("S8", "uint8", "uint8"),      # same bytes: the S8 packer copies 8-bit values
     "s16": ("S16", "int16", "int8"),
     "u16": ("U16", "int16", "uint8"),
+    "u8_s8": ("U8_S8", "int8", "uint8"),  # a ^ 0x80 = a - 128 (ts_pack_internal.h ts_a_offset)
     "f16": ("F16", "fp16", "fp16"),
     "f32_f16": ("F32_F16", "fp32", "fp16"),
 }
@@ -147,11 +150,16 @@ GEMM_TYPES: tuple[GemmType, ...] = (
              bench_shapes=("gemm256", "gemm512", "gemv", "gemv11008", "prefill"), bench_conv=True,
              test_label="int8", kernel_epilogues=("requant",),
              sme=KernelPath("smopa", "s8", "s8", "smopa")),
-    # uint8 activations. Armv8.0 fallback: A zero-extended and B sign-extended to int16 (0..255
+    # uint8 activations. dotprod without i8mm (Neoverse N1, Cortex-A76 / A55): the int8 sdot
+    # kernels on A packed with bit 7 flipped (a - 128, "u8_s8"), sum_k a*b = sum_k (a-128)*b
+    # + 128 * sum_k b: the driver adds 128 * the column sums of B (the requantising form folds
+    # it into its zero-point correction); |(a-128)*b| <= 128*128, exact within the same K
+    # bound. Armv8.0 fallback: A zero-extended and B sign-extended to int16 (0..255
     # and -128..127 are int16 values), then the smlal kernel, whose int16 x int16 products
     # (|a*b| <= 255*128) and int32 sums are exact within TS_GEMM_U8S8S32_MAX_K.
     GemmType("u8s8", "U8S8", "uint8", "int8", "int32",
              (KernelPath("usmmla", "u8", "s8", "i8mm"),
+              KernelPath("sdot", "u8_s8", "s8", "dotprod"),
               KernelPath("smlal", "u16", "s16", "armv8.0")),
              "requant", ("gemm_u8s8s32", "gemm_u8", "pack_b_u8s8", "pack_b_u8s8_nk", "gemm_u8s8s32_prepacked",
                          "gemm_u8_prepacked"),

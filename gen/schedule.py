@@ -226,7 +226,13 @@ def targets(body: list[Insn], cpu: str) -> list[CoreModel]:
     # (only with i8mm masked off), and the dot-product loops are judged on Cortex-A55 alone
     running = [core for core in in_order
                if all(dispatched_on(k, core.has) is not False for k in keys)]
-    return running or in_order or cores or [CORES["cortex-a510"]]
+    # none: an instruction only cores without the modeled ones' features run (the Armv8.0
+    # smlal, since every modeled in-order core has dotprod, and the u8s8 GEMM runs sdot there
+    # too): judged on the in-order cores with the fewest features, the nearest to those
+    # (Cortex-A55 for Cortex-A53)
+    fewest = min((len(core.features) for core in in_order), default=0)
+    plainest = [core for core in in_order if len(core.features) == fewest]
+    return running or plainest or cores or [CORES["cortex-a510"]]
 
 
 def mac_bound(body: list[Insn], core: CoreModel) -> float:

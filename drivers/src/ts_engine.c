@@ -39,7 +39,8 @@
 typedef struct {
     size_t a_blocks;     /* per compute task, one MC x KC block of packed A */
     size_t pad_row;      /* conv: in_c bytes of the pad value (its padding taps read them) */
-    size_t col_offset;   /* requantize: N int32, bias - a_zero_point * column sums of B */
+    size_t col_offset;   /* requantize, or A packed with an offset (ts_a_offset): N int32,
+                            bias - (a_zero_point - ts_a_offset) * column sums of B */
     size_t params;       /* fused requantize: column parameters per B panel */
     size_t c32;          /* int32 results M x N, when requantized K blocks accumulate */
     size_t total;
@@ -176,9 +177,11 @@ static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int st
         return -1;
     if (pad_bytes != 0 && place(pad_bytes, &end, &l->pad_row))
         return -1;
+    if ((stage == TS_STAGE_REQUANT || ts_a_offset(path) != 0)
+        && (ts_size_mul(N, sizeof(int32_t), &bytes) || place(bytes, &end, &l->col_offset)))
+        return -1;
     if (stage == TS_STAGE_REQUANT
-        && (ts_size_mul(N, sizeof(int32_t), &bytes) || place(bytes, &end, &l->col_offset)
-            || ts_size_mul(div_up(N, path->hp), params_panel_bytes(path), &bytes)
+        && (ts_size_mul(div_up(N, path->hp), params_panel_bytes(path), &bytes)
             || place(bytes, &end, &l->params)))
         return -1;
     if (stage != TS_STAGE_NONE) {
@@ -237,6 +240,14 @@ static void share(size_t count, size_t parts, size_t t, size_t *begin, size_t *e
     *end = count * (t + 1) / parts;
 }
 
+/* What the zero-point correction subtracts per unit of a column sum of B: a_zero_point (0
+ * without requantisation) less what the packed A values already lack (ts_a_offset: the u8s8
+ * sdot path's a - 128), so sum_k (a - zp) * b = sum_k packed a * b - this * sum_k b. */
+static int32_t col_sum_factor(const ts_path *path, const ts_c_sink *out)
+{
+    return (out->q != NULL ? out->q->a_zero_point : 0) - ts_a_offset(path);
+}
+
 /* Phase 1, task t: B panels, column offsets and parameters of share t. */
 static void pack_task(void *arg, size_t t)
 {
@@ -246,16 +257,18 @@ static void pack_task(void *arg, size_t t)
     share(c->b->panels, c->pack_tasks, t, &j0, &j1);
     if (c->bsrc->fill)
         ts_packed_b_fill(c->b, c->bsrc->src, c->bsrc->k_stride, c->bsrc->n_stride, j0, j1);
-    if (c->out->q == NULL)
+    if (c->out->q == NULL && ts_a_offset(path) == 0)
         return;
-    /* sum_k (A-zp)*B = sum_k A*B - zp * sum_k B: the correction per column, with the bias
-     * folded in, wrapping modulo 2^32 like the int32 accumulators. */
+    /* sum_k (A-zp)*B = sum_k A*B - zp * sum_k B: the correction per column (zp less the packed
+     * A's offset: col_sum_factor), with the bias folded in, wrapping modulo 2^32 like the
+     * int32 accumulators. Raw results start from it (setup_block). */
     const size_t n0 = j0 * path->hp, n1 = j1 * path->hp < c->N ? j1 * path->hp : c->N;
-    const int32_t *bias = c->out->q->bias;
+    const int32_t *bias = c->out->q != NULL ? c->out->q->bias : NULL;
+    const uint32_t factor = (uint32_t)col_sum_factor(path, c->out);
     for (size_t n = n0; n < n1; ++n) {
-        /* no sums packed (skip_col_sums): a_zero_point is 0, the correction too */
+        /* no sums packed (skip_col_sums): the factor is 0, the correction too */
         uint32_t sum = c->b->col_sums != NULL ? (uint32_t)c->b->col_sums[n] : 0u;
-        uint32_t offset = 0u - (uint32_t)c->out->q->a_zero_point * sum;
+        uint32_t offset = 0u - factor * sum;
         c->col_offset[n] = (int32_t)(offset + (bias != NULL ? (uint32_t)bias[n] : 0u));
     }
     if (c->fused)
@@ -277,8 +290,9 @@ typedef struct {
     unsigned char *dst;          /* the tile at row 0, column 0 */
     size_t dst_ld, dst_elem;     /* row stride in bytes, bytes per element */
     const unsigned char *acc;    /* the accumulators at row 0, column 0, or NULL */
-    size_t acc_ld;               /* their row stride in bytes (elements: 4 bytes, or dst's) */
     size_t acc_elem;
+    size_t acc_ld;               /* their row stride in bytes (elements: 4 bytes, or dst's);
+                                    0: one row for every tile row (a column correction) */
     int last;
 } block_run;
 
@@ -309,6 +323,12 @@ static void setup_block(const call *c, int first, int last, block_run *r)
     }
     r->acc = first ? NULL : r->dst;          /* in place: raw kernels may read c as acc */
     r->acc_ld = r->dst_ld;
+    if (first && c->stage == TS_STAGE_NONE && ts_a_offset(path) != 0) {
+        /* raw results on A packed with an offset start at the column correction, the same
+         * row for every tile row (ld_acc_bytes 0) */
+        r->acc = (const unsigned char *)c->col_offset;
+        r->acc_ld = 0;
+    }
     r->acc_elem = r->dst_elem;
     r->args.ld_acc_bytes = r->acc_ld;
     if (c->fused && last && c->out->q == NULL) {
@@ -417,9 +437,10 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
         if (c->fused && r->last)
             args.params = c->out->q != NULL ? (const void *)(c->params + j * pp)
                                             : (const void *)bias_params(c, j);
-        if (r->acc == NULL && !to_c && full_end > ib) {
+        /* full tiles with no accumulator input, or the same (a column correction, acc_ld 0) */
+        if ((r->acc == NULL || r->acc_ld == 0) && !to_c && full_end > ib) {
             args.m_rem = ep;
-            args.acc = NULL;
+            args.acc = r->acc != NULL ? r->acc + n0 * r->acc_elem : NULL;
             run_full_tiles(kernel, block, block + (full_end - ib) * panel_bytes, panel_bytes, b,
                            steps, r->dst + ib * dst_rows + n0 * r->dst_elem, r->dst_ld, dst_rows,
                            &args);
@@ -570,13 +591,13 @@ static void choose_column_tail(call *c, const ts_b_source *bsrc)
     c->b = &c->local_b;
 }
 
-/* B packed in the call keeps no column sums when nothing reads them: no requantisation, or
- * a_zero_point 0 (the correction a_zero_point * sum_k B[k][n] is then 0). The packers skip
- * that work (the streaming int8 B packer's sum-free loop, no NEON sum passes). */
+/* B packed in the call keeps no column sums when nothing reads them: the correction
+ * col_sum_factor * sum_k B[k][n] is 0 (no requantisation or a_zero_point 0 on A packed as
+ * given; a_zero_point 128 on the u8s8 sdot path). The packers skip that work (the streaming
+ * int8 B packer's sum-free loop, no NEON sum passes). */
 static void skip_col_sums(call *c, const ts_b_source *bsrc)
 {
-    if (!bsrc->fill || c->b->col_sums == NULL
-        || (c->out->q != NULL && c->out->q->a_zero_point != 0))
+    if (!bsrc->fill || c->b->col_sums == NULL || col_sum_factor(c->path, c->out) != 0)
         return;
     if (c->b != &c->local_b) {
         c->local_b = *c->b;
@@ -639,8 +660,9 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
      * O(N), not worth a fork-join per call (a barrier per layer and token in decode) */
     c.pack_tasks = !bsrc->fill ? 1 : threads < b->panels ? threads : b->panels;
     /* phase 1 only when it has work: a prepacked B without requantization (fp32, bf16, fp16,
-     * the raw integer types) would be one empty fork-join per call */
-    if (bsrc->fill || requantize)
+     * the raw integer types but for A packed with an offset, which need the column
+     * correction) would be one empty fork-join per call */
+    if (bsrc->fill || requantize || ts_a_offset(path) != 0)
         ts_context_run(ctx, c.pack_tasks, pack_task, &c);
     ts_context_run(ctx, c.m_tasks * c.n_tasks, compute_task, &c);
 }

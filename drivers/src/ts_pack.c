@@ -265,14 +265,15 @@ static TS_ALWAYS_INLINE size_t packed_size(ts_pack_kind kind)
     switch (kind) {
     case TS_PACK_F32: case TS_PACK_F32_BF16: case TS_PACK_F32_F16: return 4;
     case TS_PACK_BF16: case TS_PACK_S16: case TS_PACK_U16: case TS_PACK_F16: return 2;
-    case TS_PACK_S8: return 1;
+    case TS_PACK_S8: case TS_PACK_U8_S8: return 1;
     }
     return 0;
 }
 
 static TS_ALWAYS_INLINE size_t source_size(ts_pack_kind kind)
 {
-    return kind == TS_PACK_S8 || kind == TS_PACK_S16 || kind == TS_PACK_U16 ? 1
+    return kind == TS_PACK_S8 || kind == TS_PACK_U8_S8 || kind == TS_PACK_S16
+                   || kind == TS_PACK_U16 ? 1
            : kind == TS_PACK_F16 || kind == TS_PACK_F32_F16 ? 2 : sizeof(float);
 }
 
@@ -289,6 +290,9 @@ static TS_ALWAYS_INLINE void convert_one(ts_pack_kind kind, void *dst, size_t di
     case TS_PACK_U16: ((int16_t *)dst)[di] = ((const uint8_t *)src)[si]; return;
     case TS_PACK_F16: ((uint16_t *)dst)[di] = ((const uint16_t *)src)[si]; return;
     case TS_PACK_F32_F16: ((float *)dst)[di] = ts_f16_to_f32(((const uint16_t *)src)[si]); return;
+    case TS_PACK_U8_S8:   /* a - 128: bit 7 flipped, as int8 */
+        ((uint8_t *)dst)[di] = (uint8_t)(((const uint8_t *)src)[si] ^ 0x80u);
+        return;
     }
 }
 
@@ -670,11 +674,19 @@ static TS_ALWAYS_INLINE size_t pack_rows_16bit_lp2(ts_pack_kind kind, uint16_t *
     return r;
 }
 
-/* int8, lp 8 (pairs) or 4 (quads). */
+/* 16 bytes at p, bit 7 flipped when `flip` (TS_PACK_U8_S8: uint8 a as int8 a - 128; a
+ * constant at every call, so the plain copy has no EOR). */
+static TS_ALWAYS_INLINE int8x16_t load_s8_x16(const int8_t *p, int flip)
+{
+    const int8x16_t v = vld1q_s8(p);
+    return flip ? veorq_s8(v, vdupq_n_s8(INT8_MIN)) : v;
+}
+
+/* int8 (uint8 with bit 7 flipped when `flip`), lp 8 (pairs) or 4 (quads). */
 static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *src,
                                                        size_t rows, size_t step, size_t K,
                                                        size_t lp, size_t row_stride,
-                                                       size_t *k_done)
+                                                       int flip, size_t *k_done)
 {
     const size_t group = lp == 8 ? 2 : 4, k_end = K / 16 * 16;
     size_t r = 0;
@@ -686,8 +698,10 @@ static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *s
          * one load latency per 64 bytes instead of per 32 (the bench's Cortex-A510 model: 8.0
          * -> 5.5 cycles per 32 bytes; Neoverse N2 / V1 unchanged) */
         for (; lp == 8 && k + 32 <= k_end; k += 32, d += 4 * step) {
-            const int8x16_t a0 = vld1q_s8(row + k), b0 = vld1q_s8(row + row_stride + k);
-            const int8x16_t a1 = vld1q_s8(row + k + 16), b1 = vld1q_s8(row + row_stride + k + 16);
+            const int8x16_t a0 = load_s8_x16(row + k, flip);
+            const int8x16_t b0 = load_s8_x16(row + row_stride + k, flip);
+            const int8x16_t a1 = load_s8_x16(row + k + 16, flip);
+            const int8x16_t b1 = load_s8_x16(row + row_stride + k + 16, flip);
             store_row_pair((unsigned char *)d, step, vreinterpretq_s64_s8(a0),
                            vreinterpretq_s64_s8(b0));
             store_row_pair((unsigned char *)d + 2 * step, step, vreinterpretq_s64_s8(a1),
@@ -695,14 +709,15 @@ static TS_ALWAYS_INLINE size_t pack_rows_s8_grouped(int8_t *dst, const int8_t *s
         }
         for (; k < k_end; k += 16, d += 16 / lp * step) {
             if (lp == 8) {
-                store_row_pair((unsigned char *)d, step, vreinterpretq_s64_s8(vld1q_s8(row + k)),
-                               vreinterpretq_s64_s8(vld1q_s8(row + row_stride + k)));
+                store_row_pair((unsigned char *)d, step,
+                               vreinterpretq_s64_s8(load_s8_x16(row + k, flip)),
+                               vreinterpretq_s64_s8(load_s8_x16(row + row_stride + k, flip)));
             } else {
                 const int32x4_t q[4] = {
-                    vreinterpretq_s32_s8(vld1q_s8(row + k)),
-                    vreinterpretq_s32_s8(vld1q_s8(row + row_stride + k)),
-                    vreinterpretq_s32_s8(vld1q_s8(row + 2 * row_stride + k)),
-                    vreinterpretq_s32_s8(vld1q_s8(row + 3 * row_stride + k)) };
+                    vreinterpretq_s32_s8(load_s8_x16(row + k, flip)),
+                    vreinterpretq_s32_s8(load_s8_x16(row + row_stride + k, flip)),
+                    vreinterpretq_s32_s8(load_s8_x16(row + 2 * row_stride + k, flip)),
+                    vreinterpretq_s32_s8(load_s8_x16(row + 3 * row_stride + k, flip)) };
                 store_quad_steps((unsigned char *)d, step, q);
             }
         }
@@ -767,6 +782,11 @@ static TS_ALWAYS_INLINE void convert_run(ts_pack_kind kind, void *dst, const voi
         int16_t *d = (int16_t *)dst;
         for (; i + 8 <= n; i += 8)
             vst1q_s16(d + i, widen_x8(kind, (const unsigned char *)src + i));
+    } else if (kind == TS_PACK_U8_S8) {   /* a - 128: bit 7 flipped */
+        uint8_t *d = (uint8_t *)dst;
+        const uint8_t *s = (const uint8_t *)src;
+        for (; i + 16 <= n; i += 16)
+            vst1q_u8(d + i, veorq_u8(vld1q_u8(s + i), vdupq_n_u8(0x80)));
     } else if (kind == TS_PACK_F32_F16) {   /* FCVTL: exact, NaN quieted like ts_f16_to_f32 */
         float *d = (float *)dst;
         const uint16_t *s = (const uint16_t *)src;
@@ -787,9 +807,9 @@ static TS_ALWAYS_INLINE void pack_rows(ts_pack_kind kind, void *dst, const void 
     const size_t db = packed_size(kind), sb = source_size(kind);
     size_t grouped = 0, k_grouped = 0;   /* rows, and their k, packed by a NEON path */
 #if TS_HAVE_NEON
-    if (kind == TS_PACK_S8 && (lp == 4 || lp == 8))
+    if ((kind == TS_PACK_S8 || kind == TS_PACK_U8_S8) && (lp == 4 || lp == 8))
         grouped = pack_rows_s8_grouped((int8_t *)dst, (const int8_t *)src, rows, step, K, lp,
-                                       row_stride, &k_grouped);
+                                       row_stride, kind == TS_PACK_U8_S8, &k_grouped);
     else if (kind == TS_PACK_BF16 && lp == 4)
         grouped = pack_rows_bf16_paired(bfcvt, (uint16_t *)dst, (const float *)src, rows, step, K,
                                         row_stride, &k_grouped);
@@ -1336,6 +1356,7 @@ static void pack_panel_from(const ts_path *path, ts_pack_kind kind, void *dst, c
     TS_PACK_CASE(TS_PACK_U16)
     TS_PACK_CASE(TS_PACK_F16)
     TS_PACK_CASE(TS_PACK_F32_F16)
+    TS_PACK_CASE(TS_PACK_U8_S8)
 #undef TS_PACK_CASE
     }
 }

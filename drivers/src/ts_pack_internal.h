@@ -37,7 +37,9 @@ typedef enum {
     TS_PACK_S16,        /* int8  -> int16 (sign-extended) */
     TS_PACK_U16,        /* uint8 -> int16 (zero-extended: 0..255) */
     TS_PACK_F16,        /* fp16 bits (uint16_t) -> as given */
-    TS_PACK_F32_F16     /* fp16 bits -> float (exact; a NaN made quiet, as FCVTL does) */
+    TS_PACK_F32_F16,    /* fp16 bits -> float (exact; a NaN made quiet, as FCVTL does) */
+    TS_PACK_U8_S8       /* uint8 -> int8 a - 128 (bit 7 flipped): uint8 A on int8 kernels,
+                           the driver adds ts_a_offset * sum_k B[k][n] per column */
 } ts_pack_kind;
 
 /* The GEMV / small-M kernel of a path (gen/gemv.py): the path's instruction, or a form of it
@@ -169,6 +171,16 @@ typedef struct {
  * core class of names[index] (generated: ts_dispatch.c). */
 const char *const *ts_cpu_names(size_t *count);
 int ts_cpu_class_at(size_t index);
+
+/* How much less than the caller's A values the packed ones are (TS_PACK_U8_S8: 128), 0 when
+ * they are the same. The uint8 x int8 GEMM on int8 x int8 kernels (gen/registry.py: the u8s8
+ * sdot path) computes sum_k (a - 128) * b; the driver adds ts_a_offset * sum_k B[k][n] to each
+ * column (raw: from the accumulators' start; requantised: in the zero-point correction,
+ * -(a_zero_point - 128) * sum_k B[k][n]). Padding A values stay 0: they meet zero B. */
+static inline int32_t ts_a_offset(const ts_path *path)
+{
+    return path->pack_a == TS_PACK_U8_S8 ? 128 : 0;
+}
 
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
  * quantized form subtracts a_zero_point * sum_k B[k][n] (int8 B). */
