@@ -81,16 +81,18 @@ def test_mmla_tiles_unzip_into_distinct_row_vectors(hp):
 
 
 def test_requant_u8_goes_to_the_uint8_output_chain():
-    """ts_gemm_u8's paths (usmmla, smlal) get the uint8-output requantisation; the int8 ones
-    (smmla, sdot, smlal) the int8 one; its output type is uint8."""
+    """ts_gemm_u8's paths (usmmla, sdot, smlal) get the uint8-output requantisation; the int8
+    ones (smmla, sdot, smlal) the int8 one; its output type is uint8."""
     assert "requant_u8" in variants_for("usmmla") and "requant" not in variants_for("usmmla")
-    assert "requant_u8" in variants_for("smlal") and "requant" in variants_for("smlal")
-    assert "requant_u8" not in variants_for("smmla") + variants_for("sdot")
+    for both in ("sdot", "smlal"):
+        assert "requant_u8" in variants_for(both) and "requant" in variants_for(both)
+    assert "requant_u8" not in variants_for("smmla")
     assert EPILOGUES["requant_u8"].out_type("int32") == "uint8"
     assert EPILOGUES["requant"].out_type("int32") == "int8"
 
 
-@pytest.mark.parametrize("instruction,ep,hp", [("usmmla", 8, 8), ("smlal", 8, 12)])
+@pytest.mark.parametrize("instruction,ep,hp", [("usmmla", 8, 8), ("sdot", 8, 12),
+                                                      ("smlal", 8, 12)])
 def test_requant_u8_differs_from_requant_only_in_the_narrowing(instruction, ep, hp):
     """The same instructions as the int8 requantisation but SQXTUN for SQXTN, UMAX/UMIN for
     SMAX/SMIN and the whole-range test's bounds (0..255 for -128..127): the uint8 result costs

@@ -187,6 +187,11 @@ static void run_case(enum kind kind, int prepacked, size_t M, size_t N, size_t K
      * sums (ts_engine.c skip_col_sums), the requantisation has no correction to add */
     if ((rng_next() & 3) == 0)
         qs.q.a_zero_point = 0;
+    /* uint8: an eighth each with a_zero_point 255 and 128, the ends of the u8s8 sdot path's
+     * correction (a_zero_point - 128) * sum_k B[k][n]: 127, and 0 (column sums skipped) */
+    const unsigned zp_draw = (unsigned)(rng_next() & 7);
+    if (kind == U8 && zp_draw < 2)
+        qs.q.a_zero_point = zp_draw == 0 ? 255 : 128;
     memset(C, 0xA5, c_bytes);
     const int bugged = imopa_s != 0 && sme_path(kind_type[kind]);   /* QEMU issue 2083 model */
 

@@ -32,7 +32,7 @@ static size_t checked;
     } while (0)
 
 static const char *kind_name[] = { "F32", "F32_BF16", "BF16", "S8", "S16", "U16", "F16",
-                                   "F32_F16" };
+                                   "F32_F16", "U8_S8" };
 
 static int is_float_kind(ts_pack_kind kind)
 {
@@ -51,7 +51,7 @@ static size_t source_bytes(ts_pack_kind kind)
 static size_t packed_bytes(ts_pack_kind kind)
 {
     return kind == TS_PACK_F32 || kind == TS_PACK_F32_BF16 || kind == TS_PACK_F32_F16 ? 4
-           : kind == TS_PACK_S8 ? 1 : 2;
+           : kind == TS_PACK_S8 || kind == TS_PACK_U8_S8 ? 1 : 2;
 }
 
 /* fp16 bits -> fp32 bits, stated through double: (-1)^s * significand * 2^(exponent - 25);
@@ -151,6 +151,10 @@ static void ref_convert(ts_pack_kind kind, const void *src, unsigned char *out)
         memcpy(&h, src, 2);
         u = ref_half_to_float_bits(h);
         memcpy(out, &u, 4);
+        break;
+    case TS_PACK_U8_S8:   /* uint8 a as the int8 a - 128 */
+        v = (int8_t)((int)*(const uint8_t *)src - 128);
+        memcpy(out, &v, 1);
         break;
     }
 }
@@ -429,7 +433,7 @@ int main(void)
 {
     static const ts_pack_kind kinds[] = {
         TS_PACK_F32, TS_PACK_F32_BF16, TS_PACK_BF16, TS_PACK_S8, TS_PACK_S16, TS_PACK_U16,
-        TS_PACK_F16, TS_PACK_F32_F16 };
+        TS_PACK_F16, TS_PACK_F32_F16, TS_PACK_U8_S8 };
     static const ts_pack_kind bf16_kinds[] = { TS_PACK_F32_BF16, TS_PACK_BF16 };
     check_half_conversions();
     check_kinds(kinds, sizeof kinds / sizeof kinds[0]);
