@@ -163,6 +163,9 @@ def test_bad_arguments_leave_outputs_untouched(cpu, harness):
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     # on max the f16 handle is packed for fmla .8h and mask 0 moves dispatch to the fallback
     assert f"(mask moved f16: {int(cpu == 'max')})" in proc.stdout
+    # a u8s8 handle on another of its three layouts (usmmla, sdot, smlal): every ordered pair on
+    # max, none on the Armv8.0 CPU
+    assert f"u8s8 layout rejections {6 if cpu == 'max' else 0}\n" in proc.stdout
 
 
 # UndefinedBehaviorSanitizer, every report fatal: an engine whose CI runs UBSan must not abort in

@@ -290,9 +290,9 @@ typedef struct {
     unsigned char *dst;          /* the tile at row 0, column 0 */
     size_t dst_ld, dst_elem;     /* row stride in bytes, bytes per element */
     const unsigned char *acc;    /* the accumulators at row 0, column 0, or NULL */
-    size_t acc_elem;
     size_t acc_ld;               /* their row stride in bytes (elements: 4 bytes, or dst's);
                                     0: one row for every tile row (a column correction) */
+    size_t acc_elem;
     int last;
 } block_run;
 

@@ -853,6 +853,41 @@ static void u8_handle_errors(void)
     ts_packed_free(u8u32);
 }
 
+/* A u8s8 handle packed for one path (usmmla lp 8, sdot lp 4 with A's bit 7 flipped, smlal
+ * int16) on another: TS_EINVAL, C untouched, for every pair of the feature masks that move
+ * dispatch between them on this CPU (on max: all three paths, 6 pairs); OK on its own. */
+static void u8s8_layout_errors(void)
+{
+    static const unsigned masks[] = { ~0u, TS_FEAT_DOTPROD, 0u };
+    const uint8_t *A = (const uint8_t *)A8;
+    ts_quant q = quant_for(U8);
+    int rejected = 0;
+    for (size_t p = 0; p < 3; ++p) {
+        ts_set_feature_mask(masks[p]);
+        ts_packed_b *h = NULL;
+        CHECK(ts_pack_b_u8s8(K0, N0, B8, N0, &h) == TS_OK, "pack u8s8 mask %#x", masks[p]);
+        for (size_t r = 0; r < 3 && h != NULL; ++r) {
+            ts_set_feature_mask(masks[r]);
+            const int other = strcmp(ts_gemm_kernel(TS_GEMM_U8S8), ts_packed_kernel(h)) != 0;
+            const int want = other ? TS_EINVAL : TS_OK;
+            memset(Cbuf, 0xA5, sizeof Cbuf);
+            int rc = ts_gemm_u8s8s32_prepacked(M0, A, K0, h, (int32_t *)Cbuf, N0);
+            CHECK(rc == want && (!other || all_bytes(Cbuf, sizeof Cbuf, 0xA5)),
+                  "u8s8s32 packed for %s run on %s: rc %d", ts_packed_kernel(h),
+                  ts_gemm_kernel(TS_GEMM_U8S8), rc);
+            memset(Cbuf, 0xA5, sizeof Cbuf);
+            rc = ts_gemm_u8_prepacked(M0, A, K0, h, &q, (uint8_t *)Cbuf, N0);
+            CHECK(rc == want && (!other || all_bytes(Cbuf, sizeof Cbuf, 0xA5)),
+                  "u8 packed for %s run on %s: rc %d", ts_packed_kernel(h),
+                  ts_gemm_kernel(TS_GEMM_U8S8), rc);
+            rejected += other;
+        }
+        ts_packed_free(h);
+    }
+    ts_set_feature_mask(~0u);
+    printf("u8s8 layout rejections %d\n", rejected);
+}
+
 /* The fp16 GEMMs (2-byte A, B and, for f16, C): bad arguments, 2-byte stride overflow,
  * aliasing, handles of another type or of a kernel dispatch no longer picks: TS_EINVAL with
  * nothing written; valid calls TS_OK. */
@@ -1037,6 +1072,7 @@ int main(void)
     k_zero_results();
     prepacked_errors();
     u8_handle_errors();
+    u8s8_layout_errors();
     conv_errors();
     error_reasons();
     handle_type_errors();
