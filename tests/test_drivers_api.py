@@ -127,6 +127,10 @@ def gemm_shapes(paths):
     ks = sorted({0, 1, 2, 3, 33} | {v for lp in lps for v in (lp - 1, lp + 1, 2 * lp, 3 * lp + 1)} - {-1})
     shapes = [(m, n, ks[(i * 5 + j * 3) % len(ks)]) for i, m in enumerate(ms) for j, n in enumerate(ns)]
     shapes += [(1, 1, k) for k in ks] + [(37, 45, 70), (64, 64, 64), (30, 100, 257)]
+    # K split into blocks on the lp-4 paths too (sdot: the ooo class whole up to 1213 k-steps,
+    # 4852 k): the u8s8 sdot path's first block starts at the column correction, the next
+    # accumulate in place
+    shapes += [(5, 29, 5000)]
     # every column remainder of every tile width (the narrow ones run on the column-tail
     # kernels, gen/ntail.py), the rows through the row remainders of every ep, and every
     # fourth K split into K blocks on the lp-1 paths (fp32 whole up to 546 k-steps: 700 runs
