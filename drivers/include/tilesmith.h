@@ -131,7 +131,8 @@ int ts_gemm_f16f32(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
  *   u8       (A - a_zero_point) spans -255..255 (a_zero_point in 0..255), B -128..127: 65793.
  * Partial sums: the kernels add 1 (smlal), 4 (sdot/udot) or 8 (smmla/ummla/usmmla) products
  * to a 32-bit lane at a time, and the lanes (and the drivers' zero-point correction
- * sum A*B - a_zero_point * sum B) wrap modulo 2^32 like the instructions do; a sum of wrapping
+ * sum A*B - a_zero_point * sum B; the u8s8 sdot path's sum (A-128)*B + 128 * sum B) wrap
+ * modulo 2^32 like the instructions do; a sum of wrapping
  * terms is exact whenever the true total fits, whatever the order, so the bound on the total
  * is the only one. Each bound is tight: at MAX_K + 1, constant extreme inputs (e.g. s8s32: A and
  * B all -128) would overflow.
@@ -172,7 +173,8 @@ typedef struct {
 int ts_gemm_s8(size_t M, size_t N, size_t K, const int8_t *A, size_t lda,
                const int8_t *B, size_t ldb, const ts_quant *q, int8_t *C, size_t ldc);
 /* uint8 A x int8 B (ONNX Runtime QLinearMatMul / MatMulInteger with a uint8 activation and
- * symmetric int8 weights): exact int32 results (usmmla where the CPU has i8mm). */
+ * symmetric int8 weights): exact int32 results (usmmla where the CPU has i8mm; with dotprod
+ * only, sdot on A - 128 plus 128 * sum_k B[k][n]: the same bits). */
 int ts_gemm_u8s8s32(size_t M, size_t N, size_t K, const uint8_t *A, size_t lda,
                     const int8_t *B, size_t ldb, int32_t *C, size_t ldc);
 /* uint8 A x uint8 B: exact uint32 results (ummla with i8mm, udot with dotprod). */
