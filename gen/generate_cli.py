@@ -213,13 +213,14 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # the qdyn argument block).
     built = {i.name for i in kernels_for(arch, cpu)}
     # Per instruction of the qdyn chain: scale blocks (gen.qdyn4: smmla; gen.qdyn4_dot: sdot,
-    # smlal), then per channel
+    # smlal; sdot also its decode kernel), then per channel
     # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode, then int8 weights (gen.qdyn4
     # weights="s8": smmla).
     qdyn = [k for name in qdyn4_rl.QDYN4_RL_INSTRUCTIONS if name in built
             for k in ([qdyn4.emit(qdyn4.solve(name, cpu), prefix, inst, env)]
                       if name in qdyn4.QDYN4_INSTRUCTIONS else
-                      [qdyn4_dot.emit(qdyn4_dot.solve(name, cpu), prefix, inst, env)])
+                      [qdyn4_dot.emit(qdyn4_dot.solve(name, cpu, decode), prefix, inst, env)
+                       for decode in (False, True)[:1 + (name in qdyn4_dot.DECODE_INSTRUCTIONS)]])
             + [qdyn4_rl.emit(qdyn4_rl.solve(name, cpu, decode), prefix, inst, env)
                for decode in (False, True)]
             + ([qdyn4.emit(qdyn4.solve(name, cpu, "s8"), prefix, inst, env)]

@@ -41,6 +41,8 @@ from .schedule import Insn
 from .tiling import covered_cores
 
 ROWS_REG, KPAIRS_REG, COUNT_REG = "x6", "x7", "x8"
+STRIDE_REG = "x16"      # args->b_stride in the prologue (decode: panel p's pointer x8 + p)
+MAX_PANELS = 8          # decode: B streams x1, x9-x15
 LP = 4                  # k per A k-step (the sdot layout)
 BODY_K = 16             # k per half of a loop body (a body: 32 k, one k-step pair of gen/qdyn4.py)
 
@@ -61,6 +63,9 @@ FAMILIES = {f.key: f for f in (
     DotFamily("smlal", "sadalp", "smlal", 4, True, 8, (2, 4, 6, 8)),
 )}
 QDYN4_DOT_INSTRUCTIONS = tuple(FAMILIES)
+# families with a scale-block decode kernel (one row, several panels per call); the smlal one
+# would reach 1.36 weight bytes per modeled cycle, no more than its prefill tile
+DECODE_INSTRUCTIONS = ("sdot",)
 
 
 @dataclass(frozen=True)
@@ -69,9 +74,32 @@ class DotBlockPlan:
     ep: int
     hp: int
     cpu: str = "generic"
+    panels: int = 1             # B panels per call (decode: the prefill kernel's), b_stride apart
     weights = "s4"
     blocked = True
     int4 = True
+
+    @property
+    def decode(self) -> bool:     # the decode kernel: one row, `panels` panels of the handle
+        return self.panels > 1 or self.ep < 4
+
+    @property
+    def pc(self) -> int:          # columns per B panel
+        return self.hp // self.panels
+
+    def b_pointer(self, q) -> str:
+        """Column quad q's B stream: x1 for panel 0, x9.. for the next panels."""
+        p = q // (self.pc // 4)
+        return "x1" if p == 0 else f"x{8 + p}"
+
+    def b_offset(self, q) -> int:
+        """Column quad q's byte offset within its panel's 8-k group (16 bytes per quad)."""
+        return 16 * (q % (self.pc // 4))
+
+    def a_word(self, step, r):
+        """(A register, lane) of row r's 4 k of 4-k step `step` in the 16 k of a half body: the
+        sdot layout's (step x ep + r)-th word."""
+        return divmod(step * self.ep + r, 4)
 
     @property
     def family(self) -> DotFamily:
@@ -145,8 +173,8 @@ class DotBlockPlan:
     def a_step_bytes(self):       # per 16 k
         return self.ep * BODY_K
 
-    def b_step_bytes(self):       # per 16 k
-        return self.hp * BODY_K // 2
+    def b_step_bytes(self):       # per 16 k and panel
+        return self.pc * BODY_K // 2
 
 
 def registers_needed(ep: int, hp: int, instruction: str = "sdot") -> int:
@@ -162,8 +190,10 @@ def registers_needed(ep: int, hp: int, instruction: str = "sdot") -> int:
     return max(loop, epi)
 
 
-def block_counts(ep: int, hp: int, bl: int = 32, instruction: str = "sdot") -> dict:
-    """Instructions of one scale block of `bl` k for an ep x hp tile (the kernel's own mix)."""
+def block_counts(ep: int, hp: int, bl: int = 32, instruction: str = "sdot",
+                 panels: int = 1) -> dict:
+    """Instructions of one scale block of `bl` k for an ep x hp tile (the kernel's own mix),
+    its B in `panels` streams (a pointer add each per 32 k and per block)."""
     f = FAMILIES[instruction]
     cq, steps = hp // 4, bl // LP
     n = ep * cq
@@ -171,15 +201,15 @@ def block_counts(ep: int, hp: int, bl: int = 32, instruction: str = "sdot") -> d
     a_loads = ep * steps if f.pair else ep * bl // 16
     return dict(mac=f.mac_ops * n * steps, unpack=2 * cq * (bl // 8), epilogue=epi,
                 loads=a_loads + cq * (bl // 8) + 2 * cq + -(-ep // 2),
-                alu=2 * (bl // 32) + 3)
+                alu=(1 + panels) * (bl // 32) + 2 + panels)
 
 
 def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32,
-                 instruction: str = "sdot") -> float:
+                 instruction: str = "sdot", panels: int = 1) -> float:
     """Modeled cycles per block: the vector pipes (in-order cores: fp32 ops on their own two),
     loads, issue, each accumulator's MAC chain."""
     f = FAMILIES[instruction]
-    c = block_counts(ep, hp, bl, instruction)
+    c = block_counts(ep, hp, bl, instruction, panels)
     n = ep * (hp // 4)
     fp = 3 * n
     if core.in_order:
@@ -209,9 +239,30 @@ def candidates(instruction: str = "sdot", cpu: str = "generic") -> list:
                                       -t[0], t[1]))
 
 
-def solve(instruction: str = "sdot", cpu: str = "generic") -> DotBlockPlan:
+def decode_candidates(instruction: str = "sdot", cpu: str = "generic") -> list:
+    """The decode kernel (one row; M > 1 in passes): (panels, worst modeled int4 weight bytes
+    per cycle at bl = 32) of each count of the prefill kernel's panels (its hp columns each:
+    the same handle) that fits the 32 registers, best first (ties: more panels, fewer calls per row)."""
+    f = FAMILIES[instruction]
+    pc = solve(instruction, cpu).hp
+    cores = covered_cores(INSTRUCTIONS[instruction], cpu)
+    out = []
+    for panels in range(1, MAX_PANELS + 1):
+        if registers_needed(1, pc * panels, instruction) > 32:
+            break
+        hp = pc * panels
+        worst = min(hp * 16 / block_cycles(1, hp, core, 32, instruction, panels)
+                    for core in cores)
+        out.append((panels, worst))
+    return sorted(out, key=lambda t: (-round(t[1], 6), -t[0]))
+
+
+def solve(instruction: str = "sdot", cpu: str = "generic", decode: bool = False) -> DotBlockPlan:
     if instruction not in FAMILIES:
         raise KernelPlanError(f"no dot-family qdyn scale-block kernel for {instruction}")
+    if decode:
+        panels, _ = decode_candidates(instruction, cpu)[0]
+        return DotBlockPlan(instruction, 1, solve(instruction, cpu).hp * panels, cpu, panels)
     ep, hp, _ = candidates(instruction, cpu)[0]
     return DotBlockPlan(instruction, ep, hp, cpu)
 
@@ -224,13 +275,13 @@ def half_body(plan: DotBlockPlan, half: int) -> list[Insn]:
     if not f.pair:
         for i, reg in enumerate(plan.a_regs):
             code.append(_load(f"ldr q{reg}, [x0, #{half * plan.a_step_bytes() + 16 * i}]", reg,
-                              "x0", f"A k-step {i // (plan.ep // 4)}, rows "
-                                    f"{4 * (i % (plan.ep // 4))}-{4 * (i % (plan.ep // 4)) + 3}"))
+                              "x0", f"A words {4 * i}-{4 * i + 3} (k-step x {plan.ep} + row)"))
     b0 = half * plan.b_step_bytes()
     for g in range(2):
         for q in range(plan.cq):
-            p, lo = plan.b_packed(g, q), plan.b_low(g, q)
-            code.append(_load(f"ldr q{p}, [x1, #{b0 + 16 * (g * plan.cq + q)}]", p, "x1",
+            p, lo, ptr = plan.b_packed(g, q), plan.b_low(g, q), plan.b_pointer(q)
+            off = b0 + g * plan.b_step_bytes() // 2 + plan.b_offset(q)
+            code.append(_load(f"ldr q{p}, [{ptr}, #{off}]", p, ptr,
                               f"B columns {4 * q}-{4 * q + 3}, k {8 * g}-{8 * g + 7} as nibbles"))
             code.append(_v(f"shl v{lo}.16b, v{p}.16b, #4", f"16 x k {8 * g}-{8 * g + 3}",
                            (f"v{lo}",), (f"v{p}",)))
@@ -247,7 +298,8 @@ def half_body(plan: DotBlockPlan, half: int) -> list[Insn]:
             for q in range(plan.cq):
                 b = plan.b_packed(g, q) if hi else plan.b_low(g, q)
                 if not f.pair:
-                    a, lane = plan.a_regs[step * (plan.ep // 4) + r // 4], r % 4
+                    i, lane = plan.a_word(step, r)
+                    a = plan.a_regs[i]
                     acc = plan.acc(r, q)
                     code.append(Insn(f"sdot v{acc}.4s, v{b}.16b, v{a}.4b[{lane}]", "mac",
                                      defs=(f"v{acc}",), uses=(f"v{acc}", f"v{a}", f"v{b}"),
@@ -270,8 +322,14 @@ def body(plan: DotBlockPlan) -> list[Insn]:
     code = half_body(plan, 0) + half_body(plan, 1)
     if not plan.family.pair:                    # smlal family: A post-indexed
         code.append(_advance("x0", 2 * plan.a_step_bytes(), "A: next 32 k"))
-    code.append(_advance("x1", 2 * plan.b_step_bytes(), "B: next 32 k"))
+    code += [_advance(ptr, 2 * plan.b_step_bytes(), "B: next 32 k")
+             for ptr in pointers(plan)]
     return code
+
+
+def pointers(plan: DotBlockPlan) -> list[str]:
+    """The B streams, one per panel."""
+    return [plan.b_pointer(p * (plan.pc // 4)) for p in range(plan.panels)]
 
 
 def inner_body(plan: DotBlockPlan) -> list[Insn]:
@@ -317,10 +375,12 @@ def tail_body(plan: DotBlockPlan) -> list[Insn]:
     zp = free[2 * plan.cq:2 * plan.cq + plan.rp]
     # x1 has advanced past the 32 k: the block's scales, then the next block's sums
     for q, reg in enumerate(ws):
-        code.append(_load(f"ldr q{reg}, [x1, #{16 * q}]", reg, "x1",
+        ptr = plan.b_pointer(q)
+        code.append(_load(f"ldr q{reg}, [{ptr}, #{plan.b_offset(q)}]", reg, ptr,
                           f"block scales of columns {4 * q}-{4 * q + 3}"))
     for q, reg in enumerate(nxt):
-        code.append(_load(f"ldr q{reg}, [x1, #{plan.hp * 4 + 16 * q}]", reg, "x1",
+        ptr = plan.b_pointer(q)
+        code.append(_load(f"ldr q{reg}, [{ptr}, #{plan.pc * 4 + plan.b_offset(q)}]", reg, ptr,
                           f"16 x the next block's sums, columns {4 * q}-{4 * q + 3}"))
     code += row_zp(plan, zp)
     if f.pair:                                  # the block's totals, then its correction
@@ -352,8 +412,9 @@ def tail_body(plan: DotBlockPlan) -> list[Insn]:
                            (f"v{cur}",), (f"v{nxt[q]}",)))
     else:
         code += correction(plan, zp, nxt)
-    code += [_advance("x1", 2 * plan.hp * 4, "B: past the scales and the next block's sums"),
-             *block_loop_end()]
+    code += [_advance(ptr, 2 * plan.pc * 4, "B: past the scales and the next block's sums")
+             for ptr in pointers(plan)]
+    code += block_loop_end()
     return code
 
 
@@ -376,20 +437,27 @@ def prologue(plan: DotBlockPlan) -> list[Insn]:
     code = [i(f"ldr {KPAIRS_REG}, [x5, #{OFF['kpairs']}]", "32-k steps per block", "load"),
             i(f"ldr {ROWS_REG}, [x5, #{OFF['rows']}]", "row scales and -zp", "load"),
             i(f"movi v{plan.mask}.16b, #0xf0", "high-nibble mask")]
+    ptrs = pointers(plan)
+    if len(ptrs) > 1:
+        code.append(i(f"ldr {STRIDE_REG}, [x5, #{OFF['b_stride']}]",
+                      "bytes from one B panel to the next", "load"))
+        code += [i(f"add {ptr}, {ptrs[p - 1]}, {STRIDE_REG}", f"panel {p}")
+                 for p, ptr in enumerate(ptrs) if p > 0]
     code += [i(f"movi v{s}.4s, #0x80, lsl #24", "s = -0.0 (-0.0 + v_0 = v_0)")
              for s in plan.sum_regs]
     free = [v for v in plan.free_regs() if v not in plan.temps]
     sums = list(plan.sums_cur) if f.pair else free[:plan.cq]
     zp = free[plan.cq:plan.cq + plan.rp]
-    code += [i(f"ldr q{reg}, [x1, #{16 * q}]", f"16 x block 0's sums, columns {4*q}-{4*q+3}",
-               "load") for q, reg in enumerate(sums)]
+    code += [i(f"ldr q{reg}, [{plan.b_pointer(q)}, #{plan.b_offset(q)}]",
+               f"16 x block 0's sums, columns {4*q}-{4*q+3}", "load") for q, reg in enumerate(sums)]
     if f.pair:
         code += [i(f"movi v{a}.4s, #0", "pair sums = 0" if a == plan.acc_regs[0] else "")
                  for a in plan.acc_regs]
     else:
         code += [i(insn.text, insn.comment, insn.kind) for insn in row_zp(plan, zp)]
         code += [i(insn.text, insn.comment) for insn in correction(plan, zp, sums)]
-    code.append(i(f"add x1, x1, #{plan.hp * 4}", "B: block 0's k-steps"))
+    code += [i(f"add {ptr}, {ptr}, #{plan.pc * 4}", "B: block 0's k-steps" if p == 0 else "")
+             for p, ptr in enumerate(ptrs)]
     return code
 
 
@@ -404,16 +472,19 @@ def doc_lines(plan: DotBlockPlan) -> list[str]:
     mac = ("sdot by element (one row x 4 columns per accumulator)" if not f.pair else
            "ld1r (a row's 4 k, 4 times), smull / smull2 (int16 products) and sadalp into two "
            "pair-sum registers per row and quad, addp at the block's end")
+    panels = (f"{plan.panels} panels of {plan.pc} columns, args->b_stride bytes apart, each"
+              if plan.panels > 1 else f"one panel of {plan.hp} columns")
     return [
         f"  x0 a_packed  blocks * bl/4 k-steps of the sdot A layout ({plan.ep} rows x 4 int8, row "
         f"r's 4 k contiguous): {plan.ep * LP} bytes each.",
-        f"  x1 b_packed  one panel of {plan.hp} columns: int32 16*sum(qb) of block 0 per column, "
+        f"  x1 b_packed  {panels}: int32 16*sum(qb) of block 0 per column, "
         f"then per block: per 8 k and column quad 16 bytes (byte 4j + t: column j, k = t in the "
         f"low nibble, k = t + 4 in the high one), the block's fp32 column scales, the next "
         f"block's 16*sums (zeros after the last).",
         "  x2 blocks    scale blocks (>= 1); x3 c, x4 ldc_bytes: fp32 C tile.",
         "  x5 args      m_rem, n_rem, kpairs (bl / 32), rows (per row pair fp32x4 scale, then "
-        "int32x4 -zp, each as r0 r0 r1 r1), bias (hp fp32, -0.0f for none), cmin, cmax, clamp.",
+        "int32x4 -zp, each as r0 r0 r1 r1), bias (hp fp32, -0.0f for none), cmin, cmax, "
+        + ("b_stride, " if plan.panels > 1 else "") + "clamp.",
         f"Per block: shl #4 / and #0xf0 per packed register, {mac}; accumulators from -zp x 16 "
         f"sums; scvtf #4 (exactly (float)acc), v = wscale * (float)acc, s = s + v; after the "
         f"last block y = scale[m] * s (tilesmith.h's block order).",
@@ -440,7 +511,10 @@ def emit(plan: DotBlockPlan, prefix: str, inst_mode: str, env):
     saved = [f"d{r}" for r in range(8, 16) if r in used]
     args_offset, tile_offset, frame = ep_mod.frame_layout(frame_bytes(saved), tplan)
     layout = (f"hp*4 + blocks * (bl/16 * {plan.b_step_bytes()} + hp*8) bytes per panel "
-              f"(per 8 k and column quad 16 bytes)")
+              f"(per 8 k and column quad 16 bytes)" if plan.panels == 1 else
+              f"{plan.panels} panels of {plan.pc} columns per call, args->b_stride apart, "
+              f"{plan.pc * 4} + blocks * (bl/16 * {plan.b_step_bytes()} + {plan.pc * 8}) bytes "
+              f"each (per 8 k and column quad 16 bytes)")
     doc = [w for line in doc_lines(plan)
            for w in textwrap.wrap(line, 96, subsequent_indent=" " * (15 if line[:2] == "  " else 0))]
     context = dict(
@@ -459,5 +533,6 @@ def emit(plan: DotBlockPlan, prefix: str, inst_mode: str, env):
             f"v{plan.sum_regs[0]}-v{plan.sum_regs[-1]}"))
     return render_kernel(env, inst_mode, context, plan.instruction, f.mnemonic, used, saved,
                          ep=plan.ep, hp=plan.hp, lp=LP, a_lp=LP, a_step_bytes=plan.ep * LP,
-                         b_step_bytes=plan.b_step_bytes(), blocked=True, panels=1, decode=False,
+                         b_step_bytes=plan.b_step_bytes(), blocked=True, panels=plan.panels,
+                         decode=plan.decode,
                          weights="s4", b_layout=layout)

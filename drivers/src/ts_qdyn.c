@@ -220,6 +220,14 @@ int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *
  * layout one value per column. */
 #define TS_Q4_LP 16
 
+/* Panels per call of the decode kernel of an int4 handle kind (1 per channel: qdyn[2];
+ * 0 scale blocks: qdyn[4]), 1 when the path has none: the handle's panel count is a multiple. */
+static size_t decode_group(const ts_path *path, size_t kind)
+{
+    const ts_qdyn_kernel *decode = &path->qdyn[kind == 1 ? 2 : 4];
+    return decode->kernel != NULL ? decode->panels : 1;
+}
+
 /* Column c's 4-byte value into a per-column array: at 4 c, or (twice) at both places of its
  * column pair's (c0 c1 c0 c1). */
 static void q4_column(unsigned char *dst, size_t c, size_t twice, const void *value)
@@ -250,6 +258,15 @@ static void q4_sums(unsigned char *dst, const uint8_t *B, size_t ldb, size_t N, 
         s *= 16;                     /* |s| <= 16 * 8 * block: fits (block <= qdyn.max_bl) */
         q4_column(dst, c, twice, &s);
     }
+}
+
+/* The panels of an int4 scale-block handle of N columns on path: hp = qdyn[0].hp each, rounded
+ * up to a multiple of the decode kernel's panels per call (qdyn[4], which reads the same
+ * layout; the extra panels are zero). */
+static size_t q4_panels(const ts_path *path, size_t N)
+{
+    const size_t hp = path->qdyn[0].hp, group = decode_group(path, 4);
+    return ((N + hp - 1) / hp + group - 1) / group * group;
 }
 
 /* A handle of `panels` panels of `panel_bytes` for one of the fused qdyn kernels: header and
@@ -287,7 +304,7 @@ static int pack_q4(const ts_path *path, const ts_qdyn_kernel *kernel, size_t N, 
 {
     const size_t hp = kernel->hp, blocks = K / block;
     const size_t kb = (block + 31) / 32 * 2;                   /* k-steps of 16 per block */
-    const size_t panels = N / hp + (N % hp != 0);
+    const size_t panels = q4_panels(path, N);
     const size_t twice = kernel->lp == 8 ? 2 : 1;              /* the smmla 2x2 tiles' pairs */
     const size_t column_bytes = hp * 4 * twice;                /* one per-column array */
     size_t per_block, panel_bytes;
@@ -384,6 +401,8 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
  * sum w[c1] + 16 sum w[c3], scales, then bytes 0-7 k = 0..7 of (c0, c2), bytes 8-15 of (c1, c3).
  * Columns past N are weight 0 (low nibble 8). The panel count is rounded up to a multiple of
  * the decode kernel's panels per call. */
+/* Columns per handle panel of a fused kernel (hp / panels: the per-channel panel of pc columns;
+ * the scale-block kernels, kind 0 and its decode kernel: qdyn[0].hp) */
 static size_t rl_columns(const ts_qdyn_kernel *kern)
 {
     return kern->hp / kern->panels;
@@ -400,7 +419,7 @@ static int pack_rl(const ts_path *path, size_t N, size_t K, const uint8_t *B, si
     const ts_qdyn_kernel *kern = &path->qdyn[1];
     const size_t pc = rl_columns(kern), half = pc / 2, lp = rl_lp(kern);
     const size_t kpad = (K + 31) / 32 * 32;
-    const size_t group = path->qdyn[2].kernel != NULL ? path->qdyn[2].panels : 1;
+    const size_t group = decode_group(path, 1);
     size_t panels = (N + pc - 1) / pc, panel_bytes;
     ts_packed_b *b;
     panels = (panels + group - 1) / group * group;
@@ -813,11 +832,11 @@ static TS_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *
     /* one kernel call per step handle panels (hp columns): the call count first, then only the
      * pointers step (the loop runs once per tile, 4096 times for a 512^3 GEMM, its values in
      * callee-saved registers across the calls) */
-    const size_t step = rl ? kern->panels : 1;     /* handle panels per call */
+    const size_t step = kern->panels;              /* handle panels per call */
     const size_t N = b->N, blocks = b->blocks, ldc_bytes = ldc * sizeof(float);
     const size_t b_step = step * b->panel_bytes;
     const ts_qdyn_kernel_fn kernel = kern->kernel;
-    const size_t n0 = p_begin * (rl ? rl_columns(kern) : hp);
+    const size_t n0 = p_begin * rl_columns(kern);
     if (p_begin >= p_end || n0 >= N)
         return;
     size_t calls = (p_end - p_begin + step - 1) / step, left = N - n0;
@@ -840,12 +859,14 @@ static TS_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *
     kernel(a_panel, bp, blocks, c, ldc_bytes, &args);
 }
 
-/* The kernel that runs M rows of a handle packed for b->qdyn: the per-channel int4 decode
- * kernel for M <= 4 (in passes of its ep rows), else the handle's own. */
+/* The kernel that runs M rows of a handle packed for b->qdyn: the int4 decode kernel of its
+ * kind (per channel: qdyn[2]; scale blocks: qdyn[4]; the same packed layout) for M <= 4 (in
+ * passes of its ep rows), else the handle's own. */
 static const ts_qdyn_kernel *fused_kernel(const ts_packed_b *b, size_t M)
 {
-    const ts_qdyn_kernel *decode = &b->path->qdyn[2];
-    return b->qdyn == &b->path->qdyn[1] && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
+    const ts_qdyn_kernel *q = b->path->qdyn;
+    const ts_qdyn_kernel *decode = b->qdyn == &q[1] ? &q[2] : b->qdyn == &q[0] ? &q[4] : NULL;
+    return decode != NULL && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
 }
 
 /* The A panel's k-steps of kern->lp k (the k per k-step of the kernel's int8 A panel: 8 for
@@ -912,7 +933,7 @@ static void fused_task(const qdyn_call *c, size_t t)
     const ts_packed_b *b = c->b;
     const ts_qdyn_kernel *kern = fused_kernel(b, c->M);
     const size_t ep = kern->ep;
-    const size_t step = is_rl(b->path, kern) ? kern->panels : 1, groups = b->panels / step;
+    const size_t step = kern->panels, groups = b->panels / step;
     unsigned char *scratch = c->scratch + t * c->task_bytes, *a_panel = scratch;
     void *row_data = scratch + c->a_panel_bytes;
     float *bias_pad = (float *)(scratch + c->a_panel_bytes + 24 * ep);
@@ -1029,7 +1050,7 @@ static int fused_call_bytes(const ts_context *ctx, const ts_packed_b *b, size_t 
                             size_t *out)
 {
     const ts_qdyn_kernel *kern = fused_kernel(b, M);
-    const size_t step = is_rl(b->path, kern) ? kern->panels : 1;
+    const size_t step = kern->panels;
     ts_gemm_grid((M + kern->ep - 1) / kern->ep, b->panels / step, ts_context_threads(ctx),
                  m_tasks, n_tasks);
     return fused_task_bytes(b, kern, a_panel, per_task)
@@ -1054,9 +1075,10 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
         most = bytes > most ? bytes : most;
         for (size_t kind = 0; paths[i].qdyn != NULL && kind < TS_QDYN_KINDS; ++kind) {
             /* a fused-kernel handle of this path (int4 scale blocks or per channel, int8 per
-             * channel), as pack_q4 / pack_rl / pack_q8 would shape it (kind 2: kind 1's) */
+             * channel), as pack_q4 / pack_rl / pack_q8 would shape it (kinds 2 and 4:
+             * the layouts of 1 and 0) */
             const ts_qdyn_kernel *q = &paths[i].qdyn[kind];
-            if (q->kernel == NULL || kind == 2)
+            if (q->kernel == NULL || kind == 2 || kind == 4)
                 continue;
             ts_packed_b view;
             memset(&view, 0, sizeof view);
@@ -1066,9 +1088,9 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
             view.N = N;
             if (kind != 1) {
                 view.ksteps = (K + 31) / 32 * 2;
-                view.panels = N / q->hp + (N % q->hp != 0);
+                view.panels = kind == 0 ? q4_panels(&paths[i], N) : N / q->hp + (N % q->hp != 0);
             } else {
-                size_t group = paths[i].qdyn[2].kernel != NULL ? paths[i].qdyn[2].panels : 1;
+                size_t group = decode_group(&paths[i], 1);
                 size_t pc = rl_columns(q);
                 view.ksteps = (K + 31) / 32 * 32 / rl_lp(q);
                 view.panels = ((N + pc - 1) / pc + group - 1) / group * group;

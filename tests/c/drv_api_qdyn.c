@@ -757,6 +757,14 @@ int main(int argc, char **argv)
         run_case(4, 0, 1, 67, 4100, 1, 1); ++cases;
         run_case(4, 0, 3, 45, 2048, 0, 0); ++cases;
         run_case(4, 0, 11, 19, 1000, 1, 0); ++cases;
+        /* the sdot scale-block decode kernel (M <= 4, one row per pass over several of the
+         * 8 x 4 kernel's panels): K = bl up to thousands, odd N with a partial last panel
+         * group, N = 1, blocks of 32..128 */
+        run_case(4, 32, 1, 41, 4096, 1, 1); ++cases;
+        run_case(4, 64, 3, 23, 2048, 0, 0); ++cases;
+        run_case(4, 128, 4, 61, 1024, 1, 2); ++cases;
+        run_case(4, 32, 2, 1, 32, 0, 1); ++cases;
+        run_case(4, 96, 1, 107, 2976, 1, 0); ++cases;
         test_quant_pack();
         test_quant_preclamp();
         test_quant_rounding_modes();
