@@ -212,12 +212,13 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # kernel, int4 and int8 weights; their own manifest list (another contract: scale blocks,
     # the qdyn argument block).
     built = {i.name for i in kernels_for(arch, cpu)}
-    # Per instruction of the qdyn chain: scale blocks (gen.qdyn4: smmla; gen.qdyn4_dot: sdot,
-    # smlal; sdot also its decode kernel), then per channel
+    # Per instruction of the qdyn chain: scale blocks, prefill and decode (gen.qdyn4: smmla;
+    # gen.qdyn4_dot: sdot, smlal (no decode kernel)), then per channel
     # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode, then int8 weights (gen.qdyn4
     # weights="s8": smmla).
     qdyn = [k for name in qdyn4_rl.QDYN4_RL_INSTRUCTIONS if name in built
-            for k in ([qdyn4.emit(qdyn4.solve(name, cpu), prefix, inst, env)]
+            for k in ([qdyn4.emit(qdyn4.solve(name, cpu, decode=decode), prefix, inst, env)
+                       for decode in (False, True)]
                       if name in qdyn4.QDYN4_INSTRUCTIONS else
                       [qdyn4_dot.emit(qdyn4_dot.solve(name, cpu, decode), prefix, inst, env)
                        for decode in (False, True)[:1 + (name in qdyn4_dot.DECODE_INSTRUCTIONS)]])

@@ -78,6 +78,8 @@ ARGS_FIELDS = (
 )
 OFF = {name: off for name, off, _, _ in ARGS_FIELDS}
 ROWS_REG, KPAIRS_REG, COUNT_REG = "x6", "x7", "x8"
+STRIDE_REG = "x16"      # args->b_stride in the decode kernel's prologue
+MAX_PANELS = 7          # decode: B streams x1, x9-x14
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,21 @@ class Qdyn4Plan:
     hp: int
     cpu: str = "generic"
     weights: str = "s4"           # "s4": int4 scale blocks; "s8": int8, one block (per channel)
+    decode: bool = False          # int4 decode kernel: one row pair, `panels` panels per call
+    panels: int = 1               # B panels per call (of the prefill kernel's hp), b_stride apart
+
+    @property
+    def pc(self) -> int:          # columns per B panel
+        return self.hp // self.panels
+
+    def b_pointer(self, c) -> str:
+        """Column pair c's B stream: x1 for panel 0, x9.. for the next panels (decode)."""
+        p = c // (self.pc // 2)
+        return "x1" if p == 0 else f"x{8 + p}"
+
+    def b_offset(self, c) -> int:
+        """Column pair c's byte offset within its panel's k-step or paired column array."""
+        return 16 * (c % (self.pc // 2))
 
     @property
     def blocked(self) -> bool:    # a loop over scale blocks (int4 per channel: gen/qdyn4_rl.py)
@@ -153,8 +170,8 @@ class Qdyn4Plan:
     def a_step_bytes(self):
         return self.ep * LP
 
-    def b_step_bytes(self):
-        return self.hp * LP // (2 if self.int4 else 1)
+    def b_step_bytes(self):       # per k-step and panel
+        return self.pc * LP // (2 if self.int4 else 1)
 
     def tile_plan(self) -> TilePlan:
         """A gen.plan view for the shared store helpers: the fp32 sums as the 2x2 tiles."""
@@ -177,8 +194,9 @@ def registers_needed(ep: int, hp: int, weights: str = "s4") -> int:
     return max(n + 2 * rp + 2 * cp + 1, n + 1 + rp + 2 * cp)
 
 
-def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4") -> dict:
-    """Instructions of one scale block of `bl` k for an ep x hp tile (the kernel's own mix)."""
+def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4", panels: int = 1) -> dict:
+    """Instructions of one scale block of `bl` k for an ep x hp tile (the kernel's own mix),
+    its B in `panels` streams (a pointer add each per two k-steps and per block)."""
     rp, cp, steps = ep // 2, hp // 2, bl // LP
     n = rp * cp
     if weights == "s8":                              # per channel: bl = K
@@ -189,13 +207,14 @@ def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4") -> dict:
     return dict(mac=2 * n * steps, unpack=2 * cp * steps,
                 epilogue=4 * n,                      # mul, scvtf, fmul v, fadd
                 loads=(2 * rp + cp) * steps + 2 * rp + 2 * cp,
-                alu=2 * (steps // 2) + 2 + 2 * cp)   # pointer adds, subs / branch
+                alu=(1 + panels) * (steps // 2) + 1 + panels + 2 * cp)  # pointer adds, subs / branch
 
 
-def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32, weights: str = "s4") -> float:
+def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32, weights: str = "s4",
+                 panels: int = 1) -> float:
     """Modeled cycles per block: the busiest of the MAC/vector pipes, the load pipes and issue,
     and the MAC latency (each accumulator's chain of MACs)."""
-    c = block_counts(ep, hp, bl, weights)
+    c = block_counts(ep, hp, bl, weights, panels)
     vector = c["mac"] + c["unpack"] + c["epilogue"]
     # every vector operation shares the MAC pipes: N2 / V1 (V pipes) and Cortex-A510 alike
     # (llvm-mca-19: scvtf, fmul, fadd and mul .4s on the A510's two SIMD ALUs with smmla; only
@@ -230,9 +249,31 @@ def candidates(instruction: str = "smmla", cpu: str = "generic", weights: str = 
                                       -t[0], t[1]))
 
 
-def solve(instruction: str = "smmla", cpu: str = "generic", weights: str = "s4") -> Qdyn4Plan:
+def decode_candidates(instruction: str = "smmla", cpu: str = "generic") -> list:
+    """The int4 scale-block decode kernel (one row pair: M <= 2 per pass): (panels, worst
+    modeled int4 weight bytes per cycle at bl = 32) of each count of the prefill kernel's
+    panels (its hp columns each: the same handle) that fits the 32 registers, best first
+    (ties: more panels, fewer calls per row pair)."""
+    pc = solve(instruction, cpu).hp
+    cores = covered_cores(INSTRUCTIONS[instruction], cpu)
+    out = []
+    for panels in range(1, MAX_PANELS + 1):
+        hp = pc * panels
+        if registers_needed(2, hp) > 32:
+            break
+        worst = min(hp * 16 / block_cycles(2, hp, core, 32, "s4", panels) for core in cores)
+        out.append((panels, worst))
+    return sorted(out, key=lambda t: (-round(t[1], 6), -t[0]))
+
+
+def solve(instruction: str = "smmla", cpu: str = "generic", weights: str = "s4",
+          decode: bool = False) -> Qdyn4Plan:
     if instruction not in QDYN4_INSTRUCTIONS:
         raise KernelPlanError(f"no qdyn int4 kernel for {instruction} yet")
+    if decode:
+        panels, _ = decode_candidates(instruction, cpu)[0]
+        return Qdyn4Plan(instruction, 2, solve(instruction, cpu).hp * panels, cpu, "s4", True,
+                         panels)
     ep, hp, _ = candidates(instruction, cpu, weights)[0]
     return Qdyn4Plan(instruction, ep, hp, cpu, weights)
 
@@ -263,7 +304,8 @@ def k_step(plan: Qdyn4Plan, step: int) -> list[Insn]:
                                   reg, "x1", f"B columns {2 * c}-{2 * c + 1}, "
                                              f"k {8 * half}-{8 * half + 7}"))
     for c, reg in enumerate(plan.b_packed if plan.int4 else ()):
-        code.append(_load(f"ldr q{reg}, [x1, #{b0 + 16 * c}]", reg, "x1",
+        ptr = plan.b_pointer(c)
+        code.append(_load(f"ldr q{reg}, [{ptr}, #{b0 + plan.b_offset(c)}]", reg, ptr,
                           f"B columns {2 * c}-{2 * c + 1}, 16 k as nibbles"))
     for c in range(plan.cp if plan.int4 else 0):
         p, lo = plan.b_packed[c], plan.b_low[c]
@@ -415,9 +457,10 @@ def inner_body(plan: Qdyn4Plan) -> list[Insn]:
         return rotated_steps(plan, last=False, steps=LD1_STEPS) + _loop_end(LD1_STEPS, "hs",
                                                                            "K_INNER")
     code = k_step(plan, 0) + k_step(plan, 1)
-    code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next two k-steps"),
-             _advance("x1", 2 * plan.b_step_bytes(), "B: next two k-steps"),
-             Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
+    code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next two k-steps")]
+    code += [_advance(ptr, 2 * plan.b_step_bytes(), "B: next two k-steps")
+             for ptr in b_pointers(plan)]
+    code += [Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu", defs=(COUNT_REG, "nzcv"),
                   uses=(COUNT_REG,)),
              Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
     return code
@@ -459,6 +502,22 @@ def loop_rem(plan: Qdyn4Plan) -> list[Insn]:
             ep_mod._i("b.eq K_TAIL", "none: the tail")]
 
 
+def b_pointers(plan: Qdyn4Plan) -> list[str]:
+    """The B streams, one per panel (x1, then x9..: the decode kernel's further panels)."""
+    return [plan.b_pointer(p * (plan.pc // 2)) for p in range(plan.panels)]
+
+
+def pointer_setup(plan: Qdyn4Plan) -> list[Insn]:
+    """Decode: panel p's pointer = panel p - 1's + args->b_stride."""
+    ptrs = b_pointers(plan)
+    if len(ptrs) == 1:
+        return []
+    return ([ep_mod._i(f"ldr {STRIDE_REG}, [x5, #{OFF['b_stride']}]",
+                       "bytes from one B panel to the next", "load")]
+            + [ep_mod._i(f"add {ptr}, {ptrs[p - 1]}, {STRIDE_REG}", f"panel {p}")
+               for p, ptr in enumerate(ptrs) if p > 0])
+
+
 def column_bytes(plan: Qdyn4Plan) -> int:
     """Bytes of one per-column array (scales, block sums) in a panel: each column pair twice,
     (c0 c1 c0 c1) per 16 bytes, the 2x2 tile layout that one `ldr q` loads at an immediate
@@ -467,17 +526,20 @@ def column_bytes(plan: Qdyn4Plan) -> int:
     L and V micro-ops; llvm-mca-19 likewise), plus an integer `add` for its address (no
     immediate offset): int4 scale blocks, the 8x4 tail per 32-k block 38.1 -> 36.1 cycles on
     N2, 19.1 -> 18.1 on V1; int8 per channel (once per tile: the correction's sums and the
-    tail's scales) 8 `add` and 8 `ld1r` -> 8 `ldr q`."""
-    return plan.hp * 8
+    tail's scales) 8 `add` and 8 `ld1r` -> 8 `ldr q`. Per panel: a decode kernel's panels
+    each have their own."""
+    return plan.pc * 8
 
 
 def column_loads(plan: Qdyn4Plan, offset: int, regs, what: str,
                  base: str = "x1") -> list[Insn]:
     """Each column pair's values as (c0 c1 c0 c1), the 2x2 tile layout: one `ldr q` per pair
-    from the panel's paired array at base + offset (column_bytes)."""
-    return [_load(f"ldr q{reg}, [{base}, #{offset + 16 * c}]", reg, base,
+    from its panel's paired array at offset (column_bytes) — from the pair's own B stream for
+    base x1 (a decode kernel has one per panel), else from base."""
+    return [_load(f"ldr q{reg}, [{ptr}, #{offset + plan.b_offset(c)}]", reg, ptr,
                   f"{what} of columns {2 * c}-{2 * c + 1}, twice")
-            for c, reg in enumerate(regs)]
+            for c, reg in enumerate(regs)
+            for ptr in (plan.b_pointer(c) if base == "x1" else base,)]
 
 
 def correction(plan: Qdyn4Plan, bsum_offset: int, zp_regs, bsum_regs) -> list[Insn]:
@@ -580,8 +642,9 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
         return code
     code += correction(plan, ws_offset + column_bytes(plan), zp, bsum)
     code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next block"),
-             _advance("x1", 2 * plan.b_step_bytes() + 2 * column_bytes(plan),
-                      "B: past the scales and the next block's sums"),
+             *[_advance(ptr, 2 * plan.b_step_bytes() + 2 * column_bytes(plan),
+                        "B: past the scales and the next block's sums")
+               for ptr in b_pointers(plan)],
              *block_loop_end()]
     return code
 
@@ -710,7 +773,9 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
                 + [i for i in setup if i.kind == "load"]
                 + [i for i in corr if i.kind != "load"])
     code += [i for i in correction(plan, 0, zp, bsum)]
-    code.append(ep_mod._i(f"add x1, x1, #{column_bytes(plan)}", "B: block 0's k-steps"))
+    code += [ep_mod._i(f"add {ptr}, {ptr}, #{column_bytes(plan)}",
+                       "B: block 0's k-steps" if p == 0 else "")
+             for p, ptr in enumerate(b_pointers(plan))]
     return code
 
 
@@ -724,6 +789,10 @@ def panel_bytes_formula(plan: Qdyn4Plan) -> str:
     if not plan.int4:
         return (f"hp*8 + kb * {plan.b_step_bytes()} + hp*16 bytes per panel "
                 f"(kb = K/16 k-steps, K padded to 32)")
+    if plan.panels > 1:
+        return (f"{plan.panels} panels of {plan.pc} columns per call, args->b_stride apart, "
+                f"{plan.pc * 8} + blocks * (kb * {plan.b_step_bytes()} + {plan.pc * 16}) bytes "
+                f"each (kb = bl/16 k-steps, even; scales and sums per column pair twice)")
     return (f"hp*8 + blocks * (kb * {plan.b_step_bytes()} + hp*16) bytes per panel "
             f"(kb = bl/16 k-steps, even; scales and sums per column pair twice)")
 
@@ -781,8 +850,9 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         panel=panel_bytes_formula(plan))
     return render_kernel(env, inst_mode, context, plan.instruction, inst.mnemonic, used, saved,
                          ep=plan.ep, hp=plan.hp, lp=LP, a_lp=8, a_step_bytes=plan.a_step_bytes(),
-                         b_step_bytes=plan.b_step_bytes(), blocked=plan.blocked, panels=1,
-                         decode=False, weights=plan.weights, b_layout=panel_bytes_formula(plan))
+                         b_step_bytes=plan.b_step_bytes(), blocked=plan.blocked,
+                         panels=plan.panels, decode=plan.decode, weights=plan.weights,
+                         b_layout=panel_bytes_formula(plan))
 
 
 def render_kernel(env, inst_mode: str, context: dict, instruction: str, mnemonic: str,

@@ -74,14 +74,11 @@ class DotBlockPlan:
     ep: int
     hp: int
     cpu: str = "generic"
-    panels: int = 1             # B panels per call (decode: the prefill kernel's), b_stride apart
+    decode: bool = False        # the decode kernel: one row, `panels` panels per call
+    panels: int = 1             # B panels per call (of the prefill kernel's hp), b_stride apart
     weights = "s4"
     blocked = True
     int4 = True
-
-    @property
-    def decode(self) -> bool:     # the decode kernel: one row, `panels` panels of the handle
-        return self.panels > 1 or self.ep < 4
 
     @property
     def pc(self) -> int:          # columns per B panel
@@ -262,7 +259,8 @@ def solve(instruction: str = "sdot", cpu: str = "generic", decode: bool = False)
         raise KernelPlanError(f"no dot-family qdyn scale-block kernel for {instruction}")
     if decode:
         panels, _ = decode_candidates(instruction, cpu)[0]
-        return DotBlockPlan(instruction, 1, solve(instruction, cpu).hp * panels, cpu, panels)
+        return DotBlockPlan(instruction, 1, solve(instruction, cpu).hp * panels, cpu, True,
+                            panels)
     ep, hp, _ = candidates(instruction, cpu)[0]
     return DotBlockPlan(instruction, ep, hp, cpu)
 
@@ -275,7 +273,7 @@ def half_body(plan: DotBlockPlan, half: int) -> list[Insn]:
     if not f.pair:
         for i, reg in enumerate(plan.a_regs):
             code.append(_load(f"ldr q{reg}, [x0, #{half * plan.a_step_bytes() + 16 * i}]", reg,
-                              "x0", f"A words {4 * i}-{4 * i + 3} (k-step x {plan.ep} + row)"))
+                              "x0", a_comment(plan, i)))
     b0 = half * plan.b_step_bytes()
     for g in range(2):
         for q in range(plan.cq):
@@ -316,6 +314,14 @@ def half_body(plan: DotBlockPlan, half: int) -> list[Insn]:
                     code.append(Insn(f"sadalp v{acc}.4s, v{tmp}.8h", "mac", defs=(f"v{acc}",),
                                      uses=(f"v{acc}", f"v{tmp}"), instruction=f.mac))
     return code
+
+
+def a_comment(plan: DotBlockPlan, i: int) -> str:
+    """What A register i of a half body holds (words 4i..4i+3, plan.a_word)."""
+    step, row = divmod(4 * i, plan.ep)
+    if plan.ep >= 4:
+        return f"A k-step {step}, rows {row}-{row + 3}"
+    return f"A k-steps {step}-{(4 * i + 3) // plan.ep}" + (f", rows 0-{plan.ep - 1}" if plan.ep > 1 else "")
 
 
 def body(plan: DotBlockPlan) -> list[Insn]:
