@@ -283,8 +283,9 @@ def test_args_layout_agrees_with_the_drivers_header():
 def test_manifest_and_header_name_both_kernels(outputs):
     out, manifest = outputs("v86")
     q = manifest["qdyn_kernels"]
-    assert [(k["symbol"], k["blocked"], k["decode"]) for k in q[:4]] == [
+    assert [(k["symbol"], k["blocked"], k["decode"]) for k in q[:5]] == [
         ("ts_gemm_s8s4f32_smmla_8x4x16", True, False),
+        ("ts_gemm_s8s4f32_smmla_2x12x16", True, True),
         ("ts_gemm_s8s4f32_smmla_16x4x8_pc", False, False),
         ("ts_gemm_s8s4f32_smmla_2x28x8_pc", False, True),
         ("ts_gemm_s8s8f32_smmla_8x8x16", False, False)]
@@ -298,6 +299,7 @@ def test_manifest_and_header_name_both_kernels(outputs):
     assert [(k["symbol"], k["instruction"], k["blocked"], k["decode"])
             for k in outputs("v82")[1]["qdyn_kernels"]] == [
         ("ts_gemm_s8s4f32_sdot_8x4x4", "sdot", True, False),
+        ("ts_gemm_s8s4f32_sdot_1x20x4", "sdot", True, True),
         ("ts_gemm_s8s4f32_sdot_8x8x4_pc", "sdot", False, False),
         ("ts_gemm_s8s4f32_sdot_1x32x4_pc", "sdot", False, True),
         ("ts_gemm_s8s4f32_sadalp_4x4x4", "smlal", True, False),
@@ -305,8 +307,12 @@ def test_manifest_and_header_name_both_kernels(outputs):
         ("ts_gemm_s8s4f32_sadalp_1x8x4_pc", "smlal", False, True)]
     assert [k["instruction"] for k in outputs("v8")[1]["qdyn_kernels"]] == ["smlal"] * 3
     # the A k-step each kernel's int8 panel has (dispatch table ts_qdyn_kernel.lp)
-    assert [k["a_lp"] for k in q] == [8, 8, 8, 8, 4, 4, 4, 4, 4, 4]
-    assert [k["symbol"] for k in q[4:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
+    assert [k["a_lp"] for k in q] == [8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4]
+    assert [k["symbol"] for k in q[5:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
+    # the decode kernels read `panels` of their prefill kernel's panels (dispatch: qdyn kind 4)
+    panels = {k["symbol"]: (k["panels"], k["hp"]) for k in q}
+    assert panels["ts_gemm_s8s4f32_smmla_2x12x16"] == (3, 12)
+    assert panels["ts_gemm_s8s4f32_sdot_1x20x4"] == (5, 20)
 
 
 @pytest.mark.parametrize("inst", ["auto", "never", "always"])
@@ -474,3 +480,52 @@ def test_rl_smmla_rotated_loop():
         assert not any(i.text.startswith(("add ", "subs ")) for i in body[first_mac:])
         assert sum(i.kind == "mac" for i in body) == 32
         assert sum(i.kind == "load" for i in body) == loads
+
+
+# ---- the scale-block decode kernels (gen/qdyn4.py smmla, gen/qdyn4_dot.py sdot) ---------------
+DECODE = [(qdyn4, "smmla", 2, 3), (qdyn4_dot, "sdot", 1, 5)]
+
+
+def panel_loads(body, pointers):
+    """{panel: sorted byte offsets} of the B loads (ldr q from a panel pointer)."""
+    out = {}
+    for i in body:
+        m = re.match(r"ldr q\d+, \[(x\d+), #(\d+)\]", i.text)
+        if m and m.group(1) in pointers:
+            out.setdefault(pointers.index(m.group(1)), []).append(int(m.group(2)))
+    return {p: sorted(v) for p, v in out.items()}
+
+
+@pytest.mark.parametrize("mod,name,ep,panels", DECODE)
+def test_scale_block_decode_reads_the_prefill_panels(mod, name, ep, panels):
+    """The decode kernel is one row (pair) over `panels` of the prefill kernel's panels: its
+    prologue chains the panel pointers by args->b_stride; per panel its block tail and inner
+    body read the bytes the prefill kernel reads from its one panel (the same handle) and
+    advance each pointer as the prefill advances x1; its fp32 steps are the header's order."""
+    pre, plan = mod.solve(name), mod.solve(name, decode=True)
+    assert (plan.ep, plan.panels, plan.pc, plan.decode) == (ep, panels, pre.hp, True)
+    assert not pre.decode and pre.panels == 1
+    best = mod.decode_candidates(name)
+    assert best[0][0] == panels and all(best[0][1] >= w for _, w in best)
+    pro = [i.text for i in mod.prologue(plan)]
+    ptrs = ["x1"] + [f"x{8 + p}" for p in range(1, panels)]
+    stride = f"x16"
+    assert f"ldr {stride}, [x5, #{qdyn4.OFF['b_stride']}]" in pro
+    for p in range(1, panels):
+        assert f"add {ptrs[p]}, {ptrs[p - 1]}, {stride}" in pro
+    for body in (mod.tail_body, mod.inner_body):
+        want = panel_loads(body(pre), ["x1"])[0]
+        got = panel_loads(body(plan), ptrs)
+        assert got == {p: want for p in range(panels)}
+        adds = {re.match(r"add (x1), \1, #(\d+)", i.text).group(2)
+                for i in body(pre) if re.match(r"add x1, x1, #", i.text)}
+        for ptr in ptrs:
+            assert {re.match(rf"add {ptr}, {ptr}, #(\d+)", i.text).group(1)
+                    for i in body(plan) if re.match(rf"add {ptr}, {ptr}, #", i.text)} == adds
+        check_same_dependencies(body(plan), schedule_loop(body(plan), "generic"))
+    ops = [i.text for i in mod.tail_body(plan) if i.text.startswith(("scvtf", "fmul", "fadd"))]
+    assert len(ops) == 3 * len(plan.sum_regs)
+    for j in range(0, len(ops), 3):
+        acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s, #4$", ops[j]).group(1)
+        assert re.match(rf"fmul {acc}\.4s, {acc}\.4s, v\d+\.4s$", ops[j + 1])
+        assert re.match(rf"fadd (v\d+)\.4s, \1\.4s, {acc}\.4s$", ops[j + 2])
