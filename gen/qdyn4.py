@@ -72,7 +72,7 @@ ARGS_FIELDS = (
     ("bias", 32, "const float *", "hp fp32 (rounded up to 4): bias, or -0.0f for none"),
     ("cmin", 40, "float", "clamp: x < cmin -> cmin, then x > cmax -> cmax (NaN kept)"),
     ("cmax", 44, "float", ""),
-    ("b_stride", 48, "size_t", "per-channel kernels: bytes from one B panel to the next"),
+    ("b_stride", 48, "size_t", "decode, per-channel kernels: bytes between B panels"),
     ("clamp", 56, "size_t", "0: cmin = -Inf and cmax = +Inf (the clamp changes nothing: "
                             "skipped)"),
 )

@@ -85,7 +85,7 @@ typedef struct ts_qdyn_args {
     const float *bias;            /* 32: hp fp32 (rounded up to 4): bias, or -0.0f for none */
     float cmin;                   /* 40: clamp: x < cmin -> cmin, then x > cmax -> cmax */
     float cmax;                   /* 44 */
-    size_t b_stride;              /* 48: per-channel kernels: bytes from one B panel to the next */
+    size_t b_stride;              /* 48: decode, per-channel kernels: bytes between B panels */
     size_t clamp;                 /* 56: 0: cmin = -Inf and cmax = +Inf (the clamp changes
                                            nothing: skipped) */
 } ts_qdyn_args;
@@ -97,8 +97,9 @@ typedef struct {
     ts_qdyn_kernel_fn kernel;
     size_t ep, hp;
     size_t max_bl;             /* longest scale block (16 * block sum fits int32) */
-    size_t panels;             /* per-channel kernels: B panels per call (of hp / panels columns:
-                                  4 for smmla, 8 for sdot and the Armv8.0 kernels) */
+    size_t panels;             /* B panels per call, of hp / panels columns (> 1 only for
+                                  decode kernels; per channel: panels of 4 columns for smmla, 8
+                                  for sdot and the Armv8.0 kernels; scale blocks: kind 0's hp) */
     size_t lp;                 /* k per k-step of its int8 A panel: 8 (the smmla layout) or 4
                                   (the sdot layout: sdot and the Armv8.0 kernels) */
 } ts_qdyn_kernel;
