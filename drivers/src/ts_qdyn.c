@@ -11,8 +11,9 @@
  * are packed for it: int4 per channel (pack_rl) and int4 scale blocks (pack_q4) on every path
  * at 4 bits per weight, int8 per channel on i8mm as they are (pack_q8).
  * Per ep-row strip the rows are quantised straight into the kernel's A panel (or copied from a
- * ts_packed_a: strip_panel, ts_qdyn_lhs.c), and one kernel call per hp-column panel does
- * everything else: the int4 unpack, the zero-point correction, the per-block int32 sums, their
+ * ts_packed_a: strip_panel, ts_qdyn_lhs.c), and one kernel call per hp-column panel (for
+ * M <= 4 on int4 handles: the decode kernel's call per group of panels) does everything
+ * else: the int4 unpack, the zero-point correction, the per-block int32 sums, their
  * fp32 dequantisation in the header's order, bias and clamp (fused_strip). Everywhere else
  * (int8 weights on the dotprod / Armv8.0 paths, which have no such kernel yet; a block beyond
  * the kernels' bound, 65793 k) the weights are packed (int4 widened to

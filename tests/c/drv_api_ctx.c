@@ -744,6 +744,7 @@ int main(int argc, char **argv)
         run_qdyn(8, 0, 1, 1, 77, 64);      /* decode: N split */
         run_qdyn(4, 0, 0, 3, 50, 33);      /* int4 per channel, odd K */
         run_qdyn(4, 32, 1, 17, 29, 96);    /* int4 per block of 32 */
+        run_qdyn(4, 64, 0, 3, 61, 256);    /* its decode kernel (M <= 4): panel groups split */
         printf("mask=%u cases %zu runs %zu\n", mask, cases, runs);
     }
     printf("failures %d\n", failures);
