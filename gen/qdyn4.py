@@ -772,6 +772,7 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
                 + [i for i in corr if i.kind == "load" and i not in sums]
                 + [i for i in setup if i.kind == "load"]
                 + [i for i in corr if i.kind != "load"])
+    code += pointer_setup(plan)
     code += [i for i in correction(plan, 0, zp, bsum)]
     code += [ep_mod._i(f"add {ptr}, {ptr}, #{column_bytes(plan)}",
                        "B: block 0's k-steps" if p == 0 else "")
