@@ -324,7 +324,7 @@ def test_pack_nk_matches_transposed_kn_handle(arch, cpu, generated, harness):
                          ("f32", "bf16", "f16", "f16f32", "int8", "u8s8", "u8u32"))
 
 
-# ---- fp32 / bf16 bias + clamp: ts_gemm_{f32,bf16}_bias_clamp ------------------------------------
+# ---- fp32 / bf16 / fp16 -> fp32 bias + clamp: ts_gemm_{f32,bf16,f16f32}_bias_clamp --------------
 
 # odd shapes around the fp32 tiles (8x12, its 8x8 column tail, the 1x84 GEMV), K = 0 (with a
 # (-0, -0) clamp), K split into blocks on the generic (546 k-steps) and ooo (1213) blocks
@@ -334,8 +334,9 @@ BIAS_CLAMP_SHAPES = ("0,3,5", "1,1,1", "1,13,0", "8,12,0", "3,13,7", "2,31,9", "
 
 @pytest.mark.parametrize("arch,cpu", RUNS)
 def test_f32_bias_clamp_is_gemm_then_bias_then_clamp(arch, cpu, generated, harness):
-    """ts_gemm_f32_bias_clamp and ts_gemm_bf16_bias_clamp (plain, _ctx, prepacked from K x N and
-    N x K handles) return the bits of ts_gemm_f32 / ts_gemm_bf16 followed by fp32 add, FMAX, FMIN
+    """ts_gemm_f32_bias_clamp, ts_gemm_bf16_bias_clamp and ts_gemm_f16f32_bias_clamp (plain, _ctx,
+    prepacked from K x N and N x K handles) return the bits of ts_gemm_f32 / ts_gemm_bf16 /
+    ts_gemm_f16f32 (fmlal with FHM, else the fp32 fmla fallback) followed by fp32 add, FMAX, FMIN
     on every dispatch path: the fused
     _biasclamp kernels and the GEMV path's C epilogue alike; bad bounds and overlaps TS_EINVAL
     (tests/c/drv_api_bias_clamp.c)."""
@@ -344,6 +345,6 @@ def test_f32_bias_clamp_is_gemm_then_bias_then_clamp(arch, cpu, generated, harne
     proc = run_qemu(harness(arch, "drv_api_bias_clamp"), masks, *BIAS_CLAMP_SHAPES, cpu=cpu,
                     check=False)
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
-    # 6 cases per shape and type (f32, bf16)
-    assert f"shapes {2 * 6 * len(BIAS_CLAMP_SHAPES) * len(CPU_MASKS[cpu])}\n" in proc.stdout
-    check_dispatch_lines(proc.stdout, paths, cpu, ("f32", "bf16"))
+    # 6 cases per shape and type (f32, bf16, f16f32)
+    assert f"shapes {3 * 6 * len(BIAS_CLAMP_SHAPES) * len(CPU_MASKS[cpu])}\n" in proc.stdout
+    check_dispatch_lines(proc.stdout, paths, cpu, ("f32", "bf16", "f16f32"))

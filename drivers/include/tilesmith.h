@@ -117,6 +117,13 @@ int ts_gemm_f16(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
                 const uint16_t *B, size_t ldb, uint16_t *C, size_t ldc);
 int ts_gemm_f16f32(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
                    const uint16_t *B, size_t ldb, float *C, size_t ldc);
+/* ts_gemm_f32_bias_clamp's three steps (bias, FMAX, FMIN; its argument rules) on the
+ * ts_gemm_f16f32 result x (the same bits: the path's kernels, fused _biasclamp ones on the
+ * fmlal and SME fmopa paths, the fp32 fmla ones of the fallback without FHM). bias, cmin, cmax
+ * and C are fp32. */
+int ts_gemm_f16f32_bias_clamp(size_t M, size_t N, size_t K, const uint16_t *A, size_t lda,
+                              const uint16_t *B, size_t ldb, const float *bias, float cmin,
+                              float cmax, float *C, size_t ldc);
 
 /* ---- K bounds of the integer GEMMs (inclusive) -----------------------------------------
  * Integer results are exact: a call whose K lets the 32-bit accumulator of some output
@@ -317,6 +324,10 @@ int ts_gemm_f16_prepacked  (size_t M, const uint16_t *A, size_t lda, const ts_pa
                             uint16_t *C, size_t ldc);
 int ts_gemm_f16f32_prepacked(size_t M, const uint16_t *A, size_t lda, const ts_packed_b *B,
                              float *C, size_t ldc);
+/* ts_gemm_f16f32_bias_clamp with B a ts_pack_b_f16f32 / ts_pack_b_f16f32_nk handle */
+int ts_gemm_f16f32_bias_clamp_prepacked(size_t M, const uint16_t *A, size_t lda,
+                                        const ts_packed_b *B, const float *bias, float cmin,
+                                        float cmax, float *C, size_t ldc);
 int ts_gemm_s8s32_prepacked(size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
                             int32_t *C, size_t ldc);
 int ts_gemm_s8_prepacked   (size_t M, const int8_t *A, size_t lda, const ts_packed_b *B,
@@ -635,6 +646,14 @@ int ts_gemm_f16_prepacked_ctx   (const ts_context *ctx, size_t M, const uint16_t
                                  size_t lda, const ts_packed_b *B, uint16_t *C, size_t ldc);
 int ts_gemm_f16f32_prepacked_ctx(const ts_context *ctx, size_t M, const uint16_t *A,
                                  size_t lda, const ts_packed_b *B, float *C, size_t ldc);
+int ts_gemm_f16f32_bias_clamp_ctx(const ts_context *ctx, size_t M, size_t N, size_t K,
+                                  const uint16_t *A, size_t lda, const uint16_t *B, size_t ldb,
+                                  const float *bias, float cmin, float cmax, float *C,
+                                  size_t ldc);
+int ts_gemm_f16f32_bias_clamp_prepacked_ctx(const ts_context *ctx, size_t M,
+                                            const uint16_t *A, size_t lda,
+                                            const ts_packed_b *B, const float *bias,
+                                            float cmin, float cmax, float *C, size_t ldc);
 /* conv2d with a context: the workspace is checked, unlike the calls without _ctx (which take
  * ts_conv2d_s8_workspace_size(c) bytes on trust). Either a buffer of workspace_bytes, at least
  * ts_conv2d_s8_workspace_size_ctx(ctx, c) — with threads that is at least (often more than)

@@ -54,6 +54,7 @@ static const gemm_op OP_F16 = { TS_GEMM_F16, SIZE_MAX, OUT_F16 };
 static const gemm_op OP_F16F32 = { TS_GEMM_F16F32, SIZE_MAX, OUT_RAW };
 static const gemm_op OP_F32_BIAS_CLAMP = { TS_GEMM_F32, SIZE_MAX, OUT_BIAS_CLAMP };
 static const gemm_op OP_BF16_BIAS_CLAMP = { TS_GEMM_BF16, SIZE_MAX, OUT_BIAS_CLAMP };
+static const gemm_op OP_F16F32_BIAS_CLAMP = { TS_GEMM_F16F32, SIZE_MAX, OUT_BIAS_CLAMP };
 
 /* The bias and clamp of an OUT_BIAS_CLAMP call (ts_gemm_f32_bias_clamp*). */
 typedef struct {
@@ -604,3 +605,6 @@ TS_BIAS_CLAMP_ENTRY(ts_gemm_f32_bias_clamp, ts_gemm_f32_bias_clamp_ctx,
 TS_BIAS_CLAMP_ENTRY(ts_gemm_bf16_bias_clamp, ts_gemm_bf16_bias_clamp_ctx,
                     ts_gemm_bf16_bias_clamp_prepacked, ts_gemm_bf16_bias_clamp_prepacked_ctx,
                     OP_BF16_BIAS_CLAMP, float)
+TS_BIAS_CLAMP_ENTRY(ts_gemm_f16f32_bias_clamp, ts_gemm_f16f32_bias_clamp_ctx,
+                    ts_gemm_f16f32_bias_clamp_prepacked, ts_gemm_f16f32_bias_clamp_prepacked_ctx,
+                    OP_F16F32_BIAS_CLAMP, uint16_t)
