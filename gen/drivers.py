@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from .blocking import block_variant_classes, cache_sizes, class_blocks, run_time_facts
-from .cores import CPU_NAMES, GENERIC, core_class
+from .cores import GENERIC
 from .registry import BY_KEY, dispatch_paths, manifest_dispatch_paths, qdyn_kind  # noqa: F401  (public here too)
 from .templating import template_environment
 
@@ -99,9 +99,8 @@ def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: d
     """The variables the generated driver file's template sees."""
     cpu = manifest.get("cpu", GENERIC)
     l1, l2 = cache_sizes(cpu)
-    cpus = [(name, core_class(name)) for name in CPU_NAMES]
     return dict(p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, l1=l1, l2=l2,
-                manifest=manifest, main=main, dispatch=dispatch, cpus=cpus,
+                manifest=manifest, main=main, dispatch=dispatch,
                 macros={key: BY_KEY[key].macro for key in dispatch})
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from cross import ROOT, TEST_C, compile_aarch64, run_qemu
 from gen import registry
-from gen.cores import CORE_CLASSES, CPU_NAMES, core_class
+from gen.cores import CORE_CLASSES, CPU_NAMES, MIDR, core_class
 from gen.isa import INSTRUCTIONS
 
 FEAT = {registry.feature_macro(f): bit for f, bit in registry.FEATURE_BITS.items()}
@@ -35,6 +35,27 @@ MIDRS = {
     0x611F0221: "generic",   # Apple (implementer 0x61)
     0x51AF8014: "generic",   # Qualcomm Kryo (implementer 0x51)
 }
+# The Arm cores ts_context_set_cpu names, restated: name -> (MIDR_EL1 part number, class).
+# Part numbers from Linux arch/arm64/include/asm/cputype.h ARM_CPU_PART_* (the TRMs' MIDR_EL1);
+# in-order: the little cores (Cortex-A35, A53, A55, A510, A520), every other one out-of-order.
+ARM_CORES = {
+    "cortex-a35": (0xD04, "inorder"), "cortex-a53": (0xD03, "inorder"),
+    "cortex-a55": (0xD05, "inorder"), "cortex-a510": (0xD46, "inorder"),
+    "cortex-a520": (0xD80, "inorder"), "cortex-a57": (0xD07, "ooo"),
+    "cortex-a72": (0xD08, "ooo"), "cortex-a73": (0xD09, "ooo"), "cortex-a75": (0xD0A, "ooo"),
+    "cortex-a76": (0xD0B, "ooo"), "neoverse-n1": (0xD0C, "ooo"), "cortex-a77": (0xD0D, "ooo"),
+    "neoverse-v1": (0xD40, "ooo"), "cortex-a78": (0xD41, "ooo"), "cortex-x1": (0xD44, "ooo"),
+    "cortex-a710": (0xD47, "ooo"), "cortex-x2": (0xD48, "ooo"), "neoverse-n2": (0xD49, "ooo"),
+    "cortex-a715": (0xD4D, "ooo"), "cortex-x3": (0xD4E, "ooo"), "neoverse-v2": (0xD4F, "ooo"),
+    "cortex-a720": (0xD81, "ooo"), "cortex-x4": (0xD82, "ooo"),
+}
+NAMES = (*ARM_CORES, "generic")      # every name a context may set besides "auto"
+
+
+def name_class(name):
+    return ARM_CORES[name][1] if name in ARM_CORES else "generic"
+
+
 # qemu CPU model -> (features it reports, class of its MIDR); QEMU 7.2's neoverse-n1 and
 # cortex-a76 have dotprod and fp16 without FHM (as tests/test_drivers_api.py CPU_FEATURES)
 N1 = FEAT["DOTPROD"] | FEAT["FP16"]
@@ -98,10 +119,15 @@ def test_variant_choice_per_core(cpu, build):
     assert lines[0] == f"features={usable} class={CLASS_NUM[cls]}"
     for midr, want in MIDRS.items():
         assert f"midr={midr:#x} class={CLASS_NUM[want]}" in lines
+    # the one table of names, parts and classes (ts_cpu_cores) is the restated one
+    cores = [dict(item.split("=", 1) for item in line.split()) for line in lines
+             if line.startswith("core=")]
+    assert {c["core"]: (int(c["part"], 16), int(c["class"])) for c in cores} == \
+        {name: (part, CLASS_NUM[c]) for name, (part, c) in ARM_CORES.items()}
     sel = {line.split()[0][4:]: dict(item.split("=", 1) for item in line.split()[1:])
            for line in lines if line.startswith("cpu=")}
-    for name in (*CPU_NAMES, "auto"):
-        c = cls if name == "auto" else core_class(name)
+    for name in (*NAMES, "auto"):
+        c = cls if name == "auto" else name_class(name)
         assert sel[name]["rc"] == "0"
         for label, key in LABELS.items():
             assert sel[name][label] == expected(manifest, key, usable, c), (name, label)
@@ -109,9 +135,9 @@ def test_variant_choice_per_core(cpu, build):
     # rejected name, which leaves the context at "auto") the class of the MIDR qemu reports
     ctx = {line.split()[0][4:]: dict(item.split("=", 1) for item in line.split()[1:])
            for line in lines if line.startswith("ctx=")}
-    assert set(ctx) == {*CPU_NAMES, "auto", "cortex-a99"}
-    for name, want_rc in [(n, "0") for n in (*CPU_NAMES, "auto")] + [("cortex-a99", "-1")]:
-        c = core_class(name) if name in CPU_NAMES else cls
+    assert set(ctx) == {*NAMES, "auto", "cortex-a99"}
+    for name, want_rc in [(n, "0") for n in (*NAMES, "auto")] + [("cortex-a99", "-1")]:
+        c = name_class(name) if name in NAMES else cls
         assert ctx[name]["rc"] == want_rc
         for label, key in LABELS.items():
             assert ctx[name][label] == expected(manifest, key, usable, c), (name, label)
@@ -162,6 +188,39 @@ def test_variant_choice_per_core(cpu, build):
     assert any(line.endswith("rc=0") for line in handles)
     if usable:   # another instruction's layout (sdot 8x12x4 vs smmla 8x8x8, smlal): rejected
         assert any(line.endswith("rc=-1") for line in handles)
+
+
+def test_cpu_names_of_the_generator_are_core_names():
+    """Every make gen CPU= name is a name a context may set, of the same class, and the MIDR
+    the bench reports for it (gen/cores.py MIDR) is that core's part."""
+    assert set(CPU_NAMES) <= set(NAMES)
+    for name in CPU_NAMES:
+        assert name_class(name) == core_class(name), name
+    for name, midr in MIDR.items():
+        assert midr >> 24 == 0x41 and (midr >> 4) & 0xFFF == ARM_CORES[name][0], name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_cpu_name_selects_what_its_midr_detection_selects(name, build):
+    """ts_context_set_cpu(name) runs, for every GEMM type, the kernel a call without a context
+    runs on a core reporting that name's MIDR_EL1 (qemu max with the part's MIDR, r0p0; for
+    "generic" an Arm part no table knows): the engine's choice equals the run-time detection's,
+    and both the manifest's kernel for that class."""
+    manifest, binary = build
+    part = ARM_CORES[name][0] if name in ARM_CORES else 0xD99
+    midr = 0x410F0000 | part << 4
+    proc = run_qemu(binary, "names", cpu=f"max,midr={midr:#x}", check=False)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    usable, _ = QEMU_CPUS["max"]
+    assert lines[0] == f"features={usable} class={CLASS_NUM[name_class(name)]}"
+    ctx = {line.split()[0][4:]: dict(item.split("=", 1) for item in line.split()[1:])
+           for line in lines if line.startswith("ctx=")}
+    auto = dict(item.split("=", 1) for item in next(l for l in lines if l.startswith("auto ")).split()[1:])
+    assert ctx[name]["rc"] == "0" and ctx["cortex-a99"]["rc"] == "-1"
+    for label, key in LABELS.items():
+        want = expected(manifest, key, usable, name_class(name))
+        assert ctx[name][label] == auto[label] == ctx["auto"][label] == want, (label, ctx[name], auto)
 
 
 # A CPU= build holds the kernels of its CPU's class only (no generic ones). On a core of another

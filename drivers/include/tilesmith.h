@@ -500,7 +500,18 @@ int  ts_context_set_feature_mask(ts_context *ctx, unsigned mask);   /* as ts_set
 /* drop the context's own mask: its calls follow the global ts_set_feature_mask again (the
  * state of a new context); TS_EINVAL for NULL */
 int  ts_context_clear_feature_mask(ts_context *ctx);
-int  ts_context_set_cpu(ts_context *ctx, const char *cpu);  /* "auto" (default) or a CPU= name */
+/* Which core's kernel variants the context's calls run, whatever core they run on:
+ *   "auto" (the default)  read MIDR_EL1 per call (Linux / Android; elsewhere: "generic");
+ *   "generic"             the generic kernels (what an unknown core gets);
+ *   a core name           what run-time detection gives a core with that MIDR_EL1 part:
+ *     in-order:     cortex-a35, cortex-a53, cortex-a55, cortex-a510, cortex-a520;
+ *     out-of-order: cortex-a57, cortex-a72, cortex-a73, cortex-a75, cortex-a76, cortex-a77,
+ *                   cortex-a78, cortex-a710, cortex-a715, cortex-a720, cortex-x1, cortex-x2,
+ *                   cortex-x3, cortex-x4, neoverse-n1, neoverse-n2, neoverse-v1, neoverse-v2.
+ * (The make gen CPU= names other than generic are among them.) Features stay those detected
+ * (and masked): a name picks the variant class, not the instructions. TS_EINVAL (context
+ * unchanged) for ctx NULL, cpu NULL or any other string (exact, lower case). */
+int  ts_context_set_cpu(ts_context *ctx, const char *cpu);
 /* The L1D and L2 data-cache bytes of the cores the calls run on, for the cache blocks (the
  * K and M blocks of the macro-kernel); 0 (the default) for either: the size the build's
  * kernel path assumes, the smallest of its core class (an out-of-order core gets blocks for

@@ -118,8 +118,11 @@ int ts_context_set_cpu(ts_context *ctx, const char *cpu)
     int core_class;
     if (!settable(ctx))
         return TS_EINVAL;
+    if (cpu == NULL)
+        return ts_fail(TS_EINVAL, "cpu is NULL");
     if (ts_cpu_lookup(cpu, &core_class) != TS_OK)
-        return ts_fail(TS_EINVAL, "cpu is NULL or not \"auto\" or a CPU= name of this build");
+        return ts_fail(TS_EINVAL, "cpu is not \"auto\", \"generic\" or a core name of "
+                                  "ts_context_set_cpu's list (tilesmith.h)");
     ctx->core_class = core_class;
     return TS_OK;
 }

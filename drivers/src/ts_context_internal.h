@@ -59,7 +59,7 @@ unsigned ts_context_pack_layouts(const ts_context *ctx);
 /* task(arg, i) for i in [0, n) with ctx's parallel_for (NULL ctx: in order, this thread). */
 void ts_context_run(const ts_context *ctx, size_t n, ts_task_fn task, void *arg);
 
-/* ---- dispatch with a context (ts_cpu.c; CPU names: ts_pack_internal.h ts_cpu_names) -------- */
+/* ---- dispatch with a context (ts_cpu.c; CPU names: ts_pack_internal.h ts_cpu_cores) -------- */
 /* The path a call with ctx runs: ctx's feature mask (the global one when ctx is NULL or has
  * none) and ctx's CPU (ts_context_set_cpu: that name's core class; "auto" or NULL ctx: the
  * class of the core the calling thread runs on, MIDR_EL1 read per call). */

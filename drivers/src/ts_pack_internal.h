@@ -170,10 +170,15 @@ typedef struct {
     int kw_from_l2;
 } ts_path;
 
-/* The CPU= names of this build's generator (gen/cores.py CPU_NAMES), *count of them, and the
- * core class of names[index] (generated: ts_dispatch.c). */
-const char *const *ts_cpu_names(size_t *count);
-int ts_cpu_class_at(size_t index);
+/* The Arm cores run-time detection knows (ts_cpu.c, one table): the name ts_context_set_cpu
+ * accepts for each (besides "auto" and "generic"), its MIDR_EL1 part number (implementer
+ * 0x41) and the class of kernel variants a core with that MIDR gets. *count of them. */
+typedef struct {
+    const char *name;
+    unsigned part;
+    int core_class;            /* ts_core_class */
+} ts_cpu_core;
+const ts_cpu_core *ts_cpu_cores(size_t *count);
 
 /* How much less than the caller's A values the packed ones are (TS_PACK_U8_S8: 128), 0 when
  * they are the same. The uint8 x int8 GEMM on int8 x int8 kernels (gen/registry.py: the u8s8
@@ -194,12 +199,14 @@ static inline int ts_keeps_col_sums(int gemm_type)
 
 /* ---- path selection (cpu.c; ts_select_path_ctx, ts_context_internal.h, builds on these):
  *
- *   ts_cpu_lookup("auto" | a CPU name, &cls)        TS_OK and cls = TS_CORE_AUTO or the name's
- *                                                   class; TS_EINVAL for any other string/NULL
+ *   ts_cpu_lookup("auto" | "generic" | a core name, &cls)  TS_OK and cls = TS_CORE_AUTO,
+ *                                                   TS_CORE_GENERIC or the class of that core
+ *                                                   (ts_cpu_cores); TS_EINVAL for any other
+ *                                                   string/NULL
  *   ts_select_path_class(type, mask, cls)           the path a call of `type` runs with the
  *                                                   features ts_cpu_features() & mask on a core
  *                                                   of class cls (TS_CORE_AUTO: detect now)
- *   ts_select_path_cpu(type, mask, "auto" | name)   the same from a CPU name (NULL if unknown)
+ *   ts_select_path_cpu(type, mask, "auto" | name)   the same from a name (NULL if unknown)
  *   ts_select_path(type)                            the global mask, "auto": what the public
  *                                                   entry points without a context use
  *

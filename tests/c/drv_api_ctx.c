@@ -666,12 +666,20 @@ static void check_api(void)
     CHECK(ts_context_set_num_threads(ctx, TS_MAX_THREADS + 1) == TS_EINVAL, "too many threads");
     CHECK(ts_context_set_num_threads(NULL, 2) == TS_EINVAL, "NULL ctx");
     CHECK(ts_context_set_cpu(ctx, "auto") == TS_OK, "cpu auto");
+    CHECK(ts_context_set_cpu(ctx, "generic") == TS_OK, "cpu generic");
     CHECK(ts_context_set_cpu(ctx, "no-such-core") == TS_EINVAL, "unknown cpu");
     CHECK(ts_context_set_cpu(ctx, NULL) == TS_EINVAL, "NULL cpu");
     size_t n;
-    const char *const *names = ts_cpu_names(&n);
+    const ts_cpu_core *cores = ts_cpu_cores(&n);
     for (size_t i = 0; i < n; ++i)
-        CHECK(ts_context_set_cpu(ctx, names[i]) == TS_OK, "cpu %s", names[i]);
+        CHECK(ts_context_set_cpu(ctx, cores[i].name) == TS_OK, "cpu %s", cores[i].name);
+    /* a rejected name leaves the context's choice as it was (the last core's class) */
+    CHECK(n > 0 && ctx->core_class == cores[n - 1].core_class, "core class of %s",
+          n > 0 ? cores[n - 1].name : "?");
+    CHECK(ts_context_set_cpu(ctx, "Cortex-A55") == TS_EINVAL
+          && ts_context_set_cpu(ctx, "cortex-a55 ") == TS_EINVAL
+          && ts_context_set_cpu(ctx, "") == TS_EINVAL && ts_context_set_cpu(ctx, NULL) == TS_EINVAL
+          && n > 0 && ctx->core_class == cores[n - 1].core_class, "rejected names kept the class");
     check_clear_mask(ctx);
     CHECK(ts_context_workspace_size(ctx, 99, 8, 8, 8) == 0, "unknown type");
     CHECK(ts_context_set_workspace(NULL, NULL, 0) == TS_EINVAL, "workspace NULL ctx");

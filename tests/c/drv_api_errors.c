@@ -199,7 +199,9 @@ static void error_reasons(void)
                   "C overlaps A", "s8s32 C == A");
     ts_context *ctx = NULL;
     CHECK(ts_context_create(&ctx) == TS_OK, "context");
-    expect_reason(ts_context_set_cpu(ctx, "cortex-z9"), "CPU= name", "set_cpu unknown");
+    expect_reason(ts_context_set_cpu(ctx, "cortex-z9"),
+                  "cpu is not \"auto\", \"generic\" or a core name", "set_cpu unknown");
+    expect_reason(ts_context_set_cpu(ctx, NULL), "cpu is NULL", "set_cpu NULL");
     expect_reason(ts_context_set_num_threads(ctx, 0), "thread count", "0 threads");
     expect_reason(ts_context_set_num_threads(NULL, 2), "ctx is NULL", "NULL context");
     ts_conv2d c = { 1, 4, 4, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 };

@@ -1,7 +1,7 @@
 /* Prints ts_cpu_features() (drivers/src/ts_cpu.c) as detected on the CPU qemu emulates, and
  * that the feature mask does not change detection. tests/test_sme_kernels.py runs it under
  * -cpu max, max,sme=off and cortex-a57, and with SME the streaming vector length ts_sme.c reads.
- * No kernel is called: ts_paths_of and the CPU name list (ts_dispatch.c, generated) are stubs. */
+ * No kernel is called: ts_paths_of (ts_dispatch.c, generated) is a stub. */
 #include <stdio.h>
 #include "ts_pack_internal.h"
 
@@ -10,18 +10,6 @@ const ts_path *ts_paths_of(int gemm_type, size_t *count)
     (void)gemm_type;
     *count = 0;
     return NULL;
-}
-
-const char *const *ts_cpu_names(size_t *count)
-{
-    *count = 0;
-    return NULL;
-}
-
-int ts_cpu_class_at(size_t index)
-{
-    (void)index;
-    return TS_CORE_GENERIC;
 }
 
 int main(void)

@@ -7,6 +7,8 @@
  *   features=<bits> class=<n>                ts_cpu_features, the running core's class
  *                                            (ts_current_core_class)
  *   midr=<hex> class=<n>                     ts_core_class_of_midr for each argv MIDR value
+ *   core=<name> part=<hex> class=<n>         each row of ts_cpu_cores (the names a context
+ *                                            may set, with the MIDR part each stands for)
  *   cpu=<name> rc=<rc> <type>=<symbol> ...   ts_cpu_lookup / ts_select_path_cpu per name
  *   ctx=<name> rc=<rc> <type>=<symbol> ...   a context after ts_context_set_cpu(name): what
  *                                            ts_select_path_ctx picks (the engine's choice)
@@ -20,6 +22,8 @@
  *                                            kernel where the path has one) with a handle
  *                                            packed for that path
  *   failures <n>
+ * With the single argument "names": the features, core, ctx and auto lines only (what a
+ * context naming each core selects, for a run with qemu reporting that core's MIDR).
  * Results of every path are also checked against an integer reference (int types). */
 #include "drv_api_common.h"   /* first: sets _DEFAULT_SOURCE */
 
@@ -257,23 +261,45 @@ static void print_context_selection(const char *cpu)
     ts_context_free(ctx);
 }
 
+/* ts_gemm_kernel of every type: what a call without a context runs here (MIDR detection). */
+static void print_auto(void)
+{
+    printf("auto");
+    for (size_t t = 0; t < N_TYPES; ++t)
+        printf(" %s=%s", TYPES[t].label, ts_gemm_kernel(TYPES[t].type));
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
     printf("features=%u class=%d\n", ts_cpu_features(), ts_current_core_class());
-    for (int i = 1; i < argc; ++i) {
+    const int names_only = argc == 2 && strcmp(argv[1], "names") == 0;
+    for (int i = 1; i < argc && !names_only; ++i) {
         uint64_t midr = strtoull(argv[i], NULL, 0);
         printf("midr=0x%llx class=%d\n", (unsigned long long)midr, ts_core_class_of_midr(midr));
     }
-    size_t n_names;
-    const char *const *names = ts_cpu_names(&n_names);
-    for (size_t i = 0; i < n_names; ++i)
-        print_selection(names[i]);
-    print_selection("auto");
-    for (size_t i = 0; i < n_names; ++i)
-        print_context_selection(names[i]);
+    size_t n_cores;
+    const ts_cpu_core *cores = ts_cpu_cores(&n_cores);
+    for (size_t i = 0; i < n_cores; ++i) {
+        printf("core=%s part=0x%x class=%d\n", cores[i].name, cores[i].part, cores[i].core_class);
+        CHECK(ts_core_class_of_midr(0x410F0000u | (uint64_t)cores[i].part << 4)
+              == cores[i].core_class, "%s: the MIDR class of its part", cores[i].name);
+    }
+    for (size_t i = 0; i < n_cores; ++i)
+        print_context_selection(cores[i].name);
+    print_context_selection("generic");
     print_context_selection("auto");
     print_context_selection("cortex-a99");
+    if (names_only) {
+        print_auto();
+        printf("failures %d\n", failures);
+        return failures != 0;
+    }
+    for (size_t i = 0; i < n_cores; ++i)
+        print_selection(cores[i].name);
+    print_selection("generic");
+    print_selection("auto");
     print_selection("cortex-a99");
     print_selection("Generic");
     print_selection("");
@@ -281,10 +307,7 @@ int main(int argc, char **argv)
     CHECK(ts_cpu_lookup(NULL, &cls) == TS_EINVAL && cls == 7, "NULL name");
     CHECK(ts_select_path_cpu(TS_GEMM_F32, ~0u, NULL) == NULL, "NULL name selects");
     CHECK(ts_select_path_class(12345, ~0u, TS_CORE_AUTO) == NULL, "unknown type");
-    printf("auto");
-    for (size_t t = 0; t < N_TYPES; ++t)
-        printf(" %s=%s", TYPES[t].label, ts_gemm_kernel(TYPES[t].type));
-    printf("\n");
+    print_auto();
     for (size_t t = 0; t < N_TYPES; ++t) {
         if (!TYPES[t].run)
             continue;
