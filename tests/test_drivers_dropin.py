@@ -1,6 +1,7 @@
 """Drop-in use of a generated folder: `python3 -m gen generate --arch v86`, the folder copied
 alone into a temporary directory outside the repository, built with aarch64 gcc and with
-clang-19 using only -march=armv8-a (warnings as errors, C99, pedantic), linked with a small
+clang-19 using only -march=armv8-a (warnings as errors, -Wcast-align and -Wcast-qual too, C99,
+pedantic), linked with a small
 user program (tests/c/drv_api_dropin_main.c) and run under qemu on an Armv8.0 core and on
 `max`. A build with another prefix exports only prefixed symbols and needs only libc."""
 from __future__ import annotations
@@ -14,7 +15,10 @@ import pytest
 from cross import CLANG, GCC, ROOT, TEST_C, run_qemu
 
 COMPILERS = {"gcc": [GCC], "clang": [CLANG, "--target=aarch64-linux-gnu"]}
-FLAGS = ["-march=armv8-a", "-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
+# -Wcast-align (clang: a cast to a more aligned pointer) and -Wcast-qual (one that drops const):
+# engines build with them, so the generated C and the user program compile clean with them
+FLAGS = ["-march=armv8-a", "-std=c99", "-O2", "-Wall", "-Wextra", "-Wpedantic", "-Wcast-align",
+         "-Wcast-qual", "-Werror"]
 # What the generated C may take from outside the folder: libc, and POSIX threads for the
 # built-in pool of ts_context_set_num_threads (none with TS_NO_THREADS: test_drivers_context).
 LIBC = {"malloc", "calloc", "free", "memcpy", "memset", "strcmp", "getauxval",

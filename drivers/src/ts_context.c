@@ -16,6 +16,7 @@ int ts_context_create(ts_context **out)
         return ts_fail(TS_ENOMEM, "out of memory (the context)");
     ctx->tag = TS_TAG_CONTEXT;
     ctx->threads = 1;
+    ctx->workspace_busy = &ctx->busy_word;
     ctx->core_class = TS_CORE_AUTO;
     ctx->pack_layouts = TS_LAYOUT_GEMM | TS_LAYOUT_GEMV;
     *out = ctx;

@@ -32,14 +32,17 @@ struct ts_context {
     int core_class;                    /* ts_context_set_cpu: TS_CORE_AUTO ("auto") or a class */
     void *workspace;                   /* caller's buffer, or NULL: allocate per call */
     size_t workspace_bytes;
-    unsigned workspace_busy;           /* 1 while a call uses the workspace (TS_EBUSY) */
+    unsigned *workspace_busy;          /* -> busy_word (ts_context_create): mutable through a
+                                          const context, as calls take one */
+    unsigned busy_word;                /* 1 while a call uses the workspace (TS_EBUSY) */
     size_t l1d_bytes, l2_bytes;        /* ts_context_set_cache_sizes; 0: the path's own blocks */
     unsigned pack_layouts;             /* ts_context_set_pack_layouts: TS_LAYOUT_* bits */
 };
 
 /* The workspace guard: a call claims ctx's workspace with one atomic exchange (acquire) and
  * gives it back with a release store, so calls sharing a context never share scratch memory.
- * The field is mutable state of a const context, like the built-in pool's. */
+ * The flag is mutable state of a const context, like the built-in pool's: reached through the
+ * context's pointer to it (*ctx->workspace_busy), not by casting const away. */
 #if defined(__GNUC__) || defined(__clang__)
 #  define TS_TRY_CLAIM(x) (__atomic_exchange_n(&(x), 1u, __ATOMIC_ACQUIRE) == 0u)
 #  define TS_UNCLAIM(x)   __atomic_store_n(&(x), 0u, __ATOMIC_RELEASE)

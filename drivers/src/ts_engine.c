@@ -644,9 +644,9 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
         memset(base + l.pad_row, (unsigned char)a->pad_value, pad_bytes);
         c.pad_row = (const int8_t *)(base + l.pad_row);
     }
-    c.col_offset = (int32_t *)(base + l.col_offset);
+    c.col_offset = ts_region(base, l.col_offset);
     c.params = base + l.params;
-    c.c32 = (int32_t *)(base + l.c32);
+    c.c32 = ts_region(base, l.c32);
     if (requantize) {
         if (out->u8_output)
             ts_quant_u8_as_s8(out->q, &c.q);   /* int8 epilogue, bit 7 flipped after */

@@ -208,7 +208,7 @@ int ts_call_memory(const ts_context *ctx, size_t bytes, const void *const *spans
                 return ts_fail(TS_EINVAL, "the context's workspace overlaps a buffer of the call");
         if (q != NULL && ts_quant_overlaps(q, N, ctx->workspace, bytes))
             return ts_fail(TS_EINVAL, "the context's workspace overlaps q or one of its arrays");
-        if (!TS_TRY_CLAIM(((ts_context *)ctx)->workspace_busy))
+        if (!TS_TRY_CLAIM(*ctx->workspace_busy))
             return ts_fail(TS_EBUSY, "the context's workspace is in use by another call");
         *mem = ctx->workspace;
         return TS_OK;
@@ -221,7 +221,7 @@ int ts_call_memory(const ts_context *ctx, size_t bytes, const void *const *spans
 void ts_call_memory_done(const ts_context *ctx, void *owned)
 {
     if (ctx != NULL && ctx->workspace != NULL)
-        TS_UNCLAIM(((ts_context *)ctx)->workspace_busy);
+        TS_UNCLAIM(*ctx->workspace_busy);
     free(owned);
 }
 

@@ -1123,10 +1123,11 @@ static TS_ALWAYS_INLINE void transpose_s8_16(const int8_t *p, size_t ld, size_t 
         const int16x8_t lo23 = vreinterpretq_s16_s8(vzip1q_s8(r2, r3));
         const int16x8_t hi01 = vreinterpretq_s16_s8(vzip2q_s8(r0, r1));   /* columns 8-15 */
         const int16x8_t hi23 = vreinterpretq_s16_s8(vzip2q_s8(r2, r3));
-        vst1q_s16((int16_t *)(dst[0] + offset), vzip1q_s16(lo01, lo23));
-        vst1q_s16((int16_t *)(dst[1] + offset), vzip2q_s16(lo01, lo23));
-        vst1q_s16((int16_t *)(dst[2] + offset), vzip1q_s16(hi01, hi23));
-        vst1q_s16((int16_t *)(dst[3] + offset), vzip2q_s16(hi01, hi23));
+        /* byte stores of the zipped vectors: a group's offset need not be 2-byte aligned */
+        vst1q_u8(dst[0] + offset, vreinterpretq_u8_s16(vzip1q_s16(lo01, lo23)));
+        vst1q_u8(dst[1] + offset, vreinterpretq_u8_s16(vzip2q_s16(lo01, lo23)));
+        vst1q_u8(dst[2] + offset, vreinterpretq_u8_s16(vzip1q_s16(hi01, hi23)));
+        vst1q_u8(dst[3] + offset, vreinterpretq_u8_s16(vzip2q_s16(hi01, hi23)));
         return;
     }
     const int8x16_t r4 = vld1q_s8(p + 4 * ld), r5 = vld1q_s8(p + 5 * ld);
@@ -1147,12 +1148,11 @@ static TS_ALWAYS_INLINE void transpose_s8_16(const int8_t *p, size_t ld, size_t 
         const int32x4_t c1 = vreinterpretq_s32_s16(vzip2q_s16(h01, h23));   /* k0-3, columns 4-7 */
         const int32x4_t c2 = vreinterpretq_s32_s16(vzip1q_s16(h45, h67));   /* k4-7, columns 0-3 */
         const int32x4_t c3 = vreinterpretq_s32_s16(vzip2q_s16(h45, h67));   /* k4-7, columns 4-7 */
-        int32_t *g0 = (int32_t *)(dst[2 * half] + offset);
-        int32_t *g1 = (int32_t *)(dst[2 * half + 1] + offset);
-        vst1q_s32(g0, vzip1q_s32(c0, c2));         /* columns 0, 1 */
-        vst1q_s32(g0 + 4, vzip2q_s32(c0, c2));     /* columns 2, 3 */
-        vst1q_s32(g1, vzip1q_s32(c1, c3));         /* columns 4, 5 */
-        vst1q_s32(g1 + 4, vzip2q_s32(c1, c3));     /* columns 6, 7 */
+        unsigned char *g0 = dst[2 * half] + offset, *g1 = dst[2 * half + 1] + offset;
+        vst1q_u8(g0, vreinterpretq_u8_s32(vzip1q_s32(c0, c2)));        /* columns 0, 1 */
+        vst1q_u8(g0 + 16, vreinterpretq_u8_s32(vzip2q_s32(c0, c2)));   /* columns 2, 3 */
+        vst1q_u8(g1, vreinterpretq_u8_s32(vzip1q_s32(c1, c3)));        /* columns 4, 5 */
+        vst1q_u8(g1 + 16, vreinterpretq_u8_s32(vzip2q_s32(c1, c3)));   /* columns 6, 7 */
     }
 }
 
@@ -2106,11 +2106,12 @@ int ts_packed_b_create(const ts_path *path, unsigned layouts, size_t K, size_t N
     if (ts_packed_b_bytes(path, layouts, K, N, &bytes) || ts_size_add(head, bytes, &total))
         return ts_fail(TS_ENOMEM, "the packed handle's size overflows size_t");
     /* malloc's result is aligned for any object (16 bytes on AArch64 Linux, Apple, Windows). */
-    unsigned char *block = (unsigned char *)malloc(total);
+    void *block = malloc(total);
     if (block == NULL)
         return ts_fail(TS_ENOMEM, "out of memory (the packed handle)");
-    ts_packed_b *b = (ts_packed_b *)block;
-    ts_packed_b_init(b, path, layouts, K, N, B, k_stride, n_stride, block + head);
+    ts_packed_b *b = block;
+    ts_packed_b_init(b, path, layouts, K, N, B, k_stride, n_stride,
+                     (unsigned char *)block + head);
     b->owned = block;
     b->owned_bytes = total;
     *out = b;

@@ -99,20 +99,20 @@ static int handle_oom(void)
  * to 16 bytes, so both parts are 16-byte aligned. TS_OK, or handle_oom on a size beyond size_t
  * or a failed malloc. */
 static int handle_alloc(size_t head, size_t data, size_t count, size_t item,
-                        unsigned char **block, size_t *total_out, unsigned char **data_at,
-                        unsigned char **items_at)
+                        void **block, size_t *total_out, unsigned char **data_at,
+                        void **items_at)
 {
     size_t extra, total;
     head = (head + 15) / 16 * 16;
     if (ts_size_round_up(data, 16, &data) || ts_size_mul(count, item, &extra)
         || ts_size_add(head, data, &total) || ts_size_add(total, extra, &total))
         return handle_oom();
-    *block = (unsigned char *)malloc(total);
+    *block = malloc(total);   /* aligned for any object: the struct at its start */
     if (*block == NULL)
         return handle_oom();
     *total_out = total;
-    *data_at = *block + head;
-    *items_at = *data_at + data;
+    *data_at = ts_region(*block, head);
+    *items_at = ts_region(*block, head + data);
     return TS_OK;
 }
 
@@ -140,17 +140,18 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
                      const float *scales, size_t bl, int scale_last, ts_packed_b **out)
 {
     size_t blocks = K / bl, panels, nb, total;
-    unsigned char *block, *data, *items;
+    unsigned char *data;
+    void *block, *items;
     if (ts_packed_b_bytes(path, TS_LAYOUT_GEMM, K, N, &panels) || ts_size_mul(N, blocks, &nb))
         return handle_oom();
     int rc = handle_alloc(sizeof(ts_packed_b), panels, nb, sizeof(float) + sizeof(int32_t),
                           &block, &total, &data, &items);
     if (rc != TS_OK)
         return rc;
-    ts_packed_b *b = (ts_packed_b *)block;
+    ts_packed_b *b = block;
     ts_packed_b_init(b, path, TS_LAYOUT_GEMM, K, N, W, 1, ldw, data);
-    float *ws = (float *)(void *)items;
-    int32_t *sums = (int32_t *)(ws + nb);
+    float *ws = items;
+    int32_t *sums = ts_region(items, nb * sizeof(float));
     for (size_t n = 0; n < N; ++n)
         for (size_t j = 0; j < blocks; ++j) {
             /* |sum| <= 128 * bl: fits (bl <= TS_QDYN_S4_MAX_BL); block-major: columns contiguous */
@@ -280,10 +281,10 @@ static int new_kernel_handle(const ts_path *path, const ts_qdyn_kernel *kernel, 
     size_t data, total;
     if (ts_size_mul(panel_bytes, panels, &data) || ts_size_add(head, data, &total))
         return -1;
-    unsigned char *mem = (unsigned char *)malloc(total);
+    void *mem = malloc(total);   /* aligned for any object: the struct at its start */
     if (mem == NULL)
         return -1;
-    ts_packed_b *b = (ts_packed_b *)mem;
+    ts_packed_b *b = mem;
     memset(b, 0, sizeof *b);
     b->tag = TS_TAG_PACKED_B;
     b->path = path;
@@ -291,7 +292,7 @@ static int new_kernel_handle(const ts_path *path, const ts_qdyn_kernel *kernel, 
     b->N = N;
     b->panels = panels;
     b->panel_bytes = panel_bytes;
-    b->data = mem + head;
+    b->data = ts_region(mem, head);
     b->owned = mem;
     b->owned_bytes = total;
     b->qdyn = kernel;
@@ -605,19 +606,20 @@ int ts_quantize_qs4(size_t N, size_t K, const float *W, size_t ldw, size_t bl, u
 static int packed_a_alloc(size_t M, size_t K, ts_packed_a **out)
 {
     size_t q, total;
-    unsigned char *block, *qa, *rows;
+    unsigned char *qa;
+    void *block, *rows;
     if (ts_size_mul(M, K, &q))
         return handle_oom();
     int rc = handle_alloc(sizeof(ts_packed_a), q, M, sizeof(float) + 2 * sizeof(int32_t), &block,
                           &total, &qa, &rows);
     if (rc != TS_OK)
         return rc;
-    ts_packed_a *a = (ts_packed_a *)block;
+    ts_packed_a *a = block;
     a->tag = TS_TAG_PACKED_A;
     a->M = M;
     a->K = K;
     a->qa = (int8_t *)qa;
-    a->scale = (float *)(void *)rows;
+    a->scale = rows;
     a->zp = (int32_t *)(a->scale + M);
     a->sum = a->zp + M;
     a->owned = block;
@@ -757,10 +759,10 @@ static int strip_buf_bytes(size_t ep, size_t K, size_t *out)
  * another element).
  * The same bits every way: one function of the same inputs. */
 static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0, size_t rows,
-                              size_t ksteps, unsigned char *a_panel, unsigned char *buf)
+                              size_t ksteps, unsigned char *a_panel, void *buf)
 {
     const size_t K = c->b->K, ep = view->ep, lp = view->lp;
-    float *sb = (float *)buf;
+    float *sb = buf;
     int32_t *zb = (int32_t *)(sb + ep), *ub = zb + ep;
     int8_t *qrows = (int8_t *)(ub + ep);
     strip_rows out;
@@ -937,9 +939,9 @@ static void fused_task(const qdyn_call *c, size_t t)
     const size_t step = kern->panels, groups = b->panels / step;
     unsigned char *scratch = c->scratch + t * c->task_bytes, *a_panel = scratch;
     void *row_data = scratch + c->a_panel_bytes;
-    float *bias_pad = (float *)(scratch + c->a_panel_bytes + 24 * ep);
+    float *bias_pad = ts_region(scratch, c->a_panel_bytes + 24 * ep);
     const size_t padded = b->panels * b->qdyn->hp + 64;
-    unsigned char *buf = (unsigned char *)(bias_pad + padded);
+    void *buf = bias_pad + padded;
     ts_path view = *b->path;    /* the kernel's A panel: ep rows, int8 in k-steps of kern->lp */
     view.ep = ep;
     view.lp = kern->lp;
@@ -972,9 +974,9 @@ static void qdyn_task(void *arg, size_t t)
     const size_t kb = b->bl / path->lp;            /* k-steps per block (bl: multiple of 32) */
     unsigned char *scratch = c->scratch + t * c->task_bytes;
     unsigned char *a_panel = scratch;
-    int32_t *itile = (int32_t *)(scratch + c->a_panel_bytes);
-    float *acc = (float *)(itile + ep * hp);
-    unsigned char *buf = (unsigned char *)(acc + ep * hp);
+    int32_t *itile = ts_region(scratch, c->a_panel_bytes);
+    float *acc = ts_region(itile, ep * hp * sizeof(int32_t));
+    void *buf = acc + ep * hp;
     const float *bias = c->bias;
     const float cmin = c->cmin, cmax = c->cmax;
     size_t m_begin, m_end, p0, p1;
@@ -1175,7 +1177,7 @@ static int qdyn_gemm(const ts_context *ctx, size_t M, const float *A, size_t lda
     if (err != TS_OK)
         return err;
     c.scratch = (unsigned char *)ts_align16(mem);
-    float *lohi = (float *)(void *)(c.scratch + c.task_bytes * c.m_tasks * c.n_tasks);
+    float *lohi = ts_region(c.scratch, c.task_bytes * c.m_tasks * c.n_tasks);
     if (pa == NULL && !ts_qdyn_row_ranges(A, lda, M, K, lohi)) {    /* NaN / Inf in A */
         ts_call_memory_done(ctx, owned);
         return ts_fail(TS_EINVAL, "A holds a NaN or an infinity");
