@@ -388,12 +388,13 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         store_setup=store_setup,
         write=write, copy_out=ep_mod.copy_out(plan, tile_offset, out_bytes),
         streamed=loop.streamed_operand(plan), epilogue=variant,
-        out_type=variant.out_type(inst.c_type), labels=ep_mod.LABELS,
+        out_type=variant.out_type(inst.c_type),
         regs=dict(a=plan.a_regs, b=plan.b_regs, c=plan.c_regs),
         modes={x: operand_mode(plan.strategy, x) for x in "ab"},
     )
     env = env or environment()
-    text = env.get_template("kernel.S.j2").render(**context)
+    text = ep_mod.render_with_used_labels(env.get_template("kernel.S.j2"), context,
+                                          ep_mod.LABELS)
     features = inst_features(inst_mode)
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")

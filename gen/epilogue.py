@@ -139,6 +139,24 @@ ACC_PTR, ACC_LD, ACC_ODD = "x6", "x7", "x10"
 # Labels (templates/kernel.S.j2 defines each as a local label per object format).
 LABELS = ("K_ACC_LOAD", "K_ACC_DONE", "K_ZERO", "K_WRITE", "K_DONE", "K_RQ_SINGLE",
           "K_RQ_RIGHT", "K_RQ_NARROW", "K_RQ_STORE", "K_SLOW")
+
+
+def render_with_used_labels(template, context: dict, candidates) -> str:
+    """`template` (a kernel .S template whose `labels` loop #defines each label as a local one
+    per object format) rendered with `context`, defining only the `candidates` its code uses.
+    The template also gets `targets`, the labels something branches to, and places a label of
+    its own that nothing may branch to only when it is one. Rendered until both sets stop
+    shrinking (a first rendering with every candidate, usually one more)."""
+    labels, targets = list(candidates), set(candidates)
+    while True:
+        text = template.render(**context, labels=labels, targets=targets)
+        body = "\n".join(line for line in text.splitlines() if not line.startswith("#define"))
+        used = [n for n in labels if re.search(rf"\b{n}\b", body)]
+        branched = {n for n in used
+                    if re.search(rf"\b{n}\b", re.sub(rf"^{n}:", "", body, flags=re.M))}
+        if used == labels and branched == targets:
+            return text
+        labels, targets = used, branched
 # The whole range of each requant output type: a clamp to it changes nothing after the
 # saturating narrowing (TFLite's kActivationNone: act_min, act_max = the type's limits).
 OUT_RANGE = {"int8": (-128, 127), "uint8": (0, 255)}

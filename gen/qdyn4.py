@@ -846,7 +846,7 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True,
                                        rem_loaded=ld1),
         clamp_loaded=ld1,
-        write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
+        write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4),
         a_step=plan.a_step_bytes(), b_step=plan.b_step_bytes(),
         panel=panel_bytes_formula(plan))
     return render_kernel(env, inst_mode, context, plan.instruction, inst.mnemonic, used, saved,
@@ -854,6 +854,11 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
                          b_step_bytes=plan.b_step_bytes(), blocked=plan.blocked,
                          panels=plan.panels, decode=plan.decode, weights=plan.weights,
                          b_layout=panel_bytes_formula(plan))
+
+
+# The labels of templates/kernel_qdyn4.S.j2's loops and store (besides gen.epilogue.LABELS),
+# each defined only where the kernel uses it (ep_mod.render_with_used_labels).
+QDYN_LABELS = ("K_BLOCK", "K_INNER", "K_TAIL", "K_REM", "K_SINGLE", "K_STORE", "K_CLAMPED")
 
 
 def render_kernel(env, inst_mode: str, context: dict, instruction: str, mnemonic: str,
@@ -865,7 +870,8 @@ def render_kernel(env, inst_mode: str, context: dict, instruction: str, mnemonic
     from encoder import rewrite_text
     from .emit import Kernel, gp_registers_used, inst_features
     symbol, inst = context["symbol"], INSTRUCTIONS[instruction]
-    text = env.get_template("kernel_qdyn4.S.j2").render(**context)
+    text = ep_mod.render_with_used_labels(env.get_template("kernel_qdyn4.S.j2"), context,
+                                          QDYN_LABELS + ep_mod.LABELS)
     features = inst_features(inst_mode)
     if features:
         text = rewrite_text(text, features, filename=f"{symbol}.S")

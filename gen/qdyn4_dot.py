@@ -532,7 +532,7 @@ def emit(plan: DotBlockPlan, prefix: str, inst_mode: str, env):
         tail_exit=[BLOCK_LOOP_EXIT],
         clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
-        write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
+        write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4),
         a_step=plan.ep * LP, b_step=plan.b_step_bytes(), panel=layout, regs_line=(
             f"A v{plan.a_regs[0]}-v{plan.a_regs[-1]}, B v{plan.ep}-v{plan.mask - 1}, "
             f"mask v{plan.mask}, int32 v{plan.acc_regs[0]}-v{plan.acc_regs[-1]}, fp32 sums "

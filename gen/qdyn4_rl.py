@@ -779,7 +779,7 @@ def emit(plan: RLPlan, prefix: str, inst_mode: str, env):
         saved=saved, prologue=pro, inner=inner,
         tail=tail, tail_exit=[], final=final, clamp=clamp, clamp_flag=OFF["clamp"],
         store_setup=ep_mod.store_setup(tplan, args_offset, tile_offset, 4, require_args=True),
-        write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4), labels=ep_mod.LABELS,
+        write=write, copy_out=ep_mod.copy_out(tplan, tile_offset, 4),
         a_step=plan.ep * f.lp, b_step=16, panel=layout)
     return render_kernel(env, inst_mode, context, plan.instruction, f.mnemonic, used, saved,
                          ep=plan.ep, hp=plan.hp, lp=f.lp, a_lp=f.lp, a_step_bytes=plan.ep * f.lp,

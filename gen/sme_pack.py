@@ -608,15 +608,16 @@ def column_sums_store(tc: int) -> list[Insn]:
 # ---- rendering ---------------------------------------------------------------------------------
 def _render(symbol: str, summary: list[str], body: list[Insn], uses_za: bool, inst_mode: str,
             env: jinja2.Environment | None, consts=()) -> str:
-    labels = sorted({name for insn in body + lazy_save_commit() for name in
-                     LABEL_RE.findall(insn.text)} | {"K_BAD_TPIDR2"})
+    # the labels the code has: the lazy save's and the template's K_BAD_TPIDR2 only with ZA
+    lazy_save = lazy_save_commit() if uses_za else []
+    labels = sorted({name for insn in body + lazy_save for name in LABEL_RE.findall(insn.text)}
+                    | ({"K_BAD_TPIDR2"} if uses_za else set()))
     env = env or environment()
     env.filters["sme_asm"] = sme_asm_line
     text = env.get_template("pack_sme.S.j2").render(
         symbol=symbol, summary=summary, body=body, uses_za=uses_za, labels=labels,
         consts=[value for _, value in consts],
-        save=save_d8_d15(), restore=restore_d8_d15(),
-        lazy_save=lazy_save_commit() if uses_za else [],
+        save=save_d8_d15(), restore=restore_d8_d15(), lazy_save=lazy_save,
         arch_directive=f"{ARCH_NAMES['v92']}+sme" if inst_mode == "never" else None)
     features = inst_features(inst_mode)
     if features:

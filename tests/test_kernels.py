@@ -155,6 +155,30 @@ def test_every_kernel_has_one_mca_region(outputs):
         assert text.index("LLVM-MCA-BEGIN") < text.index("b.hs K_LOOP") < text.index("LLVM-MCA-END")
 
 
+def unused_label_macros(text):
+    """The K_* label macros a .S file #defines that no other line names (neither places nor
+    branches to), and the labels it places that nothing branches to."""
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#define"))
+    defined = set(re.findall(r"^#define\s+(K_\w+)", text, re.M))
+    unused = {n for n in defined if not re.search(rf"\b{n}\b", body)}
+    unbranched = {n for n in defined - unused
+                  if not re.search(rf"\b{n}\b", re.sub(rf"^{n}:", "", body, flags=re.M))}
+    return unused | unbranched
+
+
+@pytest.mark.parametrize("arch", ["v86", "v92"])
+def test_every_label_macro_is_used(outputs, arch):
+    """Each kernel, qdyn kernel, SME kernel and SME packer defines the labels its code uses
+    only (gen.epilogue.render_with_used_labels; the SME emitters collect theirs)."""
+    out, _ = outputs(arch)
+    files = sorted(out.glob("*.S"))
+    assert len(files) > 40
+    assert unused_label_macros("#define K_A .La\n#define K_B .Lb\nK_B:\n") == {"K_A", "K_B"}
+    assert unused_label_macros("#define K_A .La\nK_A:\n        b K_A\n") == set()
+    found = {f.name: sorted(unused_label_macros(f.read_text())) for f in files}
+    assert {name: labels for name, labels in found.items() if labels} == {}
+
+
 def test_epilogue_variants_share_the_k_loop(outputs):
     """An epilogue variant's k-loop is its raw kernel's, instruction for instruction."""
     out, manifest = outputs("v86")
