@@ -230,8 +230,12 @@ int ts_cpu_lookup(const char *cpu, int *core_class)
 {
     if (cpu == NULL || core_class == NULL)
         return TS_EINVAL;
-    if (strcmp(cpu, "auto") == 0 || strcmp(cpu, "generic") == 0) {
-        *core_class = cpu[0] == 'a' ? TS_CORE_AUTO : TS_CORE_GENERIC;
+    if (strcmp(cpu, "auto") == 0) {
+        *core_class = TS_CORE_AUTO;
+        return TS_OK;
+    }
+    if (strcmp(cpu, "generic") == 0) {      /* what a core no table row names gets */
+        *core_class = TS_CORE_GENERIC;
         return TS_OK;
     }
     for (size_t i = 0; i < sizeof ARM_CORES / sizeof ARM_CORES[0]; ++i)
