@@ -1123,7 +1123,7 @@ static TS_ALWAYS_INLINE void transpose_s8_16(const int8_t *p, size_t ld, size_t 
         const int16x8_t lo23 = vreinterpretq_s16_s8(vzip1q_s8(r2, r3));
         const int16x8_t hi01 = vreinterpretq_s16_s8(vzip2q_s8(r0, r1));   /* columns 8-15 */
         const int16x8_t hi23 = vreinterpretq_s16_s8(vzip2q_s8(r2, r3));
-        /* byte stores of the zipped vectors: a group's offset need not be 2-byte aligned */
+        /* stored as bytes (the same 16 bytes): no alignment assumed of dst[g] + offset */
         vst1q_u8(dst[0] + offset, vreinterpretq_u8_s16(vzip1q_s16(lo01, lo23)));
         vst1q_u8(dst[1] + offset, vreinterpretq_u8_s16(vzip2q_s16(lo01, lo23)));
         vst1q_u8(dst[2] + offset, vreinterpretq_u8_s16(vzip1q_s16(hi01, hi23)));
