@@ -65,7 +65,7 @@ def test_pool_threads_compute_as_the_caller(mode, state_harness):
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
 
 
-TABLE_ROW = re.compile(r'"(\w+)", \w+,\n.*\n\s+(\w+), (\d+), (\d+), (\d+),\n.*\n\s+\w+, TS_CORE_(\w+),')
+TABLE_ROW = re.compile(r'"(\w+)", \w+,\n.*\n\s+(\w+), \d+, (\d+), (\d+), (\d+),\n.*\n\s+\w+, TS_CORE_(\w+),')   # fused, params_cols, KC, MC, unsplit K
 
 
 def table_rows(text: str, key: str) -> list[tuple]:
