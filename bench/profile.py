@@ -294,15 +294,16 @@ def _profile_skeleton(w: Workload, p: DispatchPath) -> dict:
 
 
 def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None, caches=None,
-            cls=GENERIC):
+            cls=GENERIC, cache_sizes=None):
     """Run one workload on one path on a core of class `cls`, counting from the `mark` address
-    on (simulating the `caches` of bench.tbcount.run_profiled); returns (profile skeleton,
-    blocks)."""
-    profile = dict(_profile_skeleton(w, p), run_class=cls)
+    on (simulating the `caches` of bench.tbcount.run_profiled); `cache_sizes` (L1D, L2 bytes):
+    the calls' blocks sized for them (Workload.args). Returns (profile skeleton, blocks)."""
+    profile = dict(_profile_skeleton(w, p), run_class=cls, cache_sizes=cache_sizes)
     start = time.monotonic()
-    suffix = "" if cls == GENERIC else f".{cls}"
+    suffix = ("" if cls == GENERIC else f".{cls}") \
+        + (f".{cache_sizes[0]}-{cache_sizes[1]}" if cache_sizes else "")
     try:
-        blocks, stdout = run_profiled(program, w.args(p), plugin,
+        blocks, stdout = run_profiled(program, w.args(p, cache_sizes), plugin,
                                       work_dir / f"{w.name}.{p.name}{suffix}.tb",
                                       cpu=qemu_cpu(cls), mark=mark, caches=caches)
     except ProfileError as e:
@@ -325,21 +326,23 @@ def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix
     table = sym.SymbolTable.from_elf(program)
     mark = table.address_of(sym.MARK) if any(s.name == sym.MARK for s in table.symbols) else None
     work_dir.mkdir(parents=True, exist_ok=True)
-    own = [class_runs(cpus, p.instruction, workload_variants(w, variants or {}))
-           for w, p in runs]
-    # each class's run simulates the caches of the cores it models only
-    jobs_list = [(i, cls, {c: m for c, m in (caches or {}).items() if own[i].get(c) == cls})
+    own = [_cache_runs(class_runs(cpus, p.instruction, workload_variants(w, variants or {})),
+                       caches if w.dtype not in QDYN_FORMATS else None) for w, p in runs]
+    # each run simulates the caches of the cores it models only
+    jobs_list = [(i, key, {c: m for c, m in (caches or {}).items() if own[i].get(c) == key})
                  for i in sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first
-                 for cls in _run_order(own[i])]
+                 for key in _run_order(own[i])]
     results = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir, mark, simulated, cls):
-                   (i, cls) for i, cls, simulated in jobs_list}
+        futures = {pool.submit(run_one, program, *runs[i], plugin, work_dir, mark, simulated,
+                               *key): (i, key) for i, key, simulated in jobs_list}
         for future in futures:
-            i, cls = futures[future]
-            results[i, cls] = future.result()
-            prof = results[i, cls][0]
-            tag = "" if cls == GENERIC else f" [{cls}]"
+            i, key = futures[future]
+            results[i, key] = future.result()
+            prof = results[i, key][0]
+            cls, sizes = key
+            tag = ("" if cls == GENERIC else f" [{cls}]") \
+                + (f" [L2 {sizes[1] // 1024} KiB]" if sizes else "")
             progress(f"  {prof['workload']:<24} {prof['path']:<8}{tag} "
                      + (f"error: {prof['error']}" if prof["error"] else f"{prof['qemu_seconds']:.1f} s"))
     classified = {}
@@ -357,9 +360,22 @@ def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix
             for i in range(len(runs))]
 
 
-def _run_order(own: dict) -> list[str]:
-    """The classes run for one (workload, path), generic first."""
-    return sorted(set(own.values()), key=lambda c: (c != GENERIC, c))
+def _cache_runs(classes: dict, caches) -> dict:
+    """{cpu: (class of its run, (L1D, L2) bytes or None)}: with the cache model, a core's run
+    sizes the calls' cache blocks for that core's caches (gen.cores MEMORY, passed to the
+    program: QEMU shows the program the host's caches, not the modeled core's), so cores of one
+    class with other caches (Cortex-A710's 512 KiB L2 beside Neoverse N2's 1 MiB) run apart and
+    each core's traffic is that of the blocks an engine knowing its caches gets
+    (ts_context_set_cache_sizes). Without it, for a core not simulated, and for the qdyn
+    GEMMs (no cache blocks: workload_variants): the blocks the build gives the class (None)."""
+    caches = caches or {}
+    return {cpu: (cls, (caches[cpu].l1d.size, caches[cpu].l2.size) if cpu in caches else None)
+            for cpu, cls in classes.items()}
+
+
+def _run_order(own: dict) -> list[tuple]:
+    """The runs (class, cache sizes) of one (workload, path), generic first."""
+    return sorted(set(own.values()), key=lambda k: (k[0] != GENERIC, k[0], k[1] or (0, 0)))
 
 
 def _merged_profile(ran, own, model, prefix, caches) -> dict:
@@ -375,6 +391,7 @@ def _merged_profile(ran, own, model, prefix, caches) -> dict:
     profile["instructions"], profile["setup_instructions"] = instruction_profile(blocks, groups)
     profile["cycles"] = {cpu: cycle_profile(r[1], r[2], model, cpu) for cpu, r in own.items()}
     profile["variants"] = {cpu: dict(core_class=r[0]["run_class"], checksum=r[0].get("checksum"),
+                                     cache_sizes=r[0].get("cache_sizes"),
                                      kernel=max(r[3], key=r[3].get) if r[3] else None)
                            for cpu, r in own.items()}
     if caches:

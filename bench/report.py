@@ -244,12 +244,15 @@ def notes(profiles, missing_paths) -> list[str]:
 
 
 def variant_notes(profiles) -> list[str]:
-    """The class runs of one workload and path (bench.profile class_runs) must print the same
-    checksum: a core-class variant gives the generic kernel's results (int exact; fp32 / bf16
-    the same fused multiply-add chain per output, whatever the tile)."""
+    """The class runs of one workload and path (bench.profile class_runs; with the cache model,
+    one per class and core caches) must print the same checksum: a core-class variant gives the
+    generic kernel's results (int exact; fp32 / bf16 the same fused multiply-add chain per
+    output, whatever the tile), and the cache blocks do not change results."""
     out = []
     for p in profiles:
-        sums = {v["core_class"]: v["checksum"] for v in (p.get("variants") or {}).values()}
+        sums = {v["core_class"] + (f" L2 {v['cache_sizes'][1] // 1024} KiB"
+                                   if v.get("cache_sizes") else ""): v["checksum"]
+                for v in (p.get("variants") or {}).values()}
         if len(set(sums.values())) > 1:
             out.append(f"{p['workload']} [{p['path']}]: checksums differ between the core-class "
                        f"runs {sums}")

@@ -26,10 +26,18 @@ the modeled cycles). So K is split only when the split buys something (`whole_k_
 KC's L1 role (B micro-panel reused across A micro-panels) matters only where L2 cannot stream
 both micro-panels at the kernel's peak, and with K whole the M block keeps its height (MC
 panels, so B is re-read as often as with the split) as long as that A block and one B
-micro-panel fit the L2 capacity. A whole K shorter than that limit leaves L2 room for more A
-panels: the engine (drivers/src/ts_engine.c m_block_panels) gives such an M block the most
-panels p with (p * ep + hp) * K <= (MC * ep + hp) * whole_k_steps (the same L2 fit), since every
-M block streams the whole packed B from beyond L2 once more.
+micro-panel fit the L2 capacity. The M block keeps MC panels (more only below KC k-steps, at
+MC x KC's bytes: drivers/src/ts_engine.c m_block_panels), and the engine runs the tiles of
+each A panel with a group of B panels whose results fill whole lines of C (ts_engine.c
+b_group), two groups (the one in use and the next) in at most a quarter of L2: with the A
+block's half that leaves 2 of an 8-way L2's ways to C's lines, as in Low et al.'s L2 rule
+(C_Ac = W_L2 - 1 - the ways of two B micro-panels: one way for C). Measured on the bench's N2
+model (1 MiB, 8-way, true LRU), int8 prefill M=512 N=K=4096 with blocks for its caches
+(ts_context_set_cache_sizes): an A block filling the L2 (30 panels, the whole-K M block these
+rules gave before) moved 235 MiB from DRAM, 22 panels 134 MiB, 16 panels B panel after B panel
+126 MiB (C's lines open across 8 B panels, rows of C 4096 bytes apart sharing 32 of the 2048
+sets, crowded out by A), 16 panels in groups of 8 B panels 118 MiB (A and two 256 KiB groups
+fill all 8 ways), in groups of 4 108 MiB.
 
 The SME outer products (`SME_INSTRUCTIONS`) keep their accumulators in ZA, not in registers
 that a KC-deep B micro-panel must keep busy from L1: a K split buys them nothing and costs
@@ -38,7 +46,8 @@ load of its accumulator tile (2S or 4S slice loads) and the store of its C rows 
 and GEMM 512^3 the engine's L1-sized KC made 2-4 blocks (bench --sme). So their K stays whole
 while the packed panels a K block streams, the A block of MC panels and one B panel over the
 whole K, fit `SME_L2_BYTES`; beyond that it splits into blocks of at most KC (the M
-block as for any path: MC, or more panels for a shorter whole K).
+block: MC, or below KC more as for any path; a whole K of KC up to that limit takes the most
+panels whose A block plus one B panel fit the same SME_L2_BYTES, ts_engine.c m_block_panels).
 SME_L2_BYTES is an assumption, not a modeled cache (gen/cores.py has no SME core): that the
 SME unit streams its panels from an L2 of at least 2 MiB (Apple M4, the only SME core with
 published figures, is reported with a 16 MB L2 shared by its P cluster, which the cluster's

@@ -11,21 +11,30 @@ write 48 of a line's 64 bytes per call: write-allocate; the packers write their 
 which write streaming does not read, bench/plugin/tbcount.c), and write the packed B and C
 back at most once: 5 MiB. Beyond that, with K = 512 run whole, every M block of h rows streams
 the whole packed B from memory again (B does not fit next to the A block in a 1 MiB L2):
-ceil(512 / h) passes. Blocks sized for the 128 KiB L2 (48 rows, 11 passes) cost 5 + 11 = 16 MiB,
-above what a core's DRAM share lets an N2 stream in the GEMM's compute time; blocks of the ooo
-class (an A block of a quarter of that class's smallest L2, A710's 512 KiB: 128 KiB = 64 rows at
-least, at most 8 passes) must stay within 5 + 8 = 13 MiB, and well under the generic blocks'
-figure.
+ceil(512 / h) passes (K = 512 is shorter than KC: the engine runs BLIS's order, B panel by B
+panel, every M block first to last). Blocks sized for the 128 KiB L2 (48 rows, 11 passes) cost
+5 + 11 = 16 MiB, above what a core's DRAM share lets an N2 stream in the GEMM's compute time;
+blocks of the ooo class (an A block of half of that class's smallest L2, A710's 512 KiB: 64
+rows at least, at most 8 passes) must stay within 5 + 8 = 13 MiB, and well under the generic
+blocks' figure.
 
 int8 prefill M=512, N=K=4096 (the bench's prefill512, requantized int8 C) on the same N2 with
-the ooo blocks: B is 16 MiB, A and C 2 MiB each. Compulsory: read B once (its column sums and
-the packer's transposes run in the same row passes, so the packer finds the rows cached), write
-the packed B back once (16 MiB: its panels start on a line, so the packer writes whole lines),
-read A, and read and write C's lines (a tile writes 8 of a line's 64 bytes): 38 MiB. K = 4096
-runs whole (512 k-steps, within the ooo class's 910), and the M block then holds what
-whole_k_steps' L2 fit allows at that K, 14 A panels (112 rows), so the kernels stream the packed B
-ceil(512 / 112) = 5 times: 38 + 80 = 118 MiB; bound 128 MiB. Blocks of 8 panels (64 rows, 8
-passes) with B read twice and the packed lines half-written cost 231 MiB."""
+blocks sized for its own 64 KiB / 1 MiB (ts_context_set_cache_sizes, the program's cache=
+argument, as the bench runs it): B is 16 MiB, A and C 2 MiB each. Compulsory: read B once (its
+column sums and the packer's transposes run in the same row passes, so the packer finds the
+rows cached), write the packed B back once (16 MiB: its panels start on a line, so the packer
+writes whole lines), read A, and read and write C's lines (a tile writes 8 of a line's 64
+bytes): 38 MiB. KC is 512 k-steps (a 32 KiB B micro-panel in half of L1D), so K = 4096 runs
+whole, and MC 16 panels (a 512 KiB A block, half of L2): the kernels stream the packed B
+ceil(512 / 128) = 4 times, 38 + 64 = 102 MiB; bound 112 MiB (rows of C 4096 bytes apart share
+32 of the L2's 2048 sets, where the lines of C a group of B panels leaves open for the next
+and the A block's lines still evict each other: ~6 MiB measured). The engine runs each A panel
+with a group of 4 B panels (128 KiB; two groups, the one in use and the next, in a quarter of
+L2, ts_engine.c b_group), so a line of C (8 B panels wide) is finished within two groups; B
+panel after B panel over the M block kept 128 rows' lines of C open across 8 sweeps of the A
+block and moved 126 MiB, groups of 8 (the A block and two 256 KiB groups fill all 8 ways) 118.
+The ooo class's own blocks (A710's 512 KiB: 8 panels, 8 passes, groups of 2) stay within
+38 + 128 MiB; bound 172 MiB."""
 from __future__ import annotations
 
 import subprocess
@@ -81,9 +90,16 @@ def test_ooo_blocks_keep_fp32_512_cube_near_compulsory_traffic(program):
     assert ooo <= 0.75 * generic, (ooo / MIB, generic / MIB)
 
 
-def test_ooo_blocks_keep_int8_prefill512_to_five_passes_over_b(program):
+def test_n2_sized_blocks_take_int8_prefill512_to_four_passes_over_b(program):
+    binary, plugin, d = program
+    n2 = (MEMORY[N2].l1d.size, MEMORY[N2].l2.size)
+    moved = dram_bytes(binary, plugin, d, "ooo", "s8", (512, 4096, 4096), cache_sizes=n2)
+    # compulsory 38 MiB + 4 passes over the 16 MiB packed B (module comment): 102 MiB
+    assert moved <= 112 * MIB, moved / MIB
+
+
+def test_ooo_blocks_keep_int8_prefill512_to_eight_passes_over_b(program):
     binary, plugin, d = program
     moved = dram_bytes(binary, plugin, d, "ooo", "s8", (512, 4096, 4096))
-    # compulsory 38 MiB + 5 passes over the 16 MiB packed B (module comment)
-    assert moved <= 128 * MIB, moved / MIB
-
+    # compulsory 38 MiB + 8 passes over the 16 MiB packed B (module comment)
+    assert moved <= 172 * MIB, moved / MIB

@@ -7,14 +7,15 @@ import pytest
 
 from bench import symbols as sym
 from bench.mca import CycleModel
-from bench.profile import (QEMU_CPU, class_runs, classify, fallthrough_runs,
+from bench.profile import (QEMU_CPU, _cache_runs, _run_order, class_runs, classify,
+                           fallthrough_runs,
                            instruction_profile, profile_all, qemu_cpu, run_codes, run_cycles,
                            variant_instructions, workload_variants)
 from bench.report import build_report, render_markdown
 from bench.tbcount import Block, ProfileError, build_plugin, parse_profile, run_profiled
 from bench.workloads import DispatchPath, Workload
 from cross import GCC
-from gen.cores import CLASS_MIDR
+from gen.cores import CLASS_MIDR, MEMORY
 
 # One function per group: (symbol, group, loop trip count, extra instructions in the loop body).
 # Each function is `mov x9,#T; loop: body…; subs; b.ne loop; ret`: 2 + T * (body + 2) instructions.
@@ -304,6 +305,24 @@ def test_class_runs_follow_the_build_variants():
                                                  "inorder": {"smmla": "kernel"}}
     assert set(class_runs(cpus, "fmla_f32", workload_variants(qdyn, variants)).values()) \
         == {"generic"}
+
+
+def test_with_the_cache_model_each_core_runs_blocks_for_its_own_caches():
+    """bench.profile _cache_runs: a core's run passes its L1D / L2 (gen/cores.py MEMORY, from
+    the TRMs: N2 and V1 64 KiB / 1 MiB, A710 64 KiB / 512 KiB, A55 32 KiB / 128 KiB), so N2 and
+    V1 share a run and the A710 of the same class runs apart; no cache model: no sizes; runs
+    generic first."""
+    classes = {"neoverse-n2": "ooo", "neoverse-v1": "ooo", "cortex-a710": "ooo",
+               "cortex-a55": "generic"}
+    own = _cache_runs(classes, {c: MEMORY[c] for c in classes})
+    kib = 1024
+    assert own == {"neoverse-n2": ("ooo", (64 * kib, 1024 * kib)),
+                   "neoverse-v1": ("ooo", (64 * kib, 1024 * kib)),
+                   "cortex-a710": ("ooo", (64 * kib, 512 * kib)),
+                   "cortex-a55": ("generic", (32 * kib, 128 * kib))}
+    assert _run_order(own) == [("generic", (32 * kib, 128 * kib)), ("ooo", (64 * kib, 512 * kib)),
+                               ("ooo", (64 * kib, 1024 * kib))]
+    assert set(_cache_runs(classes, None).values()) == {("ooo", None), ("generic", None)}
 
 
 def test_each_core_is_modeled_on_its_class_run(built, variant_program, tmp_path):

@@ -8,9 +8,11 @@
  *      (ts_gemm_grid); each task runs, over its block: for each K block (the whole K up to
  *      kw_steps k-steps, beyond that as few blocks of at most kc_steps as possible, of equal
  *      length: the split depends on K only), for each M block of A panels (mc_panels, more
- *      when the K block is shorter than kc_steps or a whole K fits more: m_block_panels): pack
- *      that MC x KC block of A into the task's own area (conv2d: straight from the input,
- *      ts_pack_conv_panels), then for each B panel, for each A panel: one kernel call. kc_steps, mc_panels
+ *      when the K block is shorter than kc_steps: m_block_panels): pack that MC x KC block
+ *      of A into the task's own area (conv2d: straight from the input, ts_pack_conv_panels),
+ *      then, where K has kc_steps or more, for each group of B panels whose results fill
+ *      whole lines (b_group), for each A panel, for each B panel of the group: one kernel
+ *      call; with a shorter K, for each B panel, for each A panel. kc_steps, mc_panels
  *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py, or
  *      re-derived for the context's sizes: ts_blocks.c; the SME paths: K whole while their
  *      panels fit an assumed L2, SME_L2_BYTES).
@@ -129,25 +131,24 @@ static size_t params_panel_bytes(const ts_path *path)
     return div_up(path->hp, path->params_cols) * TS_REQUANT_BLOCK_BYTES;
 }
 
-
-
-/* A panels per M block at a K block of k_steps. Below kc_steps the M block holds as many
- * panels as the path's A-block budget (mc_panels panels of kc_steps k-steps, half of L2:
- * gen/blocking.py) takes at this length, so a short K (a 1x1 conv, K = 24) gets tall M blocks
- * and each B micro-panel serves many A panels. A whole K of kc_steps .. kw_steps k-steps
- * (the K block exceeds Low et al.'s half-L2 A block at mc_panels) is governed by the L2 fit
- * that whole_k_steps sized kw_steps by, (mc_panels * ep + hp) * kw_steps k-steps of L2: the M
- * block takes the most panels for which (panels * ep + hp) * k_steps stays within it (never
- * fewer than mc_panels). Every M block streams the K block of packed B from beyond L2 once,
- * so at K = 4096 int8 (smmla 8x8x8, the ooo class's 512 KB: 910 k-steps unsplit) this is 14
- * panels instead of 8, 5 passes over B at M = 512 instead of 8. */
+/* A panels per M block at a K block of k_steps: as many as the path's A-block budget takes at
+ * this length (mc_panels panels of kc_steps k-steps, half of L2: Low et al., gen/blocking.py),
+ * never fewer than mc_panels. So a short K (a 1x1 conv, K = 24) gets tall M blocks and each B
+ * micro-panel serves many A panels; a whole K of kc_steps .. kw_steps k-steps keeps mc_panels
+ * (its A block then exceeds half of L2, within the ways whole_k_steps leaves it). Not more:
+ * the B panels of a group (b_group) and the lines of C need the rest of L2; an A block filling
+ * all of L2 (30 panels at K = 4096 int8 on the N2's 1 MiB) made the bench's N2 model move
+ * 235 MiB from DRAM for int8 prefill M=512 N=K=4096. The SME paths (no cache facts,
+ * block_l1 0: their kw_steps is an assumed L2's, SME_L2_BYTES) give a whole K of kc_steps ..
+ * kw_steps the most panels whose A block plus one B panel stay within that assumption,
+ * (panels * ep + hp) * k_steps <= (mc_panels * ep + hp) * kw_steps. */
 static size_t m_block_panels(const ts_path *path, size_t k_steps)
 {
-    if (path->kc_steps == (size_t)-1)
+    if (path->kc_steps == (size_t)-1 || k_steps > path->kw_steps)
         return path->mc_panels;
     if (k_steps < path->kc_steps)
         return path->mc_panels * path->kc_steps / k_steps;
-    if (k_steps > path->kw_steps)
+    if (path->block_l1 != 0)
         return path->mc_panels;
     const size_t budget = (path->mc_panels * path->ep + path->hp) * path->kw_steps / k_steps;
     const size_t panels = (budget - path->hp) / path->ep;     /* budget >= mc * ep + hp */
@@ -350,21 +351,95 @@ static void setup_block(const call *c, int first, int last, block_run *r)
     r->last_kernel = last_panel_kernel(path, c->ntail, r->kernel);
 }
 
-/* One B panel's kernel calls on full-height tiles with no accumulator input (every call of a
- * GEMM whose K is one block, but the last A panel's when M is not a multiple of ep): the
- * pointers step by a panel's bytes and ep rows, and the argument block is set once, so the
- * loop keeps everything it needs in callee-saved registers (fields read through the call's
- * structures would be reloaded after every call: the kernel is called through a pointer and
- * may write memory). The bench's models, GEMM 512^3 int8 smmla, driver cycles per tile:
- * Cortex-A510 24.7 -> 8.6, Neoverse N2 4.9 -> 3.4, V1 5.2 -> 3.4. */
-static TS_NOINLINE void run_full_tiles(ts_kernel_fn kernel, const unsigned char *a,
-                                       const unsigned char *a_end, size_t panel_bytes,
-                                       const unsigned char *b, size_t steps, unsigned char *dst,
-                                       size_t dst_ld, size_t dst_rows,
-                                       const struct ts_tile_args *args)
+/* What run_full_tiles runs: `rows` A panels from a (a_step bytes apart: negative to run them
+ * last to first), their results from dst (row_step apart), each with `cols` B panels from b
+ * (b_step apart, results dst_step apart, fused parameters from params, params_step apart),
+ * the kernel over `steps` k-steps into C of stride dst_ld. */
+typedef struct {
+    ts_kernel_fn kernel;
+    const unsigned char *a, *b, *params;
+    unsigned char *dst;
+    ptrdiff_t a_step, row_step;
+    size_t rows, cols, steps, dst_ld, b_step, dst_step, params_step;
+} full_tiles;
+
+/* run_full_tiles' loops, `fused` a constant: the unfused tiles step two pointers per call, the
+ * fused ones three (the column parameters too). The argument block is a copy on this frame
+ * (its address is the stack pointer's offset, not a register's), so with the kernel, A, B, C,
+ * C's end, the steps and C's stride the inner loop's values fit the 10 callee-saved
+ * registers x19..x28 (the frame pointer kept) — fused, with the parameters and their step too,
+ * gcc 12 -O2 reloads the k-steps and C's stride with one LDP per call instead. */
+static TS_ALWAYS_INLINE void full_tiles_loops(const full_tiles *f,
+                                              const struct ts_tile_args *in, int fused)
 {
-    for (; a != a_end; a += panel_bytes, dst += dst_rows)
+    struct ts_tile_args args = *in;
+    const ts_kernel_fn kernel = f->kernel;
+    const size_t steps = f->steps, dst_ld = f->dst_ld, b_step = f->b_step;
+    const size_t dst_step = f->dst_step, params_step = f->params_step;
+    /* from the end of a row of results to the start of the next */
+    const size_t span = f->cols * dst_step;
+    const ptrdiff_t next_row = f->row_step - (ptrdiff_t)span;
+    const unsigned char *a = f->a;
+    unsigned char *dst = f->dst;
+    for (size_t x = f->rows;;) {
+        const unsigned char *b = f->b, *params = f->params;
+        /* to an end pointer on C: B panels are 0 bytes apart when K = 0 */
+        unsigned char *const end = dst + span;
+        do {
+            if (fused) {
+                args.params = params;
+                params += params_step;
+            }
+            kernel(a, b, steps, dst, dst_ld, &args);
+            b += b_step;
+            dst += dst_step;
+        } while (dst != end);
+        if (--x == 0)
+            break;
+        a += f->a_step;         /* stepped only while in the block (a_step may be negative) */
+        dst += next_row;
+    }
+}
+
+/* The kernel calls of full-height tiles with no accumulator input whose results need no
+ * driver pass (every call of a GEMM whose K is one block, but the last A panel's when M is
+ * not a multiple of ep and the call's last B panel), A panel by A panel over a group's B
+ * panels (f->rows, f->cols >= 1): B, the results and the fused parameters step by constants
+ * and the rest of the argument block is set once, so the loop keeps what it needs in
+ * callee-saved registers (fields read through the call's structures would be reloaded after
+ * every call: the kernel is called through a pointer and may write memory). The unfused and
+ * the fused loops are separate functions (full_tiles_loops), each a function of its own
+ * (TS_NOINLINE): inlined, the caller's values would compete for their registers. The bench's
+ * models, GEMM 512^3 int8 smmla, driver cycles per tile (B panel outer, before the groups):
+ * Cortex-A510 24.7 -> 8.6, Neoverse N2 4.9 -> 3.4, V1 5.2 -> 3.4. */
+static TS_NOINLINE void run_full_tiles(const full_tiles *f, const struct ts_tile_args *args)
+{
+    full_tiles_loops(f, args, 0);
+}
+
+static TS_NOINLINE void run_full_tiles_fused(const full_tiles *f,
+                                             const struct ts_tile_args *args)
+{
+    full_tiles_loops(f, args, 1);
+}
+
+/* One B panel's kernel calls on `rows` full-height A panels from a (a_step bytes apart,
+ * results row_step apart: negative to run them last to first), the argument block (its
+ * params included) set by the caller: the groups of one B panel (b_group 1, BLIS's order),
+ * as the whole loop was before the groups. Two pointers step; a function of its own like
+ * run_full_tiles. */
+static TS_NOINLINE void run_full_column(ts_kernel_fn kernel, const unsigned char *a,
+                                        ptrdiff_t a_step, size_t rows, const unsigned char *b,
+                                        size_t steps, unsigned char *dst, size_t dst_ld,
+                                        ptrdiff_t row_step, const struct ts_tile_args *args)
+{
+    for (;;) {
         kernel(a, b, steps, dst, dst_ld, args);
+        if (--rows == 0)
+            break;
+        a += a_step;            /* stepped only while in the block (a_step may be negative) */
+        dst += row_step;
+    }
 }
 
 /* The bias a fused _biasclamp kernel reads for B panel j: the caller's from column j*hp on
@@ -376,6 +451,24 @@ static const float *bias_params(const call *c, size_t j)
     if (c->out->bias != NULL && n0 + c->path->hp <= c->N)
         return c->out->bias + n0;
     return c->bias_pad;
+}
+
+/* The fused kernel's column parameters of B panel j: the requantisation's (c->params), or the
+ * bias (bias_params). */
+static const unsigned char *fused_params(const call *c, size_t j)
+{
+    if (c->out->q != NULL)
+        return c->params + j * params_panel_bytes(c->path);
+    return (const unsigned char *)bias_params(c, j);
+}
+
+/* Bytes from B panel j's fused parameters to panel j+1's while j+1 is not the call's last
+ * panel (whose bias may be the copy: fused_params); 0 for a NULL bias (every panel reads
+ * call.bias_pad). */
+static size_t fused_params_step(const call *c)
+{
+    return c->out->q != NULL ? params_panel_bytes(c->path)
+           : c->out->bias != NULL ? c->path->hp * sizeof(float) : 0;
 }
 
 /* call.bias_pad for a fused bias_clamp call (before the tasks, which only read it). */
@@ -407,55 +500,188 @@ static void stage_to_c(const call *c, size_t m0, size_t n0, size_t m_rem, size_t
                         (int8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
 }
 
-/* The kernel calls of B panels j0 .. j1-1 x A panels ib .. ie-1 (packed in `block`, panel p
- * at (p - ib) * panel_bytes) over k-steps s0 .. s0+steps-1, with what r says; on the last K
- * block the results that are staged (fp16 narrowing, unfused requantisation) go to C per
- * tile. */
+/* What run_tiles' calls share: the tiles' results go to C through the driver (after the last
+ * K block, not fused: to_c); B panels j0 .. j1-1 but the call's last (jf: a column tail or
+ * partial, set per tile) step by pointer increments, the tile loop being the driver's inner
+ * loop. */
+typedef struct {
+    const call *c;
+    const block_run *r;
+    const unsigned char *block;     /* A panel ib */
+    size_t panel_bytes, ib, s0, steps, step_bytes, pp, dst_step;
+    int to_c;
+} tile_run;
+
+/* The tiles of A panels xb .. xe-1 (last to first when `down`) x B panels j0 .. j1-1 (A panel
+ * by A panel) that run_full_tiles did not run: those of A panels below fe on B panels from jf
+ * on, and every tile of the others. */
+static void run_rest(const tile_run *t, struct ts_tile_args *args, size_t xb, size_t xe,
+                     size_t fe, size_t j0, size_t j1, size_t jf, int down)
+{
+    const call *c = t->c;
+    const block_run *r = t->r;
+    const size_t ep = c->path->ep, hp = c->path->hp, pp = t->pp, dst_step = t->dst_step;
+    const unsigned char *b0 = (const unsigned char *)c->b->data + j0 * c->b->panel_bytes
+                              + t->s0 * hp * t->step_bytes;
+    const unsigned char *p0 = c->fused && r->last ? fused_params(c, j0) : NULL;
+    for (size_t x = xb; x < xe; ++x) {
+        const size_t i = down ? xe - 1 - (x - xb) : x, m0 = i * ep;
+        const unsigned char *a = t->block + (i - t->ib) * t->panel_bytes;
+        /* the full-height A panels' calls from B panel jf on */
+        size_t j = i < fe ? jf : j0;
+        if (j >= j1)
+            continue;
+        args->m_rem = c->M - m0 < ep ? c->M - m0 : ep;
+        args->n_rem = hp;
+        const unsigned char *b = b0 + (j - j0) * c->b->panel_bytes;
+        const unsigned char *params = p0 != NULL ? p0 + (j - j0) * pp : NULL;
+        const unsigned char *acc = r->acc != NULL
+                                   ? r->acc + m0 * r->acc_ld + j * hp * r->acc_elem : NULL;
+        unsigned char *dst = r->dst + m0 * r->dst_ld + j * dst_step;
+        for (; j < j1; ++j) {
+            const size_t n0 = j * hp;
+            ts_kernel_fn kernel = r->kernel;
+            if (j >= jf) {
+                /* the last panel of a column-tail call is tail_hp wide, run by its kernel */
+                const int narrow = c->b->tail_hp != 0;
+                kernel = narrow ? r->last_kernel : r->kernel;
+                b = (const unsigned char *)c->b->data + j * c->b->panel_bytes
+                    + t->s0 * (narrow ? c->b->tail_hp : hp) * t->step_bytes;
+                args->n_rem = c->N - n0 < hp ? c->N - n0 : hp;
+                params = params != NULL ? fused_params(c, j) : NULL;    /* may be the copy */
+            }
+            args->params = params;
+            args->acc = acc;
+            kernel(a, b, t->steps, dst, r->dst_ld, args);
+            b += c->b->panel_bytes;
+            dst += dst_step;
+            acc = acc != NULL ? acc + hp * r->acc_elem : NULL;
+            params = params != NULL ? params + pp : NULL;
+            if (t->to_c)
+                stage_to_c(c, m0, n0, args->m_rem, args->n_rem);
+        }
+    }
+}
+
+/* The kernel calls of A panels ib .. ie-1 (packed in `block`, panel p at (p - ib) *
+ * panel_bytes) x B panels j0 .. j1-1 over k-steps s0 .. s0+steps-1, with what r says; on the
+ * last K block the results that are staged (fp16 narrowing, unfused requantisation) go to C
+ * per tile. j0 .. j1-1 is one group (b_group): A panel by A panel (last to first when
+ * `down`); or, `columns` (groups of one B panel), B panel by B panel, A panels last to first
+ * on every other one (`down`: the first). The full-height tiles of a first K block whose
+ * results need no driver pass run in run_full_tiles (run_full_column), the rest in
+ * run_rest. */
 static void run_tiles(const call *c, const block_run *r, const unsigned char *block,
                       size_t panel_bytes, size_t ib, size_t ie, size_t j0, size_t j1,
-                      size_t s0, size_t steps)
+                      size_t s0, size_t steps, int down, int columns)
 {
     const ts_path *path = c->path;
     const size_t ep = path->ep, hp = path->hp;
-    const size_t step_bytes = path->lp * ts_pack_elem_bytes(path->pack);   /* per column */
-    const size_t pp = params_panel_bytes(path);
-    /* the tiles' results go to C through the driver (after the last K block, not fused) */
-    const int to_c = r->last && (c->stage != TS_STAGE_NONE || c->out->bias_clamp) && !c->fused;
-    /* A panels ib .. full_end-1 are ep rows high */
-    const size_t full_end = c->M / ep < ie ? c->M / ep : ie;
-    const size_t dst_rows = ep * r->dst_ld;
+    const tile_run t = {c, r, block, panel_bytes, ib, s0, steps,
+                        path->lp * ts_pack_elem_bytes(path->pack),      /* per column */
+                        fused_params_step(c), hp * r->dst_elem,
+                        r->last && (c->stage != TS_STAGE_NONE || c->out->bias_clamp) && !c->fused};
     struct ts_tile_args args = r->args;
-    for (size_t j = j0; j < j1; ++j) {
-        const size_t n0 = j * hp;
-        /* the last panel of a column-tail call is tail_hp wide, run by its kernel */
-        const int narrow = j + 1 == c->b->panels && c->b->tail_hp != 0;
-        const ts_kernel_fn kernel = narrow ? r->last_kernel : r->kernel;
-        const unsigned char *b = (const unsigned char *)c->b->data + j * c->b->panel_bytes
-                                 + s0 * (narrow ? c->b->tail_hp : hp) * step_bytes;
-        size_t i = ib;
-        args.n_rem = c->N - n0 < hp ? c->N - n0 : hp;
-        if (c->fused && r->last)
-            args.params = c->out->q != NULL ? (const void *)(c->params + j * pp)
-                                            : (const void *)bias_params(c, j);
-        /* full tiles with no accumulator input, or the same (a column correction, acc_ld 0) */
-        if ((r->acc == NULL || r->acc_ld == 0) && !to_c && full_end > ib) {
-            args.m_rem = ep;
-            args.acc = r->acc != NULL ? r->acc + n0 * r->acc_elem : NULL;
-            run_full_tiles(kernel, block, block + (full_end - ib) * panel_bytes, panel_bytes, b,
-                           steps, r->dst + ib * dst_rows + n0 * r->dst_elem, r->dst_ld, dst_rows,
-                           &args);
-            i = full_end;
+    const size_t jf = j1 < c->b->panels ? j1 : c->b->panels - 1;
+    const unsigned char *b0 = (const unsigned char *)c->b->data + j0 * c->b->panel_bytes
+                              + s0 * hp * t.step_bytes;
+    const unsigned char *p0 = c->fused && r->last ? fused_params(c, j0) : NULL;
+    /* A panels ib .. full_end-1 are ep rows high: their tiles on B panels j0 .. jf-1 run in
+     * run_full_tiles when nothing is added to or done with their results here */
+    const size_t full_end = c->M / ep < ie ? c->M / ep : ie;
+    const size_t fe = r->acc == NULL && !t.to_c && jf > j0 && full_end > ib ? full_end : ib;
+    const ptrdiff_t a_step = (ptrdiff_t)panel_bytes, row_step = (ptrdiff_t)(ep * r->dst_ld);
+    if (columns) {
+        /* here the call's last B panel's full-height tiles run in run_full_column too, on
+         * its own kernel and width */
+        const size_t fc = r->acc == NULL && !t.to_c ? full_end : ib;
+        if (fc == ib && ie - ib == 1) {
+            /* one A panel, none full-height (a tail path's): one pass over the B panels */
+            run_rest(&t, &args, ib, ie, ib, j0, j1, jf, 0);
+            return;
         }
-        for (; i < ie; ++i) {
-            const size_t m0 = i * ep;
-            args.m_rem = c->M - m0 < ep ? c->M - m0 : ep;
-            args.acc = r->acc != NULL ? r->acc + m0 * r->acc_ld + n0 * r->acc_elem : NULL;
-            kernel(block + (i - ib) * panel_bytes, b, steps,
-                   r->dst + m0 * r->dst_ld + n0 * r->dst_elem, r->dst_ld, &args);
-            if (to_c)
-                stage_to_c(c, m0, n0, args.m_rem, args.n_rem);
+        /* the first and the last full-height A panel and their results on B panel j, and
+         * B panel j's data and parameters: stepped per B panel */
+        const size_t last = fc > ib ? fc - 1 - ib : 0;
+        const unsigned char *a_hi = block + last * panel_bytes;
+        unsigned char *d_lo = r->dst + ib * ep * r->dst_ld + j0 * t.dst_step;
+        unsigned char *d_hi = d_lo + last * ep * r->dst_ld;
+        const unsigned char *b = b0, *params = p0;
+        for (size_t j = j0; j < j1; ++j, down = !down) {
+            if (fc > ib) {
+                ts_kernel_fn kernel = r->kernel;
+                args.m_rem = ep;        /* (run_rest sets them per tile) */
+                args.n_rem = hp;
+                args.acc = NULL;
+                if (j + 1 == c->b->panels) {
+                    /* the last panel of a column-tail call is tail_hp wide, run by its
+                     * kernel; the last panel of any call may be partial */
+                    const int narrow = c->b->tail_hp != 0;
+                    kernel = narrow ? r->last_kernel : r->kernel;
+                    b = (const unsigned char *)c->b->data + j * c->b->panel_bytes
+                        + s0 * (narrow ? c->b->tail_hp : hp) * t.step_bytes;
+                    args.n_rem = c->N - j * hp < hp ? c->N - j * hp : hp;
+                    params = params != NULL ? fused_params(c, j) : NULL;
+                }
+                args.params = params;
+                run_full_column(kernel, down ? a_hi : block, down ? -a_step : a_step, fc - ib,
+                                b, steps, down ? d_hi : d_lo, r->dst_ld,
+                                down ? -row_step : row_step, &args);
+            }
+            b += c->b->panel_bytes;
+            d_lo += t.dst_step;
+            d_hi += t.dst_step;
+            params = params != NULL ? params + t.pp : NULL;
+            if (fc < ie)
+                run_rest(&t, &args, fc, ie, fc, j, j + 1, jf, down);
         }
+        return;
     }
+    if (fe > ib) {
+        /* A panels ib .. fe-1, the last first when down */
+        const size_t first = down ? fe - 1 - ib : 0;
+        const full_tiles f = {r->kernel, block + first * panel_bytes, b0, p0,
+                              r->dst + (ib + first) * ep * r->dst_ld + j0 * t.dst_step,
+                              down ? -a_step : a_step, down ? -row_step : row_step, fe - ib,
+                              jf - j0, steps, r->dst_ld, c->b->panel_bytes, t.dst_step, t.pp};
+        args.m_rem = ep;
+        args.n_rem = hp;
+        args.acc = NULL;
+        if (p0 != NULL)
+            run_full_tiles_fused(&f, &args);
+        else
+            run_full_tiles(&f, &args);
+    }
+    if (fe < ie || jf < j1)
+        run_rest(&t, &args, ib, ie, fe, j0, j1, jf, down);
+}
+
+/* B panels per group at a K block of k_steps: the fewest whose tiles' columns of the results
+ * (C, or the 4-byte staging copy: elem_bytes) fill whole 64-byte lines (every modeled core's
+ * line, gen/cores.py MEMORY; int8 C of 8-column panels 8, fp32 of 12-column panels 4), but no
+ * more than two groups (the one in use and the next, streaming in) in a quarter of the bytes
+ * of the path's MC x KC A block, itself half of L2 (gen/blocking.py, Low et al.'s L2 rule:
+ * the A block and two B micro-panels, the rest of the ways for C). The tiles of one A panel
+ * and one group run together, so a line of results is finished within a group or two and then
+ * left; B panel after B panel over the whole M block (BLIS's order) kept every line open
+ * across 8 sweeps of the A block, and rows of C a power of two apart share few L2 sets (int8
+ * N = 4096: 32 of the N2's 2048), which the A block's lines then crowded out. Measured on the
+ * bench's N2 model, int8 prefill M=512 N=K=4096, 16-panel M blocks: 1.31 M L2 misses in the
+ * kernels B panel by B panel, 1.26 M in groups of 8 (the A block and two groups of 256 KiB
+ * fill all 8 ways), 1.14 M in groups of 4 (1.08 M compulsory). GEMV paths (no blocks): 1. */
+static size_t b_group(const ts_path *path, size_t k_steps, size_t elem_bytes)
+{
+    if (path->kc_steps == (size_t)-1 || k_steps == 0)       /* K = 0: one empty K block */
+        return 1;
+    size_t a = 64, b = path->hp * elem_bytes;
+    while (b != 0) {                   /* a = gcd(64, the bytes of a tile's row) */
+        const size_t rest = a % b;
+        a = b;
+        b = rest;
+    }
+    const size_t line = 64 / a;
+    const size_t most = path->mc_panels * path->ep * path->kc_steps / (4 * path->hp * k_steps);
+    return line < most ? line : most != 0 ? most : 1;
 }
 
 /* k = k0 .. k0 + *klen - 1: the K block of k-steps s0 .. s0+steps-1 (the last one ends at K). */
@@ -510,25 +736,57 @@ static void compute_task(void *arg, size_t t)
         block_run r;
         ts_conv_plan plan;      /* conv: what packing this K block's A blocks shares */
         setup_block(c, kb == 0, kb + 1 == n_kb, &r);
+        /* B panels in groups (b_group) where K has KC k-steps or more (whole or split: an M
+         * block of about MC panels, its A block half of L2); a shorter K (taller M blocks of
+         * short A panels: GEMM 512^3) keeps BLIS's order, B panel by B panel, as do groups
+         * of one: that loop steps two pointers per tile, not three (run_full_column); in
+         * groups, GEMM 512^3 int8 smmla on the Cortex-A510 model lost 0.4 points of peak */
+        const size_t group = c->ksteps < path->kc_steps ? 1 : b_group(path, steps, r.dst_elem);
+        const int columns = group == 1;
         if (c->a->conv != NULL) {
             size_t klen;
             const size_t k0 = k_block_range(c, s0, steps, &klen);
             ts_conv_plan_init(&plan, path, c->a->conv, (const int8_t *)c->a->A, c->pad_row, k0,
                               klen);
         }
+        const size_t groups = div_up(j1 - j0, group);
         for (size_t ib = i0; ib < i1; ib += mc) {
             const size_t ie = i1 - ib < mc ? i1 : ib + mc;
-            pack_a_block(c, &plan, ib, ie, s0, steps, block, panel_bytes);
-            if (c->tail != NULL && ie == c->a_panels) {
-                /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
-                block_run tail = r;
+            /* every other M block runs the groups last to first, from the B panels the M
+             * block before (the first: the pack phase) left in L2 */
+            const int back = ((ib - i0) / mc) % 2 == 0;
+            /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
+            const int tailed = c->tail != NULL && ie == c->a_panels;
+            block_run tail = r;
+            if (tailed) {
                 tail.kernel = r.kernel == path->kernel ? c->tail->kernel : c->tail->fused;
                 tail.last_kernel = last_panel_kernel(c->tail, c->tail_ntail, tail.kernel);
-                run_tiles(c, &r, block, panel_bytes, ib, ie - 1, j0, j1, s0, steps);
-                run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes, ie - 1,
-                          ie, j0, j1, s0, steps);
-            } else {
-                run_tiles(c, &r, block, panel_bytes, ib, ie, j0, j1, s0, steps);
+            }
+            pack_a_block(c, &plan, ib, ie, s0, steps, block, panel_bytes);
+            if (columns) {
+                /* B panel by B panel (BLIS's order), A panels serpentine; the tail panel
+                 * after the others */
+                run_tiles(c, &r, block, panel_bytes, ib, ie - (size_t)tailed, j0, j1, s0,
+                          steps, 0, 1);
+                if (tailed)
+                    run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
+                              ie - 1, ie, j0, j1, s0, steps, 0, 1);
+                continue;
+            }
+            /* every other group runs the A panels last to first, so a group starts on the
+             * A panels the group before used last (most recently in L2) */
+            for (size_t n = 0; n < groups; ++n) {
+                const size_t jb = j0 + (back ? groups - 1 - n : n) * group;
+                const size_t je = j1 - jb < group ? j1 : jb + group;
+                const int down = (int)(n & 1);
+                if (tailed && down)
+                    run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
+                              ie - 1, ie, jb, je, s0, steps, 0, 0);
+                run_tiles(c, &r, block, panel_bytes, ib, ie - (size_t)tailed, jb, je, s0, steps,
+                          down, 0);
+                if (tailed && !down)
+                    run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
+                              ie - 1, ie, jb, je, s0, steps, 0, 0);
             }
         }
     }
