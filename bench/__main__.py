@@ -63,6 +63,10 @@ def parse_args(argv):
     ap.add_argument("--no-cache", action="store_true",
                     help="skip the cache model (L1D/L2 simulation, roofline, per-thread figures): "
                          "QEMU runs 1.06-1.4x faster on the long workloads")
+    ap.add_argument("--unsized", action="store_true",
+                    help="with the cache model, pass the calls no cache sizes (the blocks an "
+                         "engine that calls no ts_context_set_cache_sizes runs: the library's "
+                         "own for the core QEMU reports) instead of each modeled core's")
     return ap.parse_args(argv)
 
 
@@ -207,7 +211,8 @@ def main(argv=None) -> int:
         caches = {} if args.no_cache else {c: MEMORY[c] for c in cpus if c in MEMORY}
         variants = variant_instructions(json.loads((gen_dir / "manifest.json").read_text()))
         profiles = profile_all(program, runs, plugin, out_dir / args.arch / "profiles", model, cpus,
-                               prefix=PREFIX, jobs=args.jobs, caches=caches, variants=variants)
+                               prefix=PREFIX, jobs=args.jobs, caches=caches, variants=variants,
+                               sized=not args.unsized)
     except (ValueError, FileNotFoundError, RuntimeError, ProfileError, McaError) as e:
         return fail(str(e))
     table, table_error = load_kernel_table(gen_dir)

@@ -317,17 +317,20 @@ def run_one(program, w: Workload, p: DispatchPath, plugin, work_dir, mark=None, 
 
 
 def profile_all(program, runs, plugin, work_dir, model: CycleModel, cpus, prefix="ts_",
-                jobs=2, progress=print, caches=None, variants=None) -> list[dict]:
+                jobs=2, progress=print, caches=None, variants=None, sized=True) -> list[dict]:
     """Profile every (workload, path) of `runs`, `jobs` QEMU processes at a time, then model
     every executed block of the operations on every core in `cpus`. `caches` ({core:
     gen.cores.MemoryModel}, cores of `cpus`) adds the cache simulation: "memory" and
     "threads" in each profile. `variants` (variant_instructions of the build; none by default):
-    each core is modeled on the run of its class's variant (module comment)."""
+    each core is modeled on the run of its class's variant (module comment). `sized`: with
+    `caches`, each core's run passes the calls its caches' sizes (_cache_runs); False: none
+    (bench --unsized)."""
     table = sym.SymbolTable.from_elf(program)
     mark = table.address_of(sym.MARK) if any(s.name == sym.MARK for s in table.symbols) else None
     work_dir.mkdir(parents=True, exist_ok=True)
     own = [_cache_runs(class_runs(cpus, p.instruction, workload_variants(w, variants or {})),
-                       caches if w.dtype not in QDYN_FORMATS else None) for w, p in runs]
+                       caches if sized and w.dtype not in QDYN_FORMATS else None)
+           for w, p in runs]
     # each run simulates the caches of the cores it models only
     jobs_list = [(i, key, {c: m for c, m in (caches or {}).items() if own[i].get(c) == key})
                  for i in sorted(range(len(runs)), key=lambda i: -runs[i][0].macs)   # longest first

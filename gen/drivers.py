@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from .blocking import block_variant_classes, cache_sizes, class_blocks, run_time_facts
-from .cores import GENERIC
+from .cores import GENERIC, MEMORY, MIDR
 from .registry import BY_KEY, dispatch_paths, manifest_dispatch_paths, qdyn_kind  # noqa: F401  (public here too)
 from .templating import template_environment
 
@@ -95,12 +95,20 @@ def with_blocks(dispatch: dict, cpu: str) -> dict:
     return {key: table(key, paths) for key, paths in dispatch.items()}
 
 
+def core_caches() -> list[tuple]:
+    """(name, MIDR_EL1 part number, L1D bytes, L2 bytes, reference) of every core whose caches
+    gen.cores.MEMORY models and whose MIDR it knows: the sizes a call's blocks follow on that
+    core when the context passes none (drivers/src/ts_blocks.c ts_select_sized_path)."""
+    return [(name, (MIDR[name] >> 4) & 0xFFF, m.l1d.size, m.l2.size, m.reference)
+            for name, m in MEMORY.items() if name in MIDR]
+
+
 def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: dict) -> dict:
     """The variables the generated driver file's template sees."""
     cpu = manifest.get("cpu", GENERIC)
     l1, l2 = cache_sizes(cpu)
     return dict(p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, l1=l1, l2=l2,
-                manifest=manifest, main=main, dispatch=dispatch,
+                manifest=manifest, main=main, dispatch=dispatch, core_caches=core_caches(),
                 macros={key: BY_KEY[key].macro for key in dispatch})
 
 

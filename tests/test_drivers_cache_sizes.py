@@ -13,6 +13,7 @@ import pytest
 import kernel_build
 from cross import TEST_C, compile_aarch64, run_qemu
 from gen.blocking import run_time_facts
+from gen.cores import MIDR
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
 from test_drivers_api import manifest_paths
 
@@ -48,10 +49,15 @@ def make_sysfs(root):
 
 
 @pytest.fixture(scope="module")
-def harness_output(v86, tmp_path_factory):
+def harness(v86, tmp_path_factory):
     sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S")) + [TEST_C / "drv_cache_sizes.c"]
-    binary = compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_cache_sizes",
-                             includes=[v86], flags=["-std=c99", "-Werror"])
+    return compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_cache_sizes",
+                           includes=[v86], flags=["-std=c99", "-Werror"])
+
+
+@pytest.fixture(scope="module")
+def harness_output(harness, tmp_path_factory):
+    binary = harness
     root = tmp_path_factory.mktemp("sysfs")
     make_sysfs(root)
     return run_qemu(binary, root, *SYSFS, cpu="max", check=False, timeout=900)
@@ -108,3 +114,39 @@ def test_table_carries_the_sizes_the_blocks_assume(v86):
     assert run_time_facts("generic", "fmopa_f32", 32, 32, 4) == (0, 0, 0, 0)    # SME: none
     assert "TS_CORE_OOO,\n      NULL, NULL,\n      { { NULL, NULL, NULL, 0 } },\n      " \
         f"{ooo[0]}, {ooo[1]}, {ooo[2]}, {ooo[3]} }}," in text
+
+
+# MIDR_EL1 values QEMU reports for a core (gen/cores.py MIDR), and the L1D / L2 the library's
+# table gives that part (gen/cores.py MEMORY: Neoverse N2 64 KiB / 1 MiB, Cortex-A710 64 KiB /
+# 512 KiB, the out-of-order class's own blocks)
+@pytest.mark.parametrize("core,sizes", [("neoverse-n2", (64 * KIB, 1024 * KIB)),
+                                        ("cortex-a710", (64 * KIB, 512 * KIB)),
+                                        ("cortex-a510", (32 * KIB, 256 * KIB))])
+def test_calls_without_sizes_get_the_known_cores_blocks(v86, harness, core, sizes):
+    """A call that passes no cache sizes runs, on a core whose part number the generated table
+    names, the blocks for that core's caches (ts_blocks.c ts_select_sized_path); on a core it
+    does not know (QEMU max: implementer 0), the path's own. Checked by hand against
+    gen/blocking.py's rules (the same as test_blocks_at_1mib_are_the_largest_that_fit)."""
+    elem_of = {p["symbol"]: TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
+               for paths in manifest_paths(v86).values() for p in paths}
+    shape = {p["symbol"]: (p["ep"], p["hp"], p["lp"])
+             for paths in manifest_paths(v86).values() for p in paths}
+    for cpu, (l1, l2) in ((f"max,midr={MIDR[core]:#x}", sizes), ("max", None)):
+        out = run_qemu(harness, "selected", cpu=cpu).stdout
+        rows = [line.split()[1:] for line in out.splitlines() if line.startswith("selected ")]
+        assert len(rows) >= 8, out
+        table = (v86 / "ts_dispatch.c").read_text()
+        for _, sym, cls, kc, mc, kw in rows:
+            kc, mc, kw = int(kc), int(mc), int(kw)
+            if l2 is None or sym not in shape:
+                # the path's own blocks, as the generated table has them
+                assert f"{kc}, {mc}, {kw}," in table, (cpu, sym)
+                continue
+            ep, hp, lp = shape[sym]
+            step = lp * elem_of[sym]
+            assert kc * hp * step <= l1 // 2 < (kc + 1) * hp * step, (cpu, sym)
+            assert mc * ep * kc * step <= l2 // 2 < (mc + 1) * ep * kc * step, (cpu, sym)
+            assert kw == kc or (mc * ep + hp) * kw * step <= l2 < (mc * ep + hp) * (kw + 1) * step
+        if core == "neoverse-n2" and l2 is not None:
+            assert ("ts_gemm_s8s32_smmla_8x8x8", "ooo", "512", "16", "963") in \
+                {(r[1], r[2], r[3], r[4], r[5]) for r in rows}

@@ -5,7 +5,11 @@
  * (their TRMs allow 512 KB or 1 MB), so the MIDR part number alone does not give the size. An
  * engine that knows its hardware passes the sizes; the blocks are then re-derived here with
  * the generator's rules (gen/blocking.py block_sizes and whole_k_steps, which
- * tests/test_drivers_cache_sizes.py checks this against).
+ * tests/test_drivers_cache_sizes.py checks this against). A context that passes no sizes
+ * gets, on a core whose MIDR_EL1 part number the build's table names (gen/cores.py MEMORY,
+ * ts_known_core_caches: one configuration per core, e.g. the Neoverse N2's 1 MB of Alibaba's
+ * Yitian 710), the blocks for that core's caches (ts_select_sized_path); other cores, and
+ * contexts with a fixed CPU (ts_context_set_cpu), the path's own.
  *
  * Results do not depend on the blocks: every output element is the same kernel's
  * accumulation over k in order, whatever the K blocks (int32 exactly; fp32 through C's fp32
@@ -32,13 +36,55 @@ static void derive_blocks(ts_path *p, size_t l1, size_t l2)
     }
 }
 
-const ts_path *ts_sized_path(const ts_context *ctx, const ts_path *path, ts_path *sized)
+/* path with its blocks for L1D l1 and L2 l2 bytes (0: the path's own): path itself when they
+ * are its own or its blocks do not follow a core's caches, else *sized. */
+static const ts_path *sized_for(const ts_path *path, size_t l1, size_t l2, ts_path *sized)
 {
-    if (ctx == NULL || path == NULL || path->block_l1 == 0
-        || (ctx->l1d_bytes == 0 && ctx->l2_bytes == 0))
+    if (path == NULL || path->block_l1 == 0)
+        return path;
+    l1 = l1 != 0 ? l1 : path->block_l1;
+    l2 = l2 != 0 ? l2 : path->block_l2;
+    if (l1 == path->block_l1 && l2 == path->block_l2)
         return path;
     *sized = *path;
-    derive_blocks(sized, ctx->l1d_bytes != 0 ? ctx->l1d_bytes : path->block_l1,
-                  ctx->l2_bytes != 0 ? ctx->l2_bytes : path->block_l2);
+    derive_blocks(sized, l1, l2);
     return sized;
+}
+
+static int sets_sizes(const ts_context *ctx)
+{
+    return ctx != NULL && (ctx->l1d_bytes != 0 || ctx->l2_bytes != 0);
+}
+
+const ts_path *ts_sized_path(const ts_context *ctx, const ts_path *path, ts_path *sized)
+{
+    if (!sets_sizes(ctx))
+        return path;
+    return sized_for(path, ctx->l1d_bytes, ctx->l2_bytes, sized);
+}
+
+const ts_path *ts_select_sized_path(const ts_context *ctx, int gemm_type, ts_path *sized)
+{
+    unsigned part;
+    const ts_path *path = ts_select_path_core(ctx, gemm_type, &part);
+    if (sets_sizes(ctx) || part == 0)
+        return ts_sized_path(ctx, path, sized);
+    size_t count;
+    const ts_core_caches *known = ts_known_core_caches(&count);
+    for (size_t i = 0; i < count; ++i)
+        if (known[i].part == part)
+            return sized_for(path, known[i].l1d_bytes, known[i].l2_bytes, sized);
+    return path;
+}
+
+const ts_path *ts_sized_path_at(const ts_context *ctx, const ts_path *path, size_t i,
+                                ts_path *sized)
+{
+    size_t count;
+    const ts_core_caches *known = ts_known_core_caches(&count);
+    if (i == 0)
+        return ts_sized_path(ctx, path, sized);
+    if (sets_sizes(ctx) || i > count)
+        return NULL;
+    return sized_for(path, known[i - 1].l1d_bytes, known[i - 1].l2_bytes, sized);
 }

@@ -74,6 +74,22 @@ const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type);
  * kw_steps re-derived by gen/blocking.py's rules. */
 const ts_path *ts_sized_path(const ts_context *ctx, const ts_path *path, ts_path *sized);
 
+/* ts_select_path_ctx, and the Arm part number of the core the calling thread runs on when the
+ * path follows that core (ctx's CPU "auto"; 0 otherwise or for other cores): MIDR_EL1 read
+ * once (ts_cpu.c). */
+const ts_path *ts_select_path_core(const ts_context *ctx, int gemm_type, unsigned *arm_part);
+
+/* The path a call with ctx runs, with the cache blocks it runs: ts_sized_path for a context
+ * that sets cache sizes; otherwise those of the core the thread runs on where the build knows
+ * its part's caches (ts_known_core_caches), else the path's own (ts_blocks.c). */
+const ts_path *ts_select_sized_path(const ts_context *ctx, int gemm_type, ts_path *sized);
+
+/* The blocks a call with ctx may run `path` with, for the workspace sizes (the largest serves
+ * a call on any core): i = 0 ts_sized_path; without sizes in ctx, i = 1 .. count those of the
+ * known cores (ts_known_core_caches); NULL past the last. */
+const ts_path *ts_sized_path_at(const ts_context *ctx, const ts_path *path, size_t i,
+                                ts_path *sized);
+
 /* ts_cache_sysfs.c: "1024K" / "2M" / "1G" / "32768" (an optional newline after) into bytes,
  * 0; anything else -1. The sizes of the Data / Unified caches of levels 1 and 2 described
  * under cache_dir (Linux: /sys/devices/system/cpu/cpuN/cache), as ts_cache_sizes_sysfs. */

@@ -98,10 +98,13 @@ static size_t workspace_size(const ts_context *ctx, const ts_conv2d *c, int with
     const ts_path *paths = ts_paths_of(TS_GEMM_INT8, &count);
     for (size_t i = 0; i < count; ++i) {
         ts_path sized;
-        if (workspace_for(ts_sized_path(ctx, &paths[i], &sized), c, ts_context_threads(ctx),
-                          with_filter, &bytes))
-            return 0;
-        most = bytes > most ? bytes : most;
+        const ts_path *path;
+        /* every path with the blocks of every core it may run on (ts_sized_path_at) */
+        for (size_t s = 0; (path = ts_sized_path_at(ctx, &paths[i], s, &sized)) != NULL; ++s) {
+            if (workspace_for(path, c, ts_context_threads(ctx), with_filter, &bytes))
+                return 0;
+            most = bytes > most ? bytes : most;
+        }
     }
     return most;
 }
@@ -243,7 +246,7 @@ int ts_conv2d_s8_ctx(const ts_context *ctx, const ts_conv2d *c, const int8_t *in
     /* the filter packed for this call only: the GEMM tile's layout (the engine runs it) */
     ts_path sized;
     const ts_path single = ts_single_layout_path(
-        ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized));
+        ts_select_sized_path(ctx, TS_GEMM_INT8, &sized));
     const ts_path *path = &single;
     size_t K = conv_k(c), filter_bytes;
     ts_packed_b_bytes(path, TS_LAYOUT_GEMM, K, c->out_c, &filter_bytes);   /* fits: workspace_size checked it */
@@ -302,7 +305,7 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
     size_t need;
     if (!conv_args_ok(ctx, c, 1, input, q, output, &need))
         return TS_EINVAL;
-    const ts_path *run = ts_sized_path(ctx, ts_select_path_ctx(ctx, TS_GEMM_INT8), &sized);
+    const ts_path *run = ts_select_sized_path(ctx, TS_GEMM_INT8, &sized);
     if (filter == NULL)
         return ts_fail(TS_EINVAL, "filter (the packed handle) is NULL");
     if (!ts_handle_ok(filter, TS_TAG_CONV_FILTER, "filter is not a live conv-filter handle of "

@@ -212,16 +212,25 @@ int ts_core_class_of_midr(uint64_t midr)
     return TS_CORE_GENERIC;
 }
 
-int ts_current_core_class(void)
+int ts_current_core(unsigned *arm_part)
 {
+    *arm_part = 0;
 #if defined(TS_DETECT_LINUX) && defined(__GNUC__)
     if (getauxval(AT_HWCAP) & HWCAP_CPUID) {
         uint64_t midr;
         __asm__ volatile("mrs %0, midr_el1" : "=r"(midr));
+        if (((midr >> 24) & 0xFFu) == 0x41u)    /* 0x41: Arm Limited */
+            *arm_part = (unsigned)(midr >> 4) & 0xFFFu;
         return ts_core_class_of_midr(midr);
     }
 #endif
     return TS_CORE_GENERIC;
+}
+
+int ts_current_core_class(void)
+{
+    unsigned part;
+    return ts_current_core(&part);
 }
 
 /* ---- path selection ----------------------------------------------------------------------- */
@@ -331,15 +340,23 @@ const ts_ntail_kernel *ts_ntail_of(const ts_path *path, size_t cols)
     return NULL;
 }
 
+const ts_path *ts_select_path_core(const ts_context *ctx, int gemm_type, unsigned *arm_part)
+{
+    *arm_part = 0;
+    unsigned mask = ctx != NULL && ctx->has_mask ? ctx->feature_mask : TS_LOAD(feature_mask);
+    int core_class = ctx != NULL ? ctx->core_class : TS_CORE_AUTO;
+    if (core_class == TS_CORE_AUTO)
+        core_class = ts_current_core(arm_part);
+    return ts_select_path_class(gemm_type, mask, core_class);
+}
+
 /* The one place a context's choices pick a kernel path: its feature mask (the global one when
  * ctx is NULL or has none) and its CPU (ctx->core_class: the class of the ts_context_set_cpu
  * name; TS_CORE_AUTO for "auto": the class of the core the thread runs on, read per call). */
 const ts_path *ts_select_path_ctx(const ts_context *ctx, int gemm_type)
 {
-    if (ctx == NULL)
-        return ts_select_path(gemm_type);
-    unsigned mask = ctx->has_mask ? ctx->feature_mask : TS_LOAD(feature_mask);
-    return ts_select_path_class(gemm_type, mask, ctx->core_class);
+    unsigned part;
+    return ts_select_path_core(ctx, gemm_type, &part);
 }
 
 /* path, or NULL with ts_last_error saying why there is none (the kernel-name queries) */

@@ -314,13 +314,16 @@ static size_t workspace_size(const ts_context *ctx, int gemm_type, size_t M, siz
         return (size_t)ts_reject("gemm_type is not a TS_GEMM_* value");
     for (size_t i = 0; i < count; ++i) {
         ts_path copy, sized;
-        const ts_path *path = ts_sized_path(ctx, &paths[i], &sized);
-        path = pack_b ? unpacked_path(path, M, N, &copy)
-                      : prepacked_path(path, ts_context_pack_layouts(ctx), M, N, &copy);
-        if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), pack_b,
-                       &bytes))
-            return 0;
-        most = bytes > most ? bytes : most;
+        const ts_path *path;
+        /* every path with the blocks of every core it may run on (ts_sized_path_at) */
+        for (size_t s = 0; (path = ts_sized_path_at(ctx, &paths[i], s, &sized)) != NULL; ++s) {
+            path = pack_b ? unpacked_path(path, M, N, &copy)
+                          : prepacked_path(path, ts_context_pack_layouts(ctx), M, N, &copy);
+            if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), pack_b,
+                           &bytes))
+                return 0;
+            most = bytes > most ? bytes : most;
+        }
     }
     return most;
 }
@@ -400,7 +403,7 @@ static int gemm(const ts_context *ctx, const gemm_op *op, size_t M, size_t N, si
     ts_path sized;
     if (!ts_context_ok(ctx))
         return TS_EINVAL;
-    const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
+    const ts_path *path = ts_select_sized_path(ctx, op->gemm_type, &sized);
     if (!unpacked_args_ok(path, op, M, N, K, A, lda, B, ldb, q, bc, C, ldc))
         return TS_EINVAL;
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
@@ -421,7 +424,7 @@ static int gemm_prepacked(const ts_context *ctx, const gemm_op *op, size_t M, co
     ts_path sized;   /* selected once: the thread may migrate */
     if (!ts_context_ok(ctx))
         return TS_EINVAL;
-    const ts_path *path = ts_sized_path(ctx, ts_select_path_ctx(ctx, op->gemm_type), &sized);
+    const ts_path *path = ts_select_sized_path(ctx, op->gemm_type, &sized);
     if (path == NULL)
         return ts_fail(TS_EINVAL, "no kernel path of this GEMM type on this CPU / feature mask");
     if (!prepacked_args_ok(op, path, M, A, lda, B, q, bc, C, ldc))

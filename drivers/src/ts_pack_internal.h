@@ -190,6 +190,15 @@ static inline int32_t ts_a_offset(const ts_path *path)
     return path->pack_a == TS_PACK_U8_S8 ? 128 : 0;
 }
 
+/* The caches of a core this build's generator models (gen/cores.py MEMORY, one configuration
+ * per core), by its MIDR_EL1 part number (Arm Ltd); the table and *count of its entries
+ * (generated: ts_dispatch.c). */
+typedef struct {
+    unsigned part;
+    size_t l1d_bytes, l2_bytes;
+} ts_core_caches;
+const ts_core_caches *ts_known_core_caches(size_t *count);
+
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
  * quantized form subtracts a_zero_point * sum_k B[k][n] (int8 B). */
 static inline int ts_keeps_col_sums(int gemm_type)
@@ -220,8 +229,10 @@ const ts_path *ts_select_path_class(int gemm_type, unsigned feature_mask, int co
 const ts_path *ts_select_path_cpu(int gemm_type, unsigned feature_mask, const char *cpu);
 const ts_path *ts_select_path(int gemm_type);
 /* The class of the core the calling thread runs on now (TS_CORE_GENERIC when unknown), and the
- * class of a MIDR_EL1 value (exposed for tests). */
+ * class of a MIDR_EL1 value (exposed for tests). ts_current_core also gives that core's part
+ * number for an Arm Ltd core (MIDR_EL1 read once), else 0 (no Arm part is 0). */
 int ts_current_core_class(void);
+int ts_current_core(unsigned *arm_part);
 int ts_core_class_of_midr(uint64_t midr);
 /* Whether B panels packed for path `packed_for` are what path `run` reads (same GEMM type,
  * hp, lp and B conversion, the same GEMV layout and streaming vector length: ep and the core

@@ -7,6 +7,8 @@
  *            prepacked) with no sizes and with tiny, the ooo class's, 1 MiB and 1 GiB L2 (K
  *            and M blocks from many to one) give the same bytes, the integer ones equal to an
  *            independent int64 reference, fp32 within its error bound of a double reference;
+ *   selected (argument "selected" alone) the path and blocks of a call without a context on
+ *            the core QEMU reports (print_selected), nothing else;
  *   errors   ctx NULL, sizes outside TS_CACHE_MIN_BYTES..TS_CACHE_MAX_BYTES, L2 < L1D:
  *            TS_EINVAL, a reason naming the argument (ts_last_error), the sizes unchanged.
  *   sysfs    ts_parse_cache_size on sizes as Linux writes them and on garbage; with a
@@ -29,10 +31,12 @@ static float Af[M * K], Bf[K * N], Cf[M * N], Rf[M * N];
 
 static const char *const CLASS_NAMES[] = { "generic", "ooo", "inorder" };
 
-/* The sizes of each run: {0, 0} = none set. */
+/* The sizes of each run: {0, 0} = none set. 4096 / 65536: K blocks of 32 k-steps, M blocks
+ * of 16 panels, so the int8 GEMMs run groups of 4 B panels and the requantized one stages
+ * its lines (ts_engine.c line_unit), on the fused kernel after 11 K blocks of accumulation. */
 static const size_t SIZES[][2] = {
     { 0, 0 }, { 4096, 16384 }, { 65536, 524288 }, { 65536, 1u << 20 }, { 0, 1u << 30 },
-    { 32768, 0 },
+    { 32768, 0 }, { 4096, 65536 },
 };
 #define RUNS (sizeof SIZES / sizeof SIZES[0])
 
@@ -209,8 +213,25 @@ static void print_sysfs(const char *root, const char *name)
     printf("sysfs %s %d %zu %zu %s\n", name, rc, l1, l2, rc != TS_OK ? ts_last_error() : "");
 }
 
+/* "selected TYPE SYMBOL CLASS KC MC KW": the path and blocks a call with no context runs on
+ * the core QEMU reports (ts_select_sized_path: the known part's caches, or the path's own). */
+static void print_selected(void)
+{
+    for (int type = TS_GEMM_F32; type <= TS_GEMM_F16F32; ++type) {
+        ts_path sized;
+        const ts_path *p = ts_select_sized_path(NULL, type, &sized);
+        if (p != NULL)
+            printf("selected %d %s %s %zu %zu %zu\n", type, p->symbol,
+                   CLASS_NAMES[p->core_class], p->kc_steps, p->mc_panels, p->kw_steps);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "selected") == 0) {
+        print_selected();
+        return 0;
+    }
     check_rule();
     check_results();
     check_errors();
