@@ -49,11 +49,19 @@ HARNESS static void bench_fill_s8(int8_t *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = (int8_t)(bench_rng() & 0xff);
 }
 
+/* Zeroed buffers on whole 64-byte lines, as engines' tensor arenas give them (TFLite:
+ * kDefaultTensorAlignment = 64, tensorflow/lite/util.h); glibc's calloc starts large blocks
+ * 16 bytes into a page (its mmap chunk header), so every row of a 4096-byte-wide matrix
+ * would begin and end inside lines. */
 HARNESS static void *bench_alloc(size_t n, size_t size)
 {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) { fprintf(stderr, "workloads: out of memory (%zu x %zu bytes)\n", n, size); exit(2); }
-    return p;
+    void *p = NULL;
+    const size_t bytes = (n ? n : 1) * size;
+    if (posix_memalign(&p, 64, (bytes + 63) / 64 * 64) != 0) {
+        fprintf(stderr, "workloads: out of memory (%zu x %zu bytes)\n", n, size);
+        exit(2);
+    }
+    return memset(p, 0, bytes);
 }
 
 /* FNV-1a over the output bytes. */

@@ -327,9 +327,12 @@ def test_pack_nk_matches_transposed_kn_handle(arch, cpu, generated, harness):
 # ---- fp32 / bf16 / fp16 -> fp32 bias + clamp: ts_gemm_{f32,bf16,f16f32}_bias_clamp --------------
 
 # odd shapes around the fp32 tiles (8x12, its 8x8 column tail, the 1x84 GEMV), K = 0 (with a
-# (-0, -0) clamp), K split into blocks on the generic (546 k-steps) and ooo (1213) blocks
+# (-0, -0) clamp), K split into blocks on the generic (546 k-steps) and ooo (1213) blocks;
+# 17,100,1300: K of KC k-steps or more, so groups of B panels (ts_engine.c b_group: 4 of 12
+# columns) whose fused bias steps per panel (fused_params_step) up to the last panel's copy
 BIAS_CLAMP_SHAPES = ("0,3,5", "1,1,1", "1,13,0", "8,12,0", "3,13,7", "2,31,9", "9,17,33",
-                     "17,45,70", "5,100,257", "13,20,700", "9,13,1300", "1,45,2049", "2,85,3")
+                     "17,45,70", "5,100,257", "13,20,700", "9,13,1300", "1,45,2049", "2,85,3",
+                     "17,100,1300")
 
 
 @pytest.mark.parametrize("arch,cpu", RUNS)

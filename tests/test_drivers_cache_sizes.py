@@ -8,6 +8,8 @@ sizes -> TS_EINVAL with a reason. Also: the generated table carries the sizes th
 assume (gen.blocking cache_sizes) and the bench program passes a core's sizes (cache=)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import kernel_build
@@ -127,23 +129,28 @@ def test_calls_without_sizes_get_the_known_cores_blocks(v86, harness, core, size
     names, the blocks for that core's caches (ts_blocks.c ts_select_sized_path); on a core it
     does not know (QEMU max: implementer 0), the path's own. Checked by hand against
     gen/blocking.py's rules (the same as test_blocks_at_1mib_are_the_largest_that_fit)."""
-    elem_of = {p["symbol"]: TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
+    # A element bytes by kernel name without its tile (a core-class variant's is its main's)
+    elem_of = {re.sub(r"_\d+x\d+x\d+.*$", "", p["symbol"]):
+               TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
                for paths in manifest_paths(v86).values() for p in paths}
-    shape = {p["symbol"]: (p["ep"], p["hp"], p["lp"])
-             for paths in manifest_paths(v86).values() for p in paths}
-    for cpu, (l1, l2) in ((f"max,midr={MIDR[core]:#x}", sizes), ("max", None)):
+
+    def tile(sym):
+        """(ep, hp, lp, A element bytes) from a kernel's name: ..._<ep>x<hp>x<lp>[_<class>]"""
+        m = re.search(r"_(\d+)x(\d+)x(\d+)", sym)
+        return (*map(int, m.groups()), elem_of[sym[:m.start()]])
+    for cpu, (l1, l2) in ((f"max,midr={MIDR[core]:#x}", sizes), ("max", (None, None))):
         out = run_qemu(harness, "selected", cpu=cpu).stdout
         rows = [line.split()[1:] for line in out.splitlines() if line.startswith("selected ")]
         assert len(rows) >= 8, out
         table = (v86 / "ts_dispatch.c").read_text()
         for _, sym, cls, kc, mc, kw in rows:
             kc, mc, kw = int(kc), int(mc), int(kw)
-            if l2 is None or sym not in shape:
+            if l2 is None:
                 # the path's own blocks, as the generated table has them
                 assert f"{kc}, {mc}, {kw}," in table, (cpu, sym)
                 continue
-            ep, hp, lp = shape[sym]
-            step = lp * elem_of[sym]
+            ep, hp, lp, elem = tile(sym)
+            step = lp * elem
             assert kc * hp * step <= l1 // 2 < (kc + 1) * hp * step, (cpu, sym)
             assert mc * ep * kc * step <= l2 // 2 < (mc + 1) * ep * kc * step, (cpu, sym)
             assert kw == kc or (mc * ep + hp) * kw * step <= l2 < (mc * ep + hp) * (kw + 1) * step

@@ -11,8 +11,10 @@
  *      when the K block is shorter than kc_steps: m_block_panels): pack that MC x KC block
  *      of A into the task's own area (conv2d: straight from the input, ts_pack_conv_panels),
  *      then, where K has kc_steps or more, for each group of B panels whose results fill
- *      whole lines (b_group), for each A panel, for each B panel of the group: one kernel
- *      call; with a shorter K, for each B panel, for each A panel. kc_steps, mc_panels
+ *      whole lines (b_group; the fused requantisation's 1-byte results through the task's
+ *      line stage where a group fills only part of a line: line_unit), for each A panel, for
+ *      each B panel of the group: one kernel call; with a shorter K, for each B panel, for
+ *      each A panel. kc_steps, mc_panels
  *      and kw_steps come from the per-core cache sizes and bandwidths (gen/blocking.py, or
  *      re-derived for the context's sizes: ts_blocks.c; the SME paths: K whole while their
  *      panels fit an assumed L2, SME_L2_BYTES).
@@ -45,6 +47,7 @@ typedef struct {
                             bias - (a_zero_point - ts_a_offset) * column sums of B */
     size_t params;       /* fused requantize: column parameters per B panel */
     size_t c32;          /* int32 results M x N, when requantized K blocks accumulate */
+    size_t lines;        /* fused requantisation: per compute task, a line stage (line_unit) */
     size_t total;
 } work_layout;
 
@@ -165,6 +168,20 @@ static int a_block_bytes(const ts_path *path, size_t K, size_t task_panels, size
            || ts_size_round_up(*out, 16, out) || ts_size_mul(*out, panels, out);
 }
 
+/* Bytes of a cache line of C: 64 on every modeled core (gen/cores.py MEMORY). */
+#define TS_LINE 64
+
+/* Bytes of one task's line stage (line_unit): a line for each row of its M blocks. 0 where
+ * no line is staged: not the fused requantisation (1-byte C), or no cache blocks (GEMV). */
+static size_t line_stage_bytes(const ts_path *path, size_t K, int stage, int fused,
+                               size_t task_panels)
+{
+    if (stage != TS_STAGE_REQUANT || fused == 0 || path->kc_steps == (size_t)-1)
+        return 0;
+    const size_t mc = m_block_panels(path, k_block_steps(path, ksteps_of(path, K)));
+    return (task_panels < mc ? task_panels : mc) * path->ep * TS_LINE;
+}
+
 /* `fused` may be -1: size for either (the larger). m_tasks x n_tasks: the call's grid
  * (ts_gemm_grid). */
 static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int stage,
@@ -177,6 +194,10 @@ static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int st
         || ts_size_mul(a_block, m_tasks * n_tasks, &bytes) || place(bytes, &end, &l->a_blocks))
         return -1;
     if (pad_bytes != 0 && place(pad_bytes, &end, &l->pad_row))
+        return -1;
+    bytes = line_stage_bytes(path, K, stage, fused, div_up(panels, m_tasks));
+    if (bytes != 0 && (ts_size_mul(bytes, m_tasks * n_tasks, &bytes)
+                       || place(bytes, &end, &l->lines)))
         return -1;
     if ((stage == TS_STAGE_REQUANT || ts_a_offset(path) != 0)
         && (ts_size_mul(N, sizeof(int32_t), &bytes) || place(bytes, &end, &l->col_offset)))
@@ -217,6 +238,8 @@ typedef struct {
     const ts_c_sink *out;
     size_t M, N, K, ksteps, a_panels, a_block_bytes;
     unsigned char *a_blocks, *params;
+    unsigned char *lines;       /* the tasks' line stages (line_unit), line_bytes apart, or NULL */
+    size_t line_bytes;
     const int8_t *pad_row;      /* conv: in_c bytes of the pad value */
     int32_t *col_offset, *c32;
     ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
@@ -288,14 +311,21 @@ typedef struct {
     ts_kernel_fn kernel;
     ts_kernel_fn last_kernel;    /* the last B panel's: `kernel`, or a column tail's */
     struct ts_tile_args args;
-    unsigned char *dst;          /* the tile at row 0, column 0 */
+    unsigned char *dst;          /* the tile at row row0, B panel j0 (dst_at) */
     size_t dst_ld, dst_elem;     /* row stride in bytes, bytes per element */
+    size_t row0, j0;             /* 0, 0; a line stage's first row and B panel (line_unit) */
     const unsigned char *acc;    /* the accumulators at row 0, column 0, or NULL */
     size_t acc_ld;               /* their row stride in bytes (elements: 4 bytes, or dst's);
                                     0: one row for every tile row (a column correction) */
     size_t acc_elem;
     int last;
 } block_run;
+
+/* Where the results of the tile at row m0, B panel j go (dst_step: bytes per B panel). */
+static unsigned char *dst_at(const block_run *r, size_t m0, size_t j, size_t dst_step)
+{
+    return r->dst + (m0 - r->row0) * r->dst_ld + (j - r->j0) * dst_step;
+}
 
 /* The kernel of a block run on `kernel` (path's raw or fused one) for the last B panel: the
  * column tail's matching kernel, or `kernel` itself without a column tail. */
@@ -354,23 +384,31 @@ static void setup_block(const call *c, int first, int last, block_run *r)
 /* What run_full_tiles runs: `rows` A panels from a (a_step bytes apart: negative to run them
  * last to first), their results from dst (row_step apart), each with `cols` B panels from b
  * (b_step apart, results dst_step apart, fused parameters from params, params_step apart),
- * the kernel over `steps` k-steps into C of stride dst_ld. */
+ * the kernel over `steps` k-steps into C of stride dst_ld; after the first K block the
+ * accumulators from acc (acc_row_step apart per A panel, acc_step per B panel; in place, at
+ * dst, for the unfused kernels). */
 typedef struct {
     ts_kernel_fn kernel;
-    const unsigned char *a, *b, *params;
+    const unsigned char *a, *b, *params, *acc;
     unsigned char *dst;
-    ptrdiff_t a_step, row_step;
-    size_t rows, cols, steps, dst_ld, b_step, dst_step, params_step;
+    ptrdiff_t a_step, row_step, acc_row_step;
+    size_t rows, cols, steps, dst_ld, b_step, dst_step, params_step, acc_step;
 } full_tiles;
 
-/* run_full_tiles' loops, `fused` a constant: the unfused tiles step two pointers per call, the
- * fused ones three (the column parameters too). The argument block is a copy on this frame
- * (its address is the stack pointer's offset, not a register's), so with the kernel, A, B, C,
- * C's end, the steps and C's stride the inner loop's values fit the 10 callee-saved
- * registers x19..x28 (the frame pointer kept) — fused, with the parameters and their step too,
- * gcc 12 -O2 reloads the k-steps and C's stride with one LDP per call instead. */
+/* What the accumulators of full_tiles_loops' calls are: none (the first K block), C itself
+ * (the unfused kernels' later K blocks: args.acc is the call's dst), or a pointer of their
+ * own (the fused kernel's last K block reads the 4-byte staging copy). */
+enum { ACC_NONE, ACC_IN_PLACE, ACC_OWN };
+
+/* run_full_tiles' loops, `fused` and `acc` constants: the unfused tiles step two pointers per
+ * call, the fused ones three (the column parameters too), a separate accumulator one more.
+ * The argument block is a copy on this frame (its address is the stack pointer's offset, not
+ * a register's), so with the kernel, A, B, C, C's end, the steps and C's stride the inner
+ * loop's values fit the 10 callee-saved registers x19..x28 (the frame pointer kept) — fused,
+ * with the parameters and their step too, gcc 12 -O2 reloads the k-steps and C's stride with
+ * one LDP per call instead. */
 static TS_ALWAYS_INLINE void full_tiles_loops(const full_tiles *f,
-                                              const struct ts_tile_args *in, int fused)
+                                              const struct ts_tile_args *in, int fused, int acc)
 {
     struct ts_tile_args args = *in;
     const ts_kernel_fn kernel = f->kernel;
@@ -379,7 +417,8 @@ static TS_ALWAYS_INLINE void full_tiles_loops(const full_tiles *f,
     /* from the end of a row of results to the start of the next */
     const size_t span = f->cols * dst_step;
     const ptrdiff_t next_row = f->row_step - (ptrdiff_t)span;
-    const unsigned char *a = f->a;
+    const ptrdiff_t next_acc_row = f->acc_row_step - (ptrdiff_t)(f->cols * f->acc_step);
+    const unsigned char *a = f->a, *accs = f->acc;
     unsigned char *dst = f->dst;
     for (size_t x = f->rows;;) {
         const unsigned char *b = f->b, *params = f->params;
@@ -390,6 +429,12 @@ static TS_ALWAYS_INLINE void full_tiles_loops(const full_tiles *f,
                 args.params = params;
                 params += params_step;
             }
+            if (acc == ACC_IN_PLACE)
+                args.acc = dst;
+            if (acc == ACC_OWN) {
+                args.acc = accs;
+                accs += f->acc_step;
+            }
             kernel(a, b, steps, dst, dst_ld, &args);
             b += b_step;
             dst += dst_step;
@@ -398,29 +443,44 @@ static TS_ALWAYS_INLINE void full_tiles_loops(const full_tiles *f,
             break;
         a += f->a_step;         /* stepped only while in the block (a_step may be negative) */
         dst += next_row;
+        if (acc == ACC_OWN)
+            accs += next_acc_row;
     }
 }
 
-/* The kernel calls of full-height tiles with no accumulator input whose results need no
- * driver pass (every call of a GEMM whose K is one block, but the last A panel's when M is
- * not a multiple of ep and the call's last B panel), A panel by A panel over a group's B
- * panels (f->rows, f->cols >= 1): B, the results and the fused parameters step by constants
- * and the rest of the argument block is set once, so the loop keeps what it needs in
- * callee-saved registers (fields read through the call's structures would be reloaded after
- * every call: the kernel is called through a pointer and may write memory). The unfused and
- * the fused loops are separate functions (full_tiles_loops), each a function of its own
- * (TS_NOINLINE): inlined, the caller's values would compete for their registers. The bench's
- * models, GEMM 512^3 int8 smmla, driver cycles per tile (B panel outer, before the groups):
- * Cortex-A510 24.7 -> 8.6, Neoverse N2 4.9 -> 3.4, V1 5.2 -> 3.4. */
+/* The kernel calls of full-height tiles whose results need no driver pass (every call of a
+ * GEMM whose K is one block, but the last A panel's when M is not a multiple of ep and the
+ * call's last B panel), A panel by A panel over a group's B panels (f->rows, f->cols >= 1):
+ * B, the results, the accumulators and the fused parameters step by constants and the rest
+ * of the argument block is set once, so the loop keeps what it needs in callee-saved
+ * registers (fields read through the call's structures would be reloaded after every call:
+ * the kernel is called through a pointer and may write memory). Each combination of fused
+ * kernel and accumulators is a function of its own (full_tiles_loops, TS_NOINLINE): inlined,
+ * the caller's values would compete for their registers. The bench's models, GEMM 512^3 int8
+ * smmla, driver cycles per tile (B panel outer, before the groups): Cortex-A510 24.7 -> 8.6,
+ * Neoverse N2 4.9 -> 3.4, V1 5.2 -> 3.4. */
 static TS_NOINLINE void run_full_tiles(const full_tiles *f, const struct ts_tile_args *args)
 {
-    full_tiles_loops(f, args, 0);
+    full_tiles_loops(f, args, 0, ACC_NONE);
 }
 
 static TS_NOINLINE void run_full_tiles_fused(const full_tiles *f,
                                              const struct ts_tile_args *args)
 {
-    full_tiles_loops(f, args, 1);
+    full_tiles_loops(f, args, 1, ACC_NONE);
+}
+
+/* K blocks after the first, unfused: accumulating in place */
+static TS_NOINLINE void run_full_tiles_acc(const full_tiles *f, const struct ts_tile_args *args)
+{
+    full_tiles_loops(f, args, 0, ACC_IN_PLACE);
+}
+
+/* the last of several K blocks, fused: from the staging copy */
+static TS_NOINLINE void run_full_tiles_fused_acc(const full_tiles *f,
+                                                 const struct ts_tile_args *args)
+{
+    full_tiles_loops(f, args, 1, ACC_OWN);
 }
 
 /* One B panel's kernel calls on `rows` full-height A panels from a (a_step bytes apart,
@@ -439,6 +499,28 @@ static TS_NOINLINE void run_full_column(ts_kernel_fn kernel, const unsigned char
             break;
         a += a_step;            /* stepped only while in the block (a_step may be negative) */
         dst += row_step;
+    }
+}
+
+/* run_full_column after the first K block: the accumulators from acc, acc_row_step apart
+ * (in place: acc is dst and acc_row_step row_step). */
+static TS_NOINLINE void run_full_column_acc(ts_kernel_fn kernel, const unsigned char *a,
+                                            ptrdiff_t a_step, size_t rows,
+                                            const unsigned char *b, size_t steps,
+                                            unsigned char *dst, size_t dst_ld,
+                                            ptrdiff_t row_step, const unsigned char *acc,
+                                            ptrdiff_t acc_row_step,
+                                            const struct ts_tile_args *in)
+{
+    struct ts_tile_args args = *in;
+    for (;;) {
+        args.acc = acc;
+        kernel(a, b, steps, dst, dst_ld, &args);
+        if (--rows == 0)
+            break;
+        a += a_step;
+        dst += row_step;
+        acc += acc_row_step;
     }
 }
 
@@ -537,7 +619,7 @@ static void run_rest(const tile_run *t, struct ts_tile_args *args, size_t xb, si
         const unsigned char *params = p0 != NULL ? p0 + (j - j0) * pp : NULL;
         const unsigned char *acc = r->acc != NULL
                                    ? r->acc + m0 * r->acc_ld + j * hp * r->acc_elem : NULL;
-        unsigned char *dst = r->dst + m0 * r->dst_ld + j * dst_step;
+        unsigned char *dst = dst_at(r, m0, j, dst_step);
         for (; j < j1; ++j) {
             const size_t n0 = j * hp;
             ts_kernel_fn kernel = r->kernel;
@@ -587,14 +669,16 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
                               + s0 * hp * t.step_bytes;
     const unsigned char *p0 = c->fused && r->last ? fused_params(c, j0) : NULL;
     /* A panels ib .. full_end-1 are ep rows high: their tiles on B panels j0 .. jf-1 run in
-     * run_full_tiles when nothing is added to or done with their results here */
+     * run_full_tiles when nothing is done with their results here */
     const size_t full_end = c->M / ep < ie ? c->M / ep : ie;
-    const size_t fe = r->acc == NULL && !t.to_c && jf > j0 && full_end > ib ? full_end : ib;
+    const size_t fe = !t.to_c && jf > j0 && full_end > ib ? full_end : ib;
     const ptrdiff_t a_step = (ptrdiff_t)panel_bytes, row_step = (ptrdiff_t)(ep * r->dst_ld);
+    const ptrdiff_t acc_row_step = (ptrdiff_t)(ep * r->acc_ld);
+    const size_t acc_step = hp * r->acc_elem;
     if (columns) {
         /* here the call's last B panel's full-height tiles run in run_full_column too, on
          * its own kernel and width */
-        const size_t fc = r->acc == NULL && !t.to_c ? full_end : ib;
+        const size_t fc = !t.to_c ? full_end : ib;
         if (fc == ib && ie - ib == 1) {
             /* one A panel, none full-height (a tail path's): one pass over the B panels */
             run_rest(&t, &args, ib, ie, ib, j0, j1, jf, 0);
@@ -604,8 +688,11 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
          * B panel j's data and parameters: stepped per B panel */
         const size_t last = fc > ib ? fc - 1 - ib : 0;
         const unsigned char *a_hi = block + last * panel_bytes;
-        unsigned char *d_lo = r->dst + ib * ep * r->dst_ld + j0 * t.dst_step;
+        unsigned char *d_lo = dst_at(r, ib * ep, j0, t.dst_step);
         unsigned char *d_hi = d_lo + last * ep * r->dst_ld;
+        const unsigned char *acc_lo = r->acc != NULL ? r->acc + ib * ep * r->acc_ld + j0 * acc_step
+                                                     : NULL;
+        const unsigned char *acc_hi = r->acc != NULL ? acc_lo + last * ep * r->acc_ld : NULL;
         const unsigned char *b = b0, *params = p0;
         for (size_t j = j0; j < j1; ++j, down = !down) {
             if (fc > ib) {
@@ -624,13 +711,21 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
                     params = params != NULL ? fused_params(c, j) : NULL;
                 }
                 args.params = params;
-                run_full_column(kernel, down ? a_hi : block, down ? -a_step : a_step, fc - ib,
-                                b, steps, down ? d_hi : d_lo, r->dst_ld,
-                                down ? -row_step : row_step, &args);
+                if (r->acc == NULL)
+                    run_full_column(kernel, down ? a_hi : block, down ? -a_step : a_step,
+                                    fc - ib, b, steps, down ? d_hi : d_lo, r->dst_ld,
+                                    down ? -row_step : row_step, &args);
+                else
+                    run_full_column_acc(kernel, down ? a_hi : block, down ? -a_step : a_step,
+                                        fc - ib, b, steps, down ? d_hi : d_lo, r->dst_ld,
+                                        down ? -row_step : row_step, down ? acc_hi : acc_lo,
+                                        down ? -acc_row_step : acc_row_step, &args);
             }
             b += c->b->panel_bytes;
             d_lo += t.dst_step;
             d_hi += t.dst_step;
+            acc_lo = acc_lo != NULL ? acc_lo + acc_step : NULL;
+            acc_hi = acc_hi != NULL ? acc_hi + acc_step : NULL;
             params = params != NULL ? params + t.pp : NULL;
             if (fc < ie)
                 run_rest(&t, &args, fc, ie, fc, j, j + 1, jf, down);
@@ -640,17 +735,21 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
     if (fe > ib) {
         /* A panels ib .. fe-1, the last first when down */
         const size_t first = down ? fe - 1 - ib : 0;
-        const full_tiles f = {r->kernel, block + first * panel_bytes, b0, p0,
-                              r->dst + (ib + first) * ep * r->dst_ld + j0 * t.dst_step,
-                              down ? -a_step : a_step, down ? -row_step : row_step, fe - ib,
-                              jf - j0, steps, r->dst_ld, c->b->panel_bytes, t.dst_step, t.pp};
+        const unsigned char *acc = r->acc != NULL
+                                   ? r->acc + (ib + first) * ep * r->acc_ld + j0 * acc_step
+                                                   : NULL;
+        const full_tiles f = {r->kernel, block + first * panel_bytes, b0, p0, acc,
+                              dst_at(r, (ib + first) * ep, j0, t.dst_step),
+                              down ? -a_step : a_step, down ? -row_step : row_step,
+                              down ? -acc_row_step : acc_row_step, fe - ib, jf - j0, steps,
+                              r->dst_ld, c->b->panel_bytes, t.dst_step, t.pp, acc_step};
         args.m_rem = ep;
         args.n_rem = hp;
         args.acc = NULL;
-        if (p0 != NULL)
-            run_full_tiles_fused(&f, &args);
-        else
-            run_full_tiles(&f, &args);
+        if (acc == NULL)
+            (p0 != NULL ? run_full_tiles_fused : run_full_tiles)(&f, &args);
+        else    /* unfused: accumulating in place (setup_block) */
+            (p0 != NULL ? run_full_tiles_fused_acc : run_full_tiles_acc)(&f, &args);
     }
     if (fe < ie || jf < j1)
         run_rest(&t, &args, ib, ie, fe, j0, j1, jf, down);
@@ -682,6 +781,62 @@ static size_t b_group(const ts_path *path, size_t k_steps, size_t elem_bytes)
     const size_t line = 64 / a;
     const size_t most = path->mc_panels * path->ep * path->kc_steps / (4 * path->hp * k_steps);
     return line < most ? line : most != 0 ? most : 1;
+}
+
+/* Groups per line stage: the fused requantisation's 1-byte results of a group of B panels may
+ * fill only part of a line of C (int8 C, 8-column panels in groups of 4: half), and rows of C
+ * a power of two apart share few L2 sets (N = 4096: 32 of the N2's 2048), so a line begun by
+ * one group was evicted before the next group finished it, written back and read again. So
+ * the groups of one line write their tiles into the task's line stage (a line per row of the
+ * M block, contiguous: every set), and lines_to_c copies each finished row of lines to C in
+ * whole lines, which the L2 takes without reading them (the bench's model: write streaming).
+ * Where C's lines are not those columns (whole_lines) a copy would begin and end inside
+ * lines: the groups write C directly there. Measured on the bench's N2 model, int8 prefill
+ * M=512 N=K=4096 (C on 64-byte lines): kernel L2 write-backs 66.2 K lines (C's 32.8 K lines
+ * nearly all twice) -> 40.7 K, DRAM 108.4 -> 103.4 MiB (docs/PERFORMANCE.md "Cache model").
+ * 1: no stage (a group's results fill whole lines, or not the fused requantisation). */
+static size_t line_unit(const call *c, const block_run *r, size_t group)
+{
+    const size_t bytes = group * c->path->hp * r->dst_elem;     /* a group's row of results */
+    if (c->lines == NULL || !(c->fused && r->last && c->out->q != NULL) || bytes >= TS_LINE
+        || TS_LINE % bytes != 0)
+        return 1;
+    return TS_LINE / bytes;
+}
+
+/* Whether the line stage's columns from B panel j0 on are whole lines of C in every row (C
+ * there and its row stride multiples of TS_LINE bytes): else a copied row would begin and end
+ * inside lines of C, each of them written by two copies (read, written back, read again). */
+static int whole_lines(const call *c, size_t j0)
+{
+    const unsigned char *at = (const unsigned char *)c->out->C + j0 * c->path->hp;
+    return (uintptr_t)at % TS_LINE == 0 && c->out->ldc % TS_LINE == 0;
+}
+
+/* r (a block run of the fused last K block) into task t's line stage: rows from A panel ib's
+ * first, columns from B panel j0's first. */
+static void stage_lines(const call *c, block_run *r, size_t t, size_t ib, size_t j0)
+{
+    r->dst = c->lines + t * c->line_bytes;
+    r->dst_ld = TS_LINE;
+    r->row0 = ib * c->path->ep;
+    r->j0 = j0;
+}
+
+/* A line stage's rows (of A panels from r->row0 up to panel ie, within M) to C, columns of B
+ * panels j0 .. j1-1 (within N): one whole line per row where C's lines are those columns. */
+static void lines_to_c(const call *c, const block_run *r, size_t ie, size_t j0, size_t j1)
+{
+    const size_t hp = c->path->hp, m1 = ie * c->path->ep < c->M ? ie * c->path->ep : c->M;
+    const size_t n0 = j0 * hp, cols = (j1 * hp < c->N ? j1 * hp : c->N) - n0;
+    const unsigned char *src = r->dst;
+    unsigned char *dst = (unsigned char *)c->out->C + r->row0 * c->out->ldc + n0;
+    if (cols == TS_LINE)        /* a constant length: two 32-byte loads and stores */
+        for (size_t m = r->row0; m < m1; ++m, src += TS_LINE, dst += c->out->ldc)
+            memcpy(dst, src, TS_LINE);
+    else
+        for (size_t m = r->row0; m < m1; ++m, src += TS_LINE, dst += c->out->ldc)
+            memcpy(dst, src, cols);
 }
 
 /* k = k0 .. k0 + *klen - 1: the K block of k-steps s0 .. s0+steps-1 (the last one ends at K). */
@@ -775,18 +930,37 @@ static void compute_task(void *arg, size_t t)
             }
             /* every other group runs the A panels last to first, so a group starts on the
              * A panels the group before used last (most recently in L2) */
+            const size_t unit = line_unit(c, &r, group);
+            block_run staged = r, staged_tail = tail;
             for (size_t n = 0; n < groups; ++n) {
                 const size_t jb = j0 + (back ? groups - 1 - n : n) * group;
                 const size_t je = j1 - jb < group ? j1 : jb + group;
                 const int down = (int)(n & 1);
+                const block_run *run = &r, *run_tail = &tail;
+                size_t uj0 = 0, uj1 = 0;
+                if (unit > 1) {
+                    /* the unit's groups: visits u0 .. u1-1, B panels uj0 .. uj1-1 */
+                    const size_t u0 = n - n % unit, u1 = groups - u0 < unit ? groups : u0 + unit;
+                    uj0 = j0 + (back ? groups - u1 : u0) * group;
+                    uj1 = j0 + (back ? groups - u0 : u1) * group;
+                    uj1 = uj1 < j1 ? uj1 : j1;
+                }
+                if (unit > 1 && whole_lines(c, uj0)) {
+                    stage_lines(c, &staged, t, ib, uj0);
+                    stage_lines(c, &staged_tail, t, ib, uj0);
+                    run = &staged;
+                    run_tail = &staged_tail;
+                }
                 if (tailed && down)
-                    run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
+                    run_tiles(c, run_tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
                               ie - 1, ie, jb, je, s0, steps, 0, 0);
-                run_tiles(c, &r, block, panel_bytes, ib, ie - (size_t)tailed, jb, je, s0, steps,
-                          down, 0);
+                run_tiles(c, run, block, panel_bytes, ib, ie - (size_t)tailed, jb, je, s0,
+                          steps, down, 0);
                 if (tailed && !down)
-                    run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
+                    run_tiles(c, run_tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
                               ie - 1, ie, jb, je, s0, steps, 0, 0);
+                if (run == &staged && (n % unit == unit - 1 || n + 1 == groups))
+                    lines_to_c(c, &staged, ie, uj0, uj1);
             }
         }
     }
@@ -898,6 +1072,8 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     layout_work(path, M, c.N, c.K, c.stage, c.fused, pad_bytes, c.m_tasks, c.n_tasks, &l);
     unsigned char *base = (unsigned char *)ts_align16(work);
     c.a_blocks = base + l.a_blocks;
+    c.line_bytes = line_stage_bytes(path, c.K, c.stage, c.fused, div_up(c.a_panels, c.m_tasks));
+    c.lines = c.line_bytes != 0 ? base + l.lines : NULL;
     if (pad_bytes != 0) {
         memset(base + l.pad_row, (unsigned char)a->pad_value, pad_bytes);
         c.pad_row = (const int8_t *)(base + l.pad_row);
