@@ -933,18 +933,15 @@ static void compute_task(void *arg, size_t t)
             const size_t unit = line_unit(c, &r, group);
             block_run staged = r, staged_tail = tail;
             for (size_t n = 0; n < groups; ++n) {
-                const size_t jb = j0 + (back ? groups - 1 - n : n) * group;
-                const size_t je = j1 - jb < group ? j1 : jb + group;
+                const size_t g = back ? groups - 1 - n : n;
+                const size_t jb = j0 + g * group, je = j1 - jb < group ? j1 : jb + group;
                 const int down = (int)(n & 1);
                 const block_run *run = &r, *run_tail = &tail;
-                size_t uj0 = 0, uj1 = 0;
-                if (unit > 1) {
-                    /* the unit's groups: visits u0 .. u1-1, B panels uj0 .. uj1-1 */
-                    const size_t u0 = n - n % unit, u1 = groups - u0 < unit ? groups : u0 + unit;
-                    uj0 = j0 + (back ? groups - u1 : u0) * group;
-                    uj1 = j0 + (back ? groups - u0 : u1) * group;
-                    uj1 = uj1 < j1 ? uj1 : j1;
-                }
+                /* the line stage of groups g - g % unit ..: B panels uj0 .. uj1-1 */
+                const size_t uj0 = j0 + (g - g % unit) * group;
+                const size_t uj1 = j1 - uj0 < unit * group ? j1 : uj0 + unit * group;
+                /* its last group in this order */
+                const int unit_done = back ? g % unit == 0 : g % unit == unit - 1 || je == j1;
                 if (unit > 1 && whole_lines(c, uj0)) {
                     stage_lines(c, &staged, t, ib, uj0);
                     stage_lines(c, &staged_tail, t, ib, uj0);
@@ -959,7 +956,7 @@ static void compute_task(void *arg, size_t t)
                 if (tailed && !down)
                     run_tiles(c, run_tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
                               ie - 1, ie, jb, je, s0, steps, 0, 0);
-                if (run == &staged && (n % unit == unit - 1 || n + 1 == groups))
+                if (run == &staged && unit_done)
                     lines_to_c(c, &staged, ie, uj0, uj1);
             }
         }

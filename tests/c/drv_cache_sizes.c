@@ -22,10 +22,11 @@
 #include "ts_context_internal.h"
 
 #define M 100
-#define N 72
+#define N 128       /* rows of int8 C on whole 64-byte lines: the line stage (line_unit) */
 #define K 3000
 
-static int8_t A8[M * K], B8[K * N], C8[M * N], R8[M * N];
+static int8_t A8[M * K], B8[K * N], R8[M * N];
+static int8_t C8[M * N] __attribute__((aligned(64)));
 static int32_t I32[M * N], R32[M * N];
 static float Af[M * K], Bf[K * N], Cf[M * N], Rf[M * N];
 
@@ -33,7 +34,8 @@ static const char *const CLASS_NAMES[] = { "generic", "ooo", "inorder" };
 
 /* The sizes of each run: {0, 0} = none set. 4096 / 65536: K blocks of 32 k-steps, M blocks
  * of 16 panels, so the int8 GEMMs run groups of 4 B panels and the requantized one stages
- * its lines (ts_engine.c line_unit), on the fused kernel after 11 K blocks of accumulation. */
+ * its lines (ts_engine.c line_unit: two lines of 128-byte rows, the tail path's panel too),
+ * on the fused kernel after 11 K blocks of accumulation. */
 static const size_t SIZES[][2] = {
     { 0, 0 }, { 4096, 16384 }, { 65536, 524288 }, { 65536, 1u << 20 }, { 0, 1u << 30 },
     { 32768, 0 }, { 4096, 65536 },
@@ -116,8 +118,10 @@ static void check_results(void)
     for (size_t r = 0; r < RUNS; ++r) {
         ts_context *ctx;
         ts_packed_b *pb8 = NULL, *pbf = NULL;
+        /* the last run on 3 threads too (a grid of tasks, each with its line stage) */
         CHECK(ts_context_create(&ctx) == TS_OK && ts_context_set_cpu(ctx, "neoverse-n2") == TS_OK
-              && ts_context_set_cache_sizes(ctx, SIZES[r][0], SIZES[r][1]) == TS_OK,
+              && ts_context_set_cache_sizes(ctx, SIZES[r][0], SIZES[r][1]) == TS_OK
+              && ts_context_set_num_threads(ctx, r + 1 == RUNS ? 3 : 1) == TS_OK,
               "context %zu", r);
         for (int prepacked = 0; prepacked < 2; ++prepacked) {
             memset(C8, 0, sizeof C8);
