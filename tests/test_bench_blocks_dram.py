@@ -102,8 +102,10 @@ def test_n2_sized_blocks_take_int8_prefill512_to_four_passes_over_b(program):
     moved = dram_bytes(binary, plugin, d, N2, "s8", (512, 4096, 4096), cache_sizes=n2)
     # compulsory 36 MiB + 4 passes over the 16 MiB packed B (module comment): 100 MiB
     assert moved <= 106 * MIB, moved / MIB
-    # no sizes passed: the library's table gives the N2 the same blocks, the same traffic
-    assert dram_bytes(binary, plugin, d, N2, "s8", (512, 4096, 4096)) == moved
+    # no sizes passed: the library's table gives the N2 the same blocks, the same traffic (to
+    # a few lines: the program's own allocations differ; measured 108,397,440 / 108,396,416)
+    unsized = dram_bytes(binary, plugin, d, N2, "s8", (512, 4096, 4096))
+    assert abs(unsized - moved) <= moved / 1000, (unsized / MIB, moved / MIB)
 
 
 def test_ooo_blocks_keep_int8_prefill512_to_eight_passes_over_b(program):
