@@ -793,7 +793,7 @@ static size_t b_group(const ts_path *path, size_t k_steps, size_t elem_bytes)
  * Where C's lines are not those columns (whole_lines) a copy would begin and end inside
  * lines: the groups write C directly there. Measured on the bench's N2 model, int8 prefill
  * M=512 N=K=4096 (C on 64-byte lines): kernel L2 write-backs 66.2 K lines (C's 32.8 K lines
- * nearly all twice) -> 40.7 K, DRAM 108.4 -> 103.4 MiB (docs/PERFORMANCE.md "Cache model").
+ * nearly all twice) -> 40.7 K, DRAM 106.8 -> 103.4 MiB (docs/PERFORMANCE.md "Cache model").
  * 1: no stage (a group's results fill whole lines, or not the fused requantisation). */
 static size_t line_unit(const call *c, const block_run *r, size_t group)
 {
