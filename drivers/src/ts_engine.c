@@ -397,7 +397,8 @@ typedef struct {
 
 /* What the accumulators of full_tiles_loops' calls are: none (the first K block), C itself
  * (the unfused kernels' later K blocks: args.acc is the call's dst), or a pointer of their
- * own (the fused kernel's last K block reads the 4-byte staging copy). */
+ * own (the fused kernel's last K block reads the 4-byte staging copy; the first K block of
+ * an offset A, ts_a_offset, its column correction: one row, acc_row_step 0). */
 enum { ACC_NONE, ACC_IN_PLACE, ACC_OWN };
 
 /* run_full_tiles' loops, `fused` and `acc` constants: the unfused tiles step two pointers per
@@ -474,6 +475,14 @@ static TS_NOINLINE void run_full_tiles_fused(const full_tiles *f,
 static TS_NOINLINE void run_full_tiles_acc(const full_tiles *f, const struct ts_tile_args *args)
 {
     full_tiles_loops(f, args, 0, ACC_IN_PLACE);
+}
+
+/* unfused, from accumulators apart from the results: the first K block of a call whose A is
+ * packed with an offset (ts_a_offset: one row of N int32 column corrections, acc_ld 0) */
+static TS_NOINLINE void run_full_tiles_own_acc(const full_tiles *f,
+                                               const struct ts_tile_args *args)
+{
+    full_tiles_loops(f, args, 0, ACC_OWN);
 }
 
 /* the last of several K blocks, fused: from the staging copy */
@@ -748,8 +757,12 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
         args.acc = NULL;
         if (acc == NULL)
             (p0 != NULL ? run_full_tiles_fused : run_full_tiles)(&f, &args);
-        else    /* unfused: accumulating in place (setup_block) */
-            (p0 != NULL ? run_full_tiles_fused_acc : run_full_tiles_acc)(&f, &args);
+        else if (p0 != NULL)    /* the last of several K blocks, fused */
+            run_full_tiles_fused_acc(&f, &args);
+        else if (r->acc == r->dst)  /* unfused: accumulating in place (setup_block) */
+            run_full_tiles_acc(&f, &args);
+        else                        /* unfused: a column correction (ts_a_offset) */
+            run_full_tiles_own_acc(&f, &args);
     }
     if (fe < ie || jf < j1)
         run_rest(&t, &args, ib, ie, fe, j0, j1, jf, down);
