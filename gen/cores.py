@@ -231,24 +231,56 @@ CORES: dict[str, CoreModel] = {c.name: c for c in (
 GENERIC = "generic"
 CPU_NAMES = (GENERIC, *CORES)
 
+# The Arm Ltd cores run-time dispatch knows: CPU name -> (MIDR_EL1 part number, core class). The
+# one table of the drivers' names, parts, classes and cache sizes (generated into ts_dispatch.c
+# as ts_cpu_cores by gen/drivers.py cpu_cores(): run-time detection ts_core_class_of_midr, the
+# names ts_context_set_cpu accepts, ts_cpu_lookup, and the cache blocks of ts_blocks.c).
+# MIDR_EL1 fields (Arm ARM D23.2 "MIDR_EL1"): implementer [31:24] (0x41: Arm Limited), variant
+# [23:20], architecture [19:16], part number [15:4], revision [3:0]. Part numbers from each
+# core's Technical Reference Manual, "MIDR_EL1, Main ID Register" (the same values as Linux
+# arch/arm64/include/asm/cputype.h ARM_CPU_PART_*); names as LLVM's -mcpu values (CPU= names
+# are among them). Classes: the in-order pipelines (Cortex-A35/A53/A55/A510/A520) and the
+# out-of-order ones; other implementers and parts are unknown and get the generic kernels.
+ARM_PARTS: dict[str, tuple[int, str]] = {
+    "cortex-a35": (0xD04, "inorder"),
+    "cortex-a53": (0xD03, "inorder"),
+    "cortex-a55": (0xD05, "inorder"),
+    "cortex-a510": (0xD46, "inorder"),
+    "cortex-a520": (0xD80, "inorder"),
+    "cortex-a57": (0xD07, "ooo"),
+    "cortex-a72": (0xD08, "ooo"),
+    "cortex-a73": (0xD09, "ooo"),
+    "cortex-a75": (0xD0A, "ooo"),
+    "cortex-a76": (0xD0B, "ooo"),
+    "neoverse-n1": (0xD0C, "ooo"),
+    "cortex-a77": (0xD0D, "ooo"),
+    "neoverse-v1": (0xD40, "ooo"),
+    "cortex-a78": (0xD41, "ooo"),
+    "cortex-x1": (0xD44, "ooo"),
+    "cortex-a710": (0xD47, "ooo"),
+    "cortex-x2": (0xD48, "ooo"),
+    "neoverse-n2": (0xD49, "ooo"),
+    "cortex-a715": (0xD4D, "ooo"),
+    "cortex-x3": (0xD4E, "ooo"),
+    "neoverse-v2": (0xD4F, "ooo"),
+    "cortex-a720": (0xD81, "ooo"),
+    "cortex-x4": (0xD82, "ooo"),
+}
+
 # Core classes of the run-time variants: a CPU=generic build also emits, per instruction, the
 # kernel tuned for each class (tile and schedule for the class's cores only) wherever it differs
 # from the generic one; the driver picks a class per call from the core it runs on (MIDR_EL1,
 # drivers/src/ts_cpu.c). The class names are internal (symbol suffix `_<class>`, manifest
-# `core_class`); they are not CPU= values. Every named CPU belongs to exactly one class.
+# `core_class`); they are not CPU= values. Every named CPU belongs to exactly one class: its
+# ARM_PARTS class (out-of-order first, each in CORES order).
 CORE_CLASSES: dict[str, tuple[str, ...]] = {
-    "ooo": ("neoverse-n2", "cortex-a710", "neoverse-v1"),      # out-of-order
-    "inorder": ("cortex-a510", "cortex-a55"),
-}
+    cls: tuple(name for name in CORES if ARM_PARTS[name][1] == cls) for cls in ("ooo", "inorder")}
 
 
-# MIDR_EL1 of each modeled core, r0p0 (implementer 0x41 Arm, architecture 0xF, the part number
-# from the core's Technical Reference Manual, "MIDR_EL1, Main ID Register": Neoverse N2 0xD49,
-# Cortex-A710 0xD47, Neoverse V1 0xD40, Cortex-A510 0xD46, Cortex-A55 0xD05; variant and
-# revision are 0 here, only the part number matters to dispatch, drivers/src/ts_cpu.c). The
+# MIDR_EL1 of each modeled core, r0p0 (implementer 0x41 Arm, architecture 0xF, its ARM_PARTS
+# part number; variant and revision are 0 here, only the part number matters to dispatch). The
 # bench runs a class's workloads with QEMU reporting its representative (CLASS_MIDR).
-MIDR = {"neoverse-n2": 0x410FD490, "cortex-a710": 0x410FD470, "neoverse-v1": 0x410FD400,
-        "cortex-a510": 0x410FD460, "cortex-a55": 0x410FD050}
+MIDR = {name: 0x410F0000 | ARM_PARTS[name][0] << 4 for name in CORES}
 CLASS_MIDR = {"ooo": MIDR["neoverse-n2"], "inorder": MIDR["cortex-a510"]}
 
 

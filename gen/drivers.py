@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from .blocking import block_variant_classes, cache_sizes, class_blocks, run_time_facts
-from .cores import GENERIC, MEMORY, MIDR
+from .cores import ARM_PARTS, GENERIC, MEMORY
 from .registry import BY_KEY, dispatch_paths, manifest_dispatch_paths, qdyn_kind  # noqa: F401  (public here too)
 from .templating import template_environment
 
@@ -95,12 +95,19 @@ def with_blocks(dispatch: dict, cpu: str) -> dict:
     return {key: table(key, paths) for key, paths in dispatch.items()}
 
 
-def core_caches() -> list[tuple]:
-    """(name, MIDR_EL1 part number, L1D bytes, L2 bytes, reference) of every core whose caches
-    gen.cores.MEMORY models and whose MIDR it knows: the sizes a call's blocks follow on that
-    core when the context passes none (drivers/src/ts_blocks.c ts_select_sized_path)."""
-    return [(name, (MIDR[name] >> 4) & 0xFFF, m.l1d.size, m.l2.size, m.reference)
-            for name, m in MEMORY.items() if name in MIDR]
+def cpu_cores() -> list[tuple]:
+    """(name, MIDR_EL1 part number, core class, L1D bytes, L2 bytes, reference) of every Arm core
+    gen.cores.ARM_PARTS names: the drivers' one table of them (ts_cpu_cores). The caches are
+    gen.cores.MEMORY's for the cores it models (the sizes a call's blocks follow on that core when
+    the context passes none, drivers/src/ts_blocks.c ts_select_sized_path), else 0 and None."""
+    assert len({part for part, _ in ARM_PARTS.values()}) == len(ARM_PARTS), "a part twice"
+    assert set(MEMORY) <= set(ARM_PARTS), "caches of a core dispatch does not know"
+    rows = []
+    for name, (part, cls) in ARM_PARTS.items():
+        m = MEMORY.get(name)
+        rows.append((name, part, cls, m.l1d.size if m else 0, m.l2.size if m else 0,
+                     m.reference if m else None))
+    return rows
 
 
 def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: dict) -> dict:
@@ -108,7 +115,7 @@ def base_context(prefix: str, arch: str, manifest: dict, main: dict, dispatch: d
     cpu = manifest.get("cpu", GENERIC)
     l1, l2 = cache_sizes(cpu)
     return dict(p=prefix, P=prefix.upper(), arch=arch, cpu=cpu, l1=l1, l2=l2,
-                manifest=manifest, main=main, dispatch=dispatch, core_caches=core_caches(),
+                manifest=manifest, main=main, dispatch=dispatch, cpu_cores=cpu_cores(),
                 macros={key: BY_KEY[key].macro for key in dispatch})
 
 

@@ -3,7 +3,7 @@ fp32 GEMM 512^3 of a CPU=generic v86 build (the bench's program, bench/workloads
 qemu-aarch64 with the tbcount plugin simulating Neoverse N2's L1D and L2 (gen/cores.py MEMORY:
 64 KiB / 1 MiB, 64-byte lines), with QEMU reporting a Cortex-A710's MIDR_EL1 (the ooo class,
 whose block variant the generated table sizes for the class's smallest caches, A710's 64 KiB /
-512 KiB, the sizes the library's table also gives that part: ts_known_core_caches) and with
+512 KiB, the sizes the library's table also gives that part: ts_cpu_cores) and with
 max's own (dispatch sees an unknown core: the generic blocks, sized for the smallest modeled
 L2, the A55's 128 KiB).
 

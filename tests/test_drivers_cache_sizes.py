@@ -121,14 +121,18 @@ def test_table_carries_the_sizes_the_blocks_assume(v86):
 # MIDR_EL1 values QEMU reports for a core (gen/cores.py MIDR), and the L1D / L2 the library's
 # table gives that part (gen/cores.py MEMORY: Neoverse N2 64 KiB / 1 MiB, Cortex-A710 64 KiB /
 # 512 KiB, the out-of-order class's own blocks)
-@pytest.mark.parametrize("core,sizes", [("neoverse-n2", (64 * KIB, 1024 * KIB)),
-                                        ("cortex-a710", (64 * KIB, 512 * KIB)),
-                                        ("cortex-a510", (32 * KIB, 256 * KIB))])
-def test_calls_without_sizes_get_the_known_cores_blocks(v86, harness, core, sizes):
+@pytest.mark.parametrize("core,sizes,cls", [("neoverse-n2", (64 * KIB, 1024 * KIB), "ooo"),
+                                            ("cortex-a710", (64 * KIB, 512 * KIB), "ooo"),
+                                            ("neoverse-v1", (64 * KIB, 1024 * KIB), "ooo"),
+                                            ("cortex-a510", (32 * KIB, 256 * KIB), "inorder"),
+                                            ("cortex-a55", (32 * KIB, 128 * KIB), "inorder")])
+def test_calls_without_sizes_get_the_known_cores_blocks(v86, harness, core, sizes, cls):
     """A call that passes no cache sizes runs, on a core whose part number the generated table
     names, the blocks for that core's caches (ts_blocks.c ts_select_sized_path); on a core it
     does not know (QEMU max: implementer 0), the path's own. Checked by hand against
-    gen/blocking.py's rules (the same as test_blocks_at_1mib_are_the_largest_that_fit)."""
+    gen/blocking.py's rules (the same as test_blocks_at_1mib_are_the_largest_that_fit). The
+    class of the kernel and the caches of its blocks come from one MIDR part (ts_cpu_cores): a
+    row of another class, or blocks of another core's caches, would mean the two disagree."""
     # A element bytes by kernel name without its tile (a core-class variant's is its main's)
     elem_of = {re.sub(r"_\d+x\d+x\d+.*$", "", p["symbol"]):
                TYPE_BYTES[INSTRUCTIONS[p["instruction"]].a_type]
@@ -143,7 +147,10 @@ def test_calls_without_sizes_get_the_known_cores_blocks(v86, harness, core, size
         rows = [line.split()[1:] for line in out.splitlines() if line.startswith("selected ")]
         assert len(rows) >= 8, out
         table = (v86 / "ts_dispatch.c").read_text()
-        for _, sym, cls, kc, mc, kw in rows:
+        if l2 is not None:      # its class's variants where the build has some (dispatch rows)
+            assert {r[2] for r in rows} <= {cls, "generic"}, (core, rows)
+            assert (cls in {r[2] for r in rows}) == (f"TS_CORE_{cls.upper()},\n" in table), core
+        for _, sym, _, kc, mc, kw in rows:
             kc, mc, kw = int(kc), int(mc), int(kw)
             if l2 is None:
                 # the path's own blocks, as the generated table has them

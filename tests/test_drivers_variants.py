@@ -49,6 +49,12 @@ ARM_CORES = {
     "cortex-a715": (0xD4D, "ooo"), "cortex-x3": (0xD4E, "ooo"), "neoverse-v2": (0xD4F, "ooo"),
     "cortex-a720": (0xD81, "ooo"), "cortex-x4": (0xD82, "ooo"),
 }
+# The L1D / L2 bytes of the cores whose caches the blocks follow (restated from the TRMs' shipping
+# configurations README "Execution context" names: N2 and V1 64 KB / 1 MB, A710 64 KB / 512 KB,
+# A510 32 KB / 256 KB, A55 32 KB / 128 KB); every other core: none (0, 0)
+CORE_CACHES = {"neoverse-n2": (64 << 10, 1 << 20), "neoverse-v1": (64 << 10, 1 << 20),
+               "cortex-a710": (64 << 10, 512 << 10), "cortex-a510": (32 << 10, 256 << 10),
+               "cortex-a55": (32 << 10, 128 << 10)}
 NAMES = (*ARM_CORES, "generic")      # every name a context may set besides "auto"
 
 
@@ -124,6 +130,8 @@ def test_variant_choice_per_core(cpu, build):
              if line.startswith("core=")]
     assert {c["core"]: (int(c["part"], 16), int(c["class"])) for c in cores} == \
         {name: (part, CLASS_NUM[c]) for name, (part, c) in ARM_CORES.items()}
+    assert {c["core"]: (int(c["l1d"]), int(c["l2"])) for c in cores} == \
+        {name: CORE_CACHES.get(name, (0, 0)) for name in ARM_CORES}
     sel = {line.split()[0][4:]: dict(item.split("=", 1) for item in line.split()[1:])
            for line in lines if line.startswith("cpu=")}
     for name in (*NAMES, "auto"):

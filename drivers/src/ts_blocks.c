@@ -6,9 +6,9 @@
  * engine that knows its hardware passes the sizes; the blocks are then re-derived here with
  * the generator's rules (gen/blocking.py block_sizes and whole_k_steps, which
  * tests/test_drivers_cache_sizes.py checks this against). A context that passes no sizes
- * gets, on a core whose MIDR_EL1 part number the build's table names (gen/cores.py MEMORY,
- * ts_known_core_caches: one configuration per core, e.g. the Neoverse N2's 1 MB of Alibaba's
- * Yitian 710), the blocks for that core's caches (ts_select_sized_path); other cores, and
+ * gets, on a core whose MIDR_EL1 part number the build's table gives caches (ts_cpu_cores, from
+ * gen/cores.py MEMORY: one configuration per modeled core, e.g. the Neoverse N2's 1 MB of
+ * Alibaba's Yitian 710), the blocks for that core's caches (ts_select_sized_path); other cores, and
  * contexts with a fixed CPU (ts_context_set_cpu), the path's own.
  *
  * Results do not depend on the blocks: every output element is the same kernel's
@@ -63,28 +63,37 @@ const ts_path *ts_sized_path(const ts_context *ctx, const ts_path *path, ts_path
     return sized_for(path, ctx->l1d_bytes, ctx->l2_bytes, sized);
 }
 
+/* The i-th (from 0) core of ts_cpu_cores whose caches the build models, NULL past the last. */
+static const ts_cpu_core *core_with_caches(size_t i)
+{
+    size_t count;
+    const ts_cpu_core *cores = ts_cpu_cores(&count);
+    for (size_t c = 0; c < count; ++c)
+        if (cores[c].l1d_bytes != 0 && i-- == 0)
+            return &cores[c];
+    return NULL;
+}
+
 const ts_path *ts_select_sized_path(const ts_context *ctx, int gemm_type, ts_path *sized)
 {
     unsigned part;
     const ts_path *path = ts_select_path_core(ctx, gemm_type, &part);
     if (sets_sizes(ctx) || part == 0)
         return ts_sized_path(ctx, path, sized);
-    size_t count;
-    const ts_core_caches *known = ts_known_core_caches(&count);
-    for (size_t i = 0; i < count; ++i)
-        if (known[i].part == part)
-            return sized_for(path, known[i].l1d_bytes, known[i].l2_bytes, sized);
+    const ts_cpu_core *core;
+    for (size_t i = 0; (core = core_with_caches(i)) != NULL; ++i)
+        if (core->part == part)
+            return sized_for(path, core->l1d_bytes, core->l2_bytes, sized);
     return path;
 }
 
 const ts_path *ts_sized_path_at(const ts_context *ctx, const ts_path *path, size_t i,
                                 ts_path *sized)
 {
-    size_t count;
-    const ts_core_caches *known = ts_known_core_caches(&count);
     if (i == 0)
         return ts_sized_path(ctx, path, sized);
-    if (sets_sizes(ctx) || i > count)
+    const ts_cpu_core *core = core_with_caches(i - 1);
+    if (sets_sizes(ctx) || core == NULL)
         return NULL;
-    return sized_for(path, known[i - 1].l1d_bytes, known[i - 1].l2_bytes, sized);
+    return sized_for(path, core->l1d_bytes, core->l2_bytes, sized);
 }

@@ -81,12 +81,12 @@ const ts_path *ts_select_path_core(const ts_context *ctx, int gemm_type, unsigne
 
 /* The path a call with ctx runs, with the cache blocks it runs: ts_sized_path for a context
  * that sets cache sizes; otherwise those of the core the thread runs on where the build knows
- * its part's caches (ts_known_core_caches), else the path's own (ts_blocks.c). */
+ * its part's caches (ts_cpu_cores), else the path's own (ts_blocks.c). */
 const ts_path *ts_select_sized_path(const ts_context *ctx, int gemm_type, ts_path *sized);
 
 /* The blocks a call with ctx may run `path` with, for the workspace sizes (the largest serves
  * a call on any core): i = 0 ts_sized_path; without sizes in ctx, i = 1 .. count those of the
- * known cores (ts_known_core_caches); NULL past the last. */
+ * known cores (ts_cpu_cores' with caches); NULL past the last. */
 const ts_path *ts_sized_path_at(const ts_context *ctx, const ts_path *path, size_t i,
                                 ts_path *sized);
 

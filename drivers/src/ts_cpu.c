@@ -160,55 +160,22 @@ void ts_set_feature_mask(unsigned mask)
 }
 
 /* ---- the running core's class --------------------------------------------------------------
- * MIDR_EL1 fields (Arm ARM D23.2 "MIDR_EL1"): implementer [31:24], variant [23:20],
- * architecture [19:16], part number [15:4], revision [3:0]. Part numbers of Arm Ltd
- * (implementer 0x41) from each core's Technical Reference Manual, "MIDR_EL1, Main ID Register"
- * (the same values as Linux arch/arm64/include/asm/cputype.h ARM_CPU_PART_*); names as LLVM's
- * -mcpu values (and gen/cores.py's CPU= names, which are among them). Classes: the in-order
- * pipelines (Cortex-A35/A53/A55/A510/A520) and the out-of-order ones; other implementers and
- * parts not listed are unknown and get the generic kernels. The one table of both run-time
- * detection (ts_core_class_of_midr) and the names a context may set (ts_cpu_lookup). */
-static const ts_cpu_core ARM_CORES[] = {
-    { "cortex-a35",  0xD04, TS_CORE_INORDER },
-    { "cortex-a53",  0xD03, TS_CORE_INORDER },
-    { "cortex-a55",  0xD05, TS_CORE_INORDER },
-    { "cortex-a510", 0xD46, TS_CORE_INORDER },
-    { "cortex-a520", 0xD80, TS_CORE_INORDER },
-    { "cortex-a57",  0xD07, TS_CORE_OOO },
-    { "cortex-a72",  0xD08, TS_CORE_OOO },
-    { "cortex-a73",  0xD09, TS_CORE_OOO },
-    { "cortex-a75",  0xD0A, TS_CORE_OOO },
-    { "cortex-a76",  0xD0B, TS_CORE_OOO },
-    { "neoverse-n1", 0xD0C, TS_CORE_OOO },
-    { "cortex-a77",  0xD0D, TS_CORE_OOO },
-    { "neoverse-v1", 0xD40, TS_CORE_OOO },
-    { "cortex-a78",  0xD41, TS_CORE_OOO },
-    { "cortex-x1",   0xD44, TS_CORE_OOO },
-    { "cortex-a710", 0xD47, TS_CORE_OOO },
-    { "cortex-x2",   0xD48, TS_CORE_OOO },
-    { "neoverse-n2", 0xD49, TS_CORE_OOO },
-    { "cortex-a715", 0xD4D, TS_CORE_OOO },
-    { "cortex-x3",   0xD4E, TS_CORE_OOO },
-    { "neoverse-v2", 0xD4F, TS_CORE_OOO },
-    { "cortex-a720", 0xD81, TS_CORE_OOO },
-    { "cortex-x4",   0xD82, TS_CORE_OOO },
-};
-
-const ts_cpu_core *ts_cpu_cores(size_t *count)
-{
-    *count = sizeof ARM_CORES / sizeof ARM_CORES[0];
-    return ARM_CORES;
-}
-
+ * MIDR_EL1 fields (Arm ARM D23.2 "MIDR_EL1"): implementer [31:24], part number [15:4]. The Arm
+ * Ltd parts, their names and classes: ts_cpu_cores (generated from gen/cores.py ARM_PARTS, the
+ * one table of run-time detection, ts_core_class_of_midr, the names a context may set,
+ * ts_cpu_lookup, and the cache blocks, ts_blocks.c); other implementers and parts not listed
+ * are unknown and get the generic kernels. */
 int ts_core_class_of_midr(uint64_t midr)
 {
     const unsigned implementer = (unsigned)(midr >> 24) & 0xFFu;
     const unsigned part = (unsigned)(midr >> 4) & 0xFFFu;
+    size_t count;
+    const ts_cpu_core *cores = ts_cpu_cores(&count);
     if (implementer != 0x41u)   /* 0x41: Arm Limited */
         return TS_CORE_GENERIC;
-    for (size_t i = 0; i < sizeof ARM_CORES / sizeof ARM_CORES[0]; ++i)
-        if (ARM_CORES[i].part == part)
-            return ARM_CORES[i].core_class;
+    for (size_t i = 0; i < count; ++i)
+        if (cores[i].part == part)
+            return cores[i].core_class;
     return TS_CORE_GENERIC;
 }
 
@@ -247,9 +214,11 @@ int ts_cpu_lookup(const char *cpu, int *core_class)
         *core_class = TS_CORE_GENERIC;
         return TS_OK;
     }
-    for (size_t i = 0; i < sizeof ARM_CORES / sizeof ARM_CORES[0]; ++i)
-        if (strcmp(cpu, ARM_CORES[i].name) == 0) {
-            *core_class = ARM_CORES[i].core_class;
+    size_t count;
+    const ts_cpu_core *cores = ts_cpu_cores(&count);
+    for (size_t i = 0; i < count; ++i)
+        if (strcmp(cpu, cores[i].name) == 0) {
+            *core_class = cores[i].core_class;
             return TS_OK;
         }
     return TS_EINVAL;

@@ -170,13 +170,17 @@ typedef struct {
     int kw_from_l2;
 } ts_path;
 
-/* The Arm cores run-time detection knows (ts_cpu.c, one table): the name ts_context_set_cpu
- * accepts for each (besides "auto" and "generic"), its MIDR_EL1 part number (implementer
- * 0x41) and the class of kernel variants a core with that MIDR gets. *count of them. */
+/* The Arm cores run-time detection knows (generated: ts_dispatch.c, from gen/cores.py
+ * ARM_PARTS and MEMORY; the one table of them): the name ts_context_set_cpu accepts for each
+ * (besides "auto" and "generic"), its MIDR_EL1 part number (implementer 0x41), the class of
+ * kernel variants a core with that MIDR gets, and the L1D and L2 bytes whose blocks a call on
+ * it runs when its context passes no cache sizes (ts_blocks.c; 0: not modeled, the path's own
+ * blocks). *count of them. */
 typedef struct {
     const char *name;
     unsigned part;
     int core_class;            /* ts_core_class */
+    size_t l1d_bytes, l2_bytes;
 } ts_cpu_core;
 const ts_cpu_core *ts_cpu_cores(size_t *count);
 
@@ -189,15 +193,6 @@ static inline int32_t ts_a_offset(const ts_path *path)
 {
     return path->pack_a == TS_PACK_U8_S8 ? 128 : 0;
 }
-
-/* The caches of a core this build's generator models (gen/cores.py MEMORY, one configuration
- * per core), by its MIDR_EL1 part number (Arm Ltd); the table and *count of its entries
- * (generated: ts_dispatch.c). */
-typedef struct {
-    unsigned part;
-    size_t l1d_bytes, l2_bytes;
-} ts_core_caches;
-const ts_core_caches *ts_known_core_caches(size_t *count);
 
 /* Whether packed B handles of `gemm_type` keep the column sums of B: the types whose
  * quantized form subtracts a_zero_point * sum_k B[k][n] (int8 B). */

@@ -7,8 +7,10 @@
  *   features=<bits> class=<n>                ts_cpu_features, the running core's class
  *                                            (ts_current_core_class)
  *   midr=<hex> class=<n>                     ts_core_class_of_midr for each argv MIDR value
- *   core=<name> part=<hex> class=<n>         each row of ts_cpu_cores (the names a context
- *                                            may set, with the MIDR part each stands for)
+ *   core=<name> part=<hex> class=<n> l1d=<bytes> l2=<bytes>
+ *                                            each row of ts_cpu_cores (the names a context
+ *                                            may set, with the MIDR part each stands for and
+ *                                            the caches of a call's blocks on it, 0: unknown)
  *   cpu=<name> rc=<rc> <type>=<symbol> ...   ts_cpu_lookup / ts_select_path_cpu per name
  *   ctx=<name> rc=<rc> <type>=<symbol> ...   a context after ts_context_set_cpu(name): what
  *                                            ts_select_path_ctx picks (the engine's choice)
@@ -282,7 +284,8 @@ int main(int argc, char **argv)
     size_t n_cores;
     const ts_cpu_core *cores = ts_cpu_cores(&n_cores);
     for (size_t i = 0; i < n_cores; ++i) {
-        printf("core=%s part=0x%x class=%d\n", cores[i].name, cores[i].part, cores[i].core_class);
+        printf("core=%s part=0x%x class=%d l1d=%zu l2=%zu\n", cores[i].name, cores[i].part,
+               cores[i].core_class, cores[i].l1d_bytes, cores[i].l2_bytes);
         CHECK(ts_core_class_of_midr(0x410F0000u | (uint64_t)cores[i].part << 4)
               == cores[i].core_class, "%s: the MIDR class of its part", cores[i].name);
     }
