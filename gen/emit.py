@@ -246,6 +246,19 @@ def main_loop_variants(plan: TilePlan) -> list[loop.MainLoop]:
     return loops
 
 
+def buildable(plan: TilePlan) -> bool:
+    """Whether a kernel of `plan` can be emitted: check_plan passes and some main loop variant
+    reaches every load (e.g. smlal 1x92 stream_b_double_a cannot: 92 bytes of B per k-step put
+    its loads beyond LDR / LDUR offsets and beyond ldr_r's offset registers). The solvers keep
+    only such tiles (gen.gemv.gemv_candidates)."""
+    try:
+        check_plan(plan)
+        main_loop_variants(plan)
+    except KernelPlanError:
+        return False
+    return True
+
+
 def scheduled_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
     """The main loop variant (MAIN_LOOP_VARIANTS) that models fastest for `cpu`, scheduled."""
     loops = main_loop_variants(plan)

@@ -37,8 +37,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .cores import CoreModel
+from .emit import buildable
 from .isa import INSTRUCTIONS, TYPE_BYTES, MacInstruction
-from .tiling import DEFAULT_REGS, Candidate, candidates, covered_cores, load_instructions
+from .tiling import (DEFAULT_REGS, Candidate, candidates, covered_cores, load_instructions,
+                     plan_for)
 
 SMALL_M_MAX = 4          # the objective applies to M <= 4 (issue 12, deliverable 4)
 
@@ -124,11 +126,13 @@ class GemvChoice:
 
 
 def gemv_candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> list:
-    """The solver's feasible tiles with ep = the instruction's smallest row block, ranked by
-    the GEMV objective (module comment)."""
+    """The solver's feasible tiles with ep = the instruction's smallest row block that the
+    emitter can build (gen.emit.buildable: at M = 1 the wide B tiles are where a k-step's loads
+    can outgrow every load form), ranked by the GEMV objective (module comment)."""
     inst = INSTRUCTIONS[instruction]
     cores = covered_cores(inst, cpu)
-    pool = [c for c in candidates(instruction, regs, cpu) if c.ep == inst.c_rows_per_reg]
+    pool = [c for c in candidates(instruction, regs, cpu)
+            if c.ep == inst.c_rows_per_reg and buildable(plan_for(c, cpu))]
     key = lambda c: (instructions_per_b_byte(c),
                      max(cycles_per_b_byte(c, k) for k in cores), c.regs_total, c.hp,
                      c.strategy)
