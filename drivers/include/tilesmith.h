@@ -220,7 +220,13 @@ size_t ts_conv2d_out_w(const ts_conv2d *c);
 size_t ts_conv2d_s8_workspace_size(const ts_conv2d *c);
 /* input NHWC, filter OHWI (TFLite), output NHWC; q per tensor or per output channel
  * (q->per_channel, out_c values); padded taps equal a_zero_point.
- * output and workspace must not overlap each other, input, filter or q (the struct or its arrays). */
+ * output and workspace must not overlap each other, input, filter or q (the struct or its arrays).
+ * workspace: at least ts_conv2d_s8_workspace_size(c) bytes, any alignment (NULL: TS_EINVAL).
+ * Taken on trust: without a size argument the call cannot check it, and it writes up to that
+ * many bytes, so a smaller buffer is overrun. To have the size checked, call
+ * ts_conv2d_s8_ctx(NULL, c, input, filter, q, output, workspace, workspace_bytes) instead: the
+ * same call (a NULL context: one thread, the global feature mask), TS_EINVAL when
+ * workspace_bytes < ts_conv2d_s8_workspace_size(c). */
 int ts_conv2d_s8(const ts_conv2d *c, const int8_t *input, const int8_t *filter,
                  const ts_quant *q, int8_t *output, void *workspace);
 /* The im2col matrix, as a utility (ts_conv2d_s8 does not use it):
@@ -345,7 +351,9 @@ int ts_gemm_u8_prepacked     (size_t M, const uint8_t *A, size_t lda, const ts_p
  * on ARCH=v86: 1,022,479 bytes instead of 5,558,863 (most of it the packed filter, int16-widened
  * on the Armv8.0 path). */
 size_t ts_conv2d_s8_prepacked_workspace_size(const ts_conv2d *c);
-/* workspace: ts_conv2d_s8_prepacked_workspace_size(c) bytes (taken on trust). filter must come
+/* workspace: at least ts_conv2d_s8_prepacked_workspace_size(c) bytes, any alignment (NULL:
+ * TS_EINVAL). Taken on trust, as ts_conv2d_s8's: a smaller buffer is overrun; the checked form
+ * is ts_conv2d_s8_prepacked_ctx(NULL, ..., workspace, workspace_bytes). filter must come
  * from ts_pack_conv2d_filter_s8(_ctx) for the same out_c, k_h, k_w and in_c as c (TS_EINVAL
  * naming the one that differs; the other geometry - input size, stride, padding, dilation -
  * may differ, as the packed filter does not depend on it). */

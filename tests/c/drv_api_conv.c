@@ -1,7 +1,9 @@
 /* conv2d API harness: ts_conv2d_s8 and ts_conv2d_s8_prepacked against a direct convolution
  * (loops over output pixel, tap and channel; no im2col), requantized per output channel by
- * the TFLite reference of drv_api_common.h. Input, filter, output and workspace (exactly
- * ts_conv2d_s8_workspace_size bytes) sit flush against guard pages.
+ * the TFLite reference of drv_api_common.h. Input, filter, output and workspaces (exactly
+ * ts_conv2d_s8_workspace_size, ts_conv2d_s8_prepacked_workspace_size bytes: the sizes
+ * tilesmith.h documents for the calls that take them on trust) sit flush against guard pages;
+ * the checked _ctx forms refuse one byte less.
  *
  *   drv_api_conv MASKS      comma-separated feature masks (decimal), as drv_api_gemm.
  * Last line "failures <n>"; exit status 1 on any failure. */
@@ -109,9 +111,13 @@ static void run_shape(const ts_conv2d *c, size_t index)
     size_t in_n = c->batch * c->in_h * c->in_w * c->in_c;
     size_t f_n = c->out_c * c->k_h * c->k_w * c->in_c;
     size_t out_n = c->batch * oh * ow * c->out_c;
-    size_t ws_n = ts_conv2d_s8_workspace_size(c);
-    CHECK(ws_n > 0, "shape %zu: workspace size 0", index);
+    /* each call's workspace exactly the size tilesmith.h documents for it, its last byte
+     * before a guard page (so at any alignment): a call that wrote more would fault */
+    size_t ws_n = ts_conv2d_s8_workspace_size(c), pws_n = ts_conv2d_s8_prepacked_workspace_size(c);
+    CHECK(ws_n > 0 && pws_n > 0 && pws_n <= ws_n, "shape %zu: workspace sizes %zu, %zu", index,
+          ws_n, pws_n);
     int8_t *in = guarded(in_n), *f = guarded(f_n), *out = guarded(out_n), *ws = guarded(ws_n);
+    int8_t *pws = guarded(pws_n);
     for (size_t i = 0; i < in_n; ++i) in[i] = rand_s8();
     for (size_t i = 0; i < f_n; ++i) f[i] = rand_s8();
     static int32_t bias[64], mult[64], shift[64];
@@ -126,7 +132,7 @@ static void run_shape(const ts_conv2d *c, size_t index)
           pf ? ts_packed_size(pf) : 0, pf && ts_packed_gemv_kernel(pf) ? "yes" : "no");
     for (int prepacked = 0; prepacked < 2; ++prepacked) {
         memset(out, 0x5A, out_n);
-        int rc = prepacked ? ts_conv2d_s8_prepacked(c, in, pf, &q, out, ws)
+        int rc = prepacked ? ts_conv2d_s8_prepacked(c, in, pf, &q, out, pws)
                            : ts_conv2d_s8(c, in, f, &q, out, ws);
         CHECK(rc == TS_OK, "shape %zu%s: rc %d", index, prepacked ? " prepacked" : "", rc);
         int bad = 0;
@@ -145,6 +151,16 @@ static void run_shape(const ts_conv2d *c, size_t index)
                               prepacked ? " prepacked" : "", b, oy, ox, oc, got, want);
                     }
     }
+    /* the checked forms tilesmith.h names for them: one byte less than the documented size is
+     * refused, nothing written; the documented size runs */
+    memset(out, 0x5A, out_n);
+    CHECK(ts_conv2d_s8_ctx(NULL, c, in, f, &q, out, ws + 1, ws_n - 1) == TS_EINVAL
+          && ts_conv2d_s8_prepacked_ctx(NULL, c, in, pf, &q, out, pws + 1, pws_n - 1) == TS_EINVAL
+          && out[0] == 0x5A && out[out_n - 1] == 0x5A, "shape %zu: a workspace 1 byte short",
+          index);
+    CHECK(ts_conv2d_s8_ctx(NULL, c, in, f, &q, out, ws, ws_n) == TS_OK
+          && ts_conv2d_s8_prepacked_ctx(NULL, c, in, pf, &q, out, pws, pws_n) == TS_OK,
+          "shape %zu: checked calls at the documented sizes", index);
     ts_packed_free(pf);
     release_all();
 }
