@@ -82,8 +82,29 @@ STRIDE_REG = "x16"      # args->b_stride in the decode kernel's prologue
 MAX_PANELS = 7          # decode: B streams x1, x9-x14
 
 
+class PanelColumns:
+    """The B panels of a qdyn plan and their column groups, one 16-byte group of a panel's k-step
+    each: GROUP_COLS columns per group (Qdyn4Plan: column pairs of the smmla layout; gen.qdyn4_dot
+    DotBlockPlan: column quads of the sdot one). A subclass has hp and panels."""
+    GROUP_COLS = 2
+
+    @property
+    def pc(self) -> int:          # columns per B panel
+        return self.hp // self.panels
+
+    def b_pointer(self, g) -> str:
+        """Column group g's B stream: x1 for panel 0, x9.. for the next panels (decode)."""
+        p = g // (self.pc // self.GROUP_COLS)
+        return "x1" if p == 0 else f"x{8 + p}"
+
+    def b_offset(self, g) -> int:
+        """Column group g's byte offset within its panel's k-step (16 bytes a group; column pairs:
+        likewise in a paired per-column array)."""
+        return 16 * (g % (self.pc // self.GROUP_COLS))
+
+
 @dataclass(frozen=True)
-class Qdyn4Plan:
+class Qdyn4Plan(PanelColumns):
     instruction: str
     ep: int
     hp: int
@@ -91,19 +112,6 @@ class Qdyn4Plan:
     weights: str = "s4"           # "s4": int4 scale blocks; "s8": int8, one block (per channel)
     decode: bool = False          # int4 decode kernel: one row pair, `panels` panels per call
     panels: int = 1               # B panels per call (of the prefill kernel's hp), b_stride apart
-
-    @property
-    def pc(self) -> int:          # columns per B panel
-        return self.hp // self.panels
-
-    def b_pointer(self, c) -> str:
-        """Column pair c's B stream: x1 for panel 0, x9.. for the next panels (decode)."""
-        p = c // (self.pc // 2)
-        return "x1" if p == 0 else f"x{8 + p}"
-
-    def b_offset(self, c) -> int:
-        """Column pair c's byte offset within its panel's k-step or paired column array."""
-        return 16 * (c % (self.pc // 2))
 
     @property
     def blocked(self) -> bool:    # a loop over scale blocks (int4 per channel: gen/qdyn4_rl.py)
@@ -504,7 +512,7 @@ def loop_rem(plan: Qdyn4Plan) -> list[Insn]:
 
 def b_pointers(plan: Qdyn4Plan) -> list[str]:
     """The B streams, one per panel (x1, then x9..: the decode kernel's further panels)."""
-    return [plan.b_pointer(p * (plan.pc // 2)) for p in range(plan.panels)]
+    return [plan.b_pointer(p * (plan.pc // plan.GROUP_COLS)) for p in range(plan.panels)]
 
 
 def pointer_setup(plan: Qdyn4Plan) -> list[Insn]:

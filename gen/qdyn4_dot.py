@@ -35,8 +35,8 @@ from .cores import CoreModel
 from .isa import INSTRUCTIONS
 from .loop import KernelPlanError
 from .plan import TilePlan
-from .qdyn4 import (BLOCK_LOOP_EXIT, OFF, SIGNATURE, _advance, _load, _v, block_loop_end,
-                    final_code, render_kernel, scheduled)
+from .qdyn4 import (BLOCK_LOOP_EXIT, OFF, SIGNATURE, PanelColumns, _advance, _load, _v,
+                    block_loop_end, final_code, render_kernel, scheduled)
 from .schedule import Insn
 from .tiling import covered_cores
 
@@ -69,7 +69,7 @@ DECODE_INSTRUCTIONS = ("sdot",)
 
 
 @dataclass(frozen=True)
-class DotBlockPlan:
+class DotBlockPlan(PanelColumns):
     instruction: str
     ep: int
     hp: int
@@ -79,19 +79,7 @@ class DotBlockPlan:
     weights = "s4"
     blocked = True
     int4 = True
-
-    @property
-    def pc(self) -> int:          # columns per B panel
-        return self.hp // self.panels
-
-    def b_pointer(self, q) -> str:
-        """Column quad q's B stream: x1 for panel 0, x9.. for the next panels."""
-        p = q // (self.pc // 4)
-        return "x1" if p == 0 else f"x{8 + p}"
-
-    def b_offset(self, q) -> int:
-        """Column quad q's byte offset within its panel's 8-k group (16 bytes per quad)."""
-        return 16 * (q % (self.pc // 4))
+    GROUP_COLS = 4              # B streams and offsets (PanelColumns) per column quad
 
     def a_word(self, step, r):
         """(A register, lane) of row r's 4 k of 4-k step `step` in the 16 k of a half body: the
