@@ -141,16 +141,6 @@ static inline void *ts_align16(void *p)
     return (void *)(((uintptr_t)p + 15) & ~(uintptr_t)15);
 }
 
-/* The region `offset` bytes into a block that starts 16-byte aligned (ts_align16, malloc):
- * every work and handle layout places its regions at multiples of 16 bytes (or, inside a
- * region, after whole elements of at least the next one's size), which is aligned for the
- * element type the region holds (int32, float, a handle struct), so the region is returned
- * as void * and converts to that type without a cast. */
-static inline void *ts_region(void *block, size_t offset)
-{
-    return (unsigned char *)block + offset;
-}
-
 #ifdef __cplusplus
 }
 #endif

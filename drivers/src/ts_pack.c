@@ -397,8 +397,8 @@ static TS_ALWAYS_INLINE void pack_rows_lp1_32(ts_pack_kind kind, float *dst, con
                                          pair_rows(r4_, r5_, 0), pair_rows(r6_, r7_, 0) } };
             const float64x2x4_t hi = { { pair_rows(r0_, r1_, 1), pair_rows(r2_, r3_, 1),
                                          pair_rows(r4_, r5_, 1), pair_rows(r6_, r7_, 1) } };
-            vst4q_f64((float64_t *)(void *)(dst + k * 8), lo);        /* k, k+1 */
-            vst4q_f64((float64_t *)(void *)(dst + k * 8 + 16), hi);   /* k+2, k+3 */
+            vst4q_f64(ts_region(dst, k * 8 * sizeof(float)), lo);           /* k, k+1 */
+            vst4q_f64(ts_region(dst, (k * 8 + 16) * sizeof(float)), hi);    /* k+2, k+3 */
         }
         r0 = 8;
     }
@@ -479,7 +479,7 @@ static TS_ALWAYS_INLINE void store_k_pair_whole(int16_t *d, int groups, const in
                                                 const int16x8_t *b, const int16x8_t *c,
                                                 const int16x8_t *e, int j)
 {
-    int64_t *p = (int64_t *)(void *)d;
+    int64_t *p = ts_region(d, 0);
     if (groups == 2) {
         const int64x2x2_t v = { { vreinterpretq_s64_s16(a[j]), vreinterpretq_s64_s16(b[j]) } };
         vst2q_s64(p, v);
@@ -1209,7 +1209,7 @@ static TS_ALWAYS_INLINE void transpose_bf16_lp4(int hw, const float *src, size_t
         const uint16x8_t a = half ? vzip2q_u16(r[0], r[1]) : vzip1q_u16(r[0], r[1]);
         const uint16x8_t b = half ? vzip2q_u16(r[2], r[3]) : vzip1q_u16(r[2], r[3]);
         const uint32x4_t k01 = vreinterpretq_u32_u16(a), k23 = vreinterpretq_u32_u16(b);
-        uint16_t *g = (uint16_t *)(void *)(dst[half] + offset);
+        uint16_t *g = ts_region(dst[half], offset);
         vst1q_u16(g, vreinterpretq_u16_u32(vzip1q_u32(k01, k23)));       /* columns 0, 1 */
         vst1q_u16(g + 8, vreinterpretq_u16_u32(vzip2q_u32(k01, k23)));   /* columns 2, 3 */
     }
@@ -1257,7 +1257,7 @@ static TS_ALWAYS_INLINE void pack_b_bf16_st4_as(int hw, const ts_packed_b *b, co
                 hi.val[2] = vld1q_f32(p + 2 * ldb + 4);
                 lo.val[3] = vld1q_f32(p + 3 * ldb);
                 hi.val[3] = vld1q_f32(p + 3 * ldb + 4);
-                bf16_st4(hw, (uint16_t *)(void *)(panel + c * 8), lo, hi);
+                bf16_st4(hw, ts_region(panel, c * 8), lo, hi);
             }
     }
 }
@@ -1304,10 +1304,9 @@ static TS_ALWAYS_INLINE void pack_b_groups_16bit_lp2(const ts_packed_b *b, ts_pa
             const size_t cols = g + 1 < groups ? 8 : 4;
             const uint16x8_t a = load_b_16bit(kind, r0, 4 * g, cols);
             const uint16x8_t c = load_b_16bit(kind, r1, 4 * g, cols);
-            vst1q_u16((uint16_t *)(void *)(next_group(&cursor) + s * kstep_bytes), vzip1q_u16(a, c));
+            vst1q_u16(ts_region(next_group(&cursor), s * kstep_bytes), vzip1q_u16(a, c));
             if (cols == 8)
-                vst1q_u16((uint16_t *)(void *)(next_group(&cursor) + s * kstep_bytes),
-                          vzip2q_u16(a, c));
+                vst1q_u16(ts_region(next_group(&cursor), s * kstep_bytes), vzip2q_u16(a, c));
         }
     }
 }
@@ -1550,7 +1549,7 @@ static TS_ALWAYS_INLINE void pack_gather_steps(ts_pack_kind kind, size_t lp, siz
                                   widen_x8(kind, p[2] + k), widen_x8(kind, p[3] + k), lo);
                 transpose_s16_4x8(widen_x8(kind, p[4] + k), widen_x8(kind, p[5] + k),
                                   widen_x8(kind, p[6] + k), widen_x8(kind, p[7] + k), hi);
-                int16_t *d = (int16_t *)(void *)panel + k * step + r;
+                int16_t *d = ts_region(panel, (k * step + r) * sizeof(int16_t));
                 store_k_pair_8(d, step, lo[0], hi[0]);
                 store_k_pair_8(d + 2 * step, step, lo[1], hi[1]);
                 store_k_pair_8(d + 4 * step, step, lo[2], hi[2]);
@@ -1565,7 +1564,7 @@ static TS_ALWAYS_INLINE void pack_gather_steps(ts_pack_kind kind, size_t lp, siz
                 int16x8_t q[4];
                 transpose_s16_4x8(widen_x8(kind, p[0] + k), widen_x8(kind, p[1] + k),
                                   widen_x8(kind, p[2] + k), widen_x8(kind, p[3] + k), q);
-                int16_t *d = (int16_t *)(void *)panel + k * step + r;
+                int16_t *d = ts_region(panel, (k * step + r) * sizeof(int16_t));
                 store_k_pair_4(d, step, q[0]);
                 store_k_pair_4(d + 2 * step, step, q[1]);
                 store_k_pair_4(d + 4 * step, step, q[2]);

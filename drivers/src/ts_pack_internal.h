@@ -21,6 +21,18 @@
 extern "C" {
 #endif
 
+/* The region `offset` bytes into a block that starts 16-byte aligned (ts_align16, malloc):
+ * every work and handle layout places its regions at multiples of 16 bytes (or, inside a
+ * region, after whole elements of at least the next one's size), which is aligned for the
+ * element type the region holds (int32, float, a handle struct), so the region is returned
+ * as void * and converts to that type without a cast. Likewise the packers' typed NEON stores
+ * into panels (ts_pack.c, ts_qdyn_lhs.c): a panel starts 16-byte aligned and each store's
+ * offset is a multiple of its element size (e.g. ST4 .2D at k-steps of 8 floats). */
+static inline void *ts_region(void *block, size_t offset)
+{
+    return (unsigned char *)block + offset;
+}
+
 /* ---- micro-kernels (ABI in README); this build's are declared in ts_kernels.h ------------- */
 struct ts_tile_args;   /* ts_kernels.h; NULL = full tile, overwrite, raw */
 typedef void (*ts_kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps,

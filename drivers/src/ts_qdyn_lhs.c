@@ -346,7 +346,7 @@ static TS_ALWAYS_INLINE void store_16(int8_t *row, size_t k, size_t lp, size_t s
         vst1q_s8(d, q);
     } else if (lp == 8) {      /* the high half by a lane store (ST1 {v.d}[1]), no extra move */
         vst1_s8(d, vget_low_s8(q));
-        vst1q_lane_s64((int64_t *)(void *)(d + step), vreinterpretq_s64_s8(q), 1);
+        vst1q_lane_s64(ts_region(d, step), vreinterpretq_s64_s8(q), 1);
     } else {
         int8_t t[16];
         vst1q_s8(t, q);
