@@ -215,7 +215,7 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # Per instruction of the qdyn chain: scale blocks, prefill and decode (gen.qdyn4: smmla;
     # gen.qdyn4_dot: sdot, smlal (no decode kernel)), then per channel
     # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode, then int8 weights (gen.qdyn4
-    # weights="s8": smmla).
+    # weights="s8": smmla), prefill and decode.
     qdyn = [k for name in qdyn4_rl.QDYN4_RL_INSTRUCTIONS if name in built
             for k in ([qdyn4.emit(qdyn4.solve(name, cpu, decode=decode), prefix, inst, env)
                        for decode in (False, True)]
@@ -224,7 +224,8 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
                        for decode in (False, True)[:1 + (name in qdyn4_dot.DECODE_INSTRUCTIONS)]])
             + [qdyn4_rl.emit(qdyn4_rl.solve(name, cpu, decode), prefix, inst, env)
                for decode in (False, True)]
-            + ([qdyn4.emit(qdyn4.solve(name, cpu, "s8"), prefix, inst, env)]
+            + ([qdyn4.emit(qdyn4.solve(name, cpu, "s8", decode), prefix, inst, env)
+                for decode in (False, True)]
                if name in qdyn4.QDYN4_INSTRUCTIONS else [])]
     manifest = {"generator": manifest_entry(), "arch": arch, "prefix": prefix, "inst": inst,
                 "cpu": cpu, "kernels": entries}

@@ -110,7 +110,7 @@ class Qdyn4Plan(PanelColumns):
     hp: int
     cpu: str = "generic"
     weights: str = "s4"           # "s4": int4 scale blocks; "s8": int8, one block (per channel)
-    decode: bool = False          # int4 decode kernel: one row pair, `panels` panels per call
+    decode: bool = False          # decode kernel: one row pair, `panels` panels per call
     panels: int = 1               # B panels per call (of the prefill kernel's hp), b_stride apart
 
     @property
@@ -211,7 +211,7 @@ def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4", panels: in
         return dict(mac=2 * n * steps, unpack=0,
                     epilogue=4 * n,                  # mul, scvtf, fmul t, fmul u
                     loads=(2 * rp + 2 * cp) * steps + 2 * rp + 2 * cp,
-                    alu=2 * (steps // 2) + 2 + 2 * cp)
+                    alu=(1 + panels) * (steps // 2) + 2 + 2 * cp)
     return dict(mac=2 * n * steps, unpack=2 * cp * steps,
                 epilogue=4 * n,                      # mul, scvtf, fmul v, fadd
                 loads=(2 * rp + cp) * steps + 2 * rp + 2 * cp,
@@ -257,19 +257,27 @@ def candidates(instruction: str = "smmla", cpu: str = "generic", weights: str = 
                                       -t[0], t[1]))
 
 
-def decode_candidates(instruction: str = "smmla", cpu: str = "generic") -> list:
-    """The int4 scale-block decode kernel (one row pair: M <= 2 per pass): (panels, worst
-    modeled int4 weight bytes per cycle at bl = 32) of each count of the prefill kernel's
-    panels (its hp columns each: the same handle) that fits the 32 registers, best first
-    (ties: more panels, fewer calls per row pair)."""
-    pc = solve(instruction, cpu).hp
+def weight_bytes(hp: int, bl: int, weights: str) -> int:
+    """Bytes of packed weights in one block of bl k of hp columns (int4: half a byte each)."""
+    return hp * bl // (2 if weights == "s4" else 1)
+
+
+def decode_candidates(instruction: str = "smmla", cpu: str = "generic",
+                      weights: str = "s4") -> list:
+    """The decode kernel (one row pair: M <= 2 per pass) of int4 scale blocks or int8 weights:
+    (panels, worst modeled weight bytes per cycle at the ranking block, RANK_BL) of each count
+    of the prefill kernel's panels (its hp columns each: the same handle) that fits the 32
+    registers, best first (ties: more panels, fewer calls per row pair)."""
+    pc = solve(instruction, cpu, weights).hp
     cores = covered_cores(INSTRUCTIONS[instruction], cpu)
+    bl = RANK_BL[weights]
     out = []
     for panels in range(1, MAX_PANELS + 1):
         hp = pc * panels
-        if registers_needed(2, hp) > 32:
+        if registers_needed(2, hp, weights) > 32:
             break
-        worst = min(hp * 16 / block_cycles(2, hp, core, 32, "s4", panels) for core in cores)
+        worst = min(weight_bytes(hp, bl, weights) / block_cycles(2, hp, core, bl, weights, panels)
+                    for core in cores)
         out.append((panels, worst))
     return sorted(out, key=lambda t: (-round(t[1], 6), -t[0]))
 
@@ -279,9 +287,9 @@ def solve(instruction: str = "smmla", cpu: str = "generic", weights: str = "s4",
     if instruction not in QDYN4_INSTRUCTIONS:
         raise KernelPlanError(f"no qdyn int4 kernel for {instruction} yet")
     if decode:
-        panels, _ = decode_candidates(instruction, cpu)[0]
-        return Qdyn4Plan(instruction, 2, solve(instruction, cpu).hp * panels, cpu, "s4", True,
-                         panels)
+        panels, _ = decode_candidates(instruction, cpu, weights)[0]
+        return Qdyn4Plan(instruction, 2, solve(instruction, cpu, weights).hp * panels, cpu,
+                         weights, True, panels)
     ep, hp, _ = candidates(instruction, cpu, weights)[0]
     return Qdyn4Plan(instruction, ep, hp, cpu, weights)
 
@@ -308,9 +316,10 @@ def k_step(plan: Qdyn4Plan, step: int) -> list[Insn]:
     if not plan.int4:       # int8: two 8-k steps of the smmla B layout, no unpack
         for half, bregs in ((0, plan.b_low), (1, plan.b_packed)):
             for c, reg in enumerate(bregs):
-                code.append(_load(f"ldr q{reg}, [x1, #{b0 + half * plan.hp * 8 + 16 * c}]",
-                                  reg, "x1", f"B columns {2 * c}-{2 * c + 1}, "
-                                             f"k {8 * half}-{8 * half + 7}"))
+                ptr = plan.b_pointer(c)      # decode: each panel its own stream
+                code.append(_load(f"ldr q{reg}, [{ptr}, #{b0 + half * plan.pc * 8 + plan.b_offset(c)}]",
+                                  reg, ptr, f"B columns {2 * c}-{2 * c + 1}, "
+                                            f"k {8 * half}-{8 * half + 7}"))
     for c, reg in enumerate(plan.b_packed if plan.int4 else ()):
         ptr = plan.b_pointer(c)
         code.append(_load(f"ldr q{reg}, [{ptr}, #{b0 + plan.b_offset(c)}]", reg, ptr,
@@ -393,8 +402,11 @@ def ld1_groups(plan: Qdyn4Plan) -> dict:
 
 
 def ld1_form_fits(plan: Qdyn4Plan) -> bool:
-    """int8 weights, 4 consecutive registers per run, pointers enough (LD1_POINTERS)."""
-    if plan.int4:
+    """int8 weights, 4 consecutive registers per run, pointers enough (LD1_POINTERS). Not the
+    decode kernel: its further panels' B streams are x9.. (b_pointer), which LD1_POINTERS
+    takes, and at one row pair it has registers to spare for the scheduled ldr form (a k-step
+    loaded while the last one's smmla run)."""
+    if plan.int4 or plan.decode:
         return False
     runs = sum(-(-n // 4) for n in (plan.rp, plan.cp)) * len(halves(LD1_STEPS))
     regs_ok = all(r[-1] - r[0] == len(r) - 1 for half in (0, 1) for r in half_regs(plan, half))
@@ -795,6 +807,10 @@ def kernel_symbol(prefix: str, plan: Qdyn4Plan) -> str:
 
 
 def panel_bytes_formula(plan: Qdyn4Plan) -> str:
+    if not plan.int4 and plan.panels > 1:
+        return (f"{plan.panels} panels of {plan.pc} columns per call, args->b_stride apart, "
+                f"{plan.pc * 8} + kb * {plan.b_step_bytes()} + {plan.pc * 16} bytes each "
+                f"(kb = K/16 k-steps, K padded to 32)")
     if not plan.int4:
         return (f"hp*8 + kb * {plan.b_step_bytes()} + hp*16 bytes per panel "
                 f"(kb = K/16 k-steps, K padded to 32)")

@@ -440,7 +440,7 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     k-step of the GEMV and of the GEMM tile), or None.
     `qdyn`: {(instruction, kind): manifest entry} of the qdyn kernels (gen.qdyn4,
     gen.qdyn4_rl; qdyn_kind: int4 0 scale blocks, 1 per channel, 2 per channel for decode,
-    int8 3 per channel, int4 4 scale blocks for decode), given to the
+    int8 3 per channel, int4 4 scale blocks for decode, int8 5 per channel for decode), given to the
     "dequant" type's paths of that instruction as `qdyn`: a list by kind, each a dict (symbol,
     ep, hp, max_bl, panels) or None.
     `classes` ({instruction: [manifest entries of its core-class variants]}) puts each
@@ -497,16 +497,17 @@ def manifest_dispatch_paths(manifest: dict, types=GEMM_TYPES) -> dict:
     return dispatch_paths(main, types, gemv, sme, qdyn, classes, ntail)
 
 
-QDYN_KINDS = 5     # entries of ts_path.qdyn (ts_pack_internal.h TS_QDYN_KINDS)
+QDYN_KINDS = 6     # entries of ts_path.qdyn (ts_pack_internal.h TS_QDYN_KINDS)
 NTAILS = 3         # entries of ts_path.ntail (ts_pack_internal.h TS_NTAILS)
 
 
 def qdyn_kind(entry: dict) -> int:
     """Index of a qdyn kernel in ts_path.qdyn: int4 0 scale blocks, 1 per channel, 2 per
     channel for decode (M <= its ep per pass over B); int8 3 per channel; int4 4 scale blocks
-    for decode (one row per pass, several of kind 0's panels per call)."""
+    for decode (one row per pass, several of kind 0's panels per call); int8 5 per channel for
+    decode (one row pair per pass, several of kind 3's panels per call)."""
     if entry.get("weights") == "s8":
-        return 3
+        return 5 if entry.get("decode") else 3
     if entry["blocked"]:
         return 4 if entry["decode"] else 0
     return 2 if entry["decode"] else 1

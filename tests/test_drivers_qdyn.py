@@ -42,8 +42,8 @@ def check_fused_kernels(stdout, folder):
     one (int4 per channel and int4 scale blocks: smmla, sdot, smlal; int8 per channel: smmla),
     so the cases test them; otherwise the path's raw kernel (ts_gemm_kernel's qdyn= field,
     checked against dispatch by check_dispatch_lines). ts_gemm_qdyn_kernel names the kernel per
-    handle and M: the int4 decode kernel (per channel; scale blocks: sdot) for M <= 4 where the
-    path has one."""
+    handle and M: the decode kernel (int4 per channel, int4 scale blocks, int8) for M <= 4 where
+    the path has one."""
     import json
     from gen.registry import qdyn_kind
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -55,10 +55,10 @@ def check_fused_kernels(stdout, folder):
         fields = dict(item.split("=") for item in line.split())
         raw = fields["qdyn"]
         inst = next(i for i in ("smmla", "sdot", "smlal") if f"_{i}_" in raw)
-        # per label the kinds in preference (M <= 4 on int4 handles: the decode kernel of the
-        # handle's kind, per channel 2, scale blocks 4, where the path has one), else raw
+        # per label the kinds in preference (M <= 4: the decode kernel of the handle's kind,
+        # int4 per channel 2, scale blocks 4, int8 5, where the path has one), else raw
         for label, prefer in (("qdyn_s8", (3,)), ("qdyn_s4", (0,)), ("qdyn_s4pc", (1,)),
-                              ("qdyn_s8_m1", (3,)), ("qdyn_s4_m1", (4, 0)),
+                              ("qdyn_s8_m1", (5, 3)), ("qdyn_s4_m1", (4, 0)),
                               ("qdyn_s4pc_m4", (2, 1))):
             want = next((kinds[inst, k] for k in prefer if (inst, k) in kinds), raw)
             assert fields[label] == want, f"{line}: {label} {fields[label]} != {want}"

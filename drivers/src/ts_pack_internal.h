@@ -115,7 +115,7 @@ typedef struct {
     size_t lp;                 /* k per k-step of its int8 A panel: 8 (the smmla layout) or 4
                                   (the sdot layout: sdot and the Armv8.0 kernels) */
 } ts_qdyn_kernel;
-#define TS_QDYN_KINDS 5        /* entries of ts_path.qdyn (gen/registry.py qdyn_kind) */
+#define TS_QDYN_KINDS 6        /* entries of ts_path.qdyn (gen/registry.py qdyn_kind) */
 
 /* Core classes of the run-time kernel variants (gen/cores.py CORE_CLASSES): a CPU=generic
  * build holds, per instruction, the generic kernel and the class variants whose tile or
@@ -164,6 +164,8 @@ typedef struct {
                                   byte); int8 [3] per channel (gen/qdyn4.py, weights "s8");
                                   int4 [4] scale blocks for M <= 4, one row per pass over
                                   `panels` of [0]'s panels (gen/qdyn4_dot.py decode);
+                                  int8 [5] per channel for M <= 4, one row pair per pass
+                                  over `panels` of [3]'s panels (gen/qdyn4.py decode);
                                   kernel NULL: none */
     int core_class;            /* ts_core_class it is tuned for (TS_CORE_GENERIC: any core) */
     /* SME paths (gen/sme_pack.py): NULL, or the streaming-mode packer of A panels (rows x

@@ -12,7 +12,7 @@
  * at 4 bits per weight, int8 per channel on i8mm as they are (pack_q8).
  * Per ep-row strip the rows are quantised straight into the kernel's A panel (or copied from a
  * ts_packed_a: strip_panel, ts_qdyn_lhs.c), and one kernel call per hp-column panel (for
- * M <= 4 on int4 handles: the decode kernel's call per group of panels) does everything
+ * M <= 4: the decode kernel's call per group of panels, on i8mm for int8 too) does everything
  * else: the int4 unpack, the zero-point correction, the per-block int32 sums, their
  * fp32 dequantisation in the header's order, bias and clamp (fused_strip). Everywhere else
  * (int8 weights on the dotprod / Armv8.0 paths, which have no such kernel yet; a block beyond
@@ -222,12 +222,25 @@ int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *
  * layout one value per column. */
 #define TS_Q4_LP 16
 
-/* Panels per call of the decode kernel of an int4 handle kind (1 per channel: qdyn[2];
- * 0 scale blocks: qdyn[4]), 1 when the path has none: the handle's panel count is a multiple. */
+/* The decode kernel (M <= 4) of a handle kind, which reads that kind's packed layout: int4
+ * per channel (1) qdyn[2], int4 scale blocks (0) qdyn[4], int8 (3) qdyn[5]. */
+static const ts_qdyn_kernel *decode_kernel(const ts_path *path, size_t kind)
+{
+    return &path->qdyn[kind == 1 ? 2 : kind == 3 ? 5 : 4];
+}
+
+/* Panels per call of the decode kernel of a handle kind, 1 when the path has none: the
+ * handle's panel count is a multiple. */
 static size_t decode_group(const ts_path *path, size_t kind)
 {
-    const ts_qdyn_kernel *decode = &path->qdyn[kind == 1 ? 2 : 4];
+    const ts_qdyn_kernel *decode = decode_kernel(path, kind);
     return decode->kernel != NULL ? decode->panels : 1;
+}
+
+/* Panels of hp columns for N, rounded up to a multiple of group (the extra panels are zero). */
+static size_t grouped_panels(size_t N, size_t hp, size_t group)
+{
+    return ((N + hp - 1) / hp + group - 1) / group * group;
 }
 
 /* Column c's 4-byte value into a per-column array: at 4 c, or (twice) at both places of its
@@ -267,8 +280,7 @@ static void q4_sums(unsigned char *dst, const uint8_t *B, size_t ldb, size_t N, 
  * layout; the extra panels are zero). */
 static size_t q4_panels(const ts_path *path, size_t N)
 {
-    const size_t hp = path->qdyn[0].hp, group = decode_group(path, 4);
-    return ((N + hp - 1) / hp + group - 1) / group * group;
+    return grouped_panels(N, path->qdyn[0].hp, decode_group(path, 0));
 }
 
 /* A handle of `panels` panels of `panel_bytes` for one of the fused qdyn kernels: header and
@@ -363,7 +375,7 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
 {
     const ts_qdyn_kernel *kernel = &path->qdyn[3];
     const size_t hp = kernel->hp, kpad = (K + 31) / 32 * 32;
-    const size_t panels = N / hp + (N % hp != 0);
+    const size_t panels = grouped_panels(N, hp, decode_group(path, 3));
     size_t panel_bytes;
     ts_packed_b *b;
     /* hp rows of B in the layout of an A panel of hp rows, k-steps of 8, K padded to 32 */
@@ -378,9 +390,11 @@ static int pack_q8(const ts_path *path, size_t N, size_t K, const int8_t *B, siz
     b->qdyn_kpairs = kpad / 32;
     for (size_t p = 0; p < panels; ++p) {
         unsigned char *dst = (unsigned char *)b->data + p * panel_bytes;
-        const size_t n0 = p * hp, cols = N - n0 < hp ? N - n0 : hp;
+        /* cols 0: a zero panel past N (the panel count is a multiple of the decode group) */
+        const size_t n0 = p * hp, cols = n0 >= N ? 0 : N - n0 < hp ? N - n0 : hp;
         int32_t sums[64];                 /* hp <= 64 (checked above; the tiles have <= 16) */
-        ts_qdyn_pack_s8(B + n0 * ldb, ldb, cols, hp, K, &layout, (int8_t *)(dst + hp * 8), sums);
+        ts_qdyn_pack_s8(cols > 0 ? B + n0 * ldb : B, ldb, cols, hp, K, &layout,
+                        (int8_t *)(dst + hp * 8), sums);
         for (size_t c = 0; c < hp; ++c) {
             int32_t s = c < cols ? sums[c] : 0;
             float w = c < cols ? scales[n0 + c] : 0.0f;
@@ -862,13 +876,14 @@ static TS_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *
     kernel(a_panel, bp, blocks, c, ldc_bytes, &args);
 }
 
-/* The kernel that runs M rows of a handle packed for b->qdyn: the int4 decode kernel of its
- * kind (per channel: qdyn[2]; scale blocks: qdyn[4]; the same packed layout) for M <= 4 (in
- * passes of its ep rows), else the handle's own. */
+/* The kernel that runs M rows of a handle packed for b->qdyn: the decode kernel of its kind
+ * (decode_kernel: int4 per channel qdyn[2], scale blocks qdyn[4], int8 qdyn[5]; the same
+ * packed layout) for M <= 4 (in passes of its ep rows), else the handle's own. */
 static const ts_qdyn_kernel *fused_kernel(const ts_packed_b *b, size_t M)
 {
     const ts_qdyn_kernel *q = b->path->qdyn;
-    const ts_qdyn_kernel *decode = b->qdyn == &q[1] ? &q[2] : b->qdyn == &q[0] ? &q[4] : NULL;
+    const ts_qdyn_kernel *decode = b->qdyn == &q[1] || b->qdyn == &q[0] || b->qdyn == &q[3]
+                                   ? decode_kernel(b->path, (size_t)(b->qdyn - q)) : NULL;
     return decode != NULL && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
 }
 
@@ -1078,10 +1093,10 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
         most = bytes > most ? bytes : most;
         for (size_t kind = 0; paths[i].qdyn != NULL && kind < TS_QDYN_KINDS; ++kind) {
             /* a fused-kernel handle of this path (int4 scale blocks or per channel, int8 per
-             * channel), as pack_q4 / pack_rl / pack_q8 would shape it (kinds 2 and 4:
-             * the layouts of 1 and 0) */
+             * channel), as pack_q4 / pack_rl / pack_q8 would shape it (kinds 2, 4, 5:
+             * the layouts of 1, 0 and 3) */
             const ts_qdyn_kernel *q = &paths[i].qdyn[kind];
-            if (q->kernel == NULL || kind == 2 || kind == 4)
+            if (q->kernel == NULL || kind == 2 || kind == 4 || kind == 5)
                 continue;
             ts_packed_b view;
             memset(&view, 0, sizeof view);
@@ -1091,7 +1106,7 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
             view.N = N;
             if (kind != 1) {
                 view.ksteps = (K + 31) / 32 * 2;
-                view.panels = kind == 0 ? q4_panels(&paths[i], N) : N / q->hp + (N % q->hp != 0);
+                view.panels = grouped_panels(N, q->hp, decode_group(&paths[i], kind));
             } else {
                 size_t group = decode_group(&paths[i], 1);
                 size_t pc = rl_columns(q);

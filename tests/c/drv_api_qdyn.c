@@ -765,6 +765,15 @@ int main(int argc, char **argv)
         run_case(4, 128, 4, 61, 1024, 1, 2); ++cases;
         run_case(4, 32, 2, 1, 32, 0, 1); ++cases;
         run_case(4, 96, 1, 107, 2976, 1, 0); ++cases;
+        /* the int8 decode kernel (i8mm: M <= 4 in passes of one row pair over several of the
+         * 8 x 8 kernel's panels): M = 1..4, odd N with a partial last panel group and N below
+         * one panel, K from one k-step pair (no inner loop) to thousands, odd K */
+        run_case(8, 0, 1, 41, 4096, 1, 1); ++cases;
+        run_case(8, 0, 2, 17, 1000, 0, 0); ++cases;
+        run_case(8, 0, 3, 35, 2049, 1, 2); ++cases;
+        run_case(8, 0, 4, 9, 544, 0, 1); ++cases;
+        run_case(8, 0, 1, 3, 31, 1, 0); ++cases;
+        run_case(8, 0, 3, 23, 64, 0, 1); ++cases;
         test_quant_pack();
         test_quant_preclamp();
         test_quant_rounding_modes();
