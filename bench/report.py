@@ -13,9 +13,9 @@ from pathlib import Path
 
 from gen.cores import CORES, MEMORY
 from gen.gemv import compute_bound
-from gen import qdyn4_rl
+from gen import qdyn4, qdyn4_dot, qdyn4_rl
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
-from gen.qdyn4 import SIGNATURE as QDYN4_SIGNATURE
+from gen.qdyn4 import SIGNATURES as QDYN_SIGNATURES
 
 from .symbols import GROUPS
 
@@ -132,9 +132,9 @@ def decode_metrics(profile: dict, cpu: str) -> dict | None:
     weight = n * k * TYPE_BYTES[INSTRUCTIONS[key].b_type]
     kernels = profile.get("kernels") or {}
     bound = compute_bound(key, core)
-    if kernels and f"_{QDYN4_SIGNATURE}_" in max(kernels, key=kernels.get):
-        weight = n * k // 2     # a qdyn int4 kernel (gen/qdyn4*.py) reads 4-bit weights
-        bound = qdyn4_rl.compute_bound(core, instruction=key)   # its mix per 16 bytes
+    qdyn = qdyn_decode_bound(max(kernels, key=kernels.get), key, core, k) if kernels else None
+    if qdyn is not None:
+        weight, bound = int(n * k * qdyn[0]), qdyn[1]
     out = dict(weight_bytes=weight, modeled=weight / cycles, compute_bound=bound)
     out["of_compute_bound"] = out["modeled"] / out["compute_bound"]
     roof = roofline(profile, cpu)
@@ -146,6 +146,24 @@ def decode_metrics(profile: dict, cpu: str) -> dict | None:
         out["of_bound"] = out["achieved"] / out["bound"]
         out["limiter"] = roof["limiter"]
     return out
+
+
+def qdyn_decode_bound(symbol: str, key: str, core, K: int) -> tuple | None:
+    """(weight bytes per weight, compute bound) of a qdyn kernel (gen/qdyn4*.py) by its symbol,
+    from its own scheme's instruction mix: int8 (`_s8s8f32_`, gen.qdyn4 weights "s8": per 16
+    bytes a load and an smmla, the epilogue once per K), int4 per channel (`_pc`,
+    gen.qdyn4_rl: a load, an and, two MACs per 16 bytes), int4 scale blocks at bl = 32 (smmla:
+    gen.qdyn4, sdot / Armv8.0: gen.qdyn4_dot; per 16 bytes a load, shl, and, the MACs, per
+    column and block the correction and three fp32 steps); None: not a qdyn kernel."""
+    if f"_{QDYN_SIGNATURES['s8']}_" in symbol:
+        return 1, qdyn4.compute_bound(core, "s8", K, key)
+    if f"_{QDYN_SIGNATURES['s4']}_" not in symbol:
+        return None
+    if symbol.endswith("_pc") or "_pc_" in symbol:
+        return 0.5, qdyn4_rl.compute_bound(core, instruction=key)
+    if key in qdyn4.QDYN4_INSTRUCTIONS:
+        return 0.5, qdyn4.compute_bound(core, "s4", 32, key)
+    return 0.5, qdyn4_dot.compute_bound(core, key, 32)
 
 
 def decode_table(report) -> str:
@@ -581,9 +599,14 @@ def render_markdown(report, charts: dict) -> str:
         parts += [f"![% of peak]({charts['peak']})", ""]
     parts += ["## Decode GEMV (M = 1, B prepacked): weight bytes per modeled cycle", "",
               "Packed weight bytes (K × N × the B element the kernel reads: fp32 4, bf16 2, "
-              "the qdyn int4 kernels (`_s8s4f32_`) 0.5, their bound from their own mix per 16 "
-              "bytes: a load, an and, two smmla or sdot (smull, smull2 and two sadalp per 8 bytes on the "
-              "Armv8.0 path), `gen/qdyn4_rl.py` compute_bound; "
+              "the qdyn int4 kernels (`_s8s4f32_`) 0.5, their bound from their own scheme's mix "
+              "(bench/report.py qdyn_decode_bound): per channel per 16 "
+              "bytes a load, an and, two smmla or sdot (smull, smull2 and two sadalp per 8 bytes on the "
+              "Armv8.0 path), `gen/qdyn4_rl.py` compute_bound; scale blocks (bl = 32) per 16 "
+              "bytes a load, shl, and, the MACs and per column and block the correction and "
+              "three fp32 steps, `gen/qdyn4.py` / `gen/qdyn4_dot.py` compute_bound; "
+              "the qdyn int8 kernels (`_s8s8f32_`) 1, per 16 bytes a load and an smmla, "
+              "`gen/qdyn4.py` compute_bound; "
               "int8 1, the Armv8.0 int8 path's int16 2) ÷ modeled cycles, and in brackets % of "
               "the compute bound from the instruction mix (`gen/gemv.py` compute_bound: one MAC "
               "per 16-byte B register at the core's MAC rate, B loaded by 4-register ld1, the "

@@ -219,9 +219,9 @@ def block_counts(ep: int, hp: int, bl: int = 32, weights: str = "s4", panels: in
 
 
 def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32, weights: str = "s4",
-                 panels: int = 1) -> float:
+                 panels: int = 1, latency: bool = True) -> float:
     """Modeled cycles per block: the busiest of the MAC/vector pipes, the load pipes and issue,
-    and the MAC latency (each accumulator's chain of MACs)."""
+    and (latency) the MAC latency (each accumulator's chain of MACs)."""
     c = block_counts(ep, hp, bl, weights, panels)
     vector = c["mac"] + c["unpack"] + c["epilogue"]
     # every vector operation shares the MAC pipes: N2 / V1 (V pipes) and Cortex-A510 alike
@@ -229,8 +229,28 @@ def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32, weights: str =
     # fmla / fmls use its MAC pipes; gen/cores.py "vfp")
     pipes = vector / core.throughput("smmla")
     total = sum(c.values())
-    chain = c["mac"] / (ep // 2 * (hp // 2)) * core.latency("smmla")
+    chain = c["mac"] / (ep // 2 * (hp // 2)) * core.latency("smmla") if latency else 0
     return max(pipes, c["loads"] / core.loads_per_cycle, total / core.issue_width, chain)
+
+
+# Columns of the idealised decode kernel of compute_bound: enough that A's loads and the
+# pointer adds weigh nothing (no register limit: a bound, not a kernel).
+BOUND_COLUMNS = 256
+
+
+def compute_bound(core: CoreModel, weights: str = "s4", bl: int = 32,
+                  instruction: str = "smmla") -> float:
+    """Weight bytes per cycle no decode kernel of this scheme (one row pair, B streamed once)
+    beats on `core`: block_counts' mix of one row pair and BOUND_COLUMNS columns for a block
+    of bl k, without latency — int4 scale blocks per 16 weight bytes one load, `shl`, `and`,
+    two `smmla`, and per column pair and block the correction and the three fp32 steps; int8
+    (bl = K, per channel: one block) per 16 weight bytes one load and one `smmla`, the
+    epilogue once per K."""
+    if instruction not in QDYN4_INSTRUCTIONS:
+        raise KernelPlanError(f"no qdyn kernel of gen.qdyn4 for {instruction}")
+    bl = -(-bl // 32) * 32              # the kernels' k-step pairs: K padded to 32
+    return (weight_bytes(BOUND_COLUMNS, bl, weights)
+            / block_cycles(2, BOUND_COLUMNS, core, bl, weights, latency=False))
 
 
 # The block length the tiles are ranked for: int4 bl = 32 (the common GGML / KleidiAI block);

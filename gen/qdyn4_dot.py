@@ -190,9 +190,9 @@ def block_counts(ep: int, hp: int, bl: int = 32, instruction: str = "sdot",
 
 
 def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32,
-                 instruction: str = "sdot", panels: int = 1) -> float:
+                 instruction: str = "sdot", panels: int = 1, latency: bool = True) -> float:
     """Modeled cycles per block: the vector pipes (in-order cores: fp32 ops on their own two),
-    loads, issue, each accumulator's MAC chain."""
+    loads, issue, (latency) each accumulator's MAC chain."""
     f = FAMILIES[instruction]
     c = block_counts(ep, hp, bl, instruction, panels)
     n = ep * (hp // 4)
@@ -202,9 +202,22 @@ def block_cycles(ep: int, hp: int, core: CoreModel, bl: int = 32,
                     fp / 2)
     else:
         pipes = (c["mac"] + c["unpack"] + c["epilogue"]) / core.throughput(f.mac)
-    chain = (bl // LP) * (2 if f.pair else 1) * core.latency(f.mac) / (2 if f.pair else 1)
+    chain = ((bl // LP) * (2 if f.pair else 1) * core.latency(f.mac) / (2 if f.pair else 1)
+             if latency else 0)
     return max(pipes, c["loads"] / core.loads_per_cycle, sum(c.values()) / core.issue_width,
                chain)
+
+
+BOUND_COLUMNS = 256     # the idealised decode kernel of compute_bound (as gen.qdyn4's)
+
+
+def compute_bound(core: CoreModel, instruction: str = "sdot", bl: int = 32) -> float:
+    """int4 weight bytes per cycle no scale-block decode kernel of this family (one row, B
+    streamed once) beats on `core`: block_counts' mix of one row and BOUND_COLUMNS columns for
+    a block of bl k (per 16 weight bytes one load, `shl`, `and`, the MACs; per column quad and
+    block the correction and the fp32 steps), without latency."""
+    return BOUND_COLUMNS * bl / 2 / block_cycles(1, BOUND_COLUMNS, core, bl, instruction,
+                                                 latency=False)
 
 
 def candidates(instruction: str = "sdot", cpu: str = "generic") -> list:

@@ -232,3 +232,27 @@ def test_variants_table_names_each_core_kernel_and_checksums_must_agree():
     report = make_report([with_variants(fake_profile("f32", "fmla", 20e6), plain)])
     assert rep.variants_table(report) is None
     assert "Per-core kernel variants" not in rep.render_markdown(report, {})
+
+
+def test_qdyn_decode_bound_is_each_schemes_own():
+    """The decode table's bound of a qdyn kernel comes from its own scheme's mix (by symbol):
+    int8 (`_s8s8f32_`, per channel: the epilogue once per K), int4 scale blocks (smmla: the
+    per-block epilogue per column pair, sdot per column quad), int4 per channel; never the
+    per-channel int4 bound for a scale-block kernel, nor the raw GEMV bound for int8."""
+    from gen import qdyn4_dot, qdyn4_rl
+    from gen.cores import CORES
+    n2 = CORES["neoverse-n2"]
+    # int8, by hand: per column pair and K = 4096, 512 smmla + mul, scvtf, 2 fmul on N2's two
+    # vector pipes (smmla 2 a cycle), 2 x 4096 weight bytes; loads 1 per smmla at 3 a cycle
+    per, bound = rep.qdyn_decode_bound("ts_gemm_s8s8f32_smmla_2x16x16", "smmla", n2, 4096)
+    assert per == 1 and bound == pytest.approx(2 * 4096 / ((4096 / 8 + 4) / 2))
+    per, block = rep.qdyn_decode_bound("ts_gemm_s8s4f32_smmla_2x12x16", "smmla", n2, 4096)
+    # scale blocks at bl = 32, by hand: per column pair and block 4 smmla, 4 unpack, 4
+    # epilogue operations on two pipes: 32 weight bytes per 6 cycles
+    assert per == 0.5 and block == pytest.approx(32 / 6)
+    _, dot = rep.qdyn_decode_bound("ts_gemm_s8s4f32_sdot_1x20x4", "sdot", n2, 4096)
+    assert dot == pytest.approx(qdyn4_dot.compute_bound(n2, "sdot", 32))
+    _, pc = rep.qdyn_decode_bound("ts_gemm_s8s4f32_sdot_1x32x4_pc", "sdot", n2, 4096)
+    assert pc == pytest.approx(qdyn4_rl.compute_bound(n2, instruction="sdot"))
+    assert len({round(b, 6) for b in (block, dot, pc)}) == 3
+    assert rep.qdyn_decode_bound("ts_gemm_s8s32_sdot_1x32x4", "sdot", n2, 4096) is None
