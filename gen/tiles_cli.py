@@ -10,6 +10,8 @@ requested instruction has a tile, 2 on bad arguments or when a requested tile ca
 An instruction whose feature the chosen --cpu lacks is listed as unavailable (not an error); the
 instructions considered and not generated (gen.isa NOT_GENERATED, e.g. bfmlalb/t) are listed
 with the reason, and the described ones `make gen` does not turn into kernels at --arch (usdot).
+Without --instruction also the qdyn kernels (gen/qdyn_tiles.py): per kind the prefill and decode
+kernel of each path and, at M = 1, whether the smmla or the sdot decode kernel wins and why.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .cores import CPU_NAMES
 from .isa import (ARCH_LEVELS, GENERATED, INSTRUCTIONS, NOT_GENERATED, arch_includes,
                   generated_by_some_arch, instructions_for, sme_generated_for)
 from . import gemv
+from . import qdyn_tiles
 from . import sme_tiling
 from .tile_policy import choose
 from .tiling import DEFAULT_REGS, TilingError, candidates, check_regs, covered_cores, plan_for
@@ -172,6 +175,7 @@ def _table(entries: list[dict], unavailable: dict, args) -> str:
         if e["dot_vs_mmla"]:
             out += ["", f"dot vs mmla at M = 1 ({e['instruction']}):"]
             out += [f"  {line}" for line in e["dot_vs_mmla"].splitlines()]
+    out += qdyn_tiles.qdyn_text(_qdyn_entries(args))
     for e in entries:
         out += ["", f"== {e['instruction']}: {e['ep']}x{e['hp']}x{e['lp']} {e['strategy']} "
                     f"({e['feasible_candidates']} feasible candidates)"
@@ -193,6 +197,12 @@ def _table(entries: list[dict], unavailable: dict, args) -> str:
                        f"regs {r['regs_a']}+{r['regs_b']}+{r['regs_c']}={r['regs_total']:<2} "
                        f"{r['bytes_per_mac']:.4f} B/MAC  {r['why']}")
     return "\n".join(out)
+
+
+def _qdyn_entries(args) -> list[dict]:
+    """The qdyn kernels per kind and path, and the M = 1 smmla vs sdot decode verdict
+    (gen/qdyn_tiles.py); none with --instruction."""
+    return [] if args.instruction else qdyn_tiles.qdyn_entries(args.arch, args.cpu)
 
 
 def _sme_entries(args) -> list[dict]:
@@ -252,6 +262,7 @@ def main(argv=None) -> int:
                           "not_generated": sorted(n for n in [e["instruction"] for e in entries]
                                                   + list(unavailable) if not generated_by_some_arch(n)),
                           "left_out": _not_generated(args.arch),
+                          "qdyn": _qdyn_entries(args),
                           **({"sme_tiles": sme} if sme else {})}, indent=2))
     else:
         print(_table(entries, unavailable, args) + (_sme_table(sme) if sme else ""))

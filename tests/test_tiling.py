@@ -402,3 +402,61 @@ def test_cli_deterministic(capsys):
         assert tiles_cli.main(["--format", "json"]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1]
+
+
+def _sdot_faster(m1):
+    """From the figures alone: the cores where the sdot decode kernel's modeled weight bytes
+    per cycle beat smmla's by more than a tie, and those where they lose."""
+    r = m1["weight_bytes_per_cycle"]
+    faster = [c for c in r["smmla"] if r["sdot"][c] > r["smmla"][c] * 1.005]
+    slower = [c for c in r["smmla"] if r["sdot"][c] < r["smmla"][c] * 0.995]
+    return faster, slower
+
+
+def test_cli_qdyn_verdict_follows_from_the_numbers(capsys):
+    """`make tiles` lists per qdyn kind the prefill / decode kernel of each path and, at M = 1,
+    which decode kernel wins: the statement must follow from the listed rates (the winner on
+    exactly the cores whose rate is higher, the ratio printed) and the layouts (sdot's lp-4
+    handle is not the i8mm one: i8mm runs smmla)."""
+    assert tiles_cli.main(["--format", "json", "--arch", "v86"]) == 0
+    qdyn = {e["kind"]: e for e in json.loads(capsys.readouterr().out)["qdyn"]}
+    assert set(qdyn) == {"int4 per channel", "int4 scale blocks", "int8 per channel"}
+    paths = {p["instruction"]: p for p in qdyn["int8 per channel"]["paths"]}
+    assert paths["smmla"]["decode"] == "ts_gemm_s8s8f32_smmla_2x16x16"
+    assert paths["sdot"]["prefill"] is None and paths["sdot"]["decode"] is None
+    assert qdyn["int8 per channel"]["m1"]["verdict"].startswith("smmla only")
+    blocks = qdyn["int4 scale blocks"]["m1"]
+    # by hand, Neoverse N2 (two vector pipes), bl = 32: smmla 2x12 per block 24 smmla, 24
+    # unpack, 24 epilogue operations for 192 weight bytes; sdot 1x20 40 sdot, 40 unpack, 20
+    # epilogue for 320
+    assert blocks["weight_bytes_per_cycle"]["smmla"]["neoverse-n2"] == pytest.approx(192 / 36, abs=0.01)
+    assert blocks["weight_bytes_per_cycle"]["sdot"]["neoverse-n2"] == pytest.approx(320 / 50, abs=0.01)
+    for kind in ("int4 per channel", "int4 scale blocks"):
+        m1 = qdyn[kind]["m1"]
+        faster, slower = _sdot_faster(m1)
+        text = m1["verdict"]
+        r = m1["weight_bytes_per_cycle"]
+        if faster and not slower:
+            assert text.startswith("sdot wins on")
+            named = text.split("(")[0]
+            assert all(c in named for c in faster) or "every core" in named
+            ratios = [r["sdot"][c] / r["smmla"][c] for c in faster]
+            assert f"{min(ratios):.2f}" in text and f"{max(ratios):.2f}" in text
+        assert not (slower and not faster) or text.startswith("smmla wins")
+        assert m1["layout"]["sdot"] != m1["layout"]["smmla"]
+        assert text.endswith("i8mm cores run the smmla kernel") or text.startswith("smmla wins")
+    # scale blocks: sdot faster on every modeled i8mm core (this model), per channel a tie on
+    # the out-of-order cores
+    assert _sdot_faster(blocks) == (list(blocks["weight_bytes_per_cycle"]["smmla"]), [])
+
+
+def test_qdyn_verdict_mixed_and_same_layout():
+    """The verdict's branches on synthetic figures (the same function `make tiles` runs)."""
+    from gen.qdyn_tiles import verdict
+    mixed = verdict("k", {"smmla": {"a": 2.0, "b": 1.0}, "sdot": {"a": 1.0, "b": 3.0}},
+                    {"smmla": (8, 4), "sdot": (4, 8)})
+    assert mixed.startswith("mixed: sdot faster on b (3.00x), smmla on a (2.00x)")
+    same = verdict("k", {"smmla": {"a": 1.0}, "sdot": {"a": 1.5}}, {"smmla": (8, 4), "sdot": (8, 4)})
+    assert same == "sdot wins on every core (1.50x the smmla rate); one handle layout: an i8mm handle could run either"
+    assert verdict("k", {"smmla": {"a": 2.0}, "sdot": {"a": 1.0}}, {"smmla": (8, 4), "sdot": (4, 8)}) \
+        == "smmla wins on every core (2.00x the sdot rate): i8mm cores run it"
