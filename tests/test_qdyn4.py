@@ -307,12 +307,16 @@ def test_manifest_and_header_name_both_kernels(outputs):
         ("ts_gemm_s8s4f32_sadalp_1x8x4_pc", "smlal", False, True)]
     assert [k["instruction"] for k in outputs("v8")[1]["qdyn_kernels"]] == ["smlal"] * 3
     # the A k-step each kernel's int8 panel has (dispatch table ts_qdyn_kernel.lp)
-    assert [k["a_lp"] for k in q] == [8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4]
-    assert [k["symbol"] for k in q[5:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
+    assert (q[5]["symbol"], q[5]["decode"], q[5]["weights"]) == (
+        "ts_gemm_s8s8f32_smmla_2x16x16", True, "s8")
+    assert [k["a_lp"] for k in q] == [8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4]
+    assert [k["symbol"] for k in q[6:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
     # the decode kernels read `panels` of their prefill kernel's panels (dispatch: qdyn kind 4)
     panels = {k["symbol"]: (k["panels"], k["hp"]) for k in q}
     assert panels["ts_gemm_s8s4f32_smmla_2x12x16"] == (3, 12)
     assert panels["ts_gemm_s8s4f32_sdot_1x20x4"] == (5, 20)
+    assert panels["ts_gemm_s8s8f32_smmla_2x16x16"] == (2, 16)      # qdyn kind 5
+    assert "#define TS_QDYN_KERNEL_SMMLA_S8_DECODE ts_gemm_s8s8f32_smmla_2x16x16" in header
 
 
 @pytest.mark.parametrize("inst", ["auto", "never", "always"])
@@ -529,3 +533,59 @@ def test_scale_block_decode_reads_the_prefill_panels(mod, name, ep, panels):
         acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s, #4$", ops[j]).group(1)
         assert re.match(rf"fmul {acc}\.4s, {acc}\.4s, v\d+\.4s$", ops[j + 1])
         assert re.match(rf"fadd (v\d+)\.4s, \1\.4s, {acc}\.4s$", ops[j + 2])
+
+
+# ---- the int8 decode kernel (gen/qdyn4.py weights "s8", decode) ----------------------------------
+def test_int8_decode_kernel_reads_the_prefill_handle():
+    """M <= 4 on an i8mm int8 handle: one row pair over `panels` of the 8x8 kernel's panels
+    (the same handle: pack_q8's layout, per panel hp*8 bytes of sums, per 16 k two 8-k halves
+    of 8 columns x 8 k, then the scales). Registers: 8 accumulators + 2 A + 16 B = 26 (3 panels
+    would need 38); the ldr form, not the rotated ld1 one (whose pointers x10-x17 would be the
+    panel streams'); per panel the loads at the layout's offsets, each pointer advanced by two
+    k-steps; the header's per-channel order per accumulator."""
+    pre, plan = qdyn4.solve("smmla", "generic", "s8"), qdyn4.solve("smmla", "generic", "s8", True)
+    assert (plan.ep, plan.hp, plan.panels, plan.pc, plan.weights) == (2, 16, 2, pre.hp, "s8")
+    assert qdyn4.registers_needed(2, 16, "s8") == 26 and qdyn4.registers_needed(2, 24, "s8") > 32
+    assert [p for p, _ in qdyn4.decode_candidates("smmla", "generic", "s8")] == [2, 1]
+    assert not qdyn4.ld1_form_fits(plan) and qdyn4.ld1_form_fits(pre)
+    regs = list(plan.a_regs + plan.b_packed + plan.b_low + plan.acc_regs)
+    assert len(set(regs)) == len(regs) == 26
+    ptrs = ["x1", "x9"]
+    # per panel: k-step s, half h (k 8h..8h+7), column pair c at 128 s + 64 h + 16 c
+    steps = sorted(128 * s + 64 * h + 16 * c for s in (0, 1) for h in (0, 1) for c in range(4))
+    assert panel_loads(qdyn4.inner_body(plan), ptrs) == {0: steps, 1: steps}
+    # the tail: the last two k-steps, then the scales after them (256 + 16 c, paired)
+    assert panel_loads(qdyn4.tail_body(plan), ptrs) == {
+        p: sorted(steps + [256 + 16 * c for c in range(4)]) for p in (0, 1)}
+    for ptr in ptrs:
+        assert [i.text for i in qdyn4.inner_body(plan) if i.text.startswith(f"add {ptr},")] == [
+            f"add {ptr}, {ptr}, #256"]
+    pro = [i.text for i in qdyn4.prologue(plan)]
+    assert "add x9, x1, x16" in pro and f"ldr x16, [x5, #{qdyn4.OFF['b_stride']}]" in pro
+    assert panel_loads(qdyn4.prologue(plan), ptrs) == {p: [0, 16, 32, 48] for p in (0, 1)}
+    assert {"add x1, x1, #64", "add x9, x9, #64"} <= set(pro)
+    for body in (qdyn4.inner_body(plan), qdyn4.tail_body(plan)):
+        check_same_dependencies(body, schedule_loop(body, "generic"))
+    ops = [i.text for i in qdyn4.tail_body(plan) if i.text.startswith(("scvtf", "fmul"))]
+    assert len(ops) == 3 * len(plan.acc_regs)
+    for j in range(0, len(ops), 3):
+        acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s$", ops[j]).group(1)
+        t = re.match(r"fmul (v\d+)\.4s, v\d+\.4s, v\d+\.4s$", ops[j + 1]).group(1)
+        assert ops[j + 2] == f"fmul {acc}.4s, {t}.4s, {acc}.4s"
+    # the counts the solver ranks by: per k-step pair 32 smmla, 36 loads, 3 pointer adds
+    c = qdyn4.block_counts(2, 16, 32, "s8", 2)
+    assert (c["mac"], c["unpack"], c["epilogue"]) == (32, 0, 32)
+    assert sum(i.kind == "mac" for i in qdyn4.inner_body(plan)) == c["mac"]
+    assert sum(i.kind == "load" for i in qdyn4.inner_body(plan)) == 36
+
+
+def test_int8_decode_bound_from_its_mix():
+    """gen.qdyn4.compute_bound for int8 at K = 4096: per 16 weight bytes one smmla and one
+    load, per column pair four epilogue operations over K (N2: two vector pipes, smmla 2 a
+    cycle: 8192 bytes per (512 + 4) / 2 cycles; V1 load-bound: 3 loads a cycle)."""
+    from gen.cores import CORES
+    assert qdyn4.compute_bound(CORES["neoverse-n2"], "s8", 4096) == pytest.approx(8192 / 258)
+    assert qdyn4.compute_bound(CORES["neoverse-n2"], "s8", 4095) == qdyn4.compute_bound(
+        CORES["neoverse-n2"], "s8", 4096)                       # K padded to 32
+    v1 = qdyn4.compute_bound(CORES["neoverse-v1"], "s8", 4096)
+    assert 40 < v1 < 16 * CORES["neoverse-v1"].loads_per_cycle
