@@ -433,6 +433,65 @@ def ld1_form_fits(plan: Qdyn4Plan) -> bool:
     return runs <= len(LD1_POINTERS) and regs_ok
 
 
+# ---- ld1 form of the int8 decode kernel ------------------------------------------------------------
+# At one row pair a k-step is one 32-byte A run (both 8-k halves: 2 registers) and, per panel and
+# half, 64 contiguous bytes of B (4 column pairs: 4 registers). Loaded by ldr q, each load placed
+# after an smmla waits on Cortex-A510 for the smmla's in-order write-back (gen/loop.py "Load
+# forms"); a 4-register ld1 has the smmla's latency and does not. ld1 takes no offset, so each
+# run of the body's two k-steps has its own pointer: x0 (A), x1 / x9 (the panels' streams, which
+# the tail's scale loads and the prologue's sums read at immediate offsets) and
+# DECODE_LD1_POINTERS for the rest. llvm-mca-19 per two k-steps of 2 x 16 (512 weight bytes,
+# 2026-11-24): ldr form N2 / V1 / A510 16.0 / 12.0 / 39.0 cycles, this form 16.1 / 12.1 / 30.0.
+DECODE_LD1_POINTERS = ("x10", "x11", "x12", "x13", "x14", "x15", "x17")
+
+
+def decode_ld1_runs(plan: Qdyn4Plan) -> dict:
+    """{k-step: [(pointer, registers, base, offset)]} of the decode kernel's two-step body: the
+    A run, then per half (k 0-7, 8-15) and panel its B registers."""
+    spare, out = iter(DECODE_LD1_POINTERS), {}
+    streams = b_pointers(plan)
+    for step in (0, 1):
+        off = step * plan.a_step_bytes()
+        runs = [(next(spare) if off else "x0", plan.a_regs, "x0", off)]
+        for half, bregs in ((0, plan.b_low), (1, plan.b_packed)):
+            for p, base in enumerate(streams):
+                off = step * plan.b_step_bytes() + half * plan.pc * 8
+                regs = bregs[p * (plan.pc // 2):(p + 1) * (plan.pc // 2)]
+                runs.append((next(spare) if off else base, regs, base, off))
+        out[step] = runs
+    return out
+
+
+def decode_ld1_fits(plan: Qdyn4Plan) -> bool:
+    """The int8 decode kernel with 4-register B runs and pointers enough."""
+    if plan.int4 or not plan.decode or plan.pc // 2 > 4 or plan.rp != 1:
+        return False
+    spare = sum(1 for runs in (0, 1) for _ in range(1 + 2 * plan.panels)) - 1 - plan.panels
+    consecutive = all(r[-1] - r[0] == len(r) - 1 for half in (0, 1)
+                      for r in half_regs(plan, half))
+    return spare <= len(DECODE_LD1_POINTERS) and consecutive
+
+
+def decode_ld1_step(plan: Qdyn4Plan, step: int) -> list[Insn]:
+    """One k-step of the decode ld1 form: its runs' loads, then both halves' smmla."""
+    code = []
+    for ptr, regs, base, off in decode_ld1_runs(plan)[step]:
+        what = "A rows 0-1, k 0-15" if base == "x0" else (
+            f"B panel {b_pointers(plan).index(base)}, k {8 * (regs[0] in plan.b_packed)}-"
+            f"{8 * (regs[0] in plan.b_packed) + 7}")
+        code.append(Insn(f"ld1 {{v{regs[0]}.16b-v{regs[-1]}.16b}}, [{ptr}]", "load",
+                         defs=tuple(f"v{r}" for r in regs), uses=(ptr,),
+                         comment=f"{what}, k-step {step}"))
+    return code + half_macs(plan, 0) + half_macs(plan, 1)
+
+
+def decode_ld1_setup(plan: Qdyn4Plan) -> list[Insn]:
+    """The prologue's pointer derivations (after the streams are at block 0's k-steps)."""
+    return [ep_mod._i(f"add {ptr}, {base}, #{off}", f"ld1 pointer: k-step {step}")
+            for step, runs in decode_ld1_runs(plan).items()
+            for ptr, _, base, off in runs if ptr != base]
+
+
 def ld1_loads(plan: Qdyn4Plan, key) -> list[Insn]:
     code = []
     for ptr, regs, base, off in ld1_groups(plan)[key]:
@@ -496,6 +555,14 @@ def inner_body(plan: Qdyn4Plan) -> list[Insn]:
     if ld1_form_fits(plan):
         return rotated_steps(plan, last=False, steps=LD1_STEPS) + _loop_end(LD1_STEPS, "hs",
                                                                            "K_INNER")
+    if decode_ld1_fits(plan):
+        code = decode_ld1_step(plan, 0) + decode_ld1_step(plan, 1)
+        code += [_advance(ptr, 2 * (plan.a_step_bytes() if base == "x0" else plan.b_step_bytes()),
+                          "next two k-steps")
+                 for runs in decode_ld1_runs(plan).values() for ptr, _, base, _ in runs]
+        return code + [Insn(f"subs {COUNT_REG}, {COUNT_REG}, #1", "alu",
+                            defs=(COUNT_REG, "nzcv"), uses=(COUNT_REG,)),
+                       Insn("b.ne K_INNER", "branch", uses=("nzcv",))]
     code = k_step(plan, 0) + k_step(plan, 1)
     code += [_advance("x0", 2 * plan.a_step_bytes(), "A: next two k-steps")]
     code += [_advance(ptr, 2 * plan.b_step_bytes(), "B: next two k-steps")
@@ -645,7 +712,9 @@ def tail_body(plan: Qdyn4Plan) -> list[Insn]:
     the row scale follows the last block, final_code). One block (int8, per channel): the last
     two k-steps and s = u = t * (float)acc in place of each accumulator, nothing after."""
     ld1 = ld1_form_fits(plan)
-    code = rotated_steps(plan, last=True) if ld1 else k_step(plan, 0) + k_step(plan, 1)
+    code = (rotated_steps(plan, last=True) if ld1 else
+            decode_ld1_step(plan, 0) + decode_ld1_step(plan, 1) if decode_ld1_fits(plan) else
+            k_step(plan, 0) + k_step(plan, 1))
     scale, ws, zp, bsum, temps = epilogue_regs(plan)
     ws_offset = 2 * plan.b_step_bytes()
     for r, reg in enumerate(scale):
@@ -817,7 +886,7 @@ def prologue(plan: Qdyn4Plan) -> list[Insn]:
     code += [ep_mod._i(f"add {ptr}, {ptr}, #{column_bytes(plan)}",
                        "B: block 0's k-steps" if p == 0 else "")
              for p, ptr in enumerate(b_pointers(plan))]
-    return code
+    return code + (decode_ld1_setup(plan) if decode_ld1_fits(plan) else [])
 
 
 def kernel_symbol(prefix: str, plan: Qdyn4Plan) -> str:
@@ -863,7 +932,9 @@ def emit(plan: Qdyn4Plan, prefix: str, inst_mode: str, env) -> "Kernel":
     # model packs the loads after the smmla, which llvm-mca-19 times at 41 cycles per two
     # k-steps on Cortex-A510 against 38 as built (N2 32.1, V1 16.1 either way)
     ld1 = ld1_form_fits(plan)
-    inner = inner_body(plan) if ld1 else scheduled(inner_body(plan), plan.cpu)
+    # the decode ld1 form likewise (its plain order: llvm-mca-19 A510 30 cycles per two k-steps)
+    inner = (inner_body(plan) if ld1 or decode_ld1_fits(plan)
+             else scheduled(inner_body(plan), plan.cpu))
     # ld1 form: the bias pointer's load first (gen.schedule, whose window ends with the tail,
     # would put it last, right before its use at K_STORE)
     tail = (args_head(plan)[:1] if ld1 else []) + scheduled(tail_body(plan), plan.cpu)

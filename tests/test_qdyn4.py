@@ -536,47 +536,76 @@ def test_scale_block_decode_reads_the_prefill_panels(mod, name, ep, panels):
 
 
 # ---- the int8 decode kernel (gen/qdyn4.py weights "s8", decode) ----------------------------------
+def ld1_bytes(body, prologue, bases):
+    """{base: sorted byte offsets} read by the ld1 loads of body, each pointer resolved to
+    (base, offset) through the prologue's `add xP, xB, #off` (a base itself: offset 0)."""
+    derive = {}
+    for t in prologue:
+        m = re.match(r"add (x\d+), (x\d+), #(\d+)$", t)
+        if m and m.group(1) != m.group(2):
+            derive[m.group(1)] = (m.group(2), int(m.group(3)))
+    out = {}
+    for i in body:
+        m = re.match(r"ld1 \{v(\d+)\.16b-v(\d+)\.16b\}, \[(x\d+)\]$", i.text)
+        if m:
+            base, off = (m.group(3), 0) if m.group(3) in bases else derive[m.group(3)]
+            out.setdefault(base, []).extend(off + 16 * j
+                                            for j in range(int(m.group(2)) - int(m.group(1)) + 1))
+    return {b: sorted(v) for b, v in out.items()}
+
+
 def test_int8_decode_kernel_reads_the_prefill_handle():
     """M <= 4 on an i8mm int8 handle: one row pair over `panels` of the 8x8 kernel's panels
     (the same handle: pack_q8's layout, per panel hp*8 bytes of sums, per 16 k two 8-k halves
     of 8 columns x 8 k, then the scales). Registers: 8 accumulators + 2 A + 16 B = 26 (3 panels
-    would need 38); the ldr form, not the rotated ld1 one (whose pointers x10-x17 would be the
-    panel streams'); per panel the loads at the layout's offsets, each pointer advanced by two
-    k-steps; the header's per-channel order per accumulator."""
+    would need 38); not the prefill kernel's rotated ld1 form (its pointers x10-x17 would be
+    the panel streams'), but its own: per k-step one ld1 of A and per panel and half one
+    4-register ld1, each run its own pointer derived in the prologue; per panel the loads
+    cover the layout's offsets, each pointer advanced by two k-steps; the header's
+    per-channel order per accumulator."""
     pre, plan = qdyn4.solve("smmla", "generic", "s8"), qdyn4.solve("smmla", "generic", "s8", True)
     assert (plan.ep, plan.hp, plan.panels, plan.pc, plan.weights) == (2, 16, 2, pre.hp, "s8")
     assert qdyn4.registers_needed(2, 16, "s8") == 26 and qdyn4.registers_needed(2, 24, "s8") > 32
     assert [p for p, _ in qdyn4.decode_candidates("smmla", "generic", "s8")] == [2, 1]
     assert not qdyn4.ld1_form_fits(plan) and qdyn4.ld1_form_fits(pre)
+    assert qdyn4.decode_ld1_fits(plan) and not qdyn4.decode_ld1_fits(pre)
     regs = list(plan.a_regs + plan.b_packed + plan.b_low + plan.acc_regs)
     assert len(set(regs)) == len(regs) == 26
-    ptrs = ["x1", "x9"]
-    # per panel: k-step s, half h (k 8h..8h+7), column pair c at 128 s + 64 h + 16 c
-    steps = sorted(128 * s + 64 * h + 16 * c for s in (0, 1) for h in (0, 1) for c in range(4))
-    assert panel_loads(qdyn4.inner_body(plan), ptrs) == {0: steps, 1: steps}
-    # the tail: the last two k-steps, then the scales after them (256 + 16 c, paired)
-    assert panel_loads(qdyn4.tail_body(plan), ptrs) == {
-        p: sorted(steps + [256 + 16 * c for c in range(4)]) for p in (0, 1)}
-    for ptr in ptrs:
-        assert [i.text for i in qdyn4.inner_body(plan) if i.text.startswith(f"add {ptr},")] == [
-            f"add {ptr}, {ptr}, #256"]
+    bases = ["x0", "x1", "x9"]
     pro = [i.text for i in qdyn4.prologue(plan)]
     assert "add x9, x1, x16" in pro and f"ldr x16, [x5, #{qdyn4.OFF['b_stride']}]" in pro
-    assert panel_loads(qdyn4.prologue(plan), ptrs) == {p: [0, 16, 32, 48] for p in (0, 1)}
-    assert {"add x1, x1, #64", "add x9, x9, #64"} <= set(pro)
-    for body in (qdyn4.inner_body(plan), qdyn4.tail_body(plan)):
-        check_same_dependencies(body, schedule_loop(body, "generic"))
-    ops = [i.text for i in qdyn4.tail_body(plan) if i.text.startswith(("scvtf", "fmul"))]
+    assert panel_loads(qdyn4.prologue(plan), ["x1", "x9"]) == {p: [0, 16, 32, 48] for p in (0, 1)}
+    # the streams step past the sums before any pointer is derived from them
+    for b in ("x1", "x9"):
+        step = pro.index(f"add {b}, {b}, #64")
+        assert all(k > step for k, t in enumerate(pro)
+                   if re.match(rf"add x\d+, {b}, #", t) and not t.startswith(f"add {b}, {b},"))
+    # per panel: k-step s, half h (k 8h..8h+7), column pair c at 128 s + 64 h + 16 c; A 32 bytes
+    # per k-step
+    steps = sorted(128 * s + 64 * h + 16 * c for s in (0, 1) for h in (0, 1) for c in range(4))
+    want = {"x0": [0, 16, 32, 48], "x1": steps, "x9": steps}
+    inner, tail = qdyn4.inner_body(plan), qdyn4.tail_body(plan)
+    assert ld1_bytes(inner, pro, bases) == want and ld1_bytes(tail, pro, bases) == want
+    assert not any(i.text.startswith("ldr q") for i in inner)
+    # the tail's scales after the two k-steps (256 + 16 c, paired), from the streams
+    assert panel_loads(tail, ["x1", "x9"]) == {p: [256 + 16 * c for c in range(4)] for p in (0, 1)}
+    ptrs = {re.search(r"\[(x\d+)\]", i.text).group(1): i for i in inner if i.text.startswith("ld1")}
+    assert len(ptrs) == 10
+    for ptr in ptrs:
+        amount = 64 if ptr == "x0" or ld1_bytes([ptrs[ptr]], pro, bases).get("x0") else 256
+        assert [i.text for i in inner if i.text.startswith(f"add {ptr},")] == [
+            f"add {ptr}, {ptr}, #{amount}"]
+    check_same_dependencies(tail, schedule_loop(tail, "generic"))
+    ops = [i.text for i in tail if i.text.startswith(("scvtf", "fmul"))]
     assert len(ops) == 3 * len(plan.acc_regs)
     for j in range(0, len(ops), 3):
         acc = re.match(r"scvtf (v\d+)\.4s, \1\.4s$", ops[j]).group(1)
         t = re.match(r"fmul (v\d+)\.4s, v\d+\.4s, v\d+\.4s$", ops[j + 1]).group(1)
         assert ops[j + 2] == f"fmul {acc}.4s, {t}.4s, {acc}.4s"
-    # the counts the solver ranks by: per k-step pair 32 smmla, 36 loads, 3 pointer adds
+    # the counts the solver ranks by: per k-step pair 32 smmla
     c = qdyn4.block_counts(2, 16, 32, "s8", 2)
     assert (c["mac"], c["unpack"], c["epilogue"]) == (32, 0, 32)
-    assert sum(i.kind == "mac" for i in qdyn4.inner_body(plan)) == c["mac"]
-    assert sum(i.kind == "load" for i in qdyn4.inner_body(plan)) == 36
+    assert sum(i.kind == "mac" for i in inner) == c["mac"]
 
 
 def test_int8_decode_bound_from_its_mix():
