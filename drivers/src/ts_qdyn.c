@@ -649,6 +649,8 @@ int ts_pack_a_qdyn(size_t M, size_t K, const float *A, size_t lda, ts_packed_a *
 {
     if (out == NULL)
         return ts_fail(TS_EINVAL, "out (where the handle goes) is NULL");
+    if (K == 0)   /* as the B packers: tilesmith.h, K = 0 is TS_EINVAL when packing */
+        return ts_fail(TS_EINVAL, "K is 0");
     if (!ts_matrix_ok(A, M, K, lda, sizeof(float), &A_WHY)
         || !finite_ok(A, M, K, lda, "A holds a NaN or an infinity"))
         return TS_EINVAL;

@@ -617,6 +617,7 @@ static void test_bad_inputs(void)
     A[M * K - 1] = NAN;
     CHECK(ts_gemm_qdyn_f32(NULL, M, A, K, pb, bias, -1.0f, 1.0f, C, N) == TS_EINVAL, "NaN A");
     CHECK(ts_pack_a_qdyn(M, K, A, K, &pa) == TS_EINVAL && pa == pa_s, "NaN A pack_a");
+    CHECK(ts_pack_a_qdyn(M, 0, A, K, &pa) == TS_EINVAL && pa == pa_s, "pack_a K = 0");
     A[M * K - 1] = -INFINITY;
     CHECK(ts_gemm_qdyn_f32(NULL, M, A, K, pb, bias, -1.0f, 1.0f, C, N) == TS_EINVAL, "Inf A");
     A[M * K - 1] = 1.0f;
