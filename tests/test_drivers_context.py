@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from cross import GCC, TEST_C, compile_aarch64, run_qemu
+from cross import GCC, ROOT, TEST_C, compile_aarch64, run_qemu
 import kernel_build
 from gen.blocking import block_sizes, cache_sizes, streams_from_l2, whole_k_steps
 from gen.cores import CORE_CLASSES, MEMORY
@@ -46,6 +46,39 @@ def test_context_threads_workspace_and_blocks(cpu, ctx_harness):
     proc = run_qemu(ctx_harness, masks, cpu=cpu, check=False, timeout=900)
     assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
     assert len(re.findall(r"^mask=\d+ cases \d+ runs \d+$", proc.stdout, re.M)) == len(CPUS[cpu])
+
+
+# Where the documentation quotes a workspace size (ARCH=v86), the phrase around each number
+# (tests/c/drv_doc_figures.c prints the build's value under the same name).
+DOC_FIGURES = {
+    "drivers/include/tilesmith.h": [
+        (r"K = 1280, one thread, ARCH=v86: ([\d,]+) bytes instead of\s+\*\s+([\d,]+)",
+         ("int8_m1_prepacked", "int8_m1_full")),
+        (r"\(M = 64: ([\d,]+) instead of ([\d,]+)\)", ("int8_m64_prepacked", "int8_m64_full")),
+        (r"the M = 1 example: ([\d,]+) bytes", ("int8_m1_prepacked_gemm_layout",)),
+        (r"on ARCH=v86: ([\d,]+) bytes instead of ([\d,]+)", ("conv_prepacked", "conv_full")),
+    ],
+    "README.md": [
+        (r"K = 1280 on v86: ([\d,]+) bytes against ([\d,]+); M = 64:\s+([\d,]+) against ([\d,]+)",
+         ("int8_m1_prepacked", "int8_m1_full", "int8_m64_prepacked", "int8_m64_full")),
+        (r"14×14, v86:\s+([\d,]+) bytes instead of ([\d,]+)", ("conv_prepacked", "conv_full")),
+    ],
+}
+
+
+def test_documented_workspace_figures(v86, tmp_path):
+    """The example workspace sizes of tilesmith.h and the README are this build's."""
+    sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S")) + [TEST_C / "drv_doc_figures.c"]
+    binary = compile_aarch64(sources, tmp_path / "drv_doc_figures", includes=[v86],
+                             flags=["-std=c99", "-Werror"])
+    built = dict(line.split() for line in run_qemu(binary).stdout.splitlines())
+    for doc, figures in DOC_FIGURES.items():
+        text = (ROOT / doc).read_text()
+        for pattern, names in figures:
+            found = re.search(pattern, text)
+            assert found, f"{doc}: no figure matching {pattern!r}"
+            quoted = {name: found.group(i + 1).replace(",", "") for i, name in enumerate(names)}
+            assert quoted == {name: built[name] for name in names}, f"{doc}: {quoted} vs {built}"
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,13 @@
  * workspace) shares a byte with a buffer it reads (A, B, acc, input, filter, a packed handle,
  * a ts_quant and its arrays) or with its other written buffer returns TS_EINVAL, nothing written.
  * Overlap is judged on the bytes the call touches: a matrix of rows x cols with stride ld
- * spans ((rows-1)*ld + cols) elements, so buffers that only touch end to end are fine. */
+ * spans ((rows-1)*ld + cols) elements, so buffers that only touch end to end are fine.
+ * Alignment: a pointer needs only its element type's (4 bytes for float / int32, none for
+ * int8 / uint8 data); a caller's workspace (ts_context_set_workspace, the conv2d workspace) may
+ * start at any address: the sizes the library reports include the room to align it.
+ * Lifetime: a handle (ts_packed_b, ts_packed_a) copies what it needs when it is made and refers
+ * to no caller memory or context: the packed inputs and the ts_context it was packed with may be
+ * freed before it. */
 #ifndef TS_TILESMITH_H
 #define TS_TILESMITH_H
 
@@ -348,7 +354,7 @@ int ts_gemm_u8_prepacked     (size_t M, const uint8_t *A, size_t lda, const ts_p
  * filter (the handle holds it), i.e. the blocked loop's work area and the padded copy of the
  * input where the conv makes one; the largest over this build's int8 kernels, 0 for an invalid
  * conv. (ts_conv2d_s8_workspace_size(c), larger, is still enough.) E.g. 3x3 512->512 on 14x14
- * on ARCH=v86: 1,022,479 bytes instead of 5,558,863 (most of it the packed filter, int16-widened
+ * on ARCH=v86: 1,440,335 bytes instead of 5,774,415 (most of it the packed filter, int16-widened
  * on the Armv8.0 path). */
 size_t ts_conv2d_s8_prepacked_workspace_size(const ts_conv2d *c);
 /* workspace: at least ts_conv2d_s8_prepacked_workspace_size(c) bytes, any alignment (NULL:
@@ -419,8 +425,9 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  * Errors: TS_EINVAL (NULL handle or output, NULL A or scales, NaN/Inf input, K = 0 (packing
  * B or A; N = 0 and M = 0 are empty calls), bad bl, K bound,
  * cmin > cmax or NaN bounds, NaN / Inf bias, C overlapping an input, a handle packed for another
- * path than ctx picks now, ctx's workspace smaller than ts_context_workspace_size(ctx,
- * TS_GEMM_QDYN, M, N, K) or overlapping a buffer of the call), TS_ENOMEM; nothing is written to
+ * path than ctx picks now, ctx's workspace smaller than this call needs for its handle and M
+ * (ts_context_workspace_size(ctx, TS_GEMM_QDYN, M, N, K), the most any handle needs, is always
+ * enough) or overlapping a buffer of the call), TS_ENOMEM; nothing is written to
  * C or *out on error. */
 #define TS_QDYN_S8_MAX_K  65793     /* 65793 * 255 * 128 <= 2^31 - 1 < 65794 * 255 * 128 */
 #define TS_QDYN_S4_MAX_BL 1052688   /* 1052688 * 255 * 8 <= 2^31 - 1 < 1052689 * 255 * 8 */
@@ -549,10 +556,10 @@ size_t ts_context_workspace_size(const ts_context *ctx, int gemm_type, size_t M,
                                  size_t K);
 /* The same for the *_prepacked calls of gemm_type (B a handle of K x N: no B panels packed in
  * the call, so the work area alone: at most ts_context_workspace_size, which stays enough).
- * E.g. int8, M = 1, N = 1000, K = 1280, one thread, ARCH=v86: 27,486 bytes instead of
- * 2,611,246 (M = 64: 439,998 instead of 3,024,526). Sized for handles of ctx's layouts
+ * E.g. int8, M = 1, N = 1000, K = 1280, one thread, ARCH=v86: 42,846 bytes instead of
+ * 2,611,246 (M = 64: 444,094 instead of 3,028,622). Sized for handles of ctx's layouts
  * (ts_context_set_pack_layouts; NULL: both): a small-M call on a handle without the GEMV layout
- * runs the GEMM tile, whose work area is larger (the M = 1 example: 44,638 bytes), and with a
+ * runs the GEMM tile, whose work area is larger (the M = 1 example: 50,782 bytes), and with a
  * smaller workspace returns TS_EINVAL, nothing written. TS_GEMM_QDYN: as
  * ts_context_workspace_size (qdyn handles are always prepacked). */
 size_t ts_context_workspace_size_prepacked(const ts_context *ctx, int gemm_type, size_t M,
