@@ -4,8 +4,9 @@
  *
  * What an inference engine does:
  *   at load time:  quantise the fp32 weights (ts_quantize_qs4, or take a checkpoint's int4
- *                  data as is) and pack them once (ts_pack_b_qs4_ctx); the raw weights may
- *                  be freed then;
+ *                  data in tilesmith.h's nibble order: GGML's Q4_0 blocks are reordered and
+ *                  recoded first, as tilesmith.h says) and pack them once
+ *                  (ts_pack_b_qs4_ctx); the raw weights may be freed then;
  *   per token:     decode, M = 1 row of activations (ts_gemm_qdyn_f32);
  *   per prompt:    prefill, M > 1 rows through the same handle.
  * int8 weights: ts_quantize_qs8 and ts_pack_b_qs8_ctx (one scale per output channel), the

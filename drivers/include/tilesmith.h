@@ -393,6 +393,11 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  *        channel (bl = 0: one block of all K, scales[n]) or per block of bl consecutive k
  *        (bl a multiple of 32 dividing K: scales[n*(K/bl) + b], row-major N x K/bl).
  *   Scales may be any finite value (negative or zero included); NaN / Inf -> TS_EINVAL.
+ *   GGML's Q4_0 (blocks of 32 k, bl = 32) orders and codes its nibbles otherwise: byte j of a
+ *   block holds elements j (low nibble) and j + 16 (high), each as v + 8. Its data becomes qs4
+ *   by taking, for byte i of the block, elements 2i (low) and 2i + 1 (high), each nibble XOR 8
+ *   (v + 8 -> two's complement v), and its fp16 scales as fp32. Q8_0's per-block scales have
+ *   no qs8 form (qs8 is per channel): ts_quantize_qs8 on the dequantised weights.
  *   Each handle (packed B, packed A) copies what it needs: inputs may be freed after packing.
  *
  * Result, with the blocks b = 0 .. nb-1 of bl k each (per channel / qs8: nb = 1, bl = K):
