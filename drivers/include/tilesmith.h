@@ -410,6 +410,9 @@ int ts_conv2d_s8_prepacked(const ts_conv2d *c, const int8_t *input,
  *     y = scale[m] * s
  *   x = y + bias[n]     (skipped when bias is NULL: x = y)
  *   C[m][n] = min(max(x, cmin), cmax)                   (max, then min; cmin <= cmax required)
+ *   as comparisons: max(x, cmin) = x < cmin ? cmin : x, min(z, cmax) = z > cmax ? cmax : z, so
+ *   a -0 x stays -0 against a +0 bound (ReLU, cmin = 0: -0 where acc is 0 and the scale is
+ *   negative), unlike the FMAX / FMIN of ts_gemm_f32_bias_clamp (the same on every path)
  * The block sum must fit int32 for every input: |term| <= 255*128 (qs8) or 255*8 (qs4), so
  * qs8 needs K <= TS_QDYN_S8_MAX_K and qs4 needs its block length (bl, or K when bl = 0) <=
  * TS_QDYN_S4_MAX_BL; larger -> TS_EINVAL. The kernels compute sum qa*qb and subtract
