@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .isa import INSTRUCTIONS, SME_INSTRUCTIONS, TYPE_BYTES
+from .sme_gemv import SME_GEMV, sme_main_step
 
 # packed element -> (C enum suffix of ts_pack_kind, operand type the kernel must read, source)
 PACKED = {
@@ -327,22 +328,63 @@ def _path_fields(t: GemmType, p, kernel: dict, feature, ep: int, hp: int, **fiel
                 **fields)
 
 
-def sme_dispatch_paths(t: GemmType, sme: dict) -> list:
+def sme_dispatch_paths(t: GemmType, sme: dict, gemv: dict | None = None,
+                       main: dict | None = None) -> list:
     """The SME paths of GEMM type `t` for the raw SME kernels in `sme` ({instruction: manifest
     sme_kernels entry, with `variants`: the entries of its epilogue variants, whose _requant
     one — smopa's — is the path's fused requantisation}), one per streaming vector length of SME_SVL_BYTES (dispatch takes the
     one whose svl_bytes is the CPU's RDSVL); [] when the type or the build has none. The tile
-    is tr x tc ZA.S tiles of S = svl_bytes / 4 lanes: ep = tr * S rows, hp = tc * S columns."""
+    is tr x tc ZA.S tiles of S = svl_bytes / 4 lanes: ep = tr * S rows, hp = tc * S columns.
+    Small M (gen/sme_gemv.py): where the type's chain holds the NEON instruction SME_GEMV names
+    and `gemv` ({served instruction: manifest entry with role "gemv"}) its GEMV kernel (`main`:
+    {instruction: main kernel entry}), each path gets that GEMV kernel (main_step: the SME
+    tile's modeled cost, sme_main_step) and needs its feature too (`gemv_feature`); when that
+    feature is not Armv8.0's, a second path per SVL without the GEMV kernel follows them all
+    (TS_FEAT_SME alone: a feature mask without the GEMV kernel's feature keeps the SME tile)."""
     if t.sme is None or t.sme.instruction not in sme:
         return []
     kernel, p = sme[t.sme.instruction], t.sme
     feature = SME_INSTRUCTIONS[p.instruction].feature
-    return [_path_fields(t, p, kernel, feature, ep=int(kernel["tr"]) * svl // 4,
-                         hp=int(kernel["tc"]) * svl // 4, gemv=None, ntail=[], svl_bytes=svl,
-                         core_class="generic",
-                         sme_pack_a=sme_packer(kernel, "a", PACKED[p.pack_a][0]),
-                         sme_pack_b=sme_packer(kernel, "b", PACKED[p.pack_b][0]))
-            for svl in SME_SVL_BYTES]
+    small = _sme_gemv(t, gemv or {}, main or {})
+
+    def path(svl, with_gemv):
+        tr, tc = int(kernel["tr"]), int(kernel["tc"])
+        g = None
+        if with_gemv:
+            g = dict(small, main_step=sme_main_step(p.instruction, tr, tc, small["lp"]))
+            if not _gemv_ever_runs(g, tc * svl // 4):
+                g = None        # the rule keeps the SME tile for every N: no second layout
+        return _path_fields(t, p, kernel, feature, ep=tr * svl // 4, hp=tc * svl // 4, gemv=g,
+                            gemv_feature=feature_macro(INSTRUCTIONS[SME_GEMV[p.instruction]]
+                                                       .feature) if g else None,
+                            ntail=[], svl_bytes=svl, core_class="generic",
+                            sme_pack_a=sme_packer(kernel, "a", PACKED[p.pack_a][0]),
+                            sme_pack_b=sme_packer(kernel, "b", PACKED[p.pack_b][0]))
+    paths = [path(svl, small is not None) for svl in SME_SVL_BYTES]
+    fallback = [path(p["svl_bytes"], False) for p in paths if p["gemv_feature"] is not None]
+    return paths + fallback
+
+
+def _gemv_ever_runs(g: dict, hp: int) -> bool:
+    """Whether the driver's narrow-B rule (ts_pack_internal.h ts_use_gemv) runs GEMV kernel
+    `g` (its dict, with main_step) for some N beside a GEMM tile hp columns wide (the rule
+    repeats with period lcm(hp, g["hp"]) in N)."""
+    return any(-(-n // g["hp"]) * g["step"] <= -(-n // hp) * g["main_step"]
+               for n in range(1, hp * g["hp"] + 1))
+
+
+def _sme_gemv(t: GemmType, gemv: dict, main: dict) -> dict | None:
+    """The GEMV kernel (as _gemv_dict gives it) serving the SME path of `t`: that of the chain
+    path whose instruction gen/sme_gemv.py SME_GEMV names, which must read the same packed
+    elements as the SME kernel; None: no such path or kernel, or the type runs no GEMV."""
+    served = SME_GEMV.get(t.sme.instruction)
+    chain = next((p for p in t.chain if p.instruction == served), None)
+    if chain is None or not has_gemv(t) or served not in gemv or served not in main:
+        return None
+    if PACKED[chain.pack_a][0] != PACKED[t.sme.pack_a][0] or chain.pack_b != t.sme.pack_b:
+        raise ValueError(f"{t.key}: the {served} GEMV kernel packs other elements than "
+                         f"{t.sme.instruction}")
+    return _gemv_dict(gemv[served], main[served])
 
 
 def sme_packer(kernel: dict, role: str, kind: str) -> str | None:
@@ -457,7 +499,7 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
     classes = classes or {}
     paths = {}
     for t in types:
-        paths[t.key] = sme_dispatch_paths(t, sme or {})
+        paths[t.key] = sme_dispatch_paths(t, sme or {}, gemv, main)
         for p in t.chain:
             if p.instruction not in main:
                 continue
