@@ -163,7 +163,8 @@ def main_sme(args) -> int:
         svls = tuple(int(v) for v in args.svl.split(","))
         if any(v not in sme.SVL_BITS for v in svls):
             raise ValueError(f"--svl {args.svl}: each of {', '.join(map(str, sme.SVL_BITS))}")
-        if not sme.sme_runs(args.only):
+        decode = sme.decode_requested(args.only)
+        if not decode and not sme.sme_runs(args.only):
             raise ValueError(f"--only {args.only!r} matches no SME type: "
                              f"{', '.join(dtype for _, dtype, _ in sme.sme_runs())}")
         check_qemu_plugins()
@@ -172,13 +173,14 @@ def main_sme(args) -> int:
         manifest = json.loads((gen_dir / "manifest.json").read_text())
         plugin = build_plugin(out_dir / "plugin")
         program = build_program(gen_dir, out_dir / "v92" / "workloads")
-        results = sme.profile(program, plugin, out_dir / "v92" / "profiles", manifest, svls,
-                              args.only, args.jobs)
+        profile = sme.profile_decode if decode else sme.profile
+        results = profile(program, plugin, out_dir / "v92" / "profiles", manifest, svls,
+                          args.only, args.jobs)
     except (ValueError, FileNotFoundError, RuntimeError, ProfileError) as e:
         return fail(str(e))
     meta = dict(arch="v92", gen_dir=str(gen_dir), date=datetime.date.today().isoformat(),
                 qemu=qemu_version())
-    sme.write(results, meta, md_path)
+    (sme.write_decode if decode else sme.write)(results, meta, md_path)
     print(f"bench: wrote the SME section of {md_path} in {time.monotonic() - started:.0f} s")
     return 0 if all(not r.get("error") for r in results) else 1
 

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from gen.isa import SME_INSTRUCTIONS
-from gen.registry import GEMM_TYPES
+from gen.isa import SME_INSTRUCTIONS, TYPE_BYTES
+from gen.registry import GEMM_TYPES, PACKED
 
 from . import symbols as sym
 from .sme_model import APPLE_M4, CLASSES, LOAD, MOPA, STORE, block_mix, block_vectors, estimate
@@ -263,4 +263,118 @@ def write(results: list[dict], meta: dict, md_path: Path) -> None:
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text(text)
     md_path.with_name(md_path.stem + "_sme.json").write_text(
+        json.dumps(dict(meta=meta, unit=asdict(APPLE_M4), results=results), indent=1) + "\n")
+
+
+# ---- decode (M = 1) on an SME core: the SME tile against the GEMV kernel ------------------------
+# `--sme --only gemv[,<dtype>...]`: decode M = 1, N = K = 4096 with B prepacked (the weights of an
+# LLM layer; bench/workloads.py "gemv") on each SME type, twice per SVL: with TS_FEAT_SME alone
+# (dispatch can run only the SME tile: what every call ran before the SME paths had a GEMV
+# kernel) and with every feature QEMU's -cpu max reports (the SME path's GEMV kernel where the
+# narrow-B rule picks it, gen/sme_gemv.py). The same model as the GEMM rows: the NEON GEMV
+# kernel runs outside streaming mode and counts at the model's core IPC.
+DECODE = ("gemv", "decode GEMV M=1 N=K=4096, B prepacked", (1, 4096, 4096))
+DECODE_FEATURES = (("sme", "SME tile (TS_FEAT_SME only)"),
+                   ("sme+dotprod+i8mm+bf16+fp16+fp16fml", "every feature"))
+DECODE_BEGIN, DECODE_END = "<!-- sme-decode -->", "<!-- /sme-decode -->"
+
+
+def decode_requested(only: str) -> bool:
+    return DECODE[0] in [w.strip() for w in only.split(",")]
+
+
+def profile_decode(program, plugin, work_dir: Path, manifest: dict, svls=SVL_BITS, only="",
+                   jobs=2, progress=print) -> list[dict]:
+    """Profile DECODE on every SME type (those of `only` besides "gemv") at every SVL of
+    `svls`, with each feature set of DECODE_FEATURES; returns the summaries."""
+    table = sym.SymbolTable.from_elf(program)
+    mark = table.address_of(sym.MARK)
+    sme_symbols = {k["symbol"] for k in manifest.get("sme_kernels", [])}
+    pack_symbols = {k["symbol"] for k in manifest.get("sme_packers", [])}
+    kernels = {k["symbol"] for k in manifest.get("kernels", [])}
+    rest = ",".join(w for w in only.split(",") if w.strip() and w.strip() != DECODE[0])
+    work_dir.mkdir(parents=True, exist_ok=True)
+    runs = [(t, features, svl) for t in sme_types(rest) for features, _ in DECODE_FEATURES
+            for svl in svls]
+
+    def one(run):
+        t, features, svl = run
+        args = ["gemm-prepacked", t.bench_dtype, features, *map(str, DECODE[2])]
+        tag = "all" if "+" in features else features
+        try:
+            blocks, _ = run_profiled(program, args, plugin,
+                                     work_dir / f"sme-decode-{t.bench_dtype}-{tag}-{svl}.tb",
+                                     cpu=qemu_cpu(svl), mark=mark)
+        except ProfileError as e:
+            return dict(dtype=t.bench_dtype, svl_bits=svl, features=features,
+                        error=str(e).splitlines()[0][:300])
+        neon = sorted({table.lookup(b.vaddr) for b in blocks} & kernels)
+        r = summarise_shape(blocks, table, sme_symbols, t, svl, pack_symbols, DECODE[2])
+        r.update(features=features, neon_kernels=neon)
+        return r
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(one, runs))
+    for r in results:
+        progress(f"  sme decode {r['dtype']:<7} SVL {r['svl_bits']:<5} {r['features']:<12} "
+                 + (f"error: {r['error']}" if r.get("error") else
+                    f"{r['estimate']['cycles']:,.0f} model cycles "
+                    f"({', '.join(r['kernels'] + r['neon_kernels'])})"))
+    return results
+
+
+def summarise_shape(blocks, table, sme_symbols, gemm_type, svl_bits, pack_symbols, shape):
+    """summarise() for another M x N x K than SHAPE (useful MACs from `shape`)."""
+    r = summarise(blocks, table, sme_symbols, gemm_type, svl_bits, pack_symbols)
+    m, n, k = shape
+    useful = m * n * k
+    e = r["estimate"]
+    rate = useful / e["cycles"] if e["cycles"] else 0.0
+    e.update(macs_per_cycle=rate,
+             percent_of_peak=100.0 * rate / e["peak_macs_per_cycle"] if e["peak_macs_per_cycle"] else 0.0)
+    r.update(useful_macs=useful, useful_per_mopa=100.0 * useful / (r["mopas"] * r["macs_per_mopa"])
+             if r["mopas"] else 0.0, shape=list(shape))
+    return r
+
+
+def render_decode(results: list[dict], meta: dict) -> str:
+    lines = [DECODE_BEGIN, f"## SME cores: {DECODE[1]}", "",
+             f"Per SME type and SVL, under `qemu-aarch64 -cpu max,sme-default-vector-length=N,"
+             f"sme_fa64=off` ({meta.get('qemu', 'qemu')}), the call counted from `bench_mark` on "
+             "and estimated with the model of the section above (the NEON GEMV kernel runs "
+             "outside streaming mode: core instructions at the model's core IPC "
+             f"{APPLE_M4.core_ipc:g}). Features: {DECODE_FEATURES[0][1]} = every call on the SME "
+             "tile; every feature = the SME path's GEMV kernel where dispatch picks it "
+             "(gen/sme_gemv.py).", "",
+             "| type | SVL | features | kernels | instructions | MOPAs | model cycles | "
+             "useful MACs/cycle | B bytes/cycle |", "| --- | ---: | --- | --- | ---: | ---: | "
+             "---: | ---: | ---: |"]
+    for r in results:
+        if r.get("error"):
+            lines.append(f"| {r['dtype']} | {r['svl_bits']} | {r['features']} | error: "
+                         f"{r['error']} | | | | | |")
+            continue
+        t = next(t for t in GEMM_TYPES if t.bench_dtype == r["dtype"])
+        # the weights streamed: B's packed elements (bf16: 2 bytes)
+        b_bytes = DECODE[2][1] * DECODE[2][2] * TYPE_BYTES[PACKED[t.sme.pack_b][1]]
+        e = r["estimate"]
+        lines.append(f"| {r['label']} | {r['svl_bits']} | {r['features']} | "
+                     f"`{', '.join(r['kernels'] + r['neon_kernels'])}` | "
+                     f"{r['total_instructions']:,} | {r['mopas']:,} | {e['cycles']:,.0f} | "
+                     f"{e['macs_per_cycle']:.1f} | {b_bytes / e['cycles']:.1f} |")
+    lines += ["", DECODE_END]
+    return "\n".join(lines) + "\n"
+
+
+def write_decode(results: list[dict], meta: dict, md_path: Path) -> None:
+    section = render_decode(results, meta)
+    text = md_path.read_text() if md_path.exists() else "# tilesmith performance report\n\n"
+    if DECODE_BEGIN in text and DECODE_END in text:
+        text = re.sub(re.escape(DECODE_BEGIN) + r".*?" + re.escape(DECODE_END) + r"\n?",
+                      lambda _: section, text, flags=re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.write_text(text)
+    md_path.with_name(md_path.stem + "_sme_decode.json").write_text(
         json.dumps(dict(meta=meta, unit=asdict(APPLE_M4), results=results), indent=1) + "\n")

@@ -20,8 +20,11 @@ keeps the README's promise of the NEON GEMV paths (results of M <= max_m as the 
   bfmopa    -> bfmmla     one BFDotAdd per consecutive k pair, in k order (BFMOPA, BFMMLA's
                           two steps, BFDOT: the same BFDotAdd, default NaN in all), so the
                           same bits; the bfmmla path's GEMV kernel (2x42x4);
-  smopa     -> sdot       int32, exact (the dotprod path's 1x32x4: at M = 1 fewer
-                          instructions per byte of B than smmla's 2x42x8, gen/gemv.py);
+  smopa     -> smmla      int32, exact (the i8mm path's 2x42x8, which serves M = 2 too; the
+                          dotprod path's sdot 1x32x4 counts 11 instructions per k-step in
+                          gen/gemv.py but its emitted loop runs 17 (one LDR Q per B register):
+                          decode N = K = 4096 at SVL 512 on the bench model 615,118 cycles
+                          against the SME tile's 598,079);
   usmopa    -> usmmla     int32, exact (its GEMV form sudot, 1x32x4).
 fmopa_f16f32 (fp16 -> fp32) has none: the widening FMOPA adds each k pair's two products
 with one rounding (FPDot) and then adds that to the accumulator unfused, FMLAL makes two fused
@@ -43,7 +46,7 @@ from fractions import Fraction
 from .isa import SME_INSTRUCTIONS
 
 # SME instruction -> the NEON instruction whose GEMV kernel serves its small M (module comment)
-SME_GEMV = {"fmopa_f32": "fmla_f32", "bfmopa": "bfmmla", "smopa": "sdot", "usmopa": "usmmla"}
+SME_GEMV = {"fmopa_f32": "fmla_f32", "bfmopa": "bfmmla", "smopa": "smmla", "usmopa": "usmmla"}
 
 # bench/sme_model.py APPLE_M4: MOPAs per cycle, streaming vectors loaded per cycle, core IPC
 SME_MOPA_PER_CYCLE = {"fmopa_f32": Fraction(1), "bfmopa": Fraction(1, 2),

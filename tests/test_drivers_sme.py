@@ -13,14 +13,18 @@ through the API and then check the SME int8 paths against that documented behavi
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
 
 import pytest
 
 from cross import TEST_C, compile_aarch64, run_qemu
 import kernel_build
+
+from bench.sme_model import APPLE_M4
 
 from gen import registry
 from gen.blocking import whole_k_steps
@@ -66,16 +70,21 @@ def harness(folder, tmp_path_factory):
 
 def v92_paths(manifest: dict) -> dict:
     main = {k["instruction"]: k for k in manifest["kernels"] if k.get("role", "main") == "main"}
+    served = {k["symbol"]: k["instruction"] for k in main.values()}
+    gemv = {served[k["serves"]]: k for k in manifest["kernels"] if k.get("role") == "gemv"}
     sme = {k["instruction"]: dict(k, packers=manifest["sme_packers"])
            for k in manifest["sme_kernels"] if k["epilogue"] == "raw"}
-    return dispatch_paths(main, sme=sme)
+    return dispatch_paths(main, gemv=gemv, sme=sme)
 
 
 def expected_kernel(paths, usable: int, svl: int) -> str:
     """The symbol dispatch must pick (independent restatement of the policy): the first path
-    whose feature is usable and, for an SME path, whose SVL is the CPU's."""
+    whose features are usable (an SME path with a GEMV kernel: also that kernel's) and, for an
+    SME path, whose SVL is the CPU's."""
     for p in paths:
         if p["svl_bytes"] not in (0, svl):
+            continue
+        if p.get("gemv_feature") and not FEAT[p["gemv_feature"]] & usable:
             continue
         if p["feature"] is None or FEAT[p["feature"]] & usable:
             return p["symbol"]
@@ -130,6 +139,30 @@ STREAMING_PACKERS = {"f32": ("ts_sme_pack_a_2vl", "ts_sme_pack_b_4x4_2vl"),
                      "u8s8": ("ts_sme_pack_a_1vl", "ts_sme_pack_b_1x16_4vl")}
 
 
+# GEMM type -> the NEON instruction whose GEMV kernel serves its SME paths' small M
+# (gen/sme_gemv.py: each computes every result as the SME tile does; fp16 -> fp32 has none)
+SME_SMALL = {"f32": "fmla_f32", "bf16": "bfmmla", "s8": "smmla", "u8s8": "usmmla"}
+
+
+def small_kernel(manifest: dict, key: str) -> dict:
+    """The manifest's GEMV kernel serving the main kernel of SME_SMALL[key]."""
+    main = next(k for k in manifest["kernels"]
+                if k.get("role", "main") == "main" and k["instruction"] == SME_SMALL[key])
+    return next(k for k in manifest["kernels"]
+                if k.get("role") == "gemv" and k["serves"] == main["symbol"])
+
+
+def model_main_step(instruction: str, kernel: dict, gemv_lp: int) -> int:
+    """The SME tile's cost of one GEMV k-step of one column panel in GEMV instructions,
+    restated from the bench's SME-unit model (bench/sme_model.py APPLE_M4): max(MOPAs / MOPA
+    rate, vectors loaded / load rate) per k-value, times gemv_lp, times the core IPC."""
+    k = {"fmopa_f32": 1, "bfmopa": 2, "fmopa_f16f32": 2, "smopa": 4, "usmopa": 4}[instruction]
+    tr, tc = kernel["tr"], kernel["tc"]
+    cycles = max(Fraction(tr * tc, k) / Fraction(APPLE_M4.mopa_per_cycle[instruction]),
+                 Fraction(tr + tc, k) / Fraction(APPLE_M4.load_per_cycle))
+    return math.ceil(cycles * gemv_lp * Fraction(APPLE_M4.core_ipc))
+
+
 def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
     _, manifest = folder
     paths = v92_paths(manifest)
@@ -146,16 +179,33 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
         for p in sme:
             s = p["svl_bytes"] // 4
             assert (p["ep"], p["hp"], p["lp"]) == (kernel["tr"] * s, kernel["tc"] * s, kernel["lp"])
-            assert p["feature"] == "SME" and p["gemv"] is None
+            assert p["feature"] == "SME"
+            g = p["gemv"]
+            # small M (gen/sme_gemv.py): the NEON GEMV kernel of SME_GEMV's instruction, which
+            # then needs its feature too; a path without one follows (TS_FEAT_SME alone)
+            if g is None:
+                gemv_row = r"\{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}"
+                features = "TS_FEAT_SME"
+                assert p.get("gemv_feature") is None
+            else:
+                k = small_kernel(manifest, t.key)
+                small = k["symbol"]
+                assert (g["symbol"], g["hp"], g["lp"], g["max_m"]) == (
+                    small, k["hp"], k["lp"], k["max_m"])
+                assert g["main_step"] == model_main_step(t.sme.instruction, kernel, k["lp"])
+                gemv_row = (rf'\{{ "{small}", {small}, {k["ep"]}, {k["hp"]}, {k["lp"]}, '
+                            rf'{k["max_m"]}, {k["step_instructions"]}, {g["main_step"]} \}}')
+                features = "TS_FEAT_SME" + (f" \\| TS_FEAT_{p['gemv_feature']}"
+                                            if p["gemv_feature"] else "")
             # the fused epilogue (engine: gemm_s8, conv2d_s8; gemm_u8; gemm_f32_bias_clamp) is
             # the kernel's variant of the type's (registry.fused_epilogue: _requant,
             # _requant_u8, _biasclamp) where it has one, else the driver's (NULL)
             requant = next((k["symbol"] for k in manifest["sme_kernels"]
                             if k["instruction"] == t.sme.instruction
                             and k["epilogue"] == registry.fused_epilogue(t)), "NULL")
-            row = (rf'"{p["symbol"]}", {p["symbol"]},\s+TS_FEAT_SME, {p["ep"]}, {p["hp"]}, '
+            row = (rf'"{p["symbol"]}", {p["symbol"]},\s+{features}, {p["ep"]}, {p["hp"]}, '
                    rf'{p["lp"]}, TS_PACK_{p["pack"]}, TS_PACK_{p["pack_a"]}, 4,\s+{requant},'
-                   rf'[^{{]*\{{ NULL, NULL, 0, 0, 0, 0, 0, 0 \}}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC,'
+                   rf'[^{{]*{gemv_row}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC,'
                    rf'\s+{p["sme_pack_a"] or "NULL"}, {p["sme_pack_b"] or "NULL"},'
                    r'\s+\{ \{ NULL, NULL, NULL, 0 \} \},'   # no column tails (gen/ntail.py)
                    r'\s+0, 0, 0, 0 \}')   # no run-time cache facts: SME keeps its blocks (ts_blocks.c)
@@ -274,3 +324,63 @@ def test_pack_nk_and_bias_clamp_on_sme_paths(harness, name):
         # with SME the fp32 GEMM runs its fmopa path (the fused _biasclamp kernel there)
         assert re.search(rf"^mask={ALL} f32=ts_gemm_f32_fmopa_", proc.stdout, re.M), proc.stdout[:500]
         warn_issue_2083(proc.stdout)
+
+
+# N, K for small M on the SME paths: N around the GEMV tiles (32, 42, 84 columns) and the SME
+# tiles of 128..2048 bits (8 .. 256 columns), odd; K odd around the lps (1 .. 16) and deep once
+SME_GEMV_SHAPES = ("1,3", "7,17", "31,9", "33,33", "43,5", "67,9", "85,19", "129,33",
+                   "257,7", "45,2049")
+
+
+def test_small_m_on_sme_paths(folder, harness):
+    """tests/c/drv_api_gemv.c on the SME paths at 128, 512 and 2048 bits, with every feature
+    and without the GEMV kernels' (dotprod, i8mm, bf16: the SME paths without one): M = 1 .. 17
+    on one prepacked B and unpacked, the GEMV kernel's rows equal to the SME tile's (fp32 and
+    bf16 bit for bit; integers exact, checked per call against the reference where QEMU issue
+    2083 makes the tile's differ), one-layout handles, and dispatch on M and N restated: the
+    GEMV kernel for M <= max_m unless its panels over N cost more than the SME tile's
+    (model_main_step)."""
+    _, manifest = folder
+    paths = v92_paths(manifest)
+    masks = [ALL, ALL & ~(FEAT["DOTPROD"] | FEAT["I8MM"] | FEAT["BF16"])]
+    binary = harness("drv_api_gemv")
+
+    def run(svl):
+        return svl, run_gemm(binary, sme_cpu(svl), masks, SME_GEMV_SHAPES)
+
+    with ThreadPoolExecutor(JOBS) as pool:
+        results = list(pool.map(run, (16, 64, 256)))
+    seen = set()
+    for svl, proc in results:
+        assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), \
+            (svl, proc.stdout[-3000:])
+        check_dispatch(proc.stdout, paths, MAX, masks, svl)
+        warn_issue_2083(proc.stdout)
+        mask = None
+        for line in proc.stdout.splitlines():
+            if line.startswith("mask="):
+                mask = int(line.split()[0][5:])
+                continue
+            if not line.startswith("pick "):
+                continue
+            _, label, m, n, symbol = line.split()
+            key = TYPES[label]
+            if key not in SME_SMALL:
+                continue
+            usable = MAX & mask
+            path = next(p for p in paths[key] if p["svl_bytes"] == svl and (
+                p.get("gemv_feature") is None or FEAT[p["gemv_feature"]] & usable))
+            m, n = int(m), int(n)
+            use = False
+            if mask == ALL and path["gemv"] is not None:
+                k = small_kernel(manifest, key)
+                kernel = next(x for x in manifest["sme_kernels"] if x["symbol"] == path["symbol"])
+                main_step = model_main_step(path["instruction"], kernel, k["lp"])
+                use = (m <= k["max_m"] and -(-n // k["hp"]) * k["step_instructions"]
+                       <= -(-n // path["hp"]) * main_step)
+            assert symbol == (small_kernel(manifest, key)["symbol"] if use
+                              else path["symbol"]), (svl, mask, line)
+            seen.add((key, use))
+    # every type with a GEMV kernel ran it somewhere and its SME tile at small M elsewhere
+    assert {k for k, use in seen if use} == set(SME_SMALL)
+    assert {k for k, use in seen if not use} == set(SME_SMALL)

@@ -198,16 +198,31 @@ static inline int sme_path(int gemm_type)
     return k != NULL && strstr(k, "mopa_") != NULL;
 }
 
-/* Sets imopa_s (and says so) from one 2 x 2 x 4 int8 GEMM on the SME path: A rows of 1s and 2s,
- * B of 1s: architecturally C = 4 4 / 8 8; issue 2083: 8 8 -> C[0][1] = 8, row 1 = 0. Leaves
+/* Whether a gemm_type call with M rows and N columns runs an SME outer-product kernel (not
+ * the SME path's NEON GEMV kernel, which small M runs where dispatch picks it: README "SME
+ * kernels"). A handle packed with both layouts runs what the unpacked call runs. */
+static inline int sme_tile_runs(int gemm_type, size_t M, size_t N)
+{
+    const char *k = ts_gemm_kernel_mn(gemm_type, M, N);
+    return k != NULL && strstr(k, "mopa_") != NULL;
+}
+
+/* Sets imopa_s (and says so) from one 5 x 2 x 4 int8 GEMM on the SME tile (5 rows: more than
+ * any GEMV kernel serves, gen/gemv.py SMALL_M_MAX): A rows of 1s, 2s and three of 0s, B of 1s:
+ * architecturally C = 4 4 / 8 8 / 0 0 ...; issue 2083: 8 8 -> C[0][1] = 8, row 1 = 0. Leaves
  * imopa_s 0 when the int8 GEMM has no SME path (the mask or the CPU). */
 static inline void imopa_probe(void)
 {
-    int8_t A[8] = { 1, 1, 1, 1, 2, 2, 2, 2 }, B[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
-    int32_t C[4];
+    int8_t A[20] = { 1, 1, 1, 1, 2, 2, 2, 2 }, B[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+    int32_t C[10];
     imopa_s = 0;
-    if (!sme_path(TS_GEMM_INT8) || ts_gemm_s8s32(2, 2, 4, A, 4, B, 2, C, 2) != TS_OK)
+    if (!sme_tile_runs(TS_GEMM_INT8, 5, 2) || ts_gemm_s8s32(5, 2, 4, A, 4, B, 2, C, 2) != TS_OK)
         return;
+    for (int i = 4; i < 10; ++i)
+        if (C[i] != 0) {
+            printf("FAIL imopa probe: C[%d] = %d, not 0\n", i, C[i]);
+            failures++;
+        }
     if (C[0] == 4 && C[1] == 4 && C[2] == 8 && C[3] == 8)
         return;
     if (C[0] == 4 && C[1] == 8 && C[2] == 0 && C[3] == 0) {

@@ -122,7 +122,7 @@ static void check_result(enum kind k, size_t M, size_t N, size_t K, const void *
     const int fp16_acc = k == F16 && strstr(ts_gemm_kernel(TS_GEMM_F16), "_f16_fmla_") != NULL;
     /* the SME int8 paths under QEMU issue 2083 (drv_api_common.h imopa_probe) */
     const int bugged = imopa_s != 0 && (k == S8 || k == U8S8)
-                       && sme_path(k == S8 ? TS_GEMM_INT8 : TS_GEMM_U8S8);
+                       && sme_tile_runs(k == S8 ? TS_GEMM_INT8 : TS_GEMM_U8S8, M, N);
     for (size_t m = 0; m < M && !bad; ++m)
         for (size_t n = 0; n < N && !bad; ++n) {
             double s = 0, abs_sum = 0;
