@@ -280,15 +280,21 @@ int ts_uzp_mmla_f32(const float *tiles, size_t rows, size_t cols, float *out, si
  * A handle of the right type but another GEMM type (a qdyn handle to ts_gemm_f32_prepacked, an
  * f32 one to ts_gemm_bf16_prepacked) is TS_EINVAL as before.
  * GEMV and small M: when the chosen kernel has a GEMV / small-M kernel (every NEON kernel of
- * the build, see ts_kernels.h *_GEMV; not the SME kernels of ARCH=v92: on an SME core every M
- * runs the SME tile, and its handles hold no GEMV layout), the handle also holds B in that
- * kernel's wider panels, so one
+ * the build, see ts_kernels.h *_GEMV; on an SME core of ARCH=v92 a NEON one beside the SME
+ * tile: fp32 fmla, bf16 bfmmla, int8 smmla, uint8 x int8 sudot — none for fp16 -> fp32, and
+ * none for fp32 at streaming vector lengths of 1024 bits and more, where the SME tile is
+ * modeled faster at every N), the handle also holds B in that kernel's wider panels, so one
  * handle serves M = 1 decode and M = 128 prefill alike: packed B takes twice the memory.
  * A call with M <= the GEMV kernel's max_m (1; 2 for the mmla kernels) runs it unless B is so
- * narrow (small N) that the GEMM tile needs fewer instructions; unpacked calls choose the same
- * way and pack only the layout they run. A context can ask its packers for one layout only
- * (ts_context_set_pack_layouts: half the memory). Both kernels use the same instruction over the same
- * k order: every result, fp32 included, is bit-identical whichever of them runs. */
+ * narrow (small N) that the GEMM tile needs fewer instructions (on an SME path: fewer modeled
+ * cycles, so wide B at large vector lengths keeps the SME tile; README "SME kernels"); unpacked
+ * calls choose the same way and pack only the layout they run. A context can ask its packers
+ * for one layout only (ts_context_set_pack_layouts: half the memory). Both kernels compute each
+ * result with the same operations over the same k order: every result, fp32 included, is
+ * bit-identical whichever of them runs — except that the SME fp32 tile (FMOPA) makes every NaN
+ * result the default NaN, which the fmla GEMV kernel does not (it propagates an input NaN
+ * unless FPCR.DN is set): on an SME path an fp32 NaN result may differ in its bits, never in
+ * being a NaN. */
 typedef struct ts_packed_b ts_packed_b;
 /* Each returns TS_OK and *out, or TS_EINVAL / TS_ENOMEM and leaves *out untouched. */
 int ts_pack_b_f32 (size_t K, size_t N, const float  *B, size_t ldb, ts_packed_b **out);

@@ -8,7 +8,8 @@
  * exactly like fp32 on the (exactly) converted inputs (fmlal: one fused rounding per k, like
  * the fmla fallback); fp16 -> fp16 within drv_api_gemm.c's bound (fp16 accumulation on the
  * fmla .8h path, one final rounding on the fallback).
- * C sits against a guard page; the gap between rows (ldc > N) must stay untouched.
+ * C sits against a guard page; the gap between rows (ldc > N) must stay untouched. NaN
+ * results: check_nans.
  *
  * It also prints, per mask, "pick <type> M N <symbol>" (ts_gemm_kernel_mn) for M = 1 .. 5 and
  * the shapes' N, which the test checks against its own restatement of the rule, and checks
@@ -345,6 +346,41 @@ static void run_shape(enum kind kind, size_t N, size_t K, size_t pad)
     release_all();
 }
 
+/* NaN results (fp32, bf16): row 0 of A and one element of B hold NaNs (a signalling one with
+ * a payload, a quiet negative one); M = 1 .. 3 against the M = 17 call on one handle. The
+ * same bits wherever both kernels propagate NaNs alike; on the SME fp32 path (FMOPA: every
+ * NaN result the default NaN, README "SME kernels") a NaN where the tile has one and the same
+ * bits elsewhere. */
+static void check_nans(enum kind kind)
+{
+    enum { K = 5, N = 67 };
+    static float A[MAX_M * K], B[K * N];
+    static uint32_t full[MAX_M * N], part[3 * N];
+    const uint32_t snan = 0x7fa00001u, qnan = 0xffc12345u;
+    for (size_t i = 0; i < MAX_M * K; ++i) A[i] = (float)(1 + i % 3);
+    for (size_t i = 0; i < K * N; ++i) B[i] = 0.5f;
+    memcpy(&A[2], &snan, 4);
+    memcpy(&B[3 * N + 5], &qnan, 4);
+    ts_packed_b *pb = NULL;
+    CHECK(pack(NULL, kind, K, N, B, N, &pb) == TS_OK, "%s NaN pack", kind_name[kind]);
+    if (pb == NULL) return;
+    const int default_nan = kind == F32 && strstr(ts_packed_kernel(pb), "mopa_") != NULL;
+    CHECK(run(kind, pb, MAX_M, N, K, A, K, B, N, full, N) == TS_OK, "%s NaN M=17", kind_name[kind]);
+    for (size_t M = 1; M <= 3; ++M) {
+        CHECK(run(kind, pb, M, N, K, A, K, B, N, part, N) == TS_OK, "%s NaN M=%zu", kind_name[kind], M);
+        for (size_t i = 0; i < M * N; ++i) {
+            const int nan_t = (full[i] & 0x7fffffffu) > 0x7f800000u;
+            const int nan_p = (part[i] & 0x7fffffffu) > 0x7f800000u;
+            CHECK(default_nan && nan_t ? nan_p : part[i] == full[i],
+                  "%s NaN M=%zu C[%zu][%zu] = %08x, M = 17: %08x (%s)", kind_name[kind], M,
+                  i / N, i % N, part[i], full[i], ts_gemm_kernel_mn(kind_type[kind], M, N));
+        }
+    }
+    CHECK((full[0] & 0x7fffffffu) > 0x7f800000u && (full[N + 5] & 0x7fffffffu) > 0x7f800000u,
+          "%s NaN inputs gave no NaN", kind_name[kind]);
+    ts_packed_free(pb);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) { fprintf(stderr, "usage: %s MASKS N,K...\n", argv[0]); return 2; }
@@ -367,6 +403,8 @@ int main(int argc, char **argv)
             printf(" %s=%s", kind_label[kind], ts_gemm_kernel(kind_type[kind]));
         printf("\n");
         imopa_probe();      /* QEMU issue 2083 on the int8 SME paths (drv_api_common.h) */
+        check_nans(F32);
+        check_nans(BF16);
         for (int i = 2; i < argc; ++i) {
             size_t N, K;
             if (sscanf(argv[i], "%zu,%zu", &N, &K) != 2) { fprintf(stderr, "bad shape\n"); return 2; }
