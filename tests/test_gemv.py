@@ -170,3 +170,27 @@ def test_every_gemv_candidate_builds_and_the_chosen_one_assembles(cpu, tmp_path)
     proc = subprocess.run([GCC, "-march=armv8-a", "-c", *map(str, sources)], cwd=tmp_path,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# ---- small M on the SME paths (gen/sme_gemv.py) --------------------------------------------------
+
+def test_sme_gemv_model_is_the_bench_model():
+    """The dispatch rule's SME-unit figures are bench/sme_model.py's (APPLE_M4), so the rule and
+    the bench's decode figures price the SME tile alike."""
+    from bench.sme_model import APPLE_M4
+    from gen import sme_gemv
+    assert {k: float(v) for k, v in sme_gemv.SME_MOPA_PER_CYCLE.items()} == APPLE_M4.mopa_per_cycle
+    assert float(sme_gemv.SME_LOADS_PER_CYCLE) == APPLE_M4.load_per_cycle
+    assert float(sme_gemv.SME_CORE_IPC) == APPLE_M4.core_ipc
+
+
+def test_sme_main_step_prices_the_tile_per_gemv_k_step():
+    """fp32 2x2 ZA tiles: 4 FMOPAs per k at 1 per cycle (loads: 4 vectors, 1 per cycle) = 4
+    cycles, x IPC 4 = 16 per GEMV k-step of 1 k; int8 1x4: 4 SMOPAs per 4 k at 1/2 per cycle =
+    2 cycles per k, x 8 k (smmla's lp) x 4 = 64; bf16 2x2: 4 BFMOPAs per 2 k at 1/2 = 4 per k,
+    x 4 k x 4 = 64."""
+    from gen.sme_gemv import sme_main_step
+    assert sme_main_step("fmopa_f32", 2, 2, 1) == 16
+    assert sme_main_step("smopa", 1, 4, 8) == 64
+    assert sme_main_step("bfmopa", 2, 2, 4) == 64
+    assert sme_main_step("usmopa", 1, 4, 4) == 32
