@@ -3,10 +3,11 @@ of its SME tile in the GEMV kernel's units for the driver's narrow-B rule.
 
 At M = 1 the SME tile computes tr*S rows of which one is used (fp32 / bf16 2S rows, int8 S:
 at SVL 512 1/32 and 1/16 of every MOPA); a NEON GEMV kernel (gen/gemv.py) uses every MAC.
-An SME core implements the NEON features the kernels below need: FEAT_SME is an Armv9.2
-extension (DDI0616), and Armv9.2 includes Armv8.6, which makes FEAT_DotProd (8.4), FEAT_I8MM
-and FEAT_BF16 (8.6) mandatory (Arm ARM DDI0487, A2.x "Armv8.6 architecture extension"); the
-dispatch table still asks for the feature (an SME path with the GEMV kernel needs TS_FEAT_SME
+An SME core implements the NEON features the kernels below need: FEAT_SME is OPTIONAL from
+Armv9.2 (DDI0616), and Armv9.2 includes Armv8.7, by which FEAT_DotProd (mandatory from 8.4),
+FEAT_I8MM and FEAT_BF16 (from 8.6) are mandatory (Arm ARM DDI0487, the Armv8.x extension
+lists); LLVM's +sme implies +bf16 for the same reason. The dispatch table still asks for the
+feature (an SME path with the GEMV kernel needs TS_FEAT_SME
 and the GEMV kernel's bit, a second one without it needs TS_FEAT_SME alone), so a feature mask
 is obeyed.
 
@@ -36,7 +37,10 @@ k-step is not its instruction count (a MOPA is S*S*k MACs): main_step is the til
 cycles for one GEMV k-step of one column panel (max of MOPAs / MOPA rate and streaming vectors
 loaded / load rate) times the core's instructions per cycle, the GEMV kernel's instructions
 in the same model. The figures are bench/sme_model.py's (APPLE_M4, sources there;
-tests/test_gemv.py checks they are the same).
+tests/test_gemv.py checks they are the same). The SME tile's cost per panel does not grow with
+the SVL while its columns do: wide B keeps the tile at large SVLs (measured: README "SME
+kernels", docs/PERFORMANCE.md "Decode on an SME core"); an SVL at which no N runs the GEMV
+kernel gets none (gen/registry.py sme_dispatch_paths).
 """
 from __future__ import annotations
 

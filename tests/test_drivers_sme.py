@@ -377,7 +377,7 @@ def test_small_m_on_sme_paths(folder, harness):
                 p.get("gemv_feature") is None or FEAT[p["gemv_feature"]] & usable))
             m, n = int(m), int(n)
             use = False
-            if mask == ALL and path["gemv"] is not None:
+            if path["gemv"] is not None:       # the first usable path: the mask is in it
                 k = small_kernel(manifest, key)
                 kernel = next(x for x in manifest["sme_kernels"] if x["symbol"] == path["symbol"])
                 main_step = model_main_step(path["instruction"], kernel, k["lp"])
