@@ -19,6 +19,7 @@ from encoder import FEATURES, rewrite_text
 
 from . import epilogue as ep_mod
 from . import loop
+from . import strip as strip_mod
 from .isa import ARCH_NAMES, INSTRUCTIONS, NUM_VREGS, TYPE_BYTES, signature
 from .loop import C_PTR, LDC, KernelPlanError
 from .naming import kernel_symbol
@@ -328,6 +329,7 @@ def environment() -> jinja2.Environment:
     env = template_environment()
     env.filters["asm"] = asm_line
     env.globals["tile_args_struct"] = ep_mod.c_struct
+    env.globals["strip_struct"] = strip_mod.c_struct
     env.filters["vregs"] = register_ranges
     env.filters["comment"] = lambda text, lead: "\n".join(
         (lead + line).rstrip() for line in text.strip("\n").split("\n"))
@@ -399,6 +401,8 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         fast_write=(ep_mod.fast_write(plan, epilogue, restore_registers(saved, frame))
                     if fast else []),
         store_setup=store_setup,
+        strip=strip_mod.context(plan, epilogue, saved, main, scheduled_body(plan, cpu)),
+        strip_labels=strip_mod.LABELS,
         write=write, copy_out=ep_mod.copy_out(plan, tile_offset, out_bytes),
         streamed=loop.streamed_operand(plan), epilogue=variant,
         out_type=variant.out_type(inst.c_type),
@@ -413,6 +417,7 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         text = rewrite_text(text, features, filename=f"{symbol}.S")
     entry = manifest_entry(plan, symbol, main, text, write + context["acc_setup"])
     entry.update(epilogue=epilogue, out_type=variant.out_type(inst.c_type),
+                 strip=f"{symbol}_strip" if context["strip"] else None,
                  params_cols=ep_mod.params_cols(plan) if variant.family == "requant" else 0)
     return Kernel(symbol, f"{symbol}.S", text, entry)
 

@@ -361,8 +361,8 @@ def _acc_row_blocks(plan: TilePlan) -> int:
     return plan.ep // plan.inst.c_rows_per_reg
 
 
-def offset_loads(plan: TilePlan) -> list[Insn]:
-    """Entry: x11 = args->params, then each column block's offsets straight into row 0's
+def offset_loads(plan: TilePlan, base: str = PARAMS) -> list[Insn]:
+    """Entry: x11 (`base`) = args->params, then each column block's offsets straight into row 0's
     accumulator of that block (row forms); 2x2 tile forms: into every accumulator of the first
     half of the row pairs, the other half copied from them (MOV) after all the loads -- half
     on the load pipes, half on the vector pipes, which both idle there (llvm-mca-19, the 8x8
@@ -370,7 +370,7 @@ def offset_loads(plan: TilePlan) -> list[Insn]:
     8 MOV 6.1 / 5.4 / 17.0; the ZIP form 11.5 / 7.5 / 19.0 with its K_ZERO block)."""
     _offset_check(plan)
     group = EPILOGUES["requant"].group_bytes
-    code = [_i(f"ldr {PARAMS}, [{ARGS_REG}, #{OFF['params']}]", "args->params: column offsets",
+    code = [_i(f"ldr {base}, [{ARGS_REG}, #{OFF['params']}]", "args->params: column offsets",
                "load")]
     rows = _acc_row_blocks(plan) if tiled(plan) else 1
     loaded = -(-rows // 2)
@@ -378,7 +378,7 @@ def offset_loads(plan: TilePlan) -> list[Insn]:
         for j in range(param_blocks(plan)):
             what = f"offsets of {block_columns(plan, j)}" + (
                 f", rows {2 * r}-{2 * r + 1}" if tiled(plan) else "")
-            code.append(Insn(f"ldr q{plan.c_reg_for(r, j)}, [{PARAMS}, #{group * j}]", "load",
+            code.append(Insn(f"ldr q{plan.c_reg_for(r, j)}, [{base}, #{group * j}]", "load",
                              comment=what, defs=(f"v{plan.c_reg_for(r, j)}",)))
     for r in range(loaded, rows):
         for j in range(param_blocks(plan)):

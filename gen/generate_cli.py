@@ -47,7 +47,7 @@ REGISTER_BUDGET = 32
 # What a raw kernel's manifest entry lists per epilogue variant (entry "variants"); everything
 # else (tile, layouts, types in) is the raw kernel's.
 VARIANT_KEYS = ("epilogue", "symbol", "file", "out_type", "vregs_used", "gpregs_used",
-                "callee_saved_used", "params_cols")
+                "callee_saved_used", "params_cols", "strip")
 
 
 class UsageError(ValueError):

@@ -321,6 +321,9 @@ def _path_fields(t: GemmType, p, kernel: dict, feature, ep: int, hp: int, **fiel
                 ep=ep, hp=hp, lp=int(kernel["lp"]), feature=feature_macro(feature),
                 fused=next((v["symbol"] for v in kernel.get("variants", [])
                             if v["epilogue"] == fused_epilogue(t)), None),
+                # the fused kernel's strip entry (gen.strip; None: none)
+                strip=next((v.get("strip") for v in kernel.get("variants", [])
+                            if v["epilogue"] == fused_epilogue(t)), None),
                 # columns per 64-byte block of the fused requant epilogue's parameters
                 # (gen.epilogue.params_cols: 4, 2 for the MMLA tiles; SME's: 4)
                 params_cols=next((v.get("params_cols") or 4 for v in kernel.get("variants", [])

@@ -211,7 +211,7 @@ def test_v92_dispatch_table_has_an_sme_path_per_svl_in_front(folder):
                    rf'[^{{]*{gemv_row}, {p["svl_bytes"]},\s+NULL, TS_CORE_GENERIC,'
                    rf'\s+{p["sme_pack_a"] or "NULL"}, {p["sme_pack_b"] or "NULL"},'
                    r'\s+\{ \{ NULL, NULL, NULL, 0 \} \},'   # no column tails (gen/ntail.py)
-                   r'\s+0, 0, 0, 0 \}')   # no run-time cache facts: SME keeps its blocks (ts_blocks.c)
+                   r'\s+0, 0, 0, 0,\s+NULL \}')   # no run-time cache facts: SME keeps its blocks (ts_blocks.c)
             assert re.search(row, dispatch), row
             # the streaming packers (gen/sme_pack.py): copies, and bf16 rounded from fp32
             assert (p["sme_pack_a"], p["sme_pack_b"]) == STREAMING_PACKERS[t.key]

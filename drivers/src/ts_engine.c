@@ -720,7 +720,13 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
                     params = params != NULL ? fused_params(c, j) : NULL;
                 }
                 args.params = params;
-                if (r->acc == NULL)
+                if (r->acc == NULL && kernel == path->fused && path->strip != NULL) {
+                    /* the fused kernel's strip entry: the column's tiles in one call */
+                    const struct ts_strip strip = {fc - ib, down ? -a_step : a_step, 0,
+                                                   down ? -row_step : row_step, 0};
+                    path->strip(down ? a_hi : block, b, steps, down ? d_hi : d_lo, r->dst_ld,
+                                &args, &strip);
+                } else if (r->acc == NULL)
                     run_full_column(kernel, down ? a_hi : block, down ? -a_step : a_step,
                                     fc - ib, b, steps, down ? d_hi : d_lo, r->dst_ld,
                                     down ? -row_step : row_step, &args);

@@ -1,7 +1,7 @@
 /* ts_epilogue_internal.h — what the drivers hand a contract-v2 kernel (README "Micro-kernel
  * ABI"): the argument block and the fused epilogues' column parameters. Not public API.
  * Plain C99. ts_kernels.h declares the same block as ts_tile_args (gen/epilogue.py
- * ARGS_FIELDS); a file includes one or the other. */
+ * ARGS_FIELDS); a file includes one or the other (the same for ts_strip). */
 #ifndef TS_EPILOGUE_INTERNAL_H
 #define TS_EPILOGUE_INTERNAL_H
 
@@ -25,6 +25,16 @@ struct ts_tile_args {
     int32_t c_zero_point;       /* 44 */
     int32_t act_min, act_max;   /* 48, 52 */
     float clamp_min, clamp_max; /* 56, 60: biasclamp */
+};
+
+/* A strip entry call's tiles (README "Micro-kernel ABI", strips; ts_kernels.h ts_strip, the
+ * same layout: gen/strip.py STRIP_FIELDS): tile t on A + t a_step, B + t b_step, C + t c_step
+ * and column parameters args->params + t params_step, bytes. */
+struct ts_strip {
+    size_t tiles;               /*  0: >= 1 */
+    ptrdiff_t a_step, b_step;   /*  8, 16 */
+    ptrdiff_t c_step;           /* 24 */
+    ptrdiff_t params_step;      /* 32 */
 };
 
 /* Bytes of requant column parameters per block (README "Micro-kernel ABI": offset,

@@ -37,6 +37,10 @@ static inline void *ts_region(void *block, size_t offset)
 struct ts_tile_args;   /* ts_kernels.h; NULL = full tile, overwrite, raw */
 typedef void (*ts_kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps,
                               void *c, size_t ldc_bytes, const struct ts_tile_args *args);
+struct ts_strip;       /* ts_kernels.h: the tiles of a strip entry call and their steps */
+typedef void (*ts_strip_fn)(const void *a_packed, const void *b_packed, size_t ksteps,
+                            void *c, size_t ldc_bytes, const struct ts_tile_args *args,
+                            const struct ts_strip *strip);
 
 /* ---- kernel paths and dispatch (cpu.c; the tables are generated: ts_dispatch.c) ------------ */
 
@@ -182,6 +186,8 @@ typedef struct {
     size_t block_l1, block_l2;
     unsigned block_elem;
     int kw_from_l2;
+    ts_strip_fn strip;         /* fused's strip entry (README "Micro-kernel ABI", strips: its
+                                  tiles in one call), or NULL */
 } ts_path;
 
 /* The Arm cores run-time detection knows (generated: ts_dispatch.c, from gen/cores.py
