@@ -1048,6 +1048,15 @@ static inline unsigned char *next_group(group_cursor *c)
     return at;
 }
 
+/* Group gi's k-step 0 when a panel holds `per_panel` groups (a constant where it is inlined:
+ * a shift or a multiplication, no branch): what next_group returns for the gi-th group. */
+static TS_ALWAYS_INLINE unsigned char *group_at(const ts_packed_b *b, size_t gi, size_t per_panel,
+                                                size_t group_bytes)
+{
+    return (unsigned char *)b->data + gi / per_panel * b->panel_bytes
+           + gi % per_panel * group_bytes;
+}
+
 /* lp (4 or 8) rows of `cols` (16, 8 or 4) int8 columns from src (row stride ld), zeros past
  * cols. */
 static TS_ALWAYS_INLINE void load_s8_rows(int8x16_t r[8], const int8_t *src, size_t ld, size_t lp,
@@ -1156,9 +1165,14 @@ static TS_ALWAYS_INLINE void transpose_s8_16(const int8_t *p, size_t ld, size_t 
     }
 }
 
-/* The whole k-steps of the first `groups` groups, int8 with lp 4 or 8. */
+/* The whole k-steps of the first `groups` groups, int8 with lp 4 or 8; `pairs`: panels of
+ * two groups (hp 8, the mmla tiles), whose four group pointers per 16 columns are computed
+ * (group_at) instead of walked by the cursor, whose test per group cost as much as the
+ * transposes on the bench's Cortex-A510 model (smmla 8x8, GEMM 512^3: 58 K of the 130 K
+ * cycles of pack_b_transposed). */
 static TS_ALWAYS_INLINE void pack_b_groups_s8(const ts_packed_b *b, const int8_t *B,
-                                                  size_t ldb, size_t groups, size_t lp)
+                                                  size_t ldb, size_t groups, size_t lp,
+                                                  int pairs)
 {
     const size_t kstep_bytes = b->path->hp * lp;
     for (size_t s = 0; s < b->K / lp; ++s) {
@@ -1168,8 +1182,16 @@ static TS_ALWAYS_INLINE void pack_b_groups_s8(const ts_packed_b *b, const int8_t
             const size_t cols = groups - g >= 4 ? 16 : 4 * (groups - g);
             unsigned char *dst[4];
             int8x16_t r[8];
-            for (size_t i = 0; i < cols / 4; ++i)
-                dst[i] = next_group(&cursor);
+            if (pairs && cols == 16) {
+                /* groups g .. g+3: panels g/2 and g/2 + 1, two groups each */
+                dst[0] = (unsigned char *)b->data + g / 2 * b->panel_bytes;
+                dst[1] = dst[0] + 4 * lp;
+                dst[2] = dst[0] + b->panel_bytes;
+                dst[3] = dst[2] + 4 * lp;
+            } else {
+                for (size_t i = 0; i < cols / 4; ++i)
+                    dst[i] = pairs ? group_at(b, g + i, 2, 4 * lp) : next_group(&cursor);
+            }
             if (cols == 16) {
                 transpose_s8_16(rows + 4 * g, ldb, lp, dst, s * kstep_bytes);
             } else {            /* the last 4, 8 or 12 columns: 8 and/or 4 at a time */
@@ -1319,10 +1341,12 @@ static size_t pack_b_transposed(const ts_packed_b *b, const void *B, size_t ldb)
     const size_t full_panels = b->N / path->hp, groups = full_panels * path->hp / 4;
     if (path->hp % 4 != 0 || full_panels == 0)
         return 0;
-    if (path->pack == TS_PACK_S8 && path->lp == 8)
-        pack_b_groups_s8(b, (const int8_t *)B, ldb, groups, 8);
+    if (path->pack == TS_PACK_S8 && path->lp == 8 && path->hp == 8)   /* the mmla panels */
+        pack_b_groups_s8(b, (const int8_t *)B, ldb, groups, 8, 1);
+    else if (path->pack == TS_PACK_S8 && path->lp == 8)
+        pack_b_groups_s8(b, (const int8_t *)B, ldb, groups, 8, 0);
     else if (path->pack == TS_PACK_S8 && path->lp == 4)
-        pack_b_groups_s8(b, (const int8_t *)B, ldb, groups, 4);
+        pack_b_groups_s8(b, (const int8_t *)B, ldb, groups, 4, 0);
     else if (path->pack == TS_PACK_BF16 && path->lp == 4)
         pack_b_groups_bf16(b, (const float *)B, ldb, groups);
     else if (path->pack == TS_PACK_BF16 && path->lp == 2)
