@@ -1871,6 +1871,24 @@ static void column_sums_s8_x16(int32_t *sums, const int8_t *B, size_t rows, size
 {
     int16x8_t lo = vdupq_n_s16(0), hi = vdupq_n_s16(0);
     size_t k = 0;
+    /* 8 rows per step, loads first, one addition into each sum: on an in-order core the
+     * additions of the first rows run while the last loads arrive (the bench's Cortex-A510
+     * model, GEMM 512^3 int8: 14.0 cycles per 4 rows -> see docs/PERFORMANCE.md) */
+    for (; k + 8 <= rows; k += 8) {
+        const int8_t *p = B + k * k_stride;
+        const int8x16_t a = vld1q_s8(p), b = vld1q_s8(p + k_stride);
+        const int8x16_t c = vld1q_s8(p + 2 * k_stride), d = vld1q_s8(p + 3 * k_stride);
+        const int8x16_t e = vld1q_s8(p + 4 * k_stride), f = vld1q_s8(p + 5 * k_stride);
+        const int8x16_t g = vld1q_s8(p + 6 * k_stride), h = vld1q_s8(p + 7 * k_stride);
+        const int16x8_t lo4 = vaddq_s16(vaddl_s8(vget_low_s8(a), vget_low_s8(b)),
+                                        vaddl_s8(vget_low_s8(c), vget_low_s8(d)));
+        const int16x8_t hi4 = vaddq_s16(vaddl_high_s8(a, b), vaddl_high_s8(c, d));
+        const int16x8_t lo8 = vaddq_s16(vaddl_s8(vget_low_s8(e), vget_low_s8(f)),
+                                        vaddl_s8(vget_low_s8(g), vget_low_s8(h)));
+        const int16x8_t hi8 = vaddq_s16(vaddl_high_s8(e, f), vaddl_high_s8(g, h));
+        lo = vaddq_s16(lo, vaddq_s16(lo4, lo8));
+        hi = vaddq_s16(hi, vaddq_s16(hi4, hi8));
+    }
     /* 4 rows per step, loads first, one addition into each sum: the bench's Cortex-A510
      * model 9.0 -> 7.0 cycles per 2 rows, Neoverse V1 2.1 -> 1.1 (N2 the same 2.1: its two
      * vector pipes run the same operations) */
