@@ -50,11 +50,17 @@ def params_cols(kernel: dict, symbol: str) -> int:
     return int(entry.get("params_cols") or 0)
 
 
+def strip_of(kernel: dict, symbol: str) -> str | None:
+    """The strip entry of `symbol` (gen/strip.py; manifest variant "strip"), or None."""
+    entry = next((v for v in kernel.get("variants", []) if v["symbol"] == symbol), kernel)
+    return entry.get("strip")
+
+
 def kernel_table(manifest: dict) -> str:
     """kernel_table.h for tests/c/kernel_harness.c: every kernel of the manifest."""
     rows = [f'    {{"{sym}", {sym}, "{k["a_type"]}", "{k["b_type"]}", '
             f'"{k["c_type"]}", {k["ep"]}, {k["hp"]}, {k["lp"]}, "{epi}", {k["symbol"]}, '
-            f'{params_cols(k, sym)}}},'
+            f'{params_cols(k, sym)}, {strip_of(k, sym) or "NULL"}}},'
             for k, epi, sym, _ in all_kernels(manifest)]
     p = manifest["prefix"]
     return (f'#include "{p}kernels.h"\n'
@@ -67,6 +73,7 @@ def prefix_header(manifest: dict) -> str:
     p = manifest["prefix"]
     return (f'#include "{p}kernels.h"\n'
             f"typedef {p}tile_args h_tile_args;\n"
+            f"typedef {p}strip h_strip;\n"
             f'#define H_REQUANT_C "{p}requant.c"\n'
             f"#define H_QUANT {p}quant\n"
             f"#define H_ROUND_SINGLE {p.upper()}ROUND_SINGLE\n"

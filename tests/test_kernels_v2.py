@@ -83,3 +83,31 @@ def test_every_variant_matches_reference(harness, arch, cpu):
               for symbol, proc in results
               if proc.returncode or not proc.stdout.strip().endswith(f"ok v2 {symbol}: 0 failure(s)")]
     assert not failed, "\n".join(failed)
+
+
+# k-step counts of the strip check: the zero tile (the strip calls the tile entry), the
+# single-step loop alone, one main-loop iteration and a remainder, the peeled last iteration
+# (8 k-steps per iteration: 16, 64), several iterations and a remainder.
+STRIP_KSTEPS = (0, 1, 5, 9, 12, 16, 31, 64)
+
+
+@pytest.mark.parametrize("arch,cpu", [("v8", GENERIC), ("v82", GENERIC), ("v86", GENERIC),
+                                      ("v86", "cortex-a510")])
+def test_strip_entries_match_the_tile_entry(harness, arch, cpu):
+    """Every strip entry (gen/strip.py) against one tile entry call per tile, byte for byte
+    (tests/c/kernel_harness_v2.h run_strip: columns, rows, negative steps, no tile; fast path
+    and the per-tile fallback), callee-saved registers checked."""
+    binary, manifest = harness(arch, cpu)
+    kernels = {sym: k for k, _, sym, _ in kernel_build.all_kernels(manifest)
+               if kernel_build.strip_of(k, sym)}
+    assert kernels, "no strip entry in the build"
+
+    def run(symbol):
+        return symbol, run_qemu(binary, "-strip", symbol, *STRIP_KSTEPS,
+                                cpu=qemu_cpu(BUILDS[arch, cpu], kernels[symbol]), check=False)
+    with ThreadPoolExecutor(JOBS) as pool:
+        results = list(pool.map(run, kernels))
+    failed = [f"{symbol}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-500:]}"
+              for symbol, proc in results
+              if proc.returncode or not proc.stdout.strip().endswith(f"ok strip {symbol}: 0 failure(s)")]
+    assert not failed, "\n".join(failed)

@@ -27,6 +27,8 @@
 
 typedef void (*kernel_fn)(const void *a_packed, const void *b_packed, size_t ksteps, void *c,
                           size_t ldc_bytes, const h_tile_args *args);
+typedef void (*strip_fn)(const void *a_packed, const void *b_packed, size_t ksteps, void *c,
+                         size_t ldc_bytes, const h_tile_args *args, const h_strip *strip);
 typedef struct {
     const char *name;
     kernel_fn fn;
@@ -36,12 +38,16 @@ typedef struct {
     kernel_fn raw;            /* the raw kernel of the same tile (fn itself for raw) */
     int params_cols;          /* requant: columns per 64-byte parameter block (4, or 2 for the
                                  MMLA 2x2 tiles); 0 otherwise */
+    strip_fn strip;           /* its strip entry (README "Micro-kernel ABI", strips), or NULL */
 } kernel_info;
 
 /* Returns 0 when the callee-saved state survived the kernel call, else a bit mask:
  * bits 0-9 x19-x28, 10-17 d8-d15, 18 x18, 19 sp. */
 unsigned call_checked(kernel_fn fn, const void *a, const void *b, size_t ksteps, void *c,
                       size_t ldc_bytes, const h_tile_args *args);
+/* the same check for a strip entry (its seventh argument passed on) */
+unsigned call_checked_strip(strip_fn fn, const void *a, const void *b, size_t ksteps, void *c,
+                            size_t ldc_bytes, const h_tile_args *args, const h_strip *strip);
 
 #include "kernel_table.h"
 
@@ -264,6 +270,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 4 && !strcmp(argv[1], "-v2"))
         return main_v2(argc - 1, argv + 1);
+    if (argc >= 4 && !strcmp(argv[1], "-strip"))
+        return main_strip(argc - 1, argv + 1);
     if (argc < 3) {
         fprintf(stderr, "usage: %s [-v2] SYMBOL KSTEPS...\n", argv[0]);
         return 2;

@@ -5,7 +5,9 @@
  *
  *   unsigned call_checked(kernel_fn fn, const void *a, const void *b, size_t ksteps, void *c,
  *                         size_t ldc_bytes, const void *args);
- *   returns a bit mask: bits 0-9 x19-x28, 10-17 d8-d15, 18 x18, 19 sp; 0 = all preserved. */
+ *   returns a bit mask: bits 0-9 x19-x28, 10-17 d8-d15, 18 x18, 19 sp; 0 = all preserved.
+ *   call_checked_strip: the same code, x7 passed on as the kernel's seventh argument (x6): the
+ *   strip entries (README "Micro-kernel ABI", strips). */
 #include <stdint.h>
 
 /* 19 distinct 64-bit patterns: x19..x28, d8..d15, x18. */
@@ -28,14 +30,16 @@ const uint64_t ts_reg_patterns[19] = {
 
 __asm__(
     ".text\n\t.p2align 2\n\t.globl call_checked\n\t.type call_checked, %function\n"
-    "call_checked:\n\t"
+    ".globl call_checked_strip\n\t.type call_checked_strip, %function\n"
+    "call_checked:\n"
+    "call_checked_strip:\n\t"
     "stp x29, x30, [sp, #-176]!\n\t"
     "mov x29, sp\n\t"
     "stp x19, x20, [sp, #16]\n\tstp x21, x22, [sp, #32]\n\tstp x23, x24, [sp, #48]\n\t"
     "stp x25, x26, [sp, #64]\n\tstp x27, x28, [sp, #80]\n\t"
     "stp d8, d9, [sp, #96]\n\tstp d10, d11, [sp, #112]\n\tstp d12, d13, [sp, #128]\n\t"
     "stp d14, d15, [sp, #144]\n\tstr x18, [sp, #160]\n\t"
-    "mov x9, x0\n\tmov x0, x1\n\tmov x1, x2\n\tmov x2, x3\n\tmov x3, x4\n\tmov x4, x5\n\tmov x5, x6\n\t"
+    "mov x9, x0\n\tmov x0, x1\n\tmov x1, x2\n\tmov x2, x3\n\tmov x3, x4\n\tmov x4, x5\n\tmov x5, x6\n\tmov x6, x7\n\t"
     LOAD_PATTERNS
     "ldp x19, x20, [x10, #0]\n\tldp x21, x22, [x10, #16]\n\tldp x23, x24, [x10, #32]\n\t"
     "ldp x25, x26, [x10, #48]\n\tldp x27, x28, [x10, #64]\n\t"

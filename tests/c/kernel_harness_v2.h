@@ -454,3 +454,131 @@ static int main_v2(int argc, char **argv)
     printf("%s v2 %s: %d failure(s)\n", failures ? "FAIL" : "ok", k->name, failures);
     return failures != 0;
 }
+
+/* ---- strip entries (README "Micro-kernel ABI", strips) --------------------------------------
+ * <kernel>_strip(a, b, ksteps, c, ldc, args, strip) must give, byte for byte, what one tile
+ * entry call per tile gives (the tile entry itself is checked against the scalar reference by
+ * run_v2): T tiles stepping A and C (a column of tiles, as the engine runs them), B, C and the
+ * column parameters (a row), every step negative (the last tile first), no tile; on the fast
+ * path (full tiles, rounding 2, no clamp, no acc) and off it (each other rounding, a clamp,
+ * partial tiles, an acc tile: the strip calls the tile entry per tile). Bytes of C between and
+ * around the tiles keep their sentinel; callee-saved registers survive. */
+#define STRIP_TILES 3
+
+static int run_strip(const kernel_info *k, size_t ksteps)
+{
+    const size_t ep = (size_t)k->ep, hp = (size_t)k->hp, lp = (size_t)k->lp;
+    const int u8 = !strcmp(k->epilogue, "requant_u8");
+    const enum elem ea = elem_of(k->a_type), eb = elem_of(k->b_type);
+    const size_t a_panel = ksteps * ep * lp * elem_bytes(ea);              /* bytes */
+    const size_t b_panel = ksteps * hp * lp * elem_bytes(eb);
+    const size_t gap = 64;                  /* between panels: strides are not panel sizes */
+    const size_t blocks = (hp + (size_t)k->params_cols - 1) / (size_t)k->params_cols;
+    const size_t pbytes = blocks * 64;
+    int failures = 0;
+    unsigned char *a = malloc(STRIP_TILES * (a_panel + gap) + 1);
+    unsigned char *b = malloc(STRIP_TILES * (b_panel + gap) + 1);
+    unsigned char *params = malloc(STRIP_TILES * (pbytes + gap));
+    int32_t *acc = malloc(ep * hp * sizeof(int32_t));
+    fill(a, STRIP_TILES * (a_panel + gap) / elem_bytes(ea), ea);
+    fill(b, STRIP_TILES * (b_panel + gap) / elem_bytes(eb), eb);
+    for (size_t i = 0; i < ep * hp; i++)
+        acc[i] = v2_rand_range(-(1 << 20), 1 << 20);
+    v2_columns cols[2];
+    v2_make_columns(&cols[0], hp, 24, 0);
+    v2_make_columns(&cols[1], hp, 24, 1);
+    const int32_t out_min = u8 ? 0 : -128, out_max = u8 ? 255 : 127;
+    /* cases: 0-1 fast (per-tensor, per-channel), 2 double rounding, 3 single, 4 a clamp,
+     * 5 partial tile, 6 acc tile */
+    for (int cfg = 0; cfg < 7; cfg++)
+    for (int shape = 0; shape < 4; shape++) {
+        H_QUANT q;
+        memset(&q, 0, sizeof q);
+        const v2_columns *cv = &cols[cfg != 2 && cfg != 3];
+        q.rounding = cfg == 3 ? H_ROUND_SINGLE : H_ROUND_DOUBLE;
+        q.per_channel = cfg != 0;
+        q.bias = cv->has_bias ? cv->bias : NULL;
+        q.multiplier = cv->multiplier;
+        q.shift = cv->shift;
+        q.c_zero_point = v2_rand_range(out_min, out_max);
+        q.act_min = cfg == 4 ? out_min + 3 : out_min;
+        q.act_max = cfg == 4 ? out_max - 5 : out_max;
+        const int rounding_arg = cfg == 2 ? 0 : cfg == 3 ? 1 : 2;
+        for (size_t t = 0; t < STRIP_TILES; t++) {  /* each tile's parameters its own */
+            v2_pack_requant(params + t * (pbytes + gap), hp, (size_t)k->params_cols, &q,
+                            cv->col_offset, rounding_arg);
+            int32_t *w = (int32_t *)(void *)(params + t * (pbytes + gap));
+            w[0] += (int32_t)t * 977;               /* an offset of tile t's own */
+        }
+        /* shape 0: a column (A and C step), 1: a row (B, C and params step), 2: the column
+         * last tile first, 3: no tile */
+        const size_t tiles = shape == 3 ? 0 : STRIP_TILES;
+        const size_t ldc = shape == 1 ? STRIP_TILES * hp + 5 : hp + 3;     /* int8 C */
+        const size_t c_len = (shape == 1 ? ep : STRIP_TILES * ep) * ldc;
+        ptrdiff_t a_step = 0, b_step = 0, c_step = 0, p_step = 0;
+        size_t a0 = 0, c0 = 0;
+        if (shape == 1) {
+            b_step = (ptrdiff_t)(b_panel + gap);
+            c_step = (ptrdiff_t)hp;
+            p_step = (ptrdiff_t)(pbytes + gap);
+        } else {
+            a_step = (ptrdiff_t)(a_panel + gap);
+            c_step = (ptrdiff_t)(ep * ldc);
+            if (shape == 2) {
+                a0 = (STRIP_TILES - 1) * (a_panel + gap);
+                c0 = (STRIP_TILES - 1) * ep * ldc;
+                a_step = -a_step;
+                c_step = -c_step;
+            }
+        }
+        unsigned char *got = malloc(c_len), *want = malloc(c_len);
+        memset(got, V2_SENTINEL, c_len);
+        memset(want, V2_SENTINEL, c_len);
+        h_tile_args args = {cfg == 5 ? ep - 1 : ep, cfg == 5 ? hp - 1 : hp,
+                            cfg == 6 ? acc : NULL, hp * 4, params, rounding_arg,
+                            q.c_zero_point, q.act_min, q.act_max, 0, 0};
+        for (size_t t = 0; t < tiles; t++) {
+            h_tile_args one = args;
+            one.params = params + (ptrdiff_t)t * p_step;
+            k->fn(a + a0 + (ptrdiff_t)t * a_step, b + (ptrdiff_t)t * b_step, ksteps,
+                  want + c0 + (ptrdiff_t)t * c_step, ldc, &one);
+        }
+        const h_strip strip = {tiles, a_step, b_step, c_step, p_step};
+        unsigned regs = call_checked_strip(k->strip, a + a0, b, ksteps, got + c0, ldc, &args,
+                                           &strip);
+        if (regs && failures++ < 8)
+            printf("FAIL %s_strip ksteps=%zu cfg=%d shape=%d: callee-saved state clobbered, "
+                   "mask 0x%x\n", k->name, ksteps, cfg, shape, regs);
+        for (size_t i = 0; i < c_len; i++)
+            if (got[i] != want[i] && failures++ < 8)
+                printf("FAIL %s_strip ksteps=%zu cfg=%d shape=%d: C byte %zu (row %zu, column "
+                       "%zu) = 0x%02x, the tile entry's 0x%02x\n", k->name, ksteps, cfg, shape,
+                       i, i / ldc, i % ldc, got[i], want[i]);
+        free(got);
+        free(want);
+    }
+    free(a);
+    free(b);
+    free(params);
+    free(acc);
+    return failures;
+}
+
+static int main_strip(int argc, char **argv)
+{
+    const kernel_info *k = NULL;
+    for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++)
+        if (!strcmp(KERNELS[i].name, argv[1])) k = &KERNELS[i];
+    if (!k || !k->strip) {
+        fprintf(stderr, "no kernel %s with a strip entry in this harness\n", argv[1]);
+        return 2;
+    }
+    int failures = 0;
+    for (int i = 2; i < argc; i++) {
+        size_t ksteps = (size_t)strtoul(argv[i], NULL, 10);
+        ts_test_rng = seed_of(k->name, ksteps) ^ 0x5171;
+        failures += run_strip(k, ksteps);
+    }
+    printf("%s strip %s: %d failure(s)\n", failures ? "FAIL" : "ok", k->name, failures);
+    return failures != 0;
+}
