@@ -46,7 +46,7 @@ STRIP_FIELDS = (
 SOFF = {name: offset for name, offset, _, _ in STRIP_FIELDS}
 
 # Labels (templates/kernel.S.j2 defines each as a local label per object format).
-LABELS = ("KS_TILE", "KS_LOOP", "KS_REMAINDER", "KS_SINGLE_START", "KS_SINGLE", "KS_LAST_STEP",
+LABELS = ("KP_TILE", "KP_LOOP", "KS_TILE", "KS_LOOP", "KS_REMAINDER", "KS_SINGLE_START", "KS_SINGLE", "KS_LAST_STEP",
           "KS_STORE", "KS_EACH", "KS_EACH_TILE", "KS_RETURN")
 RELABEL = {"K_LOOP": "KS_LOOP", "K_SINGLE": "KS_SINGLE"}
 
@@ -62,19 +62,19 @@ def frame_layout(saved_d: list[str]) -> dict[str, int]:
     d_bytes = -(-8 * len(saved_d) // 16) * 16
     x = d_bytes
     args = x + 8 * len(SAVED_X)
-    return dict(x=x, args=args, ksteps=args + 8, zp=args + 16, copy=args + 32,
+    return dict(x=x, args=args, ksteps=args + 8, zp=args + 16, kmain=args + 24, copy=args + 32,
                 frame=args + 32 + ep_mod.ARGS_BYTES)
 
 
-def relabel(code: list[Insn]) -> list[Insn]:
+def relabel(code: list[Insn], prefix: str = "KS_") -> list[Insn]:
     """The tile entry's k-loop code with the strip's labels (K_LOOP -> KS_LOOP, ...)."""
     def sub(text: str) -> str:
-        return re.sub(r"\b(K_LOOP|K_SINGLE)\b", lambda m: RELABEL[m.group(1)], text)
+        return re.sub(r"\bK_(LOOP|SINGLE)\b", lambda m: prefix + m.group(1), text)
     return [Insn(sub(i.text), i.kind, comment=i.comment, defs=i.defs, uses=i.uses)
             if i.kind == "branch" else i for i in code]
 
 
-def entry(plan, epilogue: str, saved_d: list[str], unroll: int) -> list[Insn]:
+def entry(plan, epilogue: str, saved_d: list[str]) -> list[Insn]:
     """Open the frame, save, read the descriptor and the argument block, test once whether the
     fast path serves every tile (else KS_EACH)."""
     f = frame_layout(saved_d)
@@ -134,16 +134,48 @@ def tile(plan, epilogue: str, main: loop.MainLoop, f: dict) -> dict[str, list[In
         _i(f"mov x3, {C_BASE}", "C of the tile"),
         _i(f"ldr {ep_mod.ZP_REG}, [sp, #{f['zp']}]", "zero point", "load"),
     ]
-    step = [
+    return dict(start=start + offsets + spread, setup=setup,
+                write=ep_mod.fast_write(plan, epilogue), step=next_tile("KS_TILE"))
+
+
+def next_tile(label: str) -> list[Insn]:
+    """Step A, B, C and the column parameters; back to `label` while tiles are left."""
+    return [
         _i(f"subs {TILES}, {TILES}, #1", "one tile done"),
         _i(f"add {A_BASE}, {A_BASE}, {A_STEP}", "next tile: A"),
         _i(f"add {B_BASE}, {B_BASE}, {B_STEP}", "B"),
         _i(f"add {C_BASE}, {C_BASE}, {C_STEP}", "C"),
         _i(f"add {PARAMS_NOW}, {PARAMS_NOW}, {PARAMS_STEP}", "column parameters"),
-        _i("b.ne KS_TILE", "next tile", "branch"),
+        _i(f"b.ne {label}", "next tile", "branch"),
     ]
-    return dict(start=start + offsets + spread, setup=setup,
-                write=ep_mod.fast_write(plan, epilogue), step=step)
+
+
+def peeled(plan, main: loop.MainLoop, pieces: dict, f: dict) -> list[Insn]:
+    """The fast path's tiles when ksteps - 1 is at least one main-loop iteration and leaves
+    the peeled last iteration (gen.loop loop_tail: K a multiple of unroll k-steps, e.g.
+    K = 512 for the 8-k-step mmla loops): tested once, so each tile runs without the tile
+    entry's loop-shape tests (its subs / cmp / b.lo before the loop, add / cmp / b.ne after
+    it). Empty when unroll is not a power of two (the test is an AND)."""
+    unroll = main.unroll
+    if unroll & (unroll - 1):
+        return []
+    start = [insn for insn in pieces["start"] if not insn.text.startswith("ldr x2,")]
+    return [
+        _i("sub x2, x2, #1", "k-steps after the loaded one"),
+        _i(f"and x7, x2, #{unroll - 1}"),
+        _i(f"cmp x7, #{unroll - 1}", "EQ: the last iteration is the peeled one"),
+        _i(f"ccmp x2, #{unroll}, #0, eq", "HS: ... after at least one iteration"),
+        _i("b.lo KS_TILE", "else the tiles with the loop-shape tests", "branch"),
+        _i(f"sub x2, x2, #{unroll}", "the main loop's count at its start"),
+        _i(f"str x2, [sp, #{f['kmain']}]", "for every tile", "store"),
+        _i("KP_TILE:", kind="label"),
+        _i(f"ldr x2, [sp, #{f['kmain']}]", "the main loop's count", "load"),
+        *start, *loop.preload(plan), *loop.pointer_setup(plan, main),
+        _i("KP_LOOP:", kind="label"),
+        *relabel(main.body, "KP_"), *loop.loop_tail(main),
+        *pieces["setup"], *pieces["write"], *next_tile("KP_TILE"),
+        _i("b KS_RETURN", kind="branch"),
+    ]
 
 
 def each(saved_d: list[str]) -> list[Insn]:
@@ -193,8 +225,9 @@ def context(plan, epilogue: str, saved_d: list[str], main: loop.MainLoop,
     if not ep_mod.has_fast_path(epilogue):
         return None
     f = frame_layout(saved_d)
-    return dict(entry=entry(plan, epilogue, saved_d, main.unroll),
-                **tile(plan, epilogue, main, f),
+    pieces = tile(plan, epilogue, main, f)
+    return dict(entry=entry(plan, epilogue, saved_d),
+                peeled=peeled(plan, main, pieces, f), **pieces,
                 main_body=relabel(main.body), single=relabel(single),
                 each=each(saved_d), exit=exit_code(saved_d))
 
