@@ -15,9 +15,10 @@ A strip the fast path does not serve (a partial tile, rounding 0 or 1, a clamp, 
 K = 0) runs the tile entry once per tile (`bl`), with a copy of the argument block whose
 params steps: the same results, at the tile entry's speed.
 
-Modeled (llvm-mca-19, the 8x8 smmla requant kernel, K = 512): the tile entry's entry block
-(frame, saves, arguments, column offsets, 26 instructions) and k-step 0 cost 24.0 cycles per
-tile on Cortex-A510; the strip's column offsets and k-step 0, 13.0 (N2 9.4 -> 5.4).
+Modeled (`python3 -m bench --only gemm512-s8`, the 8x8 smmla requant kernel, K = 512): the tile
+entry's entry block (frame, saves, arguments, column offsets) and k-step 0 cost 24.0 cycles per
+tile on Cortex-A510, the strip's column offsets and k-step 0 15.0 (Neoverse N2 9.4 -> 5.8);
+kernel and driver per tile 687.0 -> 662.0 cycles (docs/PERFORMANCE.md, "Strips").
 """
 from __future__ import annotations
 

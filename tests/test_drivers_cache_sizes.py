@@ -115,7 +115,7 @@ def test_table_carries_the_sizes_the_blocks_assume(v86):
     assert run_time_facts("generic", "smmla", 8, 8, 8)[:2] == (32 * KIB, 128 * KIB)  # A55
     assert run_time_facts("generic", "fmopa_f32", 32, 32, 4) == (0, 0, 0, 0)    # SME: none
     assert "TS_CORE_OOO,\n      NULL, NULL,\n      { { NULL, NULL, NULL, 0 } },\n      " \
-        f"{ooo[0]}, {ooo[1]}, {ooo[2]}, {ooo[3]} }}," in text
+        f"{ooo[0]}, {ooo[1]}, {ooo[2]}, {ooo[3]},\n" in text     # then the strip entry
 
 
 # MIDR_EL1 values QEMU reports for a core (gen/cores.py MIDR), and the L1D / L2 the library's

@@ -17,6 +17,7 @@ from gen import ntail
 from gen.gemv import GEMV_FORMS, GEMV_INSTRUCTIONS
 from gen.generate_cli import main as generate_main
 from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature, sme_generated_for
+from gen.strip import STRIP_FIELDS
 import kernel_build
 
 INST_MODES = ("auto", "always", "never")
@@ -119,7 +120,8 @@ def test_inst_mode_decides_what_becomes_inst_words(outputs, inst):
 
 def test_registers_match_manifest_and_abi(outputs):
     """The registers the code names are the manifest's; v8-v15 used => d8-d15 saved and
-    restored; no x18 and no x19-x28 (the kernels need no callee-saved general registers)."""
+    restored; no x18 and no x19-x28 (the kernels need no callee-saved general registers) but
+    in a strip entry (gen/strip.py), which saves and restores each of them it uses."""
     out, manifest = outputs("v86", "never")
     for raw, _, symbol, file in kernel_build.all_kernels(manifest):
         k = raw if symbol == raw["symbol"] else \
@@ -130,7 +132,19 @@ def test_registers_match_manifest_and_abi(outputs):
         vregs = {int(n) for line in lines for n in re.findall(r"\b[vqdshb](\d+)\b", line)}
         assert vregs == set(k["vregs_used"]), k["file"]
         xregs = {f"x{n}" for line in lines for n in re.findall(r"\b[xw](\d+)\b", line)}
-        assert xregs == set(k["gpregs_used"]) and not xregs & {f"x{n}" for n in range(18, 29)}
+        assert xregs == set(k["gpregs_used"]) and "x18" not in xregs
+        tile, _, strip = text.partition("\nSTRIP_SYMBOL:")
+        assert bool(strip) == bool(k.get("strip")), k["file"]
+        tile_regs = {n for code, _ in _instruction_lines(tile)
+                     for n in re.findall(r"\b[xw](\d+)\b", code)}
+        assert not tile_regs & {str(n) for n in range(18, 29)}, k["file"]
+        strip_lines = [code for code, _ in _instruction_lines(strip)]
+        used = {n for code in strip_lines for n in re.findall(r"\b[xw](\d+)\b", code)
+                if 19 <= int(n) <= 30}
+        for op in ("stp", "ldp"):     # each saved and restored at the strip's frame
+            pairs = {n for code in strip_lines if code.startswith(f"{op} x") and "[sp" in code
+                     for n in re.findall(r"\bx(\d+)\b", code)}
+            assert used <= pairs, (k["file"], op, used - pairs)
         saved = [f"d{n}" for n in range(8, 16) if n in vregs]
         assert k["callee_saved_used"] == saved
         # pairs (stp / ldp) and, for an odd count, one single (str / ldr: the sdot 8x4x4
@@ -307,6 +321,14 @@ def test_kernel_header_matches_manifest(outputs, tmp_path):
     checks += [f"_Static_assert(offsetof(ts_tile_args, {name}) == {offset}, \"{name}\");"
                for name, offset, _, _ in ARGS_FIELDS]
     checks.append(f"_Static_assert(sizeof(ts_tile_args) == {ARGS_BYTES}, \"size\");")
+    # the strip entries (gen/strip.py): declared with the strip descriptor, whose layout is
+    # the ABI's (STRIP_FIELDS)
+    strips = [v["strip"] for k in manifest["kernels"] for v in k["variants"] if v.get("strip")]
+    assert "ts_gemm_s8s32_smmla_8x8x8_requant_strip" in strips
+    checks += [f"void (*s_{name})(const void *, const void *, size_t, void *, size_t, "
+               f"const ts_tile_args *, const ts_strip *) = {name};" for name in strips]
+    checks += [f"_Static_assert(offsetof(ts_strip, {name}) == {offset}, \"{name}\");"
+               for name, offset, _, _ in STRIP_FIELDS]
     source = tmp_path / "use_header.c"
     source.write_text('#include <stddef.h>\n#include "ts_kernels.h"\n' + "\n".join(checks) + "\n")
     _assemble([GCC, "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", out, "-c",
