@@ -71,18 +71,22 @@ def test_variants_follow_the_table(tmp_path_factory):
 def test_every_variant_matches_reference(harness, arch, cpu):
     binary, manifest = harness(arch, cpu)
     kernels = {sym: k for k, _, sym, _ in kernel_build.all_kernels(manifest)}
-    symbols = list(kernels)
-    ksteps = kernel_build.KSTEPS
-
-    def run(symbol):
-        return symbol, run_qemu(binary, "-v2", symbol, *ksteps,
-                                cpu=qemu_cpu(BUILDS[arch, cpu], kernels[symbol]), check=False)
-    with ThreadPoolExecutor(JOBS) as pool:
-        results = list(pool.map(run, symbols))
-    failed = [f"{symbol}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-500:]}"
-              for symbol, proc in results
-              if proc.returncode or not proc.stdout.strip().endswith(f"ok v2 {symbol}: 0 failure(s)")]
+    failed = run_harness_mode(binary, "v2", kernels, kernel_build.KSTEPS, BUILDS[arch, cpu])
     assert not failed, "\n".join(failed)
+
+
+def run_harness_mode(binary, mode, kernels, ksteps, build):
+    """Run the harness's `-<mode>` check of every kernel (symbol -> kernel) under qemu, in
+    parallel; the failures (exit status or no "ok <mode> <symbol>: 0 failure(s)" line)."""
+    def run(symbol):
+        return symbol, run_qemu(binary, f"-{mode}", symbol, *ksteps,
+                                cpu=qemu_cpu(build, kernels[symbol]), check=False)
+    with ThreadPoolExecutor(JOBS) as pool:
+        results = list(pool.map(run, kernels))
+    return [f"{symbol}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-500:]}"
+            for symbol, proc in results
+            if proc.returncode
+            or not proc.stdout.strip().endswith(f"ok {mode} {symbol}: 0 failure(s)")]
 
 
 # k-step counts of the strip check: the zero tile (the strip calls the tile entry), the
@@ -101,13 +105,5 @@ def test_strip_entries_match_the_tile_entry(harness, arch, cpu):
     kernels = {sym: k for k, _, sym, _ in kernel_build.all_kernels(manifest)
                if kernel_build.strip_of(k, sym)}
     assert kernels, "no strip entry in the build"
-
-    def run(symbol):
-        return symbol, run_qemu(binary, "-strip", symbol, *STRIP_KSTEPS,
-                                cpu=qemu_cpu(BUILDS[arch, cpu], kernels[symbol]), check=False)
-    with ThreadPoolExecutor(JOBS) as pool:
-        results = list(pool.map(run, kernels))
-    failed = [f"{symbol}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-500:]}"
-              for symbol, proc in results
-              if proc.returncode or not proc.stdout.strip().endswith(f"ok strip {symbol}: 0 failure(s)")]
+    failed = run_harness_mode(binary, "strip", kernels, STRIP_KSTEPS, BUILDS[arch, cpu])
     assert not failed, "\n".join(failed)
