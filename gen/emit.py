@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import jinja2
 
@@ -260,10 +261,24 @@ def buildable(plan: TilePlan) -> bool:
     return True
 
 
+def chosen_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
+    """The main loop variant (MAIN_LOOP_VARIANTS) that models fastest for `cpu`, unscheduled
+    (scheduling reorders it, the instructions stay)."""
+    loops = main_loop_variants(plan)
+    return loops[best_body([candidate.body for candidate in loops], cpu)]
+
+
+def step_instructions(main: loop.MainLoop) -> Fraction:
+    """MAC and load instructions per k-step of a main loop, as emitted (e.g. sdot 1x32x4 for
+    Cortex-A55: 8 sdot + 8 `ldr q` of B + 1 `ldr s` of A = 17, where multi-register `ld1`
+    would take 11 but models slower there). The pointer advances, counter and branch are left
+    out: they are amortised over the unrolled k-steps."""
+    return Fraction(sum(1 for insn in main.body if insn.kind in ("mac", "load")), main.unroll)
+
+
 def scheduled_main_loop(plan: TilePlan, cpu: str) -> loop.MainLoop:
     """The main loop variant (MAIN_LOOP_VARIANTS) that models fastest for `cpu`, scheduled."""
-    loops = main_loop_variants(plan)
-    chosen = loops[best_body([candidate.body for candidate in loops], cpu)]
+    chosen = chosen_main_loop(plan, cpu)
     scheduled = schedule_loop(chosen.body, cpu)
     loop.check_same_dependencies(chosen.body, scheduled)
     return replace(chosen, body=scheduled)

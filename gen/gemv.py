@@ -35,9 +35,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from .cores import CoreModel
-from .emit import buildable
+from .emit import buildable, chosen_main_loop, step_instructions
 from .isa import INSTRUCTIONS, TYPE_BYTES, MacInstruction
 from .tiling import (DEFAULT_REGS, Candidate, candidates, covered_cores, load_instructions,
                      plan_for)
@@ -74,13 +75,30 @@ def macs_per_step(c: Candidate) -> int:
     return c.regs_c
 
 
-def instructions_per_step(c: Candidate) -> int:
+def instructions_per_step(c: Candidate, cpu: str | None = None) -> int:
+    """Instructions (MACs and loads) of one k-step of tile `c`. With `cpu`: counted in the main
+    loop the emitter builds for `cpu` (emitted_step_instructions), what the dispatch table,
+    the manifest and `make tiles` report. Without: the solver's estimate that ranks the
+    candidates (gen.tiling.load_instructions: a double-buffered operand as multi-register
+    `ld1`), which undercounts a loop the emitter builds with `ldr q` per register because
+    that models faster for `cpu` (sdot / udot 1x32x4 on Cortex-A55: 17, estimate 11)."""
+    if cpu is not None:
+        return emitted_step_instructions(c, cpu)
     inst = INSTRUCTIONS[c.instruction]
     return macs_per_step(c) + load_instructions(inst, c.ep, c.hp, c.strategy)
 
 
-def instructions_per_b_byte(c: Candidate) -> Fraction:
-    return Fraction(instructions_per_step(c), b_bytes_per_step(INSTRUCTIONS[c.instruction], c.hp))
+@lru_cache(maxsize=None)
+def emitted_step_instructions(c: Candidate, cpu: str) -> int:
+    """MAC and load instructions per k-step of the main loop gen.emit emits for tile `c` and
+    `cpu` (gen.emit.step_instructions), rounded up: the dispatch table holds integers."""
+    fraction = step_instructions(chosen_main_loop(plan_for(c, cpu), cpu))
+    return -(-fraction.numerator // fraction.denominator)
+
+
+def instructions_per_b_byte(c: Candidate, cpu: str | None = None) -> Fraction:
+    return Fraction(instructions_per_step(c, cpu),
+                    b_bytes_per_step(INSTRUCTIONS[c.instruction], c.hp))
 
 
 def vector_loads_per_step(c: Candidate) -> int:
@@ -114,9 +132,9 @@ def compute_bound(instruction: str, core: CoreModel) -> float:
 class GemvChoice:
     candidate: Candidate
     max_m: int                     # the GEMV kernel serves M = 1 .. max_m
-    step_instructions: int         # instructions of one k-step of the GEMV tile
-    main_step_instructions: int    # of the GEMM tile (the driver's narrow-N rule)
-    instructions_per_b_byte: Fraction
+    step_instructions: int         # instructions of one k-step of the GEMV tile (as emitted)
+    main_step_instructions: int    # of the GEMM tile (as emitted; the driver's narrow-N rule)
+    instructions_per_b_byte: Fraction   # as emitted
     cycles: tuple                  # ((core, cycles per B byte), ...)
     runners_up: tuple              # Candidates ranked after it
 
@@ -139,10 +157,24 @@ def gemv_candidates(instruction: str, regs: int = DEFAULT_REGS, cpu: str = "gene
     return sorted(pool, key=key)
 
 
-def main_candidate(instruction: str, ep: int, hp: int, strategy: str) -> Candidate:
-    """The GEMM tile as a Candidate (for its instruction counts)."""
+def main_candidate(instruction: str, ep: int, hp: int, strategy: str,
+                   regs: int = DEFAULT_REGS, cpu: str = "generic") -> Candidate:
+    """The GEMM tile as a Candidate (for its instruction counts): the solver's own candidate
+    (registers assigned, so it can be emitted and counted), else one with the shape only."""
     inst = INSTRUCTIONS[instruction]
+    for c in candidates(instruction, regs, cpu, min_accumulators=1):   # gen.tile_policy may relax
+        if (c.ep, c.hp, c.strategy) == (ep, hp, strategy):
+            return c
     return Candidate(inst.name, ep, hp, inst.lp, strategy, 0, 0, inst.c_regs(ep, hp), 0.0)
+
+
+def main_step_instructions(instruction: str, ep: int, hp: int, strategy: str,
+                           regs: int = DEFAULT_REGS, cpu: str = "generic") -> int:
+    """Instructions per k-step of the GEMM tile ep x hp as the emitter builds it for `cpu` (the
+    driver's narrow-B rule compares it with the GEMV kernel's); the estimate for a shape the
+    solver does not offer."""
+    main = main_candidate(instruction, ep, hp, strategy, regs, cpu)
+    return instructions_per_step(main, cpu if main.regs_a or main.regs_b else None)
 
 
 def max_m(small: Candidate, main_ep: int, main_hp: int, main_strategy: str,
@@ -182,9 +214,9 @@ def choose(instruction: str, main_ep: int, main_hp: int, main_strategy: str,
     m = served(best)
     if m == 0:
         return None
-    main = main_candidate(instruction, main_ep, main_hp, main_strategy)
-    return GemvChoice(best, m, instructions_per_step(best), instructions_per_step(main),
-                      instructions_per_b_byte(best),
+    main_step = main_step_instructions(instruction, main_ep, main_hp, main_strategy, regs, cpu)
+    return GemvChoice(best, m, instructions_per_step(best, cpu), main_step,
+                      instructions_per_b_byte(best, cpu),
                       tuple((k.name, cycles_per_b_byte(best, k)) for k in cores),
                       tuple(ranked[1:4]))
 
@@ -216,10 +248,10 @@ def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> st
         cyc = ", ".join(f"{k.name} {1 / cycles_per_b_byte(c, k):.1f}" for k in cores)
         lines.append(f"{name} {c.label}: {useful} useful MACs and "
                      f"{inst.b_cols_per_reg * inst.k * TYPE_BYTES[inst.b_type]} B bytes per "
-                     f"instruction, {float(instructions_per_b_byte(c)):.4f} instructions per B "
+                     f"instruction, {float(instructions_per_b_byte(c, cpu)):.4f} instructions per B "
                      f"byte, modeled B bytes/cycle {cyc}")
     if len(best) == 2:
-        ipb = {n: instructions_per_b_byte(best[n]) for n in best}
+        ipb = {n: instructions_per_b_byte(best[n], cpu) for n in best}   # as emitted
         cores = [k for k in covered_cores(INSTRUCTIONS[mmla], cpu)
                  if k.has(INSTRUCTIONS[dot].feature)]
         rate = {n: {k.name: 1 / cycles_per_b_byte(best[n], k) for k in cores} for n in best}
@@ -228,7 +260,7 @@ def dot_vs_mmla(mmla: str, regs: int = DEFAULT_REGS, cpu: str = "generic") -> st
         fewer = mmla if ipb[mmla] < ipb[dot] else dot if ipb[dot] < ipb[mmla] else None
         same_rate = all(k.throughput(mmla) == k.throughput(dot) for k in cores)
         shape = {n: (f"{best[n].label}: {best[n].regs_c} accumulators, "
-                     f"{load_instructions(INSTRUCTIONS[n], best[n].ep, best[n].hp, best[n].strategy)}"
+                     f"{instructions_per_step(best[n], cpu) - macs_per_step(best[n])}"
                      f" load instructions per k-step of {b_bytes_per_step(INSTRUCTIONS[n], best[n].hp)}"
                      f" B bytes") for n in best}
         from .registry import GEMM_TYPES      # late: gen.registry imports gen.isa only

@@ -148,8 +148,8 @@ def _entry(family, core_class: str, role: str) -> dict:
 def _class_entry(family, cls: str, small_of: dict) -> dict:
     """The manifest entry of a core-class variant. It shares the generic kernel's GEMV / small-M
     kernel (small_of: {served instruction: GEMV entry}), served up to the M its own tile gives
-    (gemv_max_m; gen.gemv.max_m) with its own instructions per k-step for the narrow-B rule
-    (gemv_main_step_instructions); neither key when that GEMV tile would not serve it."""
+    (gemv_max_m; gen.gemv.max_m) with its own instructions per k-step, as emitted for its class,
+    for the narrow-B rule (gemv_main_step_instructions); neither key when that GEMV tile would not serve it."""
     entry = _entry(family, cls, "core_class")
     small = small_of.get(entry["instruction"])
     if small is None:
@@ -157,8 +157,10 @@ def _class_entry(family, cls: str, small_of: dict) -> dict:
     choice = gemv.choose(entry["instruction"], entry["ep"], entry["hp"], entry["strategy"],
                          regs=REGISTER_BUDGET, cpu=GENERIC)
     if choice is not None and (choice.candidate.ep, choice.candidate.hp) == (small["ep"], small["hp"]):
-        entry.update(gemv_max_m=choice.max_m,
-                     gemv_main_step_instructions=choice.main_step_instructions)
+        # the variant's own k-step, as emitted for its class
+        step = gemv.main_step_instructions(entry["instruction"], entry["ep"], entry["hp"],
+                                           entry["strategy"], regs=REGISTER_BUDGET, cpu=cls)
+        entry.update(gemv_max_m=choice.max_m, gemv_main_step_instructions=step)
     return entry
 
 
