@@ -69,8 +69,10 @@ def qemu_cpu(svl_bits: int) -> str:
 
 
 def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_bits: int,
-              pack_symbols: set = frozenset(), dtype: str = "", label: str = "") -> dict:
-    """The figures of one profiled run: mixes, shares, useful MACs per MOPA, model estimate.
+              pack_symbols: set = frozenset(), dtype: str = "", label: str = "",
+              shape: tuple = SHAPE[2]) -> dict:
+    """The figures of one profiled run of an M x N x K `shape`: mixes, shares, useful MACs per
+    MOPA, model estimate.
     `sme_symbols` are the SME kernels, `pack_symbols` the streaming packers (gen/sme_pack.py):
     both run in streaming mode, each its own phase in the model."""
     streaming = dict.fromkeys(CLASSES, 0)
@@ -95,7 +97,7 @@ def summarise(blocks, table: sym.SymbolTable, sme_symbols: set, gemm_type, svl_b
     inst = SME_INSTRUCTIONS[gemm_type.sme.instruction]
     s = svl_bits // 32
     macs_per_mopa = inst.macs(s)
-    m, n, k = SHAPE[2]
+    m, n, k = shape
     useful = m * n * k
     kernel_total = sum(streaming.values())
     packer_total = sum(packing.values())
@@ -253,16 +255,22 @@ def _bounds_note(at: list[dict]) -> str:
 
 def write(results: list[dict], meta: dict, md_path: Path) -> None:
     """Put the section into md_path (replacing an earlier one) and the figures beside it."""
-    section = render(results, meta)
+    put_section(render(results, meta), BEGIN, END, md_path, "_sme.json", results, meta)
+
+
+def put_section(section: str, begin: str, end: str, md_path: Path, json_suffix: str,
+                results: list[dict], meta: dict) -> None:
+    """Put `section` (from `begin` to `end`) into md_path, replacing an earlier one, and the
+    figures beside it in <stem><json_suffix>."""
     text = md_path.read_text() if md_path.exists() else "# tilesmith performance report\n\n"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", lambda _: section,
+    if begin in text and end in text:
+        text = re.sub(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", lambda _: section,
                       text, flags=re.S)
     else:
         text = text.rstrip("\n") + "\n\n" + section
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text(text)
-    md_path.with_name(md_path.stem + "_sme.json").write_text(
+    md_path.with_name(md_path.stem + json_suffix).write_text(
         json.dumps(dict(meta=meta, unit=asdict(APPLE_M4), results=results), indent=1) + "\n")
 
 
@@ -309,8 +317,8 @@ def profile_decode(program, plugin, work_dir: Path, manifest: dict, svls=SVL_BIT
             return dict(dtype=t.bench_dtype, svl_bits=svl, features=features,
                         error=str(e).splitlines()[0][:300])
         neon = sorted({table.lookup(b.vaddr) for b in blocks} & kernels)
-        r = summarise_shape(blocks, table, sme_symbols, t, svl, pack_symbols, DECODE[2])
-        r.update(features=features, neon_kernels=neon)
+        r = summarise(blocks, table, sme_symbols, t, svl, pack_symbols, shape=DECODE[2])
+        r.update(features=features, neon_kernels=neon, shape=list(DECODE[2]))
         return r
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -321,20 +329,6 @@ def profile_decode(program, plugin, work_dir: Path, manifest: dict, svls=SVL_BIT
                     f"{r['estimate']['cycles']:,.0f} model cycles "
                     f"({', '.join(r['kernels'] + r['neon_kernels'])})"))
     return results
-
-
-def summarise_shape(blocks, table, sme_symbols, gemm_type, svl_bits, pack_symbols, shape):
-    """summarise() for another M x N x K than SHAPE (useful MACs from `shape`)."""
-    r = summarise(blocks, table, sme_symbols, gemm_type, svl_bits, pack_symbols)
-    m, n, k = shape
-    useful = m * n * k
-    e = r["estimate"]
-    rate = useful / e["cycles"] if e["cycles"] else 0.0
-    e.update(macs_per_cycle=rate,
-             percent_of_peak=100.0 * rate / e["peak_macs_per_cycle"] if e["peak_macs_per_cycle"] else 0.0)
-    r.update(useful_macs=useful, useful_per_mopa=100.0 * useful / (r["mopas"] * r["macs_per_mopa"])
-             if r["mopas"] else 0.0, shape=list(shape))
-    return r
 
 
 def render_decode(results: list[dict], meta: dict) -> str:
@@ -367,14 +361,6 @@ def render_decode(results: list[dict], meta: dict) -> str:
 
 
 def write_decode(results: list[dict], meta: dict, md_path: Path) -> None:
-    section = render_decode(results, meta)
-    text = md_path.read_text() if md_path.exists() else "# tilesmith performance report\n\n"
-    if DECODE_BEGIN in text and DECODE_END in text:
-        text = re.sub(re.escape(DECODE_BEGIN) + r".*?" + re.escape(DECODE_END) + r"\n?",
-                      lambda _: section, text, flags=re.S)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    md_path.parent.mkdir(parents=True, exist_ok=True)
-    md_path.write_text(text)
-    md_path.with_name(md_path.stem + "_sme_decode.json").write_text(
-        json.dumps(dict(meta=meta, unit=asdict(APPLE_M4), results=results), indent=1) + "\n")
+    """Put the decode section into md_path (replacing an earlier one) and the figures beside it."""
+    put_section(render_decode(results, meta), DECODE_BEGIN, DECODE_END, md_path,
+                "_sme_decode.json", results, meta)
