@@ -226,11 +226,15 @@ int ts_pack_b_qs8(size_t N, size_t K, const int8_t *B, size_t ldb, const float *
  * layout one value per column. */
 #define TS_Q4_LP 16
 
-/* The decode kernel (M <= 4) of a handle kind, which reads that kind's packed layout: int4
- * per channel (1) qdyn[2], int4 scale blocks (0) qdyn[4], int8 (3) qdyn[5]. */
+/* The decode kernel (M <= 4) of each handle kind, which reads that kind's packed layout: int4
+ * scale blocks (0) qdyn[4], int4 per channel (1) qdyn[2], int8 (3) qdyn[5]; -1 for the decode
+ * kinds themselves, which no handle is packed for. */
+static const int DECODE_OF_KIND[TS_QDYN_KINDS] = {4, 2, -1, 5, -1, -1};
+
+/* The entry of ts_path.qdyn that runs M <= 4 on a handle of this kind; NULL for a decode kind. */
 static const ts_qdyn_kernel *decode_kernel(const ts_path *path, size_t kind)
 {
-    return &path->qdyn[kind == 1 ? 2 : kind == 3 ? 5 : 4];
+    return DECODE_OF_KIND[kind] < 0 ? NULL : &path->qdyn[DECODE_OF_KIND[kind]];
 }
 
 /* Panels per call of the decode kernel of a handle kind, 1 when the path has none: the
@@ -238,7 +242,7 @@ static const ts_qdyn_kernel *decode_kernel(const ts_path *path, size_t kind)
 static size_t decode_group(const ts_path *path, size_t kind)
 {
     const ts_qdyn_kernel *decode = decode_kernel(path, kind);
-    return decode->kernel != NULL ? decode->panels : 1;
+    return decode != NULL && decode->kernel != NULL ? decode->panels : 1;
 }
 
 /* Panels of hp columns for N, rounded up to a multiple of group (the extra panels are zero). */
@@ -887,9 +891,7 @@ static TS_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *
  * packed layout) for M <= 4 (in passes of its ep rows), else the handle's own. */
 static const ts_qdyn_kernel *fused_kernel(const ts_packed_b *b, size_t M)
 {
-    const ts_qdyn_kernel *q = b->path->qdyn;
-    const ts_qdyn_kernel *decode = b->qdyn == &q[1] || b->qdyn == &q[0] || b->qdyn == &q[3]
-                                   ? decode_kernel(b->path, (size_t)(b->qdyn - q)) : NULL;
+    const ts_qdyn_kernel *decode = decode_kernel(b->path, (size_t)(b->qdyn - b->path->qdyn));
     return decode != NULL && decode->kernel != NULL && M <= 4 ? decode : b->qdyn;
 }
 
@@ -1099,10 +1101,10 @@ size_t ts_qdyn_workspace_size(const ts_context *ctx, size_t M, size_t N, size_t 
         most = bytes > most ? bytes : most;
         for (size_t kind = 0; paths[i].qdyn != NULL && kind < TS_QDYN_KINDS; ++kind) {
             /* a fused-kernel handle of this path (int4 scale blocks or per channel, int8 per
-             * channel), as pack_q4 / pack_rl / pack_q8 would shape it (kinds 2, 4, 5:
-             * the layouts of 1, 0 and 3) */
+             * channel), as pack_q4 / pack_rl / pack_q8 would shape it (the decode kinds read
+             * those handles: DECODE_OF_KIND) */
             const ts_qdyn_kernel *q = &paths[i].qdyn[kind];
-            if (q->kernel == NULL || kind == 2 || kind == 4 || kind == 5)
+            if (q->kernel == NULL || DECODE_OF_KIND[kind] < 0)
                 continue;
             ts_packed_b view;
             memset(&view, 0, sizeof view);
