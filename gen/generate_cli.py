@@ -29,7 +29,7 @@ from . import schedule_cache
 from .cores import CORE_CLASSES, CORES, CPU_NAMES, GENERIC, check_cpu, core_class
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_features
-from . import gemv, ntail, qdyn4, qdyn4_dot, qdyn4_rl
+from . import gemv, ntail, qdyn4, qdyn4_dot, qdyn4_rl, qdyn8_dot
 from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
 from .sme_pack import emit_sme_packers
@@ -204,6 +204,23 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
         for cls, family in class_families(arch, prefix, inst, families, env):
             families.append(family)
             entries.append(_class_entry(family, cls, small_of))
+    # the qdyn int8 decode tile of the dotprod path (gen.qdyn8_dot; role "qdyn_gemv", last):
+    # raw, as the GEMV kernels, reading its main kernel's panels (the qdyn int8 handle's) for
+    # M <= max_m
+    for entry in [e for e in entries if e["role"] == "main"]:
+        choice = qdyn8_dot.choose(entry["instruction"], entry["ep"], entry["hp"],
+                                  entry["strategy"], regs=REGISTER_BUDGET, cpu=cpu)
+        if choice is None:
+            continue
+        kernel = emit_kernel(plan_for(choice.candidate, cpu), prefix, inst, cpu, env)
+        step = gemv.instructions_per_step(choice.candidate, cpu)
+        entries.append(dict(kernel.manifest, role="qdyn_gemv", core_class=core_class(cpu),
+                            max_m=choice.max_m, variants=[], serves=entry["symbol"],
+                            step_instructions=step,
+                            main_step_instructions=gemv.main_step_instructions(
+                                entry["instruction"], entry["ep"], entry["hp"],
+                                entry["strategy"], REGISTER_BUDGET, cpu)))
+        small.append(kernel)
     # SME kernels (ARCH v92): vector-length agnostic, their own manifest list (their tile
     # sizes are multiples of S = SVL/32, known only at run time).
     sme = [k for i in sme_generated_for(arch)

@@ -461,7 +461,10 @@ def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict,
         core_class=kernel.get("core_class", "generic"),
         # the engine's types only (those it also runs GEMV kernels for; qdyn has its own loop)
         ntail=_ntail_dicts(t, kernel, ntail) if has_gemv(t) else [],
-        gemv=_gemv_dict(gemv.get(p.instruction) if has_gemv(t) else None, kernel),
+        # the qdyn type: its dotprod decode tile (gen.qdyn8_dot, key ("qdyn", instruction)),
+        # which reads the main kernel's panels: the int8 handles' raw layout
+        gemv=_gemv_dict(gemv.get(p.instruction if has_gemv(t) else ("qdyn", p.instruction))
+                        if has_gemv(t) or t.epilogue == "dequant" else None, kernel),
         svl_bytes=0,
         qdyn=[dict(symbol=q["symbol"], ep=int(q["ep"]), hp=int(q["hp"]),
                    max_bl=int(q["max_bl"]), panels=int(q["panels"]), lp=int(q["a_lp"]))
@@ -526,6 +529,7 @@ def manifest_dispatch_paths(manifest: dict, types=GEMM_TYPES) -> dict:
     main = {k["instruction"]: k for k in kernels if k.get("role", "main") == "main"}
     served = {k["symbol"]: k["instruction"] for k in main.values()}
     gemv = {served[k["serves"]]: k for k in kernels if k.get("role") == "gemv"}
+    gemv.update({("qdyn", served[k["serves"]]): k for k in kernels if k.get("role") == "qdyn_gemv"})
     classes: dict = {}
     ntail: dict = {}
     for k in kernels:

@@ -43,12 +43,16 @@ def check_fused_kernels(stdout, folder):
     so the cases test them; otherwise the path's raw kernel (ts_gemm_kernel's qdyn= field,
     checked against dispatch by check_dispatch_lines). ts_gemm_qdyn_kernel names the kernel per
     handle and M: the decode kernel (int4 per channel, int4 scale blocks, int8) for M <= 4 where
-    the path has one."""
+    the path has one, and on the dotprod path the raw kernel's small-M tile (gen/qdyn8_dot.py)
+    for int8 at M <= 4."""
     import json
     from gen.registry import qdyn_kind
     manifest = json.loads((folder / "manifest.json").read_text())
     kinds = {(k["instruction"], qdyn_kind(k)): k["symbol"]
              for k in manifest.get("qdyn_kernels", [])}
+    # the raw int8 kernels' small-M tiles for the qdyn int8 handles (gen/qdyn8_dot.py: sdot)
+    decode_raw = {k["serves"]: k["symbol"] for k in manifest["kernels"]
+                  if k.get("role") == "qdyn_gemv"}
     for line in stdout.splitlines():
         if not line.startswith("mask="):
             continue
@@ -60,7 +64,9 @@ def check_fused_kernels(stdout, folder):
         for label, prefer in (("qdyn_s8", (3,)), ("qdyn_s4", (0,)), ("qdyn_s4pc", (1,)),
                               ("qdyn_s8_m1", (5, 3)), ("qdyn_s4_m1", (4, 0)),
                               ("qdyn_s4pc_m4", (2, 1))):
-            want = next((kinds[inst, k] for k in prefer if (inst, k) in kinds), raw)
+            # int8 at M = 1 without an int8 fused kernel: the raw kernel's small-M tile
+            small = decode_raw.get(raw, raw) if label == "qdyn_s8_m1" else raw
+            want = next((kinds[inst, k] for k in prefer if (inst, k) in kinds), small)
             assert fields[label] == want, f"{line}: {label} {fields[label]} != {want}"
 
 

@@ -982,6 +982,22 @@ static void fused_task(const qdyn_call *c, size_t t)
     }
 }
 
+/* The raw int8 kernel that runs M rows of a handle of the raw kernel's panels (b->qdyn NULL):
+ * the path's small-M tile (path->gemv: on the dotprod path gen/qdyn8_dot.py's, ep rows per
+ * pass) for M <= its max_m when it reads the path's panels as they are (the same hp and lp),
+ * else the path's own kernel. The same C epilogue follows either: the same bits. */
+static ts_path raw_run_path(const ts_path *path, size_t M)
+{
+    ts_path run = *path;
+    if (path->gemv.kernel != NULL && M <= path->gemv.max_m && path->gemv.hp == path->hp
+        && path->gemv.lp == path->lp) {
+        run.symbol = path->gemv.symbol;
+        run.kernel = path->gemv.kernel;
+        run.ep = path->gemv.ep;
+    }
+    return run;
+}
+
 static void qdyn_task(void *arg, size_t t)
 {
     const qdyn_call *c = (const qdyn_call *)arg;
@@ -990,7 +1006,7 @@ static void qdyn_task(void *arg, size_t t)
         return;
     }
     const ts_packed_b *b = c->b;
-    const ts_path *path = b->path;
+    const ts_path run = raw_run_path(b->path, c->M), *path = &run;
     const size_t ep = path->ep, hp = path->hp, K = b->K;
     const size_t step_a = ep * path->lp * ts_pack_elem_bytes(path->pack_a);
     const size_t step_b = hp * path->lp * ts_pack_elem_bytes(path->pack);
@@ -1058,12 +1074,14 @@ static void qdyn_task(void *arg, size_t t)
     }
 }
 
-/* Bytes of a call with path: one scratch area per task of the grid ctx's threads get, and 15
+/* Bytes of a call on a raw-panel handle of handle_path (the kernel raw_run_path picks for M):
+ * one scratch area per task of the grid ctx's threads get, and 15
  * to align. 0, or -1 on size_t overflow. */
-static int call_bytes(const ts_context *ctx, const ts_path *path, size_t M, size_t N, size_t K,
-                      size_t *m_tasks, size_t *n_tasks, size_t *a_panel, size_t *per_task,
-                      size_t *out)
+static int call_bytes(const ts_context *ctx, const ts_path *handle_path, size_t M, size_t N,
+                      size_t K, size_t *m_tasks, size_t *n_tasks, size_t *a_panel,
+                      size_t *per_task, size_t *out)
 {
+    const ts_path run = raw_run_path(handle_path, M), *path = &run;   /* as qdyn_task runs */
     ts_gemm_grid((M + path->ep - 1) / path->ep, N / path->hp + (N % path->hp != 0),
                  ts_context_threads(ctx), m_tasks, n_tasks);
     return task_bytes(path, K, a_panel, per_task)
@@ -1231,7 +1249,7 @@ const char *ts_gemm_qdyn_kernel(const ts_context *ctx, const ts_packed_b *B, siz
         || B->path->gemm_type != TS_GEMM_QDYN || !ts_same_b_layout(B->path, qdyn_path(ctx))
         || M == 0)
         return NULL;
-    return B->qdyn != NULL ? fused_kernel(B, M)->symbol : B->path->symbol;
+    return B->qdyn != NULL ? fused_kernel(B, M)->symbol : raw_run_path(B->path, M).symbol;
 }
 
 int ts_gemm_qdyn_f32(const ts_context *ctx, size_t M, const float *A, size_t lda,

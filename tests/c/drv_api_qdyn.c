@@ -775,6 +775,15 @@ int main(int argc, char **argv)
         run_case(8, 0, 4, 9, 544, 0, 1); ++cases;
         run_case(8, 0, 1, 3, 31, 1, 0); ++cases;
         run_case(8, 0, 3, 23, 64, 0, 1); ++cases;
+        /* the dotprod path's int8 decode tile (raw sdot 2 x 12 over the 8 x 12 kernel's panels,
+         * M <= 4 in passes of 2 rows, the C epilogue): one k-step (K 1, 4), a single column,
+         * one whole panel, odd N over many panels with K in the thousands, M 1..4 */
+        run_case(8, 0, 1, 1, 1, 0, 0); ++cases;
+        run_case(8, 0, 1, 12, 4, 1, 1); ++cases;
+        run_case(8, 0, 3, 7, 9, 1, 0); ++cases;
+        run_case(8, 0, 2, 25, 4095, 1, 2); ++cases;
+        run_case(8, 0, 4, 13, 4096, 0, 1); ++cases;
+        run_case(8, 0, 1, 127, 3000, 1, 1); ++cases;
         test_quant_pack();
         test_quant_preclamp();
         test_quant_rounding_modes();
