@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import qdyn4, qdyn4_dot, qdyn4_rl
+from . import qdyn4, qdyn4_dot, qdyn4_rl, qdyn8_dot
 from .isa import INSTRUCTIONS, instructions_for
 from .loop import KernelPlanError
 from .tiling import TilingError, covered_cores
@@ -81,7 +81,7 @@ def _kernels(kind: str, inst: str, cpu: str):
             qdyn4_dot.LP, dec.pc)
         return qdyn4_dot.kernel_symbol(PREFIX, pre), model
     if inst not in qdyn4.QDYN4_INSTRUCTIONS:       # int8: the raw kernel + the C epilogue
-        return None, None
+        return None, _raw_decode(inst, cpu)
     k = S8_DECODE_K
     pre, dec = qdyn4.solve(inst, cpu, "s8"), qdyn4.solve(inst, cpu, "s8", True)
     model = DecodeModel(qdyn4.kernel_symbol(PREFIX, dec), qdyn4.weight_bytes(dec.hp, k, "s8"),
@@ -90,6 +90,25 @@ def _kernels(kind: str, inst: str, cpu: str):
                                                                d.panels),
                         8, dec.pc)
     return qdyn4.kernel_symbol(PREFIX, pre), model
+
+
+def _raw_decode(inst: str, cpu: str):
+    """The decode model of an int8 handle of the raw kernel's panels (gen/qdyn8_dot.py: the
+    raw small-M tile over the same panels, the C epilogue after it, not counted), or None."""
+    from .gemv import cycles_per_b_byte, instructions_per_step, vector_loads_per_step
+    from .naming import kernel_symbol
+    from .tile_policy import solve
+    main = solve(inst, cpu=cpu)
+    choice = qdyn8_dot.choose(inst, main.ep, main.hp, main.strategy, cpu=cpu)
+    if choice is None:
+        return None
+    c = choice.candidate
+    step = c.hp * c.lp                       # weight bytes per k-step (int8)
+    loads = vector_loads_per_step(c)
+    counts = {"mac": c.regs_c, "loads": loads,
+              "alu": instructions_per_step(c, cpu) - c.regs_c - loads}
+    return DecodeModel(kernel_symbol(PREFIX, INSTRUCTIONS[inst], c.ep, c.hp, c.lp, cpu), step,
+                       counts, lambda core, c=c: cycles_per_b_byte(c, core) * step, c.lp, c.hp)
 
 
 TIE = 0.005              # rates within 0.5 % of each other: a tie
@@ -191,7 +210,10 @@ def qdyn_text(entries: list[dict]) -> list[str]:
         out.append(f"  {e['kind']}:")
         for p in e["paths"]:
             pre = p["prefill"] or "- (raw int8 kernel + C epilogue)"
-            out.append(f"    {p['instruction']:<6} prefill {pre:<36} decode {p['decode'] or '-'}")
+            dec = p["decode"] or "-"
+            if p["decode"] and not p["prefill"]:      # gen/qdyn8_dot.py: a raw small-M tile
+                dec += " (raw, + C epilogue: not in the model)"
+            out.append(f"    {p['instruction']:<6} prefill {pre:<36} decode {dec}")
         m = e["m1"]
         if m is None:
             continue

@@ -13,7 +13,7 @@ import pytest
 from cross import CLANG, GCC, ROOT
 from encoder.encoding import is_known_instruction
 from gen.epilogue import ARGS_BYTES, ARGS_FIELDS
-from gen import ntail
+from gen import ntail, qdyn8_dot
 from gen.gemv import GEMV_FORMS, GEMV_INSTRUCTIONS
 from gen.generate_cli import main as generate_main
 from gen.isa import ARCH_LEVELS, INSTRUCTIONS, generated_for, signature, sme_generated_for
@@ -77,7 +77,18 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
         assert (k["instruction"], k["ep"]) == (served["instruction"], served["ep"])
         assert k["hp"] < served["hp"]
         assert [v["epilogue"] for v in k["variants"]] == [v["epilogue"] for v in served["variants"]]
-    assert {k["role"] for k in kernels[len(head) + len(tails):]} <= {"core_class"}
+    # then the qdyn int8 decode tiles (gen/qdyn8_dot.py: the main kernel's hp and lp, fewer rows)
+    rest = kernels[len(head) + len(tails):]
+    assert {k["role"] for k in rest} <= {"core_class", "qdyn_gemv"}
+    decode = [k for k in rest if k["role"] == "qdyn_gemv"]
+    assert rest[len(rest) - len(decode):] == decode
+    assert [k["instruction"] for k in decode] == [
+        n for n in names if n in qdyn8_dot.QDYN8_DOT_INSTRUCTIONS]
+    for k in decode:
+        served = mains[k["serves"]]
+        assert (k["instruction"], k["hp"], k["lp"]) == (served["instruction"], served["hp"],
+                                                        served["lp"])
+        assert k["ep"] < served["ep"] and 1 <= k["max_m"] <= 4 and k["variants"] == []
     for k in kernels:
         assert MANIFEST_KEYS <= set(k)
         i = INSTRUCTIONS[k["instruction"]]
@@ -87,6 +98,7 @@ def test_generate_writes_one_kernel_per_instruction(outputs, arch, inst):
         assert k["file"] == k["symbol"] + ".S" and (out / k["file"]).is_file()
         assert (k["feature"], k["arch"], k["lp"]) == (i.feature, i.arch, i.k)
         assert (k["role"], k["core_class"]) in {("main", "generic"), ("gemv", "generic"),
+                                                ("qdyn_gemv", "generic"),
                                                 ("ntail", "generic"),
                                                 ("core_class", "ooo"), ("core_class", "inorder")}
         assert k["regs_c"] == i.c_regs(k["ep"], k["hp"])

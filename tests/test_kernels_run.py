@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cross import run_qemu
-from gen import gemv, ntail
+from gen import gemv, ntail, qdyn8_dot
 from gen.cores import CORES, CPU_NAMES, GENERIC
 from gen.isa import INSTRUCTIONS, generated_for
 import kernel_build
@@ -59,8 +59,9 @@ def covers_every_remainder(ksteps, unroll: int) -> bool:
 
 @pytest.mark.parametrize("arch,instruction,role", [
     (arch, inst.name, role) for arch in QEMU_CPU for inst in generated_for(arch)
-    for role in ("main", "gemv", "ntail") if role == "main"
+    for role in ("main", "gemv", "ntail", "qdyn_gemv") if role == "main"
     or (role == "gemv" and inst.name in gemv.GEMV_INSTRUCTIONS)
+    or (role == "qdyn_gemv" and inst.name in qdyn8_dot.QDYN8_DOT_INSTRUCTIONS)
     or (role == "ntail" and inst.name in ntail.N_TAIL_INSTRUCTIONS)])
 def test_kernel_matches_reference(harness, arch, instruction, role):
     binary, manifest = harness(arch)
@@ -68,7 +69,8 @@ def test_kernel_matches_reference(harness, arch, instruction, role):
                if k["instruction"] == instruction and k["role"] == "main"]
     # role gemv: the GEMV kernel serving this instruction's path (its own instruction or a
     # GEMV form of it, gen/gemv.py GEMV_FORMS); role ntail: its column-tail kernels
-    # (gen/ntail.py), at least one
+    # (gen/ntail.py), at least one; role qdyn_gemv: the qdyn int8 handles' small-M tile
+    # (gen/qdyn8_dot.py, the same panels)
     kernels = ([main] if role == "main" else
                [k for k in manifest["kernels"]
                 if k.get("serves") == main["symbol"] and k["role"] == role])
