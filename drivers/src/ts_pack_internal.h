@@ -158,7 +158,9 @@ typedef struct {
     size_t mc_panels;          /* M block in ep-row panels */
     size_t kw_steps;           /* K runs unsplit up to this many k-steps (gen/blocking.py
                                   whole_k_steps), beyond it in blocks of at most kc_steps */
-    ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL */
+    ts_gemv_kernel gemv;       /* small-M kernel of the same instruction, or kernel NULL (the
+                                  qdyn type: the int8 handles' raw tile for M <= max_m over
+                                  the main kernel's panels, gen/qdyn8_dot.py; same hp, lp) */
     size_t svl_bytes;          /* 0, or an SME path (TS_FEAT_SME): the streaming vector length
                                   its ep x hp tile is sized for; chosen only at that SVL */
     const ts_qdyn_kernel *qdyn; /* TS_GEMM_QDYN: NULL, or the TS_QDYN_KINDS fused kernels of

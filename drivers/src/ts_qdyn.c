@@ -18,8 +18,9 @@
  * (int8 weights on the dotprod / Armv8.0 paths, which have no such kernel yet; a block beyond
  * the kernels' bound, 65793 k) the weights are packed (int4 widened to
  * int8) into the panels of the raw int8 kernel of the path (smmla -> sdot -> smlal) with the
- * per-block weight sums and scales beside them, the raw kernel computes sum qa*qb per block
- * into an int32 tile, and the C epilogue below (dequant_block) subtracts zp[m] * sum qb
+ * per-block weight sums and scales beside them, the raw kernel (for M <= 4 on the dotprod
+ * path: its small-M tile over the same panels, raw_run_path, gen/qdyn8_dot.py) computes
+ * sum qa*qb per block into an int32 tile, and the C epilogue below (dequant_block) subtracts zp[m] * sum qb
  * (modulo 2^32: exact whenever the true block sum fits, which the K bounds guarantee), scales
  * and accumulates the blocks in fp32, then adds the bias and clamps. The integer part is exact and both fp32 parts run the
  * same IEEE operations in the same order (the kernels' s starts at -0.0, or is u_0 itself for
