@@ -734,7 +734,9 @@ const char *ts_gemm_kernel_ctx(const ts_context *ctx, int gemm_type);
  * runs depends on the handle and M: ts_gemm_qdyn_kernel */
 const char *ts_gemm_kernel(int gemm_type);
 /* symbol of the kernel a call of that type with M rows of A and N columns of B runs now:
- * the GEMV / small-M kernel or the GEMM tile's (see "GEMV and small M" above) */
+ * the GEMV / small-M kernel or the GEMM tile's (see "GEMV and small M" above). TS_GEMM_QDYN:
+ * the raw int8 kernel an int8 handle without a fused kernel runs (on the dotprod path for
+ * M <= 4 its small-M tile over the same panels); per handle: ts_gemm_qdyn_kernel */
 const char *ts_gemm_kernel_mn(int gemm_type, size_t M, size_t N);
 /* symbol of the kernel a handle was packed for (a qdyn handle: the kernel with the fp32
  * epilogue inside it runs for M > 4, see ts_gemm_qdyn_kernel); NULL for NULL */
