@@ -416,7 +416,7 @@ def emit_kernel(plan: TilePlan, prefix: str, inst_mode: str = "auto",
         fast_write=(ep_mod.fast_write(plan, epilogue, restore_registers(saved, frame))
                     if fast else []),
         store_setup=store_setup,
-        strip=strip_mod.context(plan, epilogue, saved, main, scheduled_body(plan, cpu)),
+        strip=strip_mod.context(plan, epilogue, saved, main, scheduled_body(plan, cpu), cpu),
         strip_labels=strip_mod.LABELS,
         write=write, copy_out=ep_mod.copy_out(plan, tile_offset, out_bytes),
         streamed=loop.streamed_operand(plan), epilogue=variant,

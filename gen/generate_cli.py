@@ -29,7 +29,8 @@ from . import schedule_cache
 from .cores import CORE_CLASSES, CORES, CPU_NAMES, GENERIC, check_cpu, core_class
 from .drivers import render_drivers
 from .emit import INST_MODES, emit_kernel, emit_kernels, environment, inst_features
-from . import gemv, ntail, qdyn4, qdyn4_dot, qdyn4_rl, qdyn8_dot
+from . import gemv, ntail, qdyn4, qdyn4_dot, qdyn4_rl, qdyn8_dot, strip_pipe
+from .epilogue import variants_for
 from .isa import ARCH_LEVELS, OPTIONAL_FEATURES, check_arch, generated_for, sme_generated_for
 from .sme_emit import emit_sme_kernels
 from .sme_pack import emit_sme_packers
@@ -129,12 +130,26 @@ def class_families(arch: str, prefix: str, inst: str, generic: list, env) -> lis
     out = []
     for cls, cpus in CORE_CLASSES.items():
         for i, family in zip(kernels_for(arch, GENERIC), generic):
-            if not any(CORES[c].has(i.feature) for c in cpus) or not gains_on_class(i.name, cls):
+            if not any(CORES[c].has(i.feature) for c in cpus):
                 continue
-            mine = emit_kernels(solve(i.name, regs=REGISTER_BUDGET, cpu=cls), prefix, inst, cls, env)
-            if not _same_kernel(mine[0], family[0]):
+            if gains_on_class(i.name, cls):
+                mine = emit_kernels(solve(i.name, regs=REGISTER_BUDGET, cpu=cls), prefix, inst,
+                                    cls, env)
+            else:
+                mine = pipelined_family(i.name, cls, prefix, inst, env)
+            if mine and not all(_same_kernel(a, b) for a, b in zip(mine, family)):
                 out.append((cls, mine))
     return out
+
+
+def pipelined_family(instruction: str, cls: str, prefix: str, inst: str, env) -> list | None:
+    """The generic tile's kernels with the class's schedule when the class's strip of it
+    requantises on the integer pipes (gen.strip_pipe), else None."""
+    plan = solve(instruction, regs=REGISTER_BUDGET, cpu=GENERIC)
+    if not any(strip_pipe.applies(plan, e, cls) for e in variants_for(instruction)):
+        return None
+    mine = emit_kernels(plan, prefix, inst, cls, env)
+    return mine if any(strip_pipe.MARK in k.text for k in mine) else None
 
 
 def _entry(family, core_class: str, role: str) -> dict:

@@ -441,7 +441,8 @@ def _ntail_dicts(t: GemmType, kernel: dict, ntail: dict) -> list:
     """The column-tail kernels (manifest role "ntail", gen.ntail) serving kernel entry
     `kernel`, narrowest first, each as a dict (symbol, hp, and the symbol of its variant with
     the type's fused epilogue, None: none): those of the same rows whose "serves" is
-    its symbol (a core-class variant has none)."""
+    its symbol (a core-class variant of another tile has none; one of the same tile gets its
+    generic kernel's, _path_dict)."""
     tails = [dict(symbol=k["symbol"], hp=int(k["hp"]),
                  fused=next((v["symbol"] for v in k.get("variants", [])
                              if v["epilogue"] == fused_epilogue(t)), None))
@@ -453,14 +454,21 @@ def _ntail_dicts(t: GemmType, kernel: dict, ntail: dict) -> list:
     return tails
 
 
+def _same_tile(a: dict, b: dict) -> bool:
+    return all(int(a[x]) == int(b[x]) for x in ("ep", "hp", "lp"))
+
+
 def _path_dict(t: GemmType, p: KernelPath, kernel: dict, gemv: dict, qdyn: dict,
-               ntail: dict) -> dict:
-    """The path dict (dispatch_paths) of kernel entry `kernel` (main or core-class variant)."""
+               ntail: dict, generic: dict | None = None) -> dict:
+    """The path dict (dispatch_paths) of kernel entry `kernel` (main or core-class variant;
+    `generic`: the main kernel a variant stands beside, whose column-tail kernels a variant
+    of the same tile shares: the same packed panels)."""
+    tails_of = generic if generic is not None and _same_tile(kernel, generic) else kernel
     return _path_fields(
         t, p, kernel, INSTRUCTIONS[p.instruction].feature, ep=int(kernel["ep"]), hp=int(kernel["hp"]),
         core_class=kernel.get("core_class", "generic"),
         # the engine's types only (those it also runs GEMV kernels for; qdyn has its own loop)
-        ntail=_ntail_dicts(t, kernel, ntail) if has_gemv(t) else [],
+        ntail=_ntail_dicts(t, tails_of, ntail) if has_gemv(t) else [],
         # the qdyn type: its dotprod decode tile (gen.qdyn8_dot, key ("qdyn", instruction)),
         # which reads the main kernel's panels: the int8 handles' raw layout
         gemv=_gemv_dict(gemv.get(p.instruction if has_gemv(t) else ("qdyn", p.instruction))
@@ -510,7 +518,8 @@ def dispatch_paths(main: dict, types=GEMM_TYPES, gemv: dict | None = None,
             if p.instruction not in main:
                 continue
             for variant in classes.get(p.instruction, ()):
-                paths[t.key].append(_path_dict(t, p, variant, gemv, qdyn, ntail))
+                paths[t.key].append(_path_dict(t, p, variant, gemv, qdyn, ntail,
+                                               main[p.instruction]))
             paths[t.key].append(_path_dict(t, p, main[p.instruction], gemv, qdyn, ntail))
         if not paths[t.key] or paths[t.key][-1]["feature"] is not None:
             baseline = [p.instruction for p in t.chain

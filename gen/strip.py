@@ -26,6 +26,7 @@ import re
 
 from . import epilogue as ep_mod
 from . import loop
+from . import strip_pipe
 from .schedule import Insn
 
 # x19-x28 across the strip (callee-saved: the tile code uses x0-x17 only, x18 never).
@@ -48,7 +49,7 @@ SOFF = {name: offset for name, offset, _, _ in STRIP_FIELDS}
 
 # Labels (templates/kernel.S.j2 defines each as a local label per object format).
 LABELS = ("KP_TILE", "KP_LOOP", "KS_TILE", "KS_LOOP", "KS_REMAINDER", "KS_SINGLE_START", "KS_SINGLE", "KS_LAST_STEP",
-          "KS_STORE", "KS_EACH", "KS_EACH_TILE", "KS_RETURN")
+          "KS_STORE", "KS_EACH", "KS_EACH_TILE", "KS_RETURN", *strip_pipe.LABELS)
 RELABEL = {"K_LOOP": "KS_LOOP", "K_SINGLE": "KS_SINGLE"}
 
 
@@ -56,15 +57,20 @@ def _i(text: str, comment: str = "", kind: str = "alu") -> Insn:
     return Insn(text, kind, comment=comment)
 
 
-def frame_layout(saved_d: list[str]) -> dict[str, int]:
+def frame_layout(saved_d: list[str], scratch: int = 0) -> dict[str, int]:
     """Byte offsets in the strip's frame: d8-d15 as the tile entry saves them, x19-x30, the
     args pointer, ksteps, the zero point, a copy of the argument block (the per-tile calls'
-    params steps in it); 16-byte aligned."""
+    params steps in it), then for the pipelined strip (gen/strip_pipe.py) 2 zp + 1 and
+    `scratch` bytes for a tile's accumulators; 16-byte aligned."""
     d_bytes = -(-8 * len(saved_d) // 16) * 16
     x = d_bytes
     args = x + 8 * len(SAVED_X)
+    end = args + 32 + ep_mod.ARGS_BYTES
+    if not scratch:
+        return dict(x=x, args=args, ksteps=args + 8, zp=args + 16, kmain=args + 24,
+                    copy=args + 32, frame=end)
     return dict(x=x, args=args, ksteps=args + 8, zp=args + 16, kmain=args + 24, copy=args + 32,
-                frame=args + 32 + ep_mod.ARGS_BYTES)
+                zp21=end, scratch=end + 16, frame=end + 16 + scratch)
 
 
 def relabel(code: list[Insn], prefix: str = "KS_") -> list[Insn]:
@@ -75,10 +81,9 @@ def relabel(code: list[Insn], prefix: str = "KS_") -> list[Insn]:
             if i.kind == "branch" else i for i in code]
 
 
-def entry(plan, epilogue: str, saved_d: list[str]) -> list[Insn]:
+def entry(plan, epilogue: str, saved_d: list[str], f: dict) -> list[Insn]:
     """Open the frame, save, read the descriptor and the argument block, test once whether the
     fast path serves every tile (else KS_EACH)."""
-    f = frame_layout(saved_d)
     code = [_i(f"sub sp, sp, #{f['frame']}", "frame: saved registers, strip state, args copy")]
     for i in range(0, len(saved_d), 2):
         pair = saved_d[i:i + 2]
@@ -160,7 +165,12 @@ def peeled(plan, main: loop.MainLoop, pieces: dict, f: dict) -> list[Insn]:
     unroll = main.unroll
     if unroll & (unroll - 1):
         return []
-    start = [insn for insn in pieces["start"] if not insn.text.startswith("ldr x2,")]
+    return peeled_test(unroll, f) + peeled_tiles(plan, main, pieces, f)
+
+
+def peeled_test(unroll: int, f: dict) -> list[Insn]:
+    """x2 = the main loop's count (kept in the frame) when ksteps - 1 is at least one main-loop
+    iteration and leaves the peeled last one; else to KS_TILE."""
     return [
         _i("sub x2, x2, #1", "k-steps after the loaded one"),
         _i(f"and x7, x2, #{unroll - 1}"),
@@ -169,6 +179,13 @@ def peeled(plan, main: loop.MainLoop, pieces: dict, f: dict) -> list[Insn]:
         _i("b.lo KS_TILE", "else the tiles with the loop-shape tests", "branch"),
         _i(f"sub x2, x2, #{unroll}", "the main loop's count at its start"),
         _i(f"str x2, [sp, #{f['kmain']}]", "for every tile", "store"),
+    ]
+
+
+def peeled_tiles(plan, main: loop.MainLoop, pieces: dict, f: dict) -> list[Insn]:
+    """KP_TILE: the peeled case's tile loop (x2 = the main loop's count)."""
+    start = [insn for insn in pieces["start"] if not insn.text.startswith("ldr x2,")]
+    return [
         _i("KP_TILE:", kind="label"),
         _i(f"ldr x2, [sp, #{f['kmain']}]", "the main loop's count", "load"),
         *start, *loop.preload(plan), *loop.pointer_setup(plan, main),
@@ -179,10 +196,9 @@ def peeled(plan, main: loop.MainLoop, pieces: dict, f: dict) -> list[Insn]:
     ]
 
 
-def each(saved_d: list[str]) -> list[Insn]:
+def each(f: dict) -> list[Insn]:
     """KS_EACH: the tile entry once per tile, on a copy of the argument block whose params
     steps (x30 saved in the frame)."""
-    f = frame_layout(saved_d)
     copy = f["copy"]
     code = [_i(f"ldr x5, [sp, #{f['args']}]", "args", "load")]
     for off in range(0, ep_mod.ARGS_BYTES, 32):
@@ -206,9 +222,8 @@ def each(saved_d: list[str]) -> list[Insn]:
     return code
 
 
-def exit_code(saved_d: list[str]) -> list[Insn]:
+def exit_code(saved_d: list[str], f: dict) -> list[Insn]:
     """KS_RETURN: restore and close the frame."""
-    f = frame_layout(saved_d)
     code = []
     for i in range(0, len(SAVED_X), 2):
         code.append(_i(f"ldp {SAVED_X[i]}, {SAVED_X[i + 1]}, [sp, #{f['x'] + 8 * i}]",
@@ -221,16 +236,25 @@ def exit_code(saved_d: list[str]) -> list[Insn]:
 
 
 def context(plan, epilogue: str, saved_d: list[str], main: loop.MainLoop,
-            single: list[Insn]) -> dict | None:
-    """The template's `strip` context (None for kernels without the fast path)."""
+            single: list[Insn], cpu: str = "generic") -> dict | None:
+    """The template's `strip` context (None for kernels without the fast path); for the
+    out-of-order class the peeled tiles are gen/strip_pipe.py's."""
     if not ep_mod.has_fast_path(epilogue):
         return None
-    f = frame_layout(saved_d)
-    pieces = tile(plan, epilogue, main, f)
-    return dict(entry=entry(plan, epilogue, saved_d),
-                peeled=peeled(plan, main, pieces, f), **pieces,
+    pipelined = []
+    if strip_pipe.applies(plan, epilogue, cpu) and not main.unroll & (main.unroll - 1):
+        f = frame_layout(saved_d, strip_pipe.scratch_bytes(plan))
+        pieces = tile(plan, epilogue, main, f)
+        pipelined = strip_pipe.peeled(plan, epilogue, main, pieces, f, next_tile)
+    if pipelined:
+        tiles = peeled_test(main.unroll, f) + pipelined + peeled_tiles(plan, main, pieces, f)
+    else:
+        f = frame_layout(saved_d)
+        pieces = tile(plan, epilogue, main, f)
+        tiles = peeled(plan, main, pieces, f)
+    return dict(entry=entry(plan, epilogue, saved_d, f), peeled=tiles, **pieces,
                 main_body=relabel(main.body), single=relabel(single),
-                each=each(saved_d), exit=exit_code(saved_d))
+                each=each(f), exit=exit_code(saved_d, f))
 
 
 def c_struct(prefix: str) -> str:

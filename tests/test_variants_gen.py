@@ -56,7 +56,9 @@ def test_variants_only_where_the_class_gains():
 def test_v8_build_holds_no_variants_and_names_them_by_class():
     files = generate("v8")
     kernels = json.loads(files["manifest.json"])["kernels"]
-    # fmla and smlal, then their GEMV / small-M kernels, then fmla's column tail (gen/ntail.py)
+    # fmla and smlal, then their GEMV / small-M kernels, then fmla's column tail (gen/ntail.py);
+    # smlal's 8x12 k-loop has too few MACs an iteration to hide a column of the pipelined
+    # requantisation (gen/strip_pipe.py peeled), so no out-of-order variant
     assert [(k["role"], k["core_class"]) for k in kernels] == \
         [("main", GENERIC)] * 2 + [("gemv", GENERIC)] * 2 + [("ntail", GENERIC)]
     # a named CPU builds no variants; its kernels carry its class
@@ -68,8 +70,12 @@ def test_v8_build_holds_no_variants_and_names_them_by_class():
 def test_variant_shares_the_generic_gemv_kernel_with_its_own_dispatch_numbers():
     manifest = json.loads(generate("v86")["manifest.json"])
     variants = [k for k in manifest["kernels"] if k["role"] == "core_class"]
-    assert [k["symbol"] for k in variants] == ["ts_gemm_bf16f32_bfmmla_12x8x4_ooo"]
-    v = variants[0]
+    # the requantising instructions: the generic tile with the ooo class's pipelined strip
+    # (test below)
+    assert sorted(k["symbol"] for k in variants) == [
+        "ts_gemm_bf16f32_bfmmla_12x8x4_ooo", "ts_gemm_s8s32_sdot_8x12x4_ooo",
+        "ts_gemm_s8s32_smmla_8x8x8_ooo", "ts_gemm_u8s8s32_usmmla_8x8x8_ooo"]
+    v = next(k for k in variants if k["instruction"] == "bfmmla")
     small = next(k for k in manifest["kernels"]
                  if k["role"] == "gemv" and k["instruction"] == "bfmmla")
     main = next(k for k in manifest["kernels"]
@@ -82,3 +88,25 @@ def test_variant_shares_the_generic_gemv_kernel_with_its_own_dispatch_numbers():
         (choice.max_m, choice.main_step_instructions) == (2, 34)
     assert main["ep"] * main["hp"] < v["ep"] * v["hp"] and \
         small["main_step_instructions"] < v["gemv_main_step_instructions"]
+
+
+def test_ooo_requant_variants_keep_the_tile_and_pipeline_the_strip():
+    """The out-of-order class's variants of the requantising instructions: the generic tile
+    (the same packed panels) whose requant strips requantise on the integer pipes
+    (gen/strip_pipe.py); the generic and in-order builds keep gen/strip.py's strip."""
+    files = generate("v86")
+    kernels = json.loads(files["manifest.json"])["kernels"]
+    for inst in ("smmla", "usmmla", "sdot"):
+        main = next(k for k in kernels if k["role"] == "main" and k["instruction"] == inst)
+        ooo = next(k for k in kernels if k["role"] == "core_class" and k["instruction"] == inst)
+        assert (ooo["ep"], ooo["hp"], ooo["lp"], ooo["core_class"]) == \
+            (main["ep"], main["hp"], main["lp"], "ooo")
+        for kernel, pipelined in ((main, False), (ooo, True)):
+            requants = [v for v in kernel["variants"] if v["epilogue"].startswith("requant")]
+            assert requants
+            for requant in requants:
+                text = files[requant["file"]]
+                assert ("KQ_E_LOOP:" in text) == pipelined, requant["symbol"]
+                assert ("smaddl" in text) == pipelined
+    # smlal (Armv8.0): 48 MACs an iteration, fewer than a column's ~100 instructions
+    assert not [k for k in kernels if k["role"] == "core_class" and k["instruction"] == "smlal"]
