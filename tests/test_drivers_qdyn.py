@@ -53,6 +53,12 @@ def check_fused_kernels(stdout, folder):
     # the raw int8 kernels' small-M tiles for the qdyn int8 handles (gen/qdyn8_dot.py: sdot)
     decode_raw = {k["serves"]: k["symbol"] for k in manifest["kernels"]
                   if k.get("role") == "qdyn_gemv"}
+    # a core-class variant of the generic tile reads the same panels: its generic kernel's
+    generic_of = {k["instruction"]: k["symbol"] for k in manifest["kernels"]
+                  if k["role"] == "main"}
+    decode_raw.update({k["symbol"]: decode_raw[generic_of[k["instruction"]]]
+                       for k in manifest["kernels"] if k["role"] == "core_class"
+                       and generic_of.get(k["instruction"]) in decode_raw})
     for line in stdout.splitlines():
         if not line.startswith("mask="):
             continue

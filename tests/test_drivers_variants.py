@@ -178,18 +178,24 @@ def test_variant_choice_per_core(cpu, build):
         assert tails[k["symbol"]] == want, k["symbol"]
     assert any(k["role"] == "core_class" for k in manifest["kernels"] if k["symbol"] in tails)
     # a last B panel of `cols` columns runs on the narrowest column-tail kernel (gen/ntail.py,
-    # manifest role "ntail") of the path's kernel that holds them; core-class variants and
-    # paths without one keep their tile (fp32 8x12: 8x8 for 1..8 columns)
+    # manifest role "ntail") of the path's kernel that holds them; a core-class variant of the
+    # generic tile has its generic kernel's (the same panels), one of another tile and paths
+    # without one keep their tile (fp32 8x12: 8x8 for 1..8 columns)
     ntails = {line.split()[1]: dict(item.split("=") for item in line.split()[2:])
               for line in lines if line.startswith("ntail ")}
     served = {}
     for k in manifest["kernels"]:
         if k["role"] == "ntail":
             served.setdefault(k["serves"], []).append(k)
+    generic_of = {k["instruction"]: k for k in manifest["kernels"] if k["role"] == "main"}
     for k in manifest["kernels"]:
         if k["symbol"] not in ntails:
             continue
-        mine = sorted(served.get(k["symbol"], []), key=lambda t: t["hp"])
+        owner = k
+        if k["role"] == "core_class" and all(
+                k[x] == generic_of[k["instruction"]][x] for x in ("ep", "hp", "lp")):
+            owner = generic_of[k["instruction"]]
+        mine = sorted(served.get(owner["symbol"], []), key=lambda t: t["hp"])
         want = {str(c): next((t["symbol"] for t in mine if c <= t["hp"] and t["ep"] == k["ep"]),
                              "NULL") for c in range(1, k["hp"])}
         assert ntails[k["symbol"]] == want, k["symbol"]
