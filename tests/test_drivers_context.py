@@ -22,7 +22,7 @@ from gen.drivers import DRIVERS
 from gen.epilogue import EPILOGUE_VARIANTS
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
 from gen.registry import BY_KEY, fused_epilogue
-from test_drivers_api import CPU_MASKS, manifest_paths
+from test_drivers_api import CPU_MASKS, FEAT, manifest_paths
 
 CPUS = {"cortex-a57": CPU_MASKS["cortex-a57"], "cortex-a53": CPU_MASKS["cortex-a57"],
         "neoverse-n1": CPU_MASKS["neoverse-n1"], "max": [0xFFFFFFFF, 1, 0]}
@@ -62,6 +62,7 @@ DOC_FIGURES = {
         (r"K = 1280 on v86: ([\d,]+) bytes against ([\d,]+); M = 64:\s+([\d,]+) against ([\d,]+)",
          ("int8_m1_prepacked", "int8_m1_full", "int8_m64_prepacked", "int8_m64_full")),
         (r"14×14, v86:\s+([\d,]+) bytes instead of ([\d,]+)", ("conv_prepacked", "conv_full")),
+        (r"M = 4096, N = K = 1024 on v86 needs ([\d,]+) bytes", ("int8_m4096_full",)),
     ],
 }
 
@@ -79,6 +80,30 @@ def test_documented_workspace_figures(v86, tmp_path):
             assert found, f"{doc}: no figure matching {pattern!r}"
             quoted = {name: found.group(i + 1).replace(",", "") for i, name in enumerate(names)}
             assert quoted == {name: built[name] for name in names}, f"{doc}: {quoted} vs {built}"
+
+
+@pytest.fixture(scope="module")
+def stage_harness(v86, tmp_path_factory):
+    sources = sorted(v86.glob("*.c")) + sorted(v86.glob("*.S")) + [TEST_C / "drv_stage_bound.c"]
+    return compile_aarch64(sources, tmp_path_factory.mktemp("bin") / "drv_stage_bound",
+                           includes=[v86], flags=["-std=c99", "-Werror"])
+
+
+# smmla (i8mm), sdot and the Armv8.0 smlal path on -cpu max
+STAGE_MASKS = [CPU_MASKS["max"][0], FEAT["DOTPROD"], 0]
+
+
+def test_staging_is_bounded_by_the_blocks(stage_harness):
+    """drv_stage_bound.c: with small caches (several K blocks), the workspace of the int8 /
+    uint8 requantised and fp16 GEMMs at N = K = 1024 is the same at M = 4096 and M = 2^20 (1
+    and 3 threads) and below an int32 copy of C (main before: 18.9 MB at M = 4096, 4.3 GB at
+    2^20 on 3 threads); int8 M = 4096, N = 44, K = 1000 on smmla / sdot / smlal, 1 and 3 threads,
+    B packed and prepacked, at exactly that workspace before a guard page equals the
+    reference."""
+    proc = run_qemu(stage_harness, ",".join(str(m) for m in STAGE_MASKS), cpu="max",
+                    check=False, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("failures 0"), proc.stdout[-3000:]
+    assert f"runs {4 * len(STAGE_MASKS)}" in proc.stdout, proc.stdout[-3000:]
 
 
 @pytest.fixture(scope="module")

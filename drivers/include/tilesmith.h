@@ -360,7 +360,7 @@ int ts_gemm_u8_prepacked     (size_t M, const uint8_t *A, size_t lda, const ts_p
  * filter (the handle holds it), i.e. the blocked loop's work area and the padded copy of the
  * input where the conv makes one; the largest over this build's int8 kernels, 0 for an invalid
  * conv. (ts_conv2d_s8_workspace_size(c), larger, is still enough.) E.g. 3x3 512->512 on 14x14
- * on ARCH=v86: 1,440,335 bytes instead of 5,774,415 (most of it the packed filter, int16-widened
+ * on ARCH=v86: 1,432,143 bytes instead of 5,774,415 (most of it the packed filter, int16-widened
  * on the Armv8.0 path). */
 size_t ts_conv2d_s8_prepacked_workspace_size(const ts_conv2d *c);
 /* workspace: at least ts_conv2d_s8_prepacked_workspace_size(c) bytes, any alignment (NULL:

@@ -8,7 +8,8 @@
  *      (ts_gemm_grid); each task runs, over its block: for each K block (the whole K up to
  *      kw_steps k-steps, beyond that as few blocks of at most kc_steps as possible, of equal
  *      length: the split depends on K only), for each M block of A panels (mc_panels, more
- *      when the K block is shorter than kc_steps: m_block_panels): pack that MC x KC block
+ *      when the K block is shorter than kc_steps: m_block_panels; the two loops swapped
+ *      where the results are staged, compute_task): pack that MC x KC block
  *      of A into the task's own area (conv2d: straight from the input, ts_pack_conv_panels),
  *      then, where K has kc_steps or more, for each group of B panels whose results fill
  *      whole lines (b_group; the fused requantisation's 1-byte results through the task's
@@ -19,7 +20,8 @@
  *      re-derived for the context's sizes: ts_blocks.c; the SME paths: K whole while their
  *      panels fit an assumed L2, SME_L2_BYTES).
  * K blocks accumulate with the kernels' acc argument (contract v2): raw outputs in place in C,
- * the requantized and fp16-narrowed ones in a 4-byte staging copy of C (int32 / fp32); the
+ * the requantized and fp16-narrowed ones in the task's 4-byte stage (int32 / fp32) of one M
+ * block of its columns, those calls running the K blocks inside the M blocks (stage_bytes); the
  * fused _requant (_requant_u8) kernel runs on the last K block only, otherwise the staged tile goes to C
  * after its last K block (ts_requant_rows, ts_narrow_rows_f16). Partial tiles are stored by
  * the kernel (m_rem, n_rem); on a core-class variant, a last A panel that a generic tile of the
@@ -46,7 +48,7 @@ typedef struct {
     size_t col_offset;   /* requantize, or A packed with an offset (ts_a_offset): N int32,
                             bias - (a_zero_point - ts_a_offset) * column sums of B */
     size_t params;       /* fused requantize: column parameters per B panel */
-    size_t c32;          /* int32 results M x N, when requantized K blocks accumulate */
+    size_t c32;          /* per compute task, one M block of its 4-byte results (stage_bytes) */
     size_t lines;        /* fused requantisation: per compute task, a line stage (line_unit) */
     size_t total;
 } work_layout;
@@ -182,6 +184,37 @@ static size_t line_stage_bytes(const ts_path *path, size_t K, int stage, int fus
     return (task_panels < mc ? task_panels : mc) * path->ep * TS_LINE;
 }
 
+/* A panels per M block of a call whose 4-byte results are staged (needs_c32): m_block_panels,
+ * at most 2 MC. Several K blocks are each over half of KC k-steps long (k_block_steps), so
+ * their M blocks never reach 2 MC: the cap only bounds a single short K block (fp16 narrowing
+ * or an unfused requantisation, K = 24: m_block_panels would give hundreds of panels), where
+ * the stage would otherwise grow towards M x N. */
+static size_t staged_m_block_panels(const ts_path *path, size_t k_steps)
+{
+    const size_t mc = m_block_panels(path, k_steps);
+    return mc / 2 < path->mc_panels ? mc : 2 * path->mc_panels;
+}
+
+/* Row stride in bytes of a task's stage: its columns, at most ceil(b_panels / n_tasks) B
+ * panels of hp and at most N (the kernels store n_rem columns of a partial panel). */
+static size_t stage_ld(const ts_path *path, size_t N, size_t n_tasks)
+{
+    const size_t cols = div_up(div_up(N, path->hp), n_tasks) * path->hp;
+    return (cols < N ? cols : N) * sizeof(int32_t);
+}
+
+/* Bytes of one task's stage of 4-byte results (int32 / fp32): the rows of one M block (at
+ * most the task's A panels, at most M: the kernels store m_rem rows of a partial panel) x the
+ * task's columns. The K blocks of a staged call run inside its M blocks (compute_task), so the
+ * stage holds one M block's sums across the K blocks and is bounded by the blocks, not by M. */
+static int stage_bytes(const ts_path *path, size_t M, size_t N, size_t K, size_t task_panels,
+                       size_t n_tasks, size_t *out)
+{
+    const size_t mc = staged_m_block_panels(path, k_block_steps(path, ksteps_of(path, K)));
+    const size_t rows = (task_panels < mc ? task_panels : mc) * path->ep;
+    return ts_size_mul(rows < M ? rows : M, stage_ld(path, N, n_tasks), out);
+}
+
 /* `fused` may be -1: size for either (the larger). m_tasks x n_tasks: the call's grid
  * (ts_gemm_grid). */
 static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int stage,
@@ -209,7 +242,8 @@ static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int st
     if (stage != TS_STAGE_NONE) {
         size_t c32 = 0;
         if ((fused < 0 || needs_c32(path, K, stage, fused))
-            && (ts_size_mul(M, N, &c32) || ts_size_mul(c32, sizeof(int32_t), &c32)))
+            && (stage_bytes(path, M, N, K, div_up(panels, m_tasks), n_tasks, &c32)
+                || ts_size_round_up(c32, 16, &c32) || ts_size_mul(c32, m_tasks * n_tasks, &c32)))
             return -1;
         if (place(c32, &end, &l->c32))
             return -1;
@@ -241,7 +275,10 @@ typedef struct {
     unsigned char *lines;       /* the tasks' line stages (line_unit), line_bytes apart, or NULL */
     size_t line_bytes;
     const int8_t *pad_row;      /* conv: in_c bytes of the pad value */
-    int32_t *col_offset, *c32;
+    int32_t *col_offset;
+    unsigned char *c32;         /* the tasks' stages (stage_bytes), stage_task bytes apart */
+    size_t stage_task, stage_ld;    /* (stage_ld: their row stride in bytes) */
+    int staged;                 /* needs_c32: the K blocks run inside the M blocks */
     ts_quant q;                 /* requantize: bias folded into col_offset; uint8 as int8 */
     int fused, stage;           /* fused: the path's fused kernel runs the last K block */
     int32_t rounding;           /* fused: the kernels' rounding mode (ts_kernel_rounding) */
@@ -313,11 +350,12 @@ typedef struct {
     struct ts_tile_args args;
     unsigned char *dst;          /* the tile at row row0, B panel j0 (dst_at) */
     size_t dst_ld, dst_elem;     /* row stride in bytes, bytes per element */
-    size_t row0, j0;             /* 0, 0; a line stage's first row and B panel (line_unit) */
-    const unsigned char *acc;    /* the accumulators at row 0, column 0, or NULL */
+    size_t row0, j0;             /* 0, 0; a line stage's or a task's stage's first row and B
+                                    panel (line_unit, stage_block) */
+    const unsigned char *acc;    /* the accumulators at row acc_row0, B panel acc_j0, or NULL */
     size_t acc_ld;               /* their row stride in bytes (elements: 4 bytes, or dst's);
                                     0: one row for every tile row (a column correction) */
-    size_t acc_elem;
+    size_t acc_elem, acc_row0, acc_j0;
     int last;
 } block_run;
 
@@ -325,6 +363,12 @@ typedef struct {
 static unsigned char *dst_at(const block_run *r, size_t m0, size_t j, size_t dst_step)
 {
     return r->dst + (m0 - r->row0) * r->dst_ld + (j - r->j0) * dst_step;
+}
+
+/* The accumulators of the tile at row m0, B panel j (r->acc not NULL; hp columns a panel). */
+static const unsigned char *acc_at(const block_run *r, size_t m0, size_t j, size_t hp)
+{
+    return r->acc + (m0 - r->acc_row0) * r->acc_ld + (j - r->acc_j0) * hp * r->acc_elem;
 }
 
 /* The kernel of a block run on `kernel` (path's raw or fused one) for the last B panel: the
@@ -337,7 +381,11 @@ static ts_kernel_fn last_panel_kernel(const ts_path *path, const ts_ntail_kernel
     return kernel == path->kernel ? ntail->kernel : ntail->fused;
 }
 
-static void setup_block(const call *c, int first, int last, block_run *r)
+/* r for one K block (first, last: of the call's K blocks); task t's M block from A panel ib
+ * on over its B panels from j0 on where the results are staged (c->c32: the task's stage
+ * holds that M block only, compute_task). */
+static void setup_block(const call *c, int first, int last, size_t t, size_t ib, size_t j0,
+                        block_run *r)
 {
     const ts_path *path = c->path;
     memset(r, 0, sizeof *r);
@@ -348,12 +396,16 @@ static void setup_block(const call *c, int first, int last, block_run *r)
         r->dst_ld = c->out->ldc * path->c_bytes;
         r->dst_elem = path->c_bytes;
     } else {
-        r->dst = (unsigned char *)c->c32;       /* int32 or fp32 results */
-        r->dst_ld = c->N * sizeof(int32_t);
+        r->dst = c->c32 + t * c->stage_task;    /* int32 or fp32 results */
+        r->dst_ld = c->stage_ld;
         r->dst_elem = sizeof(int32_t);
+        r->row0 = ib * path->ep;
+        r->j0 = j0;
     }
     r->acc = first ? NULL : r->dst;          /* in place: raw kernels may read c as acc */
     r->acc_ld = r->dst_ld;
+    r->acc_row0 = r->row0;
+    r->acc_j0 = r->j0;
     if (first && c->stage == TS_STAGE_NONE && ts_a_offset(path) != 0) {
         /* raw results on A packed with an offset start at the column correction, the same
          * row for every tile row (ld_acc_bytes 0) */
@@ -377,6 +429,7 @@ static void setup_block(const call *c, int first, int last, block_run *r)
         r->dst = (unsigned char *)c->out->C;
         r->dst_ld = c->out->ldc;
         r->dst_elem = 1;
+        r->row0 = r->j0 = 0;
     }
     r->last_kernel = last_panel_kernel(path, c->ntail, r->kernel);
 }
@@ -570,24 +623,26 @@ static void fill_bias_pad(call *c)
         c->bias_pad[i] = c->out->bias != NULL && n0 + i < c->N ? c->out->bias[n0 + i] : -0.0f;
 }
 
-/* A tile's staged int32 / fp32 results (m_rem x n_rem at row m0, column n0 of c->c32) to C:
- * fp16 narrowing, or the requantisation the kernels did not fuse; or bias and clamp on the
- * tile's fp32 results in C. */
-static void stage_to_c(const call *c, size_t m0, size_t n0, size_t m_rem, size_t n_rem)
+/* A tile's staged int32 / fp32 results (m_rem x n_rem at `tile` in its task's stage) to C
+ * at row m0, column n0: fp16 narrowing, or the requantisation the kernels did not fuse; or
+ * bias and clamp on the tile's fp32 results in C. */
+static void stage_to_c(const call *c, const unsigned char *tile, size_t m0, size_t n0,
+                       size_t m_rem, size_t n_rem)
 {
-    const int32_t *staged = c->c32 + m0 * c->N + n0;
+    const int32_t *staged = (const int32_t *)(const void *)tile;
+    const size_t ld = c->stage_ld / sizeof(int32_t);
     if (c->out->bias_clamp)
         ts_bias_clamp_rows((float *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc, m_rem, n_rem,
                            c->out->bias != NULL ? c->out->bias + n0 : NULL, c->out->cmin,
                            c->out->cmax);
     else if (c->stage == TS_STAGE_F16)
-        ts_narrow_rows_f16((const float *)staged, c->N, m_rem, n_rem,
+        ts_narrow_rows_f16((const float *)(const void *)staged, ld, m_rem, n_rem,
                            (uint16_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
     else if (c->out->u8_output)
-        ts_requant_rows_u8(staged, c->N, m_rem, n_rem, n0, &c->q, c->col_offset,
+        ts_requant_rows_u8(staged, ld, m_rem, n_rem, n0, &c->q, c->col_offset,
                            (uint8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
     else
-        ts_requant_rows(staged, c->N, m_rem, n_rem, n0, &c->q, c->col_offset,
+        ts_requant_rows(staged, ld, m_rem, n_rem, n0, &c->q, c->col_offset,
                         (int8_t *)c->out->C + m0 * c->out->ldc + n0, c->out->ldc);
 }
 
@@ -626,8 +681,7 @@ static void run_rest(const tile_run *t, struct ts_tile_args *args, size_t xb, si
         args->n_rem = hp;
         const unsigned char *b = b0 + (j - j0) * c->b->panel_bytes;
         const unsigned char *params = p0 != NULL ? p0 + (j - j0) * pp : NULL;
-        const unsigned char *acc = r->acc != NULL
-                                   ? r->acc + m0 * r->acc_ld + j * hp * r->acc_elem : NULL;
+        const unsigned char *acc = r->acc != NULL ? acc_at(r, m0, j, hp) : NULL;
         unsigned char *dst = dst_at(r, m0, j, dst_step);
         for (; j < j1; ++j) {
             const size_t n0 = j * hp;
@@ -644,12 +698,12 @@ static void run_rest(const tile_run *t, struct ts_tile_args *args, size_t xb, si
             args->params = params;
             args->acc = acc;
             kernel(a, b, t->steps, dst, r->dst_ld, args);
+            if (t->to_c)
+                stage_to_c(c, dst, m0, n0, args->m_rem, args->n_rem);
             b += c->b->panel_bytes;
             dst += dst_step;
             acc = acc != NULL ? acc + hp * r->acc_elem : NULL;
             params = params != NULL ? params + pp : NULL;
-            if (t->to_c)
-                stage_to_c(c, m0, n0, args->m_rem, args->n_rem);
         }
     }
 }
@@ -699,8 +753,7 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
         const unsigned char *a_hi = block + last * panel_bytes;
         unsigned char *d_lo = dst_at(r, ib * ep, j0, t.dst_step);
         unsigned char *d_hi = d_lo + last * ep * r->dst_ld;
-        const unsigned char *acc_lo = r->acc != NULL ? r->acc + ib * ep * r->acc_ld + j0 * acc_step
-                                                     : NULL;
+        const unsigned char *acc_lo = r->acc != NULL ? acc_at(r, ib * ep, j0, hp) : NULL;
         const unsigned char *acc_hi = r->acc != NULL ? acc_lo + last * ep * r->acc_ld : NULL;
         const unsigned char *b = b0, *params = p0;
         for (size_t j = j0; j < j1; ++j, down = !down) {
@@ -750,9 +803,8 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
     if (fe > ib) {
         /* A panels ib .. fe-1, the last first when down */
         const size_t first = down ? fe - 1 - ib : 0;
-        const unsigned char *acc = r->acc != NULL
-                                   ? r->acc + (ib + first) * ep * r->acc_ld + j0 * acc_step
-                                                   : NULL;
+        const unsigned char *acc = r->acc != NULL ? acc_at(r, (ib + first) * ep, j0, hp)
+                                                  : NULL;
         const full_tiles f = {r->kernel, block + first * panel_bytes, b0, p0, acc,
                               dst_at(r, (ib + first) * ep, j0, t.dst_step),
                               down ? -a_step : a_step, down ? -row_step : row_step,
@@ -891,94 +943,135 @@ static void pack_a_block(const call *c, const ts_conv_plan *plan, size_t ib, siz
     }
 }
 
-/* Phase 2, task t: its block of tiles, K block by K block, M block by M block. */
+/* What compute_task's M blocks share: task t's A panels i0 .. i1-1 and B panels j0 .. j1-1,
+ * its M blocks of mc A panels packed into `block` (panel_bytes apart). */
+typedef struct {
+    size_t t, i0, i1, j0, j1, mc, panel_bytes;
+    unsigned char *block;
+} task_span;
+
+/* One K block (k-steps s0 .. s0+steps-1, run as r says) of the M block of A panels ib ..
+ * ie-1 of task s: its A block packed (conv: with `plan`), then its tiles. */
+static void run_m_block(const call *c, const task_span *s, const block_run *r,
+                        const ts_conv_plan *plan, size_t ib, size_t ie, size_t s0, size_t steps)
+{
+    const ts_path *path = c->path;
+    const size_t i0 = s->i0, j0 = s->j0, j1 = s->j1, mc = s->mc, panel_bytes = s->panel_bytes;
+    unsigned char *block = s->block;
+    /* B panels in groups (b_group) where K has KC k-steps or more (whole or split: an M
+     * block of about MC panels, its A block half of L2); a shorter K (taller M blocks of
+     * short A panels: GEMM 512^3) keeps BLIS's order, B panel by B panel, as do groups
+     * of one: that loop steps two pointers per tile, not three (run_full_column); in
+     * groups, GEMM 512^3 int8 smmla on the Cortex-A510 model lost 0.4 points of peak */
+    const size_t group = c->ksteps < path->kc_steps ? 1 : b_group(path, steps, r->dst_elem);
+    const size_t groups = div_up(j1 - j0, group);
+    /* every other M block runs the groups last to first, from the B panels the M
+     * block before (the first: the pack phase) left in L2 */
+    const int back = ((ib - i0) / mc) % 2 == 0;
+    /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
+    const int tailed = c->tail != NULL && ie == c->a_panels;
+    block_run tail = *r;
+    if (tailed) {
+        tail.kernel = r->kernel == path->kernel ? c->tail->kernel : c->tail->fused;
+        tail.last_kernel = last_panel_kernel(c->tail, c->tail_ntail, tail.kernel);
+    }
+    pack_a_block(c, plan, ib, ie, s0, steps, block, panel_bytes);
+    if (group == 1) {
+        /* B panel by B panel (BLIS's order), A panels serpentine; the tail panel
+         * after the others */
+        run_tiles(c, r, block, panel_bytes, ib, ie - (size_t)tailed, j0, j1, s0, steps, 0, 1);
+        if (tailed)
+            run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes, ie - 1, ie,
+                      j0, j1, s0, steps, 0, 1);
+        return;
+    }
+    /* every other group runs the A panels last to first, so a group starts on the
+     * A panels the group before used last (most recently in L2) */
+    const size_t unit = line_unit(c, r, group);
+    block_run staged = *r, staged_tail = tail;
+    for (size_t n = 0; n < groups; ++n) {
+        const size_t g = back ? groups - 1 - n : n;
+        const size_t jb = j0 + g * group, je = j1 - jb < group ? j1 : jb + group;
+        const int down = (int)(n & 1);
+        const block_run *run = r, *run_tail = &tail;
+        /* the line stage of groups g - g % unit ..: B panels uj0 .. uj1-1 */
+        const size_t uj0 = j0 + (g - g % unit) * group;
+        const size_t uj1 = j1 - uj0 < unit * group ? j1 : uj0 + unit * group;
+        /* its last group in this order */
+        const int unit_done = back ? g % unit == 0 : g % unit == unit - 1 || je == j1;
+        if (unit > 1 && whole_lines(c, uj0)) {
+            stage_lines(c, &staged, s->t, ib, uj0);
+            stage_lines(c, &staged_tail, s->t, ib, uj0);
+            run = &staged;
+            run_tail = &staged_tail;
+        }
+        if (tailed && down)
+            run_tiles(c, run_tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes, ie - 1,
+                      ie, jb, je, s0, steps, 0, 0);
+        run_tiles(c, run, block, panel_bytes, ib, ie - (size_t)tailed, jb, je, s0, steps,
+                  down, 0);
+        if (tailed && !down)
+            run_tiles(c, run_tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes, ie - 1,
+                      ie, jb, je, s0, steps, 0, 0);
+        if (run == &staged && unit_done)
+            lines_to_c(c, &staged, ie, uj0, uj1);
+    }
+}
+
+/* K block kb of kc k-steps (the last one ends at K): its first k-step *s0 and length; for a
+ * conv, the plan its A blocks share. */
+static void k_block_of(const call *c, size_t kb, size_t kc, size_t *s0, size_t *steps,
+                       ts_conv_plan *plan)
+{
+    *s0 = kb * kc;
+    *steps = c->ksteps - *s0 < kc ? c->ksteps - *s0 : kc;
+    if (c->a->conv != NULL) {
+        size_t klen;
+        const size_t k0 = k_block_range(c, *s0, *steps, &klen);
+        ts_conv_plan_init(plan, c->path, c->a->conv, (const int8_t *)c->a->A, c->pad_row, k0,
+                          klen);
+    }
+}
+
+/* Phase 2, task t: its block of tiles, K block by K block, M block by M block; where the
+ * results are staged (fp16 narrowing, requantisation the kernels do not fuse or that has
+ * several K blocks: needs_c32), M block by M block, K block by K block, so that the task's
+ * stage holds one M block's 4-byte sums (stage_bytes: bounded by the blocks, not by M; the
+ * M x N int32 copy of before was 17.4 MB at M = 4096, N = 1024). Either way every tile gets
+ * the same kernel calls over the same K blocks in order: the same results. */
 static void compute_task(void *arg, size_t t)
 {
     const call *c = (const call *)arg;
     const ts_path *path = c->path;
-    size_t i0, i1, j0, j1, panel_bytes;
-    share(c->a_panels, c->m_tasks, t / c->n_tasks, &i0, &i1);
-    share(c->b->panels, c->n_tasks, t % c->n_tasks, &j0, &j1);
+    task_span s;
+    s.t = t;
+    s.block = c->a_blocks + t * c->a_block_bytes;
+    share(c->a_panels, c->m_tasks, t / c->n_tasks, &s.i0, &s.i1);
+    share(c->b->panels, c->n_tasks, t % c->n_tasks, &s.j0, &s.j1);
     const size_t kc = k_block_steps(path, c->ksteps);
     const size_t n_kb = k_blocks(path, c->ksteps);
-    const size_t mc = m_block_panels(path, kc);
-    unsigned char *block = c->a_blocks + t * c->a_block_bytes;
-    ts_panel_bytes(path, path->ep, kc * path->lp, &panel_bytes);
-    ts_size_round_up(panel_bytes, 16, &panel_bytes);
+    s.mc = c->staged ? staged_m_block_panels(path, kc) : m_block_panels(path, kc);
+    ts_panel_bytes(path, path->ep, kc * path->lp, &s.panel_bytes);
+    ts_size_round_up(s.panel_bytes, 16, &s.panel_bytes);
+    block_run r;
+    ts_conv_plan plan;      /* conv: what packing the A blocks of a K block shares */
+    size_t s0, steps;
+    if (c->staged) {
+        for (size_t ib = s.i0; ib < s.i1; ib += s.mc) {
+            const size_t ie = s.i1 - ib < s.mc ? s.i1 : ib + s.mc;
+            for (size_t kb = 0; kb < n_kb; ++kb) {
+                k_block_of(c, kb, kc, &s0, &steps, &plan);
+                setup_block(c, kb == 0, kb + 1 == n_kb, t, ib, s.j0, &r);
+                run_m_block(c, &s, &r, &plan, ib, ie, s0, steps);
+            }
+        }
+        return;
+    }
     for (size_t kb = 0; kb < n_kb; ++kb) {
-        const size_t s0 = kb * kc, steps = c->ksteps - s0 < kc ? c->ksteps - s0 : kc;
-        block_run r;
-        ts_conv_plan plan;      /* conv: what packing this K block's A blocks shares */
-        setup_block(c, kb == 0, kb + 1 == n_kb, &r);
-        /* B panels in groups (b_group) where K has KC k-steps or more (whole or split: an M
-         * block of about MC panels, its A block half of L2); a shorter K (taller M blocks of
-         * short A panels: GEMM 512^3) keeps BLIS's order, B panel by B panel, as do groups
-         * of one: that loop steps two pointers per tile, not three (run_full_column); in
-         * groups, GEMM 512^3 int8 smmla on the Cortex-A510 model lost 0.4 points of peak */
-        const size_t group = c->ksteps < path->kc_steps ? 1 : b_group(path, steps, r.dst_elem);
-        const int columns = group == 1;
-        if (c->a->conv != NULL) {
-            size_t klen;
-            const size_t k0 = k_block_range(c, s0, steps, &klen);
-            ts_conv_plan_init(&plan, path, c->a->conv, (const int8_t *)c->a->A, c->pad_row, k0,
-                              klen);
-        }
-        const size_t groups = div_up(j1 - j0, group);
-        for (size_t ib = i0; ib < i1; ib += mc) {
-            const size_t ie = i1 - ib < mc ? i1 : ib + mc;
-            /* every other M block runs the groups last to first, from the B panels the M
-             * block before (the first: the pack phase) left in L2 */
-            const int back = ((ib - i0) / mc) % 2 == 0;
-            /* the last A panel on the tail path's kernel (ts_tail_path), after the others */
-            const int tailed = c->tail != NULL && ie == c->a_panels;
-            block_run tail = r;
-            if (tailed) {
-                tail.kernel = r.kernel == path->kernel ? c->tail->kernel : c->tail->fused;
-                tail.last_kernel = last_panel_kernel(c->tail, c->tail_ntail, tail.kernel);
-            }
-            pack_a_block(c, &plan, ib, ie, s0, steps, block, panel_bytes);
-            if (columns) {
-                /* B panel by B panel (BLIS's order), A panels serpentine; the tail panel
-                 * after the others */
-                run_tiles(c, &r, block, panel_bytes, ib, ie - (size_t)tailed, j0, j1, s0,
-                          steps, 0, 1);
-                if (tailed)
-                    run_tiles(c, &tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
-                              ie - 1, ie, j0, j1, s0, steps, 0, 1);
-                continue;
-            }
-            /* every other group runs the A panels last to first, so a group starts on the
-             * A panels the group before used last (most recently in L2) */
-            const size_t unit = line_unit(c, &r, group);
-            block_run staged = r, staged_tail = tail;
-            for (size_t n = 0; n < groups; ++n) {
-                const size_t g = back ? groups - 1 - n : n;
-                const size_t jb = j0 + g * group, je = j1 - jb < group ? j1 : jb + group;
-                const int down = (int)(n & 1);
-                const block_run *run = &r, *run_tail = &tail;
-                /* the line stage of groups g - g % unit ..: B panels uj0 .. uj1-1 */
-                const size_t uj0 = j0 + (g - g % unit) * group;
-                const size_t uj1 = j1 - uj0 < unit * group ? j1 : uj0 + unit * group;
-                /* its last group in this order */
-                const int unit_done = back ? g % unit == 0 : g % unit == unit - 1 || je == j1;
-                if (unit > 1 && whole_lines(c, uj0)) {
-                    stage_lines(c, &staged, t, ib, uj0);
-                    stage_lines(c, &staged_tail, t, ib, uj0);
-                    run = &staged;
-                    run_tail = &staged_tail;
-                }
-                if (tailed && down)
-                    run_tiles(c, run_tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
-                              ie - 1, ie, jb, je, s0, steps, 0, 0);
-                run_tiles(c, run, block, panel_bytes, ib, ie - (size_t)tailed, jb, je, s0,
-                          steps, down, 0);
-                if (tailed && !down)
-                    run_tiles(c, run_tail, block + (ie - 1 - ib) * panel_bytes, panel_bytes,
-                              ie - 1, ie, jb, je, s0, steps, 0, 0);
-                if (run == &staged && unit_done)
-                    lines_to_c(c, &staged, ie, uj0, uj1);
-            }
-        }
+        k_block_of(c, kb, kc, &s0, &steps, &plan);
+        setup_block(c, kb == 0, kb + 1 == n_kb, t, 0, 0, &r);
+        for (size_t ib = s.i0; ib < s.i1; ib += s.mc)
+            run_m_block(c, &s, &r, &plan, ib, s.i1 - ib < s.mc ? s.i1 : ib + s.mc, s0, steps);
     }
 }
 
@@ -1096,7 +1189,13 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     }
     c.col_offset = ts_region(base, l.col_offset);
     c.params = base + l.params;
-    c.c32 = ts_region(base, l.c32);
+    c.c32 = base + l.c32;
+    c.staged = c.stage != TS_STAGE_NONE && needs_c32(path, c.K, c.stage, c.fused);
+    if (c.staged) {
+        c.stage_ld = stage_ld(path, c.N, c.n_tasks);
+        stage_bytes(path, M, c.N, c.K, div_up(c.a_panels, c.m_tasks), c.n_tasks, &c.stage_task);
+        ts_size_round_up(c.stage_task, 16, &c.stage_task);
+    }
     if (requantize) {
         if (out->u8_output)
             ts_quant_u8_as_s8(out->q, &c.q);   /* int8 epilogue, bit 7 flipped after */

@@ -22,6 +22,8 @@ int main(void)
     printf("int8_m1_prepacked_gemm_layout %zu\n",
            ts_context_workspace_size_prepacked(gemm_only, TS_GEMM_INT8, 1, 1000, 1280));
     ts_context_free(gemm_only);
+    /* int8 M = 4096, N = K = 1024: the int32 stage is one M block per task (ts_engine.c) */
+    printf("int8_m4096_full %zu\n", ts_context_workspace_size(NULL, TS_GEMM_INT8, 4096, 1024, 1024));
     /* ResNet-style 3x3 conv, 512 -> 512 channels on 14 x 14, padding 1 */
     ts_conv2d c;
     memset(&c, 0, sizeof c);
