@@ -545,6 +545,29 @@ static TS_NOINLINE void run_full_tiles_fused_acc(const full_tiles *f,
     full_tiles_loops(f, args, 1, ACC_OWN);
 }
 
+/* run_full_tiles_fused on a fused kernel with a strip entry (README "Micro-kernel ABI",
+ * strips; the first K block: acc NULL, which a strip shares among its tiles): per A panel one
+ * call of it runs the panel's tiles on the group's B panels (B, C and the column parameters
+ * stepping), so the kernel's frame, saves, argument loads and fast-path test come once per A
+ * panel of a group, not once per tile. */
+static TS_NOINLINE void run_full_tiles_strip(ts_strip_fn strip, const full_tiles *f,
+                                             const struct ts_tile_args *in)
+{
+    struct ts_tile_args args = *in;
+    const struct ts_strip row = {f->cols, 0, (ptrdiff_t)f->b_step, (ptrdiff_t)f->dst_step,
+                                 (ptrdiff_t)f->params_step};
+    const unsigned char *a = f->a;
+    unsigned char *dst = f->dst;
+    args.params = f->params;
+    for (size_t x = f->rows;;) {
+        strip(a, f->b, f->steps, dst, f->dst_ld, &args, &row);
+        if (--x == 0)
+            break;
+        a += f->a_step;         /* stepped only while in the block (a_step may be negative) */
+        dst += f->row_step;
+    }
+}
+
 /* One B panel's kernel calls on `rows` full-height A panels from a (a_step bytes apart,
  * results row_step apart: negative to run them last to first), the argument block (its
  * params included) set by the caller: the groups of one B panel (b_group 1, BLIS's order),
@@ -658,9 +681,20 @@ typedef struct {
     int to_c;
 } tile_run;
 
+/* The strip entry of r's kernel when it is a fused one (the call's path's, or the tail path's
+ * for the last A panel) that has one, else NULL. */
+static ts_strip_fn strip_of(const call *c, const block_run *r)
+{
+    if (r->kernel == c->path->fused)
+        return c->path->strip;
+    return c->tail != NULL && r->kernel == c->tail->fused ? c->tail->strip : NULL;
+}
+
 /* The tiles of A panels xb .. xe-1 (last to first when `down`) x B panels j0 .. j1-1 (A panel
  * by A panel) that run_full_tiles did not run: those of A panels below fe on B panels from jf
- * on, and every tile of the others. */
+ * on, and every tile of the others (an A panel's tiles before B panel jf, the same arguments
+ * but for the stepping pointers, in one call of the fused kernel's strip entry where it has
+ * one and the first K block's are not staged). */
 static void run_rest(const tile_run *t, struct ts_tile_args *args, size_t xb, size_t xe,
                      size_t fe, size_t j0, size_t j1, size_t jf, int down)
 {
@@ -670,6 +704,7 @@ static void run_rest(const tile_run *t, struct ts_tile_args *args, size_t xb, si
     const unsigned char *b0 = (const unsigned char *)c->b->data + j0 * c->b->panel_bytes
                               + t->s0 * hp * t->step_bytes;
     const unsigned char *p0 = c->fused && r->last ? fused_params(c, j0) : NULL;
+    const ts_strip_fn strip = p0 != NULL && r->acc == NULL && !t->to_c ? strip_of(c, r) : NULL;
     for (size_t x = xb; x < xe; ++x) {
         const size_t i = down ? xe - 1 - (x - xb) : x, m0 = i * ep;
         const unsigned char *a = t->block + (i - t->ib) * t->panel_bytes;
@@ -683,6 +718,17 @@ static void run_rest(const tile_run *t, struct ts_tile_args *args, size_t xb, si
         const unsigned char *params = p0 != NULL ? p0 + (j - j0) * pp : NULL;
         const unsigned char *acc = r->acc != NULL ? acc_at(r, m0, j, hp) : NULL;
         unsigned char *dst = dst_at(r, m0, j, dst_step);
+        if (strip != NULL && j < jf) {
+            const struct ts_strip row = {jf - j, 0, (ptrdiff_t)c->b->panel_bytes,
+                                         (ptrdiff_t)dst_step, (ptrdiff_t)pp};
+            args->params = params;
+            args->acc = NULL;
+            strip(a, b, t->steps, dst, r->dst_ld, args, &row);
+            b += (jf - j) * c->b->panel_bytes;
+            dst += (jf - j) * dst_step;
+            params += (jf - j) * pp;
+            j = jf;
+        }
         for (; j < j1; ++j) {
             const size_t n0 = j * hp;
             ts_kernel_fn kernel = r->kernel;
@@ -813,7 +859,10 @@ static void run_tiles(const call *c, const block_run *r, const unsigned char *bl
         args.m_rem = ep;
         args.n_rem = hp;
         args.acc = NULL;
-        if (acc == NULL)
+        const ts_strip_fn strip = p0 != NULL ? strip_of(c, r) : NULL;
+        if (acc == NULL && strip != NULL)
+            run_full_tiles_strip(strip, &f, &args);
+        else if (acc == NULL)
             (p0 != NULL ? run_full_tiles_fused : run_full_tiles)(&f, &args);
         else if (p0 != NULL)    /* the last of several K blocks, fused */
             run_full_tiles_fused_acc(&f, &args);
