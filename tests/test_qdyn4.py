@@ -293,8 +293,13 @@ def test_manifest_and_header_name_both_kernels(outputs):
     for k in q:
         assert f"void {k['symbol']}(" in header
     dispatch = (out / "ts_dispatch.c").read_text()
-    assert dispatch.count("ts_gemm_s8s4f32_smmla_8x4x16") == 2     # name and function
-    assert dispatch.count("ts_gemm_s8s8f32_smmla_8x8x16") == 2
+    # name and function in the qdyn table of each smmla path: the generic kernel's and its
+    # core-class variants' (the same panels; gen.registry dispatch_paths)
+    smmla_paths = sum(1 for k in manifest["kernels"] if k["instruction"] == "smmla"
+                      and k["role"] in ("main", "core_class"))
+    assert smmla_paths == 2
+    assert dispatch.count("ts_gemm_s8s4f32_smmla_8x4x16") == 2 * smmla_paths
+    assert dispatch.count("ts_gemm_s8s8f32_smmla_8x8x16") == 2 * smmla_paths
     # no i8mm: the scale-block and per-channel kernels of the dotprod and Armv8.0 paths
     assert [(k["symbol"], k["instruction"], k["blocked"], k["decode"])
             for k in outputs("v82")[1]["qdyn_kernels"]] == [
