@@ -25,5 +25,12 @@
 #else
 #  define TS_NOINLINE
 #endif
+/* Before a loop of constant trip count to be unrolled whole, so arrays indexed by its counter
+ * stay in registers (ts_qdyn_lhs.c, ts_pack.c gather_panel_overlap_lp8). */
+#if defined(__GNUC__)                 /* GCC and clang */
+#  define TS_UNROLLED _Pragma("GCC unroll 16")
+#else
+#  define TS_UNROLLED
+#endif
 
 #endif

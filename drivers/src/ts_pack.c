@@ -1720,18 +1720,122 @@ void ts_pack_gather(ts_pack_kind kind, size_t lp, size_t width, void *dst,
     pack_gather_kinds(kind, lp, width, dst, src, rows, g);
 }
 
+/* ---- a whole panel of overlapping strided rows (a stride-1 conv's kernel rows) -------------
+ * Row i of a full 8-row smmla panel reads src + i * dx, and one run is L * D k-steps with
+ * dx = D k-steps (8 bytes each): a kernel row of k_w taps of in_c bytes, the windows one
+ * pixel apart (L = k_w, D = in_c / 8). Piece p of a run (bytes 8p .. 8p+7) is then k-step
+ * p - i * D of every row i it falls in, up to L rows: k-step s0 + c * D (s0 < D, c < L) of
+ * row i is piece s0 + (c + i) * D. So for each s0 the pieces s0 + m * D (m = 0 .. L + 6) are
+ * loaded once and give L k-steps of all 8 rows: (L + 7) loads for 8 L stored k-steps, where
+ * the row-quad loop (gather_rows_lp8) loads every k-step it stores. Two residues s0, s0 + 1
+ * go together (one LDP per m, two k-step rows per STP). What is left is bound by the stores:
+ * llvm-mca-19 cycles per 128 bytes, L = 3, this loop / the quad loop: Neoverse N2 4.0 / 5.4,
+ * V1 4.0 / 5.4, Cortex-A510 12 / 19, Cortex-A55 16 / 30. L = 2 and 3 (3x3 and 2x2 kernels);
+ * longer runs keep the quad loop (their pieces would take more than the 32 vector registers
+ * at two residues a round). */
+#define OVERLAP_MAX_L 3
+#define OVERLAP_PIECES (OVERLAP_MAX_L + 7)     /* pieces per residue a round: L + 7 */
+
+/* Residues s0 (and s0 + 1 with `pair`) of one run: pieces from p[m] (= s + m * dx + 8 s0),
+ * k-step s0 + c * D of row i to d + c * D * 64 + 8 i (d: k-step s0 of row 0). */
+static TS_ALWAYS_INLINE void overlap_residues_lp8(unsigned char *const *d,
+                                                  const unsigned char *const *p, size_t L,
+                                                  int pair)
+{
+    bytes8 q[OVERLAP_PIECES][2];
+    TS_UNROLLED
+    for (size_t m = 0; m < L + 7; ++m) {
+        q[m][0] = load8(p[m]);
+        q[m][1] = pair ? load8(p[m] + 8) : q[m][0];
+    }
+    TS_UNROLLED
+    for (size_t c = 0; c < L; ++c) {
+        TS_UNROLLED
+        for (size_t i = 0; i < 8; ++i) {
+            store8(d[c] + 8 * i, q[c + i][0]);
+            if (pair)
+                store8(d[c] + 64 + 8 * i, q[c + i][1]);
+        }
+    }
+}
+
+/* The runs of g (k0 % 8 == 0, n == L * dx) for all 8 rows of the panel at dst, row i from
+ * src + i * dx; L a constant where inlined. */
+static TS_ALWAYS_INLINE void gather_panel_overlap_lp8(unsigned char *dst, const unsigned char *src,
+                                                      size_t dx, size_t L,
+                                                      const ts_gather_runs *g)
+{
+    const size_t D = dx / 8, pairs = D / 2;
+    const unsigned char *p[OVERLAP_PIECES];
+    unsigned char *d[OVERLAP_MAX_L];
+    TS_UNROLLED
+    for (size_t m = 0; m < L + 7; ++m)
+        p[m] = src + g->offset + m * dx;
+    TS_UNROLLED
+    for (size_t c = 0; c < L; ++c)
+        d[c] = dst + (g->k0 / 8 + c * D) * 64;
+    /* from the end of run j's residue pairs to run j + 1's first */
+    const size_t p_next = g->stride - pairs * 16, d_next = g->n * 8 - pairs * 128;
+    for (size_t j = 0; j < g->runs; ++j) {
+        for (size_t s0 = 0; s0 < pairs; ++s0) {
+            overlap_residues_lp8(d, p, L, 1);
+            TS_UNROLLED
+            for (size_t m = 0; m < L + 7; ++m) {
+                p[m] += 16;
+                OWN_POINTER(p[m]);
+            }
+            TS_UNROLLED
+            for (size_t c = 0; c < L; ++c) {
+                d[c] += 128;
+                OWN_POINTER(d[c]);
+            }
+        }
+        if (D % 2 != 0)
+            overlap_residues_lp8(d, p, L, 0);
+        TS_UNROLLED
+        for (size_t m = 0; m < L + 7; ++m)
+            p[m] += p_next;
+        TS_UNROLLED
+        for (size_t c = 0; c < L; ++c)
+            d[c] += d_next;
+    }
+}
+
+/* L when the runs of g, for rows dx source bytes apart, suit gather_panel_overlap_lp8
+ * (whole k-steps, each run L row strides long, 2 <= L <= OVERLAP_MAX_L); else 0. */
+static size_t overlap_runs(size_t dx, const ts_gather_runs *g)
+{
+    if (g->k0 % 8 != 0 || dx == 0 || dx % 8 != 0)
+        return 0;
+    for (size_t L = 2; L <= OVERLAP_MAX_L; ++L)     /* no division: this runs per panel */
+        if (g->n == L * dx)
+            return L;
+    return 0;
+}
+
 /* Rows ts_pack_gather_strided hands ts_pack_gather at a time (its pointer table). */
 #define STRIDED_CHUNK 16
 
 /* Rows first .. first+rows-1 of one panel from one strided source (source row i at
  * src + i * stride bytes): the smmla panels (ts_pack_gather's common case) by the pair loops
  * straight from the stride, the others through pointer tables of STRIDED_CHUNK rows. */
-static void gather_strided_panel(ts_pack_kind kind, size_t lp, size_t width,
+static void pack_strided_panel(ts_pack_kind kind, size_t lp, size_t width,
                                  unsigned char *panel, size_t first,
                                  const unsigned char *src, size_t stride, size_t rows,
                                  const ts_gather_runs *g)
 {
     unsigned char *dst = panel + first * lp * packed_size(kind);
+    if (kind == TS_PACK_S8 && lp == 8 && width == 8 && first == 0 && rows == 8) {
+        const size_t L = overlap_runs(stride, g);
+        if (L == 2) {
+            gather_panel_overlap_lp8(dst, src, stride, 2, g);
+            return;
+        }
+        if (L == 3) {
+            gather_panel_overlap_lp8(dst, src, stride, 3, g);
+            return;
+        }
+    }
     if (kind == TS_PACK_S8 && lp == 8 && g->k0 % 8 == 0 && g->n % 8 == 0) {
         if (width == 8)
             gather_pairs_runs_lp8(dst, 8, NULL, src, stride, rows, g);
@@ -1762,7 +1866,7 @@ void ts_pack_gather_strided(ts_pack_kind kind, size_t lp, size_t width, void *ds
     size_t row = first % width;
     while (rows != 0) {                 /* panel by panel */
         const size_t n = width - row < rows ? width - row : rows;
-        gather_strided_panel(kind, lp, width, panel, row, s, stride, n, g);
+        pack_strided_panel(kind, lp, width, panel, row, s, stride, n, g);
         s += n * stride;
         rows -= n;
         row = 0;

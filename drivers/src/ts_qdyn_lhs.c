@@ -31,11 +31,6 @@
 #else
 #  define TS_LHS_UNFUSED(x) ((void)0)
 #endif
-#if defined(__GNUC__)                 /* GCC and clang: the loops marked so fully unrolled */
-#  define TS_UNROLLED _Pragma("GCC unroll 16")
-#else
-#  define TS_UNROLLED
-#endif
 
 
 

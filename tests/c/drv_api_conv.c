@@ -46,6 +46,12 @@ static const ts_conv2d shapes[] = {
     { 1, 8, 8, 24, 16, 3, 3, 2, 1, 1, 2, 0, 1, 1, 0 },    /* stride (2,1), dilation (1,2) */
     { 3, 6, 6, 64, 16, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0 },    /* 1x1 direct, batch 3, in_c 64 */
     { 2, 14, 14, 64, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },  /* ResNet-like 3x3 64, batch 2 */
+    /* whole 8-row smmla panels inside one output row's windows: the overlapping-rows gather
+     * (ts_pack.c gather_panel_overlap_lp8), k_w 2 and 3, in_c / 8 odd and even; out_w 15 mixes
+     * them with partial panels */
+    { 1, 9, 9, 24, 7, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0 },     /* 2x2, in_c 24 */
+    { 1, 18, 17, 40, 9, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0 },   /* 3x3, in_c 40, out_w 15 */
+    { 1, 10, 10, 16, 6, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0 },   /* 3x3, in_c 16 */
     /* K = k_h*k_w*in_c beyond every int8 path's unsplit K (kw_steps k-steps: smmla 409 x 8,
      * sdot 546 x 4, smlal 1092 x 1 at most, gen/blocking.py whole_k_steps; the int8 SME path at
      * 2048 bits 102 x 16): the engine packs A per K block, whose boundaries cut kernel rows and
@@ -53,6 +59,7 @@ static const ts_conv2d shapes[] = {
     { 1, 5, 5, 380, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1 },    /* K 3420, in_c off the k-step */
     { 1, 6, 6, 384, 7, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0 },    /* K 3456, stride 2, in_c 384 */
     { 1, 7, 7, 136, 5, 5, 5, 1, 1, 2, 2, 2, 2, 2, 2 },    /* K 3400, 5x5 dilation 2 */
+    { 1, 10, 10, 384, 5, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0 },  /* K 3456, stride 1, full panels */
     /* a padded conv whose padded input is at most a quarter of its im2col matrix packs from a
      * copy with the padding made real (ts_conv2d.c padded_copy_bytes; most padded shapes above
      * do, those with the quarter exceeded — e.g. 3x3 stride 2 — do not): padding on one side
