@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .loop import C_PTR, LDC, KernelPlanError
 from .plan import TilePlan
-from .schedule import Insn
+from .schedule import Insn, text_insn as _i
 from . import registry as _registry
 
 # ---- the table the generator reads: derived from the GEMM-type registry ------------------------
@@ -215,9 +215,6 @@ def free_vregs(plan: TilePlan) -> list[int]:
 
 
 # ---- small instruction helpers -----------------------------------------------------------------
-def _i(text: str, comment: str = "", kind: str = "alu") -> Insn:
-    return Insn(text, kind, comment=comment)
-
 
 def full_tile_test(plan: TilePlan, m: str, n: str) -> list[Insn]:
     """Flags EQ when m == ep and n == hp (CCMP takes the smaller of them as its imm5)."""

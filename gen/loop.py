@@ -474,10 +474,15 @@ def loop_tail(loop: MainLoop) -> list[Insn]:
     steps and the last step (18.0 with the store set-up) -> 7 iterations of 8 (73.0) and this
     tail (75.0): 610 -> 586 cycles."""
     dropped = set(loop.next_loads)
-    control = {KSTEPS, *(p.reg for p in loop.pointers), *loop.advances_panels}
     return [insn for insn in loop.body
-            if insn.kind != "branch" and insn.text not in dropped
-            and not (insn.kind == "alu" and set(insn.defs) & control)]
+            if insn.text not in dropped and not is_loop_control(loop, insn)]
+
+
+def is_loop_control(loop: MainLoop, insn: Insn) -> bool:
+    """The loop's branch, or an ALU instruction writing its k-step counter, a panel pointer or
+    a register the panel advances use: what a peeled copy of the body leaves out."""
+    control = {KSTEPS, *(p.reg for p in loop.pointers), *loop.advances_panels}
+    return insn.kind == "branch" or (insn.kind == "alu" and bool(set(insn.defs) & control))
 
 
 def check_unroll(plan: TilePlan, unroll: int) -> None:

@@ -77,6 +77,12 @@ class Insn:
     comment: str = ""
 
 
+def text_insn(text: str, comment: str = "", kind: str = "alu") -> Insn:
+    """An instruction written out by hand (the epilogues, the strips): its text, kind and
+    comment; the defs / uses the scheduler needs are only given to loop bodies."""
+    return Insn(text, kind, comment=comment)
+
+
 class ScheduleError(ValueError):
     """The loop body cannot be scheduled (names the offending instruction)."""
 

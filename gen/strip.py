@@ -27,7 +27,7 @@ import re
 from . import epilogue as ep_mod
 from . import loop
 from . import strip_pipe
-from .schedule import Insn
+from .schedule import Insn, text_insn as _i
 
 # x19-x28 across the strip (callee-saved: the tile code uses x0-x17 only, x18 never).
 TILES, A_BASE, B_BASE, LDC_KEEP = "x19", "x20", "x21", "x22"
@@ -52,9 +52,6 @@ LABELS = ("KP_TILE", "KP_LOOP", "KS_TILE", "KS_LOOP", "KS_REMAINDER", "KS_SINGLE
           "KS_STORE", "KS_EACH", "KS_EACH_TILE", "KS_RETURN", *strip_pipe.LABELS)
 RELABEL = {"K_LOOP": "KS_LOOP", "K_SINGLE": "KS_SINGLE"}
 
-
-def _i(text: str, comment: str = "", kind: str = "alu") -> Insn:
-    return Insn(text, kind, comment=comment)
 
 
 def frame_layout(saved_d: list[str], scratch: int = 0) -> dict[str, int]:

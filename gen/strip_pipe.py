@@ -41,7 +41,7 @@ import re
 from . import epilogue as ep_mod
 from . import loop
 from .cores import CORE_CLASSES, core_class
-from .schedule import Insn
+from .schedule import Insn, text_insn as _i
 
 PIPE_CLASS = "ooo"
 ROWS = 8                        # the row bases below (two, four rows apart) and ldc x1..x3
@@ -58,9 +58,6 @@ LABELS = ("KQ_FIRST_LOOP", "KQ_TILE", "KQ_E_LOOP", "KQ_P_LOOP", "KQ_TAIL", "KQ_T
 
 _LD1 = re.compile(r"^ld1 \{([^}]*)\}, \[(x\d+)\]$")
 
-
-def _i(text: str, comment: str = "", kind: str = "alu") -> Insn:
-    return Insn(text, kind, comment=comment)
 
 
 def _w(x: str) -> str:
@@ -92,11 +89,10 @@ def post_indexed(code: list[Insn], main: loop.MainLoop, plan) -> list[Insn]:
     the pointer advances and the loop control dropped. Each operand's loads must come in
     address order, whole k-steps (the layout a post-index walks)."""
     pointers = {p.reg: p for p in main.pointers}
-    control = {loop.KSTEPS, *pointers, *main.advances_panels}
     expect = {"a": loop.step_bytes(plan, "a"), "b": loop.step_bytes(plan, "b")}
     out = []
     for insn in code:
-        if insn.kind == "branch" or (insn.kind == "alu" and set(insn.defs) & control):
+        if loop.is_loop_control(main, insn):
             continue
         if insn.kind != "load":
             out.append(insn)
