@@ -551,7 +551,7 @@ def render_markdown(report, charts: dict) -> str:
         "its MACs), throughputs from gen/cores.py. A core that lacks the path's feature "
         "(Cortex-A55: no i8mm, no bf16) shows n/a.",
         "",
-        f"## GEMM 512³: modeled MACs/cycle (% of peak)",
+        "## GEMM 512³: modeled MACs/cycle (% of peak)",
         "",
         headline_table(report),
         "",

@@ -819,7 +819,7 @@ def _to_int16_rows(plan: TilePlan, pool: list[int]) -> tuple[list[Insn], list]:
     elements of the pair) are rows 2i and 2i+1 of 8 columns: one unzip per 8 outputs, after the
     narrowing, instead of one per 4 before it. A row pair's odd last W is unzipped with itself
     (4 columns, or 2 from a single block). `pool` (free registers) is updated."""
-    low, high, code = [], [], []
+    low, high = [], []
     units = []
     if not tiled(plan):
         blocks = param_blocks(plan)

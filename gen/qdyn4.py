@@ -43,6 +43,7 @@ next block's correction), both as loop bodies.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import epilogue as ep_mod
 from .cores import CoreModel
@@ -51,6 +52,9 @@ from .loop import KernelPlanError
 from .plan import TilePlan
 from .schedule import Insn, schedule_loop
 from .tiling import covered_cores
+
+if TYPE_CHECKING:                  # the annotations only (gen.emit imports this module's users)
+    from .emit import Kernel
 
 # The instructions that get a qdyn int4 kernel (their paths in the qdyn chain use it).
 QDYN4_INSTRUCTIONS = ("smmla",)

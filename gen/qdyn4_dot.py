@@ -241,7 +241,6 @@ def decode_candidates(instruction: str = "sdot", cpu: str = "generic") -> list:
     """The decode kernel (one row; M > 1 in passes): (panels, worst modeled int4 weight bytes
     per cycle at bl = 32) of each count of the prefill kernel's panels (its hp columns each:
     the same handle) that fits the 32 registers, best first (ties: more panels, fewer calls per row)."""
-    f = FAMILIES[instruction]
     pc = solve(instruction, cpu).hp
     cores = covered_cores(INSTRUCTIONS[instruction], cpu)
     out = []

@@ -336,7 +336,7 @@ def macs(plan: RLPlan, step: int) -> list[Insn]:
                     code.append(Insn(f"smull{half} v{tmp}.8h, v{b}.{arr}, v{a}.{arr}", "mac",
                                      defs=(f"v{tmp}",), uses=(f"v{b}", f"v{a}"),
                                      instruction=f.mac,
-                                     comment=f"2 columns x 4 k, exact int16 products"))
+                                     comment="2 columns x 4 k, exact int16 products"))
                     code.append(mac(f"sadalp v{acc}.4s, v{tmp}.8h", acc, tmp))
     return code
 

@@ -49,7 +49,7 @@ import re
 from dataclasses import dataclass
 
 from . import schedule_cache
-from .cores import CORES, GENERIC, MAC_KEYS, CoreModel, check_cpu, cores_for
+from .cores import CORES, MAC_KEYS, CoreModel, check_cpu, cores_for
 from .isa import INSTRUCTIONS
 from .registry import dispatched_on
 from .issue_model import IssueOp, IssueState, compile_ops, cycles_per_iteration

@@ -386,7 +386,7 @@ def pack_a_copy(tr: int) -> list[Insn]:
         if t:
             code.append(I("madd x9, x6, x4, x9", "S rows on"))
         code += [I("add x14, x9, x4", "the next row"),
-                 I(f"mov w12, #0", "ZA0.B slice 4i (+ tile): row i"),
+                 I("mov w12, #0", "ZA0.B slice 4i (+ tile): row i"),
                  I("subs x10, x10, #2"), I(f"b.lo {last}", "fewer than 2 rows"),
                  Insn(f"K_ROWS{t}:", "label")]
 

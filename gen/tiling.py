@@ -45,7 +45,7 @@ Public API (the kernel generator codes against it):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from fractions import Fraction
 
 from .cores import CoreModel, check_cpu, cores_for
