@@ -14,9 +14,10 @@ same order (fp32: the same fused multiply-adds), whatever the tile's width.
               k-step; widths no feasible tile has get no kernel.
   dispatch    the engine (ts_engine.c) runs the last B panel of a call whose N mod hp fits a
               tail kernel on the narrowest such kernel, with that panel packed hp' columns wide
-              (ts_packed_b.last_hp). Only for B packed inside the call: a prepacked handle
-              keeps the uniform hp layout (it may be run by another core's variant), so
-              prepacked calls pad as before.
+              (ts_packed_b.tail_hp): B packed inside the call, and prepacked handles when every
+              path reading the same panels (the core-class variants share these kernels,
+              gen/registry.py) has a tail of that width (ts_cpu.c ts_handle_tail_hp); else
+              the handle keeps hp and pads.
   instructions
               N_TAIL_INSTRUCTIONS, a generator parameter: each listed instruction's GEMM
               kernels (generic build and CPU= builds) get their tails, with the same epilogue

@@ -280,8 +280,9 @@ int ts_pack_conv2d_filter_s8_ctx(const ts_context *ctx, const ts_conv2d *c,
         return ts_fail(TS_EINVAL, "filter or out is NULL");
     size_t K = conv_k(c);
     /* the GEMM layout only: a conv never runs the GEMV kernel */
-    int rc = ts_packed_b_create(ts_select_path_ctx(ctx, TS_GEMM_INT8), TS_LAYOUT_GEMM, K,
-                                c->out_c, filter, 1, K, out);
+    const ts_path *path = ts_select_path_ctx(ctx, TS_GEMM_INT8);
+    int rc = ts_packed_b_create(path, TS_LAYOUT_GEMM, K, c->out_c, filter, 1, K,
+                                ts_handle_tail_hp(path, TS_LAYOUT_GEMM, c->out_c), out);
     if (rc == TS_OK) {
         (*out)->tag = TS_TAG_CONV_FILTER;   /* for ts_conv2d_s8_prepacked only */
         (*out)->conv_k_h = c->k_h;
@@ -316,7 +317,7 @@ int ts_conv2d_s8_prepacked_ctx(const ts_context *ctx, const ts_conv2d *c,
         return ts_fail(TS_EINVAL, "no int8 kernel path on this CPU / feature mask");
     if (filter->path->gemm_type != TS_GEMM_INT8)
         return ts_fail(TS_EINVAL, "filter was packed for another GEMM type");
-    if (!ts_same_b_layout(filter->path, run))
+    if (!ts_handle_b_layout_ok(filter, run))
         return ts_fail(TS_EINVAL, "filter was packed for a kernel whose panel layout this call's "
                                   "kernel does not read (another feature mask or CPU choice)");
     if (filter->N != c->out_c)

@@ -280,6 +280,28 @@ int ts_same_b_layout(const ts_path *packed_for, const ts_path *run)
            && packed_for->svl_bytes == run->svl_bytes && same_qdyn(packed_for->qdyn, run->qdyn);
 }
 
+size_t ts_handle_tail_hp(const ts_path *path, unsigned layouts, size_t N)
+{
+    const size_t cols = N % path->hp;
+    const ts_ntail_kernel *nt = cols != 0 ? ts_ntail_of(path, cols) : NULL;
+    size_t count;
+    const ts_path *paths = ts_paths_of(path->gemm_type, &count);
+    if (nt == NULL || !ts_keeps_gemm_layout(path, layouts))
+        return 0;
+    for (size_t i = 0; i < count; ++i) {
+        const ts_ntail_kernel *other = ts_ntail_of(&paths[i], cols);
+        if (ts_same_b_layout(path, &paths[i]) && (other == NULL || other->hp != nt->hp))
+            return 0;
+    }
+    return nt->hp;
+}
+
+int ts_handle_b_layout_ok(const ts_packed_b *b, const ts_path *run)
+{
+    const ts_ntail_kernel *nt = b->tail_hp != 0 ? ts_ntail_of(run, b->N % run->hp) : NULL;
+    return ts_same_b_layout(b->path, run) && (b->tail_hp == 0 || (nt != NULL && nt->hp == b->tail_hp));
+}
+
 const ts_path *ts_tail_path(const ts_path *path, size_t rows)
 {
     size_t count;

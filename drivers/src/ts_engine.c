@@ -26,9 +26,9 @@
  * after its last K block (ts_requant_rows, ts_narrow_rows_f16). Partial tiles are stored by
  * the kernel (m_rem, n_rem); on a core-class variant, a last A panel that a generic tile of the
  * same instruction holds runs on that smaller kernel (ts_tail_path: no padding rows computed);
- * when B is packed in the call, a last B panel that a column-tail kernel of the path holds
- * (gen/ntail.py, ts_ntail_of) is packed that kernel's width and runs on it (no padding
- * columns computed). Every output element is computed by the same kernel calls over
+ * a last B panel that a column-tail kernel of the path holds (gen/ntail.py, ts_ntail_of) is
+ * packed that kernel's width and runs on it (no padding columns computed): when B is packed
+ * in the call, and in handles whose readers all have that kernel (ts_handle_tail_hp). Every output element is computed by the same kernel calls over
  * the same K blocks whatever the grid, so the results do not depend on the number of threads
  * (fp32: the same fused multiply-add chain).
  * Plain C99. */
@@ -1164,10 +1164,22 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
 /* The column tails of a call (c->ntail, c->tail_ntail): with B packed in the call and N not
  * a multiple of hp, the narrowest column-tail kernel of the path that holds the last panel's
  * columns — when the last A panel runs on a tail path, only if that path has one of the same
- * width (the corner tile); c->b then packs the last panel that wide. */
+ * width (the corner tile); c->b then packs the last panel that wide. A handle whose last
+ * panel is packed narrow (tail_hp, ts_handle_tail_hp) runs it on the path's kernel of that
+ * width (ts_handle_b_layout_ok checked there is one), and its last A panel on the call's path
+ * unless the tail path has a corner kernel of that width. */
 static void choose_column_tail(call *c, const ts_b_source *bsrc)
 {
     const size_t cols = c->N % c->path->hp;
+    if (!bsrc->fill && c->b->tail_hp != 0) {
+        c->ntail = ts_ntail_of(c->path, cols);
+        c->tail_ntail = c->tail != NULL ? ts_ntail_of(c->tail, cols) : NULL;
+        if (c->tail_ntail == NULL || c->tail_ntail->hp != c->ntail->hp) {
+            c->tail = NULL;
+            c->tail_ntail = NULL;
+        }
+        return;
+    }
     if (!bsrc->fill || cols == 0)
         return;
     const ts_ntail_kernel *nt = ts_ntail_of(c->path, cols);

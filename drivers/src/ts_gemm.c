@@ -124,7 +124,7 @@ static int packed_ok(const ts_packed_b *b, const gemm_op *op, const ts_path *run
         return 0;
     if (b->path->gemm_type != op->gemm_type)
         return ts_reject("B was packed for another GEMM type");
-    if (!ts_same_b_layout(b->path, run))
+    if (!ts_handle_b_layout_ok(b, run))
         return ts_reject("B was packed for a kernel whose panel layout this call's kernel does "
                          "not read (another feature mask or CPU choice)");
     return k_ok(op, b->K);
@@ -459,11 +459,12 @@ static int pack_b(const ts_context *ctx, const gemm_op *op, int nk, size_t K, si
     if (!k_ok(op, K))
         return TS_EINVAL;
     const unsigned layouts = ts_context_pack_layouts(ctx);
+    const size_t tail_hp = ts_handle_tail_hp(path, layouts, N);
     if (nk)
         return ts_matrix_ok(B, N, K, ldb, b_bytes, &B_NK_WHY)
-               ? ts_packed_b_create(path, layouts, K, N, B, 1, ldb, out) : TS_EINVAL;
+               ? ts_packed_b_create(path, layouts, K, N, B, 1, ldb, tail_hp, out) : TS_EINVAL;
     return ts_matrix_ok(B, K, N, ldb, b_bytes, &B_WHY)
-           ? ts_packed_b_create(path, layouts, K, N, B, ldb, 1, out) : TS_EINVAL;
+           ? ts_packed_b_create(path, layouts, K, N, B, ldb, 1, tail_hp, out) : TS_EINVAL;
 }
 
 /* The public entry points: each _ctx function, and its twin with ctx NULL. (The names are

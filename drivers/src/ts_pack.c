@@ -2227,9 +2227,11 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
 }
 
 void ts_packed_b_init(ts_packed_b *b, const ts_path *path, unsigned layouts, size_t K,
-                      size_t N, const void *B, size_t k_stride, size_t n_stride, void *memory)
+                      size_t N, const void *B, size_t k_stride, size_t n_stride, size_t tail_hp,
+                      void *memory)
 {
     ts_packed_b_layout(b, path, layouts, K, N, memory);
+    b->tail_hp = tail_hp;
     ts_packed_b_fill(b, B, k_stride, n_stride, 0, b->panels);
     if (b->gemv_data != NULL) {
         /* the GEMV layout of the same B (its column sums with the GEMM layout's, if any) */
@@ -2239,13 +2241,15 @@ void ts_packed_b_init(ts_packed_b *b, const ts_path *path, unsigned layouts, siz
         view.panels = b->gemv_panels;
         view.panel_bytes = b->gemv_panel_bytes;
         view.data = b->gemv_data;
+        view.tail_hp = 0;                   /* the column tails are the GEMM tile's */
         view.col_sums = ts_packed_gemm_layout(b) ? NULL : b->col_sums;
         ts_packed_b_fill(&view, B, k_stride, n_stride, 0, view.panels);
     }
 }
 
 int ts_packed_b_create(const ts_path *path, unsigned layouts, size_t K, size_t N,
-                       const void *B, size_t k_stride, size_t n_stride, ts_packed_b **out)
+                       const void *B, size_t k_stride, size_t n_stride, size_t tail_hp,
+                       ts_packed_b **out)
 {
     /* one block: the handle, padding to 16 bytes, the packed data */
     size_t head = (sizeof(ts_packed_b) + 15) / 16 * 16, bytes, total;
@@ -2256,7 +2260,7 @@ int ts_packed_b_create(const ts_path *path, unsigned layouts, size_t K, size_t N
     if (block == NULL)
         return ts_fail(TS_ENOMEM, "out of memory (the packed handle)");
     ts_packed_b *b = block;
-    ts_packed_b_init(b, path, layouts, K, N, B, k_stride, n_stride,
+    ts_packed_b_init(b, path, layouts, K, N, B, k_stride, n_stride, tail_hp,
                      (unsigned char *)block + head);
     b->owned = block;
     b->owned_bytes = total;

@@ -381,9 +381,11 @@ struct ts_packed_b {
     size_t qdyn_kpairs;        /* ... and its k-step pairs (16 k each) per block */
     size_t tail_hp;            /* 0: every panel hp columns wide; else the last panel (N mod
                                   hp columns) is packed tail_hp wide for a column-tail kernel
-                                  (ts_ntail_of). Only B packed inside a call (ts_engine.c
-                                  chooses); handles from ts_pack_b_* keep 0, as a handle may
-                                  run on another path's kernels */
+                                  (ts_ntail_of): B packed inside a call (ts_engine.c chooses)
+                                  and handles of ts_pack_b_* / ts_pack_conv2d_filter_s8
+                                  (ts_handle_tail_hp: one width for every path that reads
+                                  the handle); qdyn handles keep 0 (their kernels read hp-wide
+                                  panels) */
     size_t conv_k_h, conv_k_w; /* TS_TAG_CONV_FILTER handles: the filter's window (in_c =
                                   K / (k_h * k_w)), checked by ts_conv2d_s8_prepacked; 0
                                   otherwise */
@@ -483,9 +485,20 @@ int ts_packed_b_bytes(const ts_path *path, unsigned layouts, size_t K, size_t N,
 
 /* Packs B into `memory` (ts_packed_b_bytes bytes, 4-byte aligned) and fills *b (owned = NULL).
  * Element (k, n) of B is B[k*k_stride + n*n_stride]: (ldb, 1) for a row-major K x N matrix,
- * (1, K) for an OHWI conv filter (B transposed). Arguments must be valid. */
+ * (1, K) for an OHWI conv filter (B transposed). tail_hp: the handle's ts_packed_b.tail_hp
+ * (0, or ts_handle_tail_hp). Arguments must be valid. */
 void ts_packed_b_init(ts_packed_b *b, const ts_path *path, unsigned layouts, size_t K,
-                      size_t N, const void *B, size_t k_stride, size_t n_stride, void *memory);
+                      size_t N, const void *B, size_t k_stride, size_t n_stride, size_t tail_hp,
+                      void *memory);
+/* The width a handle of (path, layouts) packs its last panel of N columns (N mod hp of them)
+ * for a column-tail kernel: that of ts_ntail_of(path, N mod hp) when every path of the GEMM
+ * type this build has that reads the same B panels (ts_same_b_layout) runs such a panel on a
+ * kernel of that width, so the handle stays valid on each of them (the core-class variants
+ * share their generic kernel's column tails, gen/registry.py); else 0 (hp wide). */
+size_t ts_handle_tail_hp(const ts_path *path, unsigned layouts, size_t N);
+/* A handle's B panels as `run` reads them: ts_same_b_layout, and a last panel packed
+ * tail_hp wide only for a path with a column-tail kernel of that width for it. */
+int ts_handle_b_layout_ok(const ts_packed_b *b, const ts_path *run);
 
 /* ts_packed_b_init in two steps: the layout (fields of *b, nothing packed), then panels
  * j0 .. j1-1 of the GEMM layout (and their columns' sums) from B; any panel ranges may be
@@ -498,7 +511,8 @@ void ts_packed_b_fill(const ts_packed_b *b, const void *B, size_t k_stride, size
 /* ts_packed_b_init into a fresh malloc block, returned through *out.
  * TS_OK, or TS_ENOMEM (size overflow or malloc failure; *out untouched). */
 int ts_packed_b_create(const ts_path *path, unsigned layouts, size_t K, size_t N,
-                       const void *B, size_t k_stride, size_t n_stride, ts_packed_b **out);
+                       const void *B, size_t k_stride, size_t n_stride, size_t tail_hp,
+                       ts_packed_b **out);
 
 #ifdef __cplusplus
 }

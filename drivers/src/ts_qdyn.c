@@ -154,7 +154,7 @@ static int pack_qdyn(const ts_path *path, size_t N, size_t K, const int8_t *W, s
     if (rc != TS_OK)
         return rc;
     ts_packed_b *b = block;
-    ts_packed_b_init(b, path, TS_LAYOUT_GEMM, K, N, W, 1, ldw, data);
+    ts_packed_b_init(b, path, TS_LAYOUT_GEMM, K, N, W, 1, ldw, 0, data);
     float *ws = items;
     int32_t *sums = ts_region(items, nb * sizeof(float));
     for (size_t n = 0; n < N; ++n)

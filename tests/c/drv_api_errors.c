@@ -335,7 +335,7 @@ static void handle_type_errors(void)
      * cleared tag after ts_packed_free */
     static ts_packed_b h;
     static union { unsigned char b[1 << 12]; long double align; } h_mem;
-    ts_packed_b_init(&h, ts_select_path(TS_GEMM_F32), TS_LAYOUTS_ALL, K0, N0, Bf, N0, 1, h_mem.b);
+    ts_packed_b_init(&h, ts_select_path(TS_GEMM_F32), TS_LAYOUTS_ALL, K0, N0, Bf, N0, 1, 0, h_mem.b);
     memset(Cbuf, 0xA5, sizeof Cbuf);
     CHECK(ts_gemm_f32_prepacked(M0, Af, K0, &h, (float *)Cbuf, N0) == TS_OK, "live handle");
     ts_packed_free(&h);
@@ -710,7 +710,7 @@ static void gemm_alias_errors(enum kind kind)
     size_t h_bytes = 0;
     CHECK(ts_packed_b_bytes(path, TS_LAYOUTS_ALL, K0, N0, &h_bytes) == 0 && h_bytes <= sizeof a_handle_mem.b,
           "handle bytes %zu", h_bytes);
-    ts_packed_b_init(&a_handle, path, TS_LAYOUTS_ALL, K0, N0, B_of(kind), N0, 1, a_handle_mem.b);
+    ts_packed_b_init(&a_handle, path, TS_LAYOUTS_ALL, K0, N0, B_of(kind), N0, 1, 0, a_handle_mem.b);
     a_handle_bytes = h_bytes;
 
     const size_t a_len = M0 * K0 * in_elem(kind), b_len = K0 * N0 * in_elem(kind);

@@ -289,7 +289,7 @@ static void check_packed_b(ts_pack_kind kind, size_t hp, size_t lp, size_t K, si
     fill_source(kind, B, extent);
     memset(memory, 0xA5, bytes);
     ts_packed_b b;
-    ts_packed_b_init(&b, &path, TS_LAYOUTS_ALL, K, N, B, k_stride, n_stride, memory);
+    ts_packed_b_init(&b, &path, TS_LAYOUTS_ALL, K, N, B, k_stride, n_stride, 0, memory);
 
     /* column sums first (int8 GEMM), rounded up to 16 bytes, then the panels */
     size_t sums_bytes = 0;

@@ -78,7 +78,8 @@ static int run_path(const ts_path *path, void *C)
 {
     ts_packed_b *b;
     size_t bytes;
-    if (ts_packed_b_create(path, TS_LAYOUTS_ALL, K, N, B, N, 1, &b) != TS_OK)
+    if (ts_packed_b_create(path, TS_LAYOUTS_ALL, K, N, B, N, 1,
+                           ts_handle_tail_hp(path, TS_LAYOUTS_ALL, N), &b) != TS_OK)
         return -1;
     if (ts_gemm_work_bytes(path, M, N, K, TS_STAGE_NONE, 0, 1, &bytes)) {
         ts_packed_free(b);
@@ -171,7 +172,8 @@ static void check_handles(const gemm_type_name *t)
     for (size_t i = 0; i < count; ++i) {
         ts_packed_b *b;
         if ((paths[i].features & ~ts_cpu_features()) != 0
-            || ts_packed_b_create(&paths[i], TS_LAYOUTS_ALL, K, N, B, N, 1, &b) != TS_OK)
+            || ts_packed_b_create(&paths[i], TS_LAYOUTS_ALL, K, N, B, N, 1,
+                                  ts_handle_tail_hp(&paths[i], TS_LAYOUTS_ALL, N), &b) != TS_OK)
             continue;
         const int compatible = same_panels(&paths[i], now);
         static const size_t ROWS[] = { M, 1 };
