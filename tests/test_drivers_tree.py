@@ -33,13 +33,18 @@ def test_tree_compiles_as_is(compiler, tmp_path):
         assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
 
 
-@pytest.mark.parametrize("flag", ["-ffast-math", "-Ofast", "-ffinite-math-only"])
-def test_fast_math_builds_stop_with_a_clear_error(flag, tmp_path):
+@pytest.mark.parametrize("flag,named", [
+    ("-ffast-math", "-ffast-math"), ("-Ofast", "-ffast-math"), ("-ffinite-math-only", "-ffast-math"),
+    # without __FAST_MATH__: GCC's own macros for them (ts_build_internal.h)
+    ("-funsafe-math-optimizations", "-funsafe-math-optimizations"),
+    ("-freciprocal-math", "-freciprocal-math"), ("-fno-signed-zeros", "-fno-signed-zeros")])
+def test_fast_math_builds_stop_with_a_clear_error(flag, named, tmp_path):
     """The fp32 sources' bit-exact results and NaN / Inf checks need IEEE semantics: a
-    finite-math build must fail at compile time, naming the flags, not run wrong."""
+    finite-math or unsafe-math build must fail at compile time, naming the flags, not run
+    wrong."""
     for name in sorted(p.name for p in (DRIVERS / "src").glob("ts_*.c")):
         cmd = [*COMPILERS["gcc"], flag, "-I", str(DRIVERS / "include"), "-I",
                str(DRIVERS / "src"), "-c", str(DRIVERS / "src" / name), "-o",
                str(tmp_path / "x.o")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        assert proc.returncode != 0 and "-ffast-math" in proc.stderr, f"{' '.join(cmd)}\n{proc.stderr}"
+        assert proc.returncode != 0 and named in proc.stderr, f"{' '.join(cmd)}\n{proc.stderr}"

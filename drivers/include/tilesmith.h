@@ -24,7 +24,9 @@
 extern "C" {
 #endif
 /* The API keeps default visibility when the library is built with -fvisibility=hidden (its
- * CMake target is), so an engine's shared object that links it exports no internal symbol. */
+ * CMake target is), so an engine's shared object that links it exports no internal symbol;
+ * the CMake target also keeps the API out of such an object's exports unless configured with
+ * <PREFIX>EXPORT_API=ON (README "Shared objects"). */
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
@@ -529,10 +531,13 @@ int  ts_context_set_feature_mask(ts_context *ctx, unsigned mask);   /* as ts_set
 /* drop the context's own mask: its calls follow the global ts_set_feature_mask again (the
  * state of a new context); TS_EINVAL for NULL */
 int  ts_context_clear_feature_mask(ts_context *ctx);
-/* Which core's kernel variants the context's calls run, whatever core they run on:
- *   "auto" (the default)  read MIDR_EL1 per call (Linux / Android; elsewhere: "generic");
+/* Which core's kernel variants (and, without ts_context_set_cache_sizes, cache blocks) the
+ * context's calls run, whatever core they run on:
+ *   "auto" (the default)  read MIDR_EL1 per call (Linux / Android, where the kernel emulates
+ *                         the read: about a microsecond a call; elsewhere: "generic");
  *   "generic"             the generic kernels (what an unknown core gets);
- *   a core name           what run-time detection gives a core with that MIDR_EL1 part:
+ *   a core name           what run-time detection gives a core with that MIDR_EL1 part (its
+ *                         class's kernels and the blocks of its modelled caches), no MIDR read:
  *     in-order:     cortex-a35, cortex-a53, cortex-a55, cortex-a510, cortex-a520;
  *     out-of-order: cortex-a57, cortex-a72, cortex-a73, cortex-a75, cortex-a76, cortex-a77,
  *                   cortex-a78, cortex-a710, cortex-a715, cortex-a720, cortex-x1, cortex-x2,
@@ -542,10 +547,11 @@ int  ts_context_clear_feature_mask(ts_context *ctx);
  * unchanged) for ctx NULL, cpu NULL or any other string (exact, lower case). */
 int  ts_context_set_cpu(ts_context *ctx, const char *cpu);
 /* The L1D and L2 data-cache bytes of the cores the calls run on, for the cache blocks (the
- * K and M blocks of the macro-kernel); 0 (the default) for either: the size the build's
- * kernel path assumes, the smallest of its core class (an out-of-order core gets blocks for
- * Cortex-A710's 512 KB L2 although a Neoverse N2 or V1 may have 1 MB, which needs fewer
- * passes over B beyond L2). Not read from the system: an engine that knows its hardware sets
+ * K and M blocks of the macro-kernel); 0 (the default) for either: those of the core the call
+ * runs on ("auto") or is named (ts_context_set_cpu) when the build models its caches
+ * (gen/cores.py MEMORY), else the size the build's kernel path assumes, the smallest of its
+ * core class (an out-of-order core gets blocks for Cortex-A710's 512 KB L2 although a
+ * Neoverse N2 or V1 may have 1 MB, which needs fewer passes over B beyond L2). Not read from the system: an engine that knows its hardware sets
  * it (one core's private L2, or its share of a shared one). Outputs do not depend on the
  * sizes (the same kernels accumulate over k in the same order; fp32 identical), only the
  * memory traffic and the workspace (query ts_context_workspace_size after setting them). The

@@ -10,6 +10,22 @@
 #if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
 #  error "build tilesmith's sources without -ffast-math / -Ofast / -ffinite-math-only (IEEE results and NaN/Inf checks depend on it)"
 #endif
+/* The flags that change results without defining __FAST_MATH__: GCC names them (its
+ * predefined macros; -funsafe-math-optimizations sets all three), so they stop here too.
+ * clang names none: its reassociation and reciprocal approximations are switched off for the
+ * rest of each translation unit instead (#pragma clang fp, clang 18+ for reciprocal: LLVM
+ * commit 0237f1b; Apple's clang 17 is LLVM 19), and its -fno-signed-zeros cannot be seen —
+ * README "Using the generated folder" says to leave it out. */
+#if defined(__RECIPROCAL_MATH__) || defined(__NO_SIGNED_ZEROS__) || defined(__ASSOCIATIVE_MATH__)
+#  error "build tilesmith's sources without -funsafe-math-optimizations / -freciprocal-math / -fno-signed-zeros / -fassociative-math (the fp32 results are specified bit for bit)"
+#endif
+#if defined(__clang__)
+#  pragma clang fp reassociate(off)
+#  if (defined(__apple_build_version__) && __clang_major__ >= 17) \
+      || (!defined(__apple_build_version__) && __clang_major__ >= 18)
+#    pragma clang fp reciprocal(off)
+#  endif
+#endif
 
 /* A helper specialised by inlining it with constant arguments (ts_pack.c, ts_qdyn_lhs.c, the
  * NEON row loop of ts_requant.c). */

@@ -125,6 +125,7 @@ int ts_context_set_cpu(ts_context *ctx, const char *cpu)
         return ts_fail(TS_EINVAL, "cpu is not \"auto\", \"generic\" or a core name of "
                                   "ts_context_set_cpu's list (tilesmith.h)");
     ctx->core_class = core_class;
+    ctx->cpu_part = ts_cpu_named_part(cpu);
     return TS_OK;
 }
 

@@ -30,6 +30,8 @@ struct ts_context {
     int has_mask;                      /* feature_mask set: it replaces the global mask */
     unsigned feature_mask;
     int core_class;                    /* ts_context_set_cpu: TS_CORE_AUTO ("auto") or a class */
+    unsigned cpu_part;                 /* ... and a named core's MIDR_EL1 part (its cache
+                                          blocks, ts_blocks.c); 0 for "auto" and "generic" */
     void *workspace;                   /* caller's buffer, or NULL: allocate per call */
     size_t workspace_bytes;
     unsigned *workspace_busy;          /* -> busy_word (ts_context_create): mutable through a

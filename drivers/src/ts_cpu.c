@@ -224,6 +224,16 @@ int ts_cpu_lookup(const char *cpu, int *core_class)
     return TS_EINVAL;
 }
 
+unsigned ts_cpu_named_part(const char *cpu)
+{
+    size_t count;
+    const ts_cpu_core *cores = ts_cpu_cores(&count);
+    for (size_t i = 0; cpu != NULL && i < count; ++i)
+        if (strcmp(cpu, cores[i].name) == 0)
+            return cores[i].part;
+    return 0;
+}
+
 const ts_path *ts_select_path_class(int gemm_type, unsigned mask, int core_class)
 {
     unsigned usable = ts_cpu_features() & mask;
@@ -333,7 +343,7 @@ const ts_ntail_kernel *ts_ntail_of(const ts_path *path, size_t cols)
 
 const ts_path *ts_select_path_core(const ts_context *ctx, int gemm_type, unsigned *arm_part)
 {
-    *arm_part = 0;
+    *arm_part = ctx != NULL ? ctx->cpu_part : 0;    /* a named core: its part, no MIDR read */
     unsigned mask = ctx != NULL && ctx->has_mask ? ctx->feature_mask : TS_LOAD(feature_mask);
     int core_class = ctx != NULL ? ctx->core_class : TS_CORE_AUTO;
     if (core_class == TS_CORE_AUTO)

@@ -161,8 +161,11 @@ static int unpacked_args_ok(const ts_path *path, const gemm_op *op, size_t M, si
     const size_t a_bytes = ts_source_elem_bytes(path->pack_a);
     const size_t b_bytes = ts_source_elem_bytes(path->pack);
     const size_t c_bytes = out_bytes(op, path);
-    if (!k_ok(op, K) || !ts_matrix_ok(A, M, K, lda, a_bytes, &A_WHY)
-        || !ts_matrix_ok(B, K, N, ldb, b_bytes, &B_WHY) || !ts_matrix_ok(C, M, N, ldc, c_bytes, &C_WHY)
+    /* an empty call (M or N 0) reads neither A nor B: only their strides are checked */
+    const int empty = M == 0 || N == 0;
+    if (!k_ok(op, K) || !ts_matrix_ok(A, empty ? 0 : M, K, lda, a_bytes, &A_WHY)
+        || !ts_matrix_ok(B, empty ? 0 : K, N, ldb, b_bytes, &B_WHY)
+        || !ts_matrix_ok(C, M, N, ldc, c_bytes, &C_WHY)
         || !quant_ok(op, q, N) || !clamp_ok(op, bc))
         return 0;
     const ts_strided c = ts_strided_of(C, M, N, ldc, c_bytes), a = ts_strided_of(A, M, K, lda, a_bytes);
@@ -183,7 +186,9 @@ static int prepacked_args_ok(const gemm_op *op, const ts_path *run, size_t M, co
                          "GEMV kernel's max_m; pack with TS_LAYOUT_GEMM for this M");
     const size_t a_bytes = ts_source_elem_bytes(B->path->pack_a);
     const size_t c_bytes = out_bytes(op, B->path);
-    if (!ts_matrix_ok(A, M, B->K, lda, a_bytes, &A_WHY) || !ts_matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
+    const size_t a_rows = B->N == 0 ? 0 : M;       /* N = 0: an empty call, A not read */
+    if (!ts_matrix_ok(A, a_rows, B->K, lda, a_bytes, &A_WHY)
+        || !ts_matrix_ok(C, M, B->N, ldc, c_bytes, &C_WHY)
         || !quant_ok(op, q, B->N) || !clamp_ok(op, bc))
         return 0;
     const ts_strided c = ts_strided_of(C, M, B->N, ldc, c_bytes);

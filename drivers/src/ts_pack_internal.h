@@ -242,6 +242,8 @@ static inline int ts_keeps_col_sums(int gemm_type)
  * none (a CPU= build: its CPU's class only), the first usable path of another class. All
  * return NULL for an unknown gemm_type. */
 int ts_cpu_lookup(const char *cpu, int *core_class);
+/* The MIDR_EL1 part number of core name `cpu` (ts_cpu_cores), 0 for any other string. */
+unsigned ts_cpu_named_part(const char *cpu);
 const ts_path *ts_select_path_class(int gemm_type, unsigned feature_mask, int core_class);
 const ts_path *ts_select_path_cpu(int gemm_type, unsigned feature_mask, const char *cpu);
 const ts_path *ts_select_path(int gemm_type);

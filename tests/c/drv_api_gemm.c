@@ -322,6 +322,21 @@ static void test_prepacked_reuse_and_rejection(unsigned mask)
     release_all();
 }
 
+/* M = 0 or N = 0 is an empty call (tilesmith.h): TS_OK without reading A or B, so they may
+ * be NULL; the strides are still checked. */
+static void test_empty_calls_read_nothing(void)
+{
+    ts_packed_b *h = NULL;
+    CHECK(ts_gemm_f32(0, 8, 4, NULL, 4, NULL, 8, NULL, 8) == TS_OK, "M = 0, A and B NULL");
+    CHECK(ts_gemm_f32(2, 0, 4, NULL, 4, NULL, 0, NULL, 0) == TS_OK, "N = 0, A and B NULL");
+    CHECK(ts_gemm_s8s32(0, 5, 3, NULL, 3, NULL, 5, NULL, 5) == TS_OK, "int8 M = 0, NULLs");
+    CHECK(ts_gemm_f32(0, 8, 4, NULL, 4, NULL, 7, NULL, 8) == TS_EINVAL, "M = 0, ldb < N");
+    CHECK(ts_pack_b_f32(4, 0, NULL, 0, &h) == TS_OK, "pack_b_f32 N = 0");
+    CHECK(h != NULL && ts_gemm_f32_prepacked(3, NULL, 4, h, NULL, 0) == TS_OK,
+          "prepacked N = 0, A and C NULL");
+    ts_packed_free(h);
+}
+
 /* A NaN input stays NaN through bf16 rounding: its row of C is NaN, the others finite. */
 static void test_bf16_nan(void)
 {
@@ -404,6 +419,7 @@ int main(int argc, char **argv)
         }
         test_prepacked_reuse_and_rejection(mask);
         test_bf16_nan();
+        test_empty_calls_read_nothing();
         test_f16_special_values();
     }
     ts_set_feature_mask(~0u);

@@ -218,22 +218,30 @@ static void print_sysfs(const char *root, const char *name)
 }
 
 /* "selected TYPE SYMBOL CLASS KC MC KW": the path and blocks a call with no context runs on
- * the core QEMU reports (ts_select_sized_path: the known part's caches, or the path's own). */
-static void print_selected(void)
+ * the core QEMU reports (ts_select_sized_path: the known part's caches, or the path's own);
+ * with `cpu`, a call whose context names that core (ts_context_set_cpu). */
+static void print_selected(const char *cpu)
 {
+    ts_context *ctx = NULL;
+    if (cpu != NULL && (ts_context_create(&ctx) != TS_OK || ts_context_set_cpu(ctx, cpu) != TS_OK)) {
+        printf("FAIL context for %s: %s\n", cpu, ts_last_error());
+        ts_context_free(ctx);
+        return;
+    }
     for (int type = TS_GEMM_F32; type <= TS_GEMM_F16F32; ++type) {
         ts_path sized;
-        const ts_path *p = ts_select_sized_path(NULL, type, &sized);
+        const ts_path *p = ts_select_sized_path(ctx, type, &sized);
         if (p != NULL)
             printf("selected %d %s %s %zu %zu %zu\n", type, p->symbol,
                    CLASS_NAMES[p->core_class], p->kc_steps, p->mc_panels, p->kw_steps);
     }
+    ts_context_free(ctx);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "selected") == 0) {
-        print_selected();
+    if ((argc == 2 || argc == 3) && strcmp(argv[1], "selected") == 0) {
+        print_selected(argc == 3 ? argv[2] : NULL);
         return 0;
     }
     check_rule();
