@@ -71,7 +71,11 @@ int ts_conv2d_validate(const ts_conv2d *c)
     if (c->batch == 0 || c->in_c == 0 || c->out_c == 0)
         return ts_fail(TS_EINVAL, "conv batch, in_c or out_c is 0");
     const size_t out_h = ts_conv2d_out_h(c), out_w = ts_conv2d_out_w(c);
-    size_t row_len, rows, total, input_len;
+    size_t row_len, rows, total, input_len, padded;
+    if (add_overflows(c->in_h, c->pad_top, &padded) || add_overflows(padded, c->pad_bottom, &padded)
+        || add_overflows(c->in_w, c->pad_left, &padded)
+        || add_overflows(padded, c->pad_right, &padded))
+        return ts_fail(TS_EINVAL, "conv sizes overflow size_t (the padded input)");
     if (out_h == 0 || out_w == 0)
         return ts_fail(TS_EINVAL, "conv geometry: an input size, kernel size, stride or "
                                   "dilation is 0, or the dilated kernel exceeds the padded input");

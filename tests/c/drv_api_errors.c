@@ -538,6 +538,10 @@ static void conv_errors(void)
           "workspace size of an invalid conv");
     ts_packed_b *keep = (ts_packed_b *)ws;
     CHECK(ts_pack_conv2d_filter_s8(&c, f, &keep) == TS_EINVAL && keep == (ts_packed_b *)ws, "pack bad conv");
+    c = c0;
+    c.pad_top = SIZE_MAX - 3;                   /* in_h + padding wraps: named as an overflow */
+    CHECK(ts_pack_conv2d_filter_s8(&c, f, &keep) == TS_EINVAL && keep == (ts_packed_b *)ws
+          && strstr(ts_last_error(), "overflow") != NULL, "padding overflow: %s", ts_last_error());
     CHECK(ts_pack_conv2d_filter_s8(&c0, NULL, &keep) == TS_EINVAL, "pack NULL filter");
     q = q0;
     c = c0;
