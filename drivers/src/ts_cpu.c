@@ -309,7 +309,8 @@ size_t ts_handle_tail_hp(const ts_path *path, unsigned layouts, size_t N)
 int ts_handle_b_layout_ok(const ts_packed_b *b, const ts_path *run)
 {
     const ts_ntail_kernel *nt = b->tail_hp != 0 ? ts_ntail_of(run, b->N % run->hp) : NULL;
-    return ts_same_b_layout(b->path, run) && (b->tail_hp == 0 || (nt != NULL && nt->hp == b->tail_hp));
+    return ts_same_b_layout(b->path, run)
+           && (b->tail_hp == 0 || (nt != NULL && nt->hp == b->tail_hp));
 }
 
 const ts_path *ts_tail_path(const ts_path *path, size_t rows)

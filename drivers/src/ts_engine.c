@@ -28,9 +28,10 @@
  * same instruction holds runs on that smaller kernel (ts_tail_path: no padding rows computed);
  * a last B panel that a column-tail kernel of the path holds (gen/ntail.py, ts_ntail_of) is
  * packed that kernel's width and runs on it (no padding columns computed): when B is packed
- * in the call, and in handles whose readers all have that kernel (ts_handle_tail_hp). Every output element is computed by the same kernel calls over
- * the same K blocks whatever the grid, so the results do not depend on the number of threads
- * (fp32: the same fused multiply-add chain).
+ * in the call, and in handles whose readers all have that kernel (ts_handle_tail_hp). Every
+ * output element is computed by the same kernel calls over the same K blocks whatever the
+ * grid, so the results do not depend on the number of threads (fp32: the same fused
+ * multiply-add chain).
  * Plain C99. */
 #include <string.h>
 

@@ -1820,9 +1820,9 @@ static size_t overlap_runs(size_t dx, const ts_gather_runs *g)
  * src + i * stride bytes): the smmla panels (ts_pack_gather's common case) by the pair loops
  * straight from the stride, the others through pointer tables of STRIDED_CHUNK rows. */
 static void pack_strided_panel(ts_pack_kind kind, size_t lp, size_t width,
-                                 unsigned char *panel, size_t first,
-                                 const unsigned char *src, size_t stride, size_t rows,
-                                 const ts_gather_runs *g)
+                               unsigned char *panel, size_t first,
+                               const unsigned char *src, size_t stride, size_t rows,
+                               const ts_gather_runs *g)
 {
     unsigned char *dst = panel + first * lp * packed_size(kind);
     if (kind == TS_PACK_S8 && lp == 8 && width == 8 && first == 0 && rows == 8) {
