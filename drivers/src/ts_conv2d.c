@@ -74,15 +74,16 @@ static ts_conv2d over_padded_copy(const ts_conv2d *c)
 }
 
 /* Workspace bytes for one path and `threads` tasks at once: the packed filter (16-aligned;
- * with_filter 0, a prepacked call: none) and the macro-kernel's work area. */
+ * with_filter 0, a prepacked call: none) and the macro-kernel's work area (its task grid
+ * through memo). */
 static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threads,
-                         int with_filter, size_t *out)
+                         int with_filter, ts_grid_memo *memo, size_t *out)
 {
     size_t filter = 0, work;
     return (with_filter && (ts_packed_b_bytes(path, TS_LAYOUT_GEMM, conv_k(c), c->out_c, &filter)
                             || ts_size_round_up(filter, 16, &filter)))
-           || ts_gemm_work_bytes(path, conv_m(c), c->out_c, conv_k(c), 1,
-                                 is_pointwise(c) ? 0 : c->in_c, threads, &work)
+           || ts_gemm_work_bytes_memo(path, conv_m(c), c->out_c, conv_k(c), 1,
+                                      is_pointwise(c) ? 0 : c->in_c, threads, memo, &work)
            || ts_size_add(filter, work, out)
            || ts_size_add(*out, padded_copy_bytes(c), out);
 }
@@ -93,6 +94,8 @@ static int workspace_for(const ts_path *path, const ts_conv2d *c, unsigned threa
 static size_t workspace_size(const ts_context *ctx, const ts_conv2d *c, int with_filter)
 {
     size_t count, most = 0, bytes;
+    ts_grid_memo memo;      /* paths of one tile share their grid (every call runs this) */
+    memo.count = 0;
     if (!ts_context_ok(ctx) || ts_conv2d_validate(c) != TS_OK)
         return 0;
     const ts_path *paths = ts_paths_of(TS_GEMM_INT8, &count);
@@ -101,7 +104,7 @@ static size_t workspace_size(const ts_context *ctx, const ts_conv2d *c, int with
         const ts_path *path;
         /* every path with the blocks of every core it may run on (ts_sized_path_at) */
         for (size_t s = 0; (path = ts_sized_path_at(ctx, &paths[i], s, &sized)) != NULL; ++s) {
-            if (workspace_for(path, c, ts_context_threads(ctx), with_filter, &bytes))
+            if (workspace_for(path, c, ts_context_threads(ctx), with_filter, &memo, &bytes))
                 return 0;
             most = bytes > most ? bytes : most;
         }

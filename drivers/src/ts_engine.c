@@ -253,14 +253,43 @@ static int layout_work(const ts_path *path, size_t M, size_t N, size_t K, int st
     return 0;
 }
 
-int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
-                       size_t pad_bytes, unsigned threads, size_t *out)
+/* ts_gemm_grid through memo (the same threads at every use of one memo). */
+static void grid_memoised(ts_grid_memo *memo, size_t a_panels, size_t b_panels,
+                          unsigned threads, size_t *m_tasks, size_t *n_tasks)
+{
+    for (size_t i = 0; i < memo->count; ++i)
+        if (memo->found[i].a_panels == a_panels && memo->found[i].b_panels == b_panels) {
+            *m_tasks = memo->found[i].m_tasks;
+            *n_tasks = memo->found[i].n_tasks;
+            return;
+        }
+    ts_gemm_grid(a_panels, b_panels, threads, m_tasks, n_tasks);
+    if (memo->count < TS_GRID_MEMO) {
+        memo->found[memo->count].a_panels = a_panels;
+        memo->found[memo->count].b_panels = b_panels;
+        memo->found[memo->count].m_tasks = *m_tasks;
+        memo->found[memo->count].n_tasks = *n_tasks;
+        ++memo->count;
+    }
+}
+
+int ts_gemm_work_bytes_memo(const ts_path *path, size_t M, size_t N, size_t K, int stage,
+                            size_t pad_bytes, unsigned threads, ts_grid_memo *memo,
+                            size_t *out)
 {
     work_layout l;
     size_t m_tasks, n_tasks;
-    ts_gemm_grid(div_up(M, path->ep), div_up(N, path->hp), threads, &m_tasks, &n_tasks);
+    grid_memoised(memo, div_up(M, path->ep), div_up(N, path->hp), threads, &m_tasks, &n_tasks);
     return layout_work(path, M, N, K, stage, -1, pad_bytes, m_tasks, n_tasks, &l)
            || ts_size_add(l.total, 15, out);
+}
+
+int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
+                       size_t pad_bytes, unsigned threads, size_t *out)
+{
+    ts_grid_memo memo;
+    memo.count = 0;
+    return ts_gemm_work_bytes_memo(path, M, N, K, stage, pad_bytes, threads, &memo, out);
 }
 
 /* ---- one call ------------------------------------------------------------------------------- */

@@ -65,6 +65,19 @@ int ts_gemm_stage_of_type(int gemm_type, const ts_path *path);
  * 0 for a matrix A. Returns 0, or -1 on size_t overflow. */
 int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int stage,
                        size_t pad_bytes, unsigned threads, size_t *out);
+/* The grids ts_gemm_grid found, kept by a caller that sizes many paths of one shape for one
+ * thread count (ts_conv2d.c: the workspace bound over every int8 path, several of one tile):
+ * the grid is a search of ~170 divisions, run on the calling thread before any task.
+ * Zero-initialised; full: further grids are found again, not kept. */
+#define TS_GRID_MEMO 8
+typedef struct {
+    size_t count;
+    struct { size_t a_panels, b_panels, m_tasks, n_tasks; } found[TS_GRID_MEMO];
+} ts_grid_memo;
+/* ts_gemm_work_bytes with the grid looked up in (and added to) *memo. */
+int ts_gemm_work_bytes_memo(const ts_path *path, size_t M, size_t N, size_t K, int stage,
+                            size_t pad_bytes, unsigned threads, ts_grid_memo *memo,
+                            size_t *out);
 
 /* Implicit im2col (ts_conv_pack.c). A plan: what every packing call of one K block of conv c
  * shares, set once by ts_conv_plan_init for k = k0 .. k0+klen-1 of K = k_h*k_w*in_c (a K
