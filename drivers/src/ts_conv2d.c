@@ -47,7 +47,7 @@ static int is_pointwise(const ts_conv2d *c)
  * fills as packing code and 64-byte row moves (ts_pack_fill_runs, ts_pack_copy_runs) 4.88 %. */
 #define PAD_COPY_RATIO 4
 
-/* Bytes of that copy (ts_pack_conv_padded_input), a multiple of 16, or 0 when the call packs
+/* Bytes of that copy (ts_pack_conv_padded_rows), a multiple of 16, or 0 when the call packs
  * from the input itself: a conv without padding, or one whose copy would not pay. For a
  * validated conv. */
 static size_t padded_copy_bytes(const ts_conv2d *c)
@@ -213,19 +213,21 @@ static int conv_memory(const ts_context *ctx, const ts_conv2d *c, size_t need,
 
 /* Runs a validated conv with the filter packed (b->src NULL) or packed on the way; work
  * (16-aligned) starts with the padded copy of the input when the conv makes one
- * (padded_copy_bytes), then the engine's work area. */
+ * (padded_copy_bytes: the engine's first phase writes it, every task reads it), then the
+ * engine's work area. */
 static void run_conv(const ts_context *ctx, const ts_conv2d *c, const int8_t *input,
                      const ts_b_source *b, const ts_quant *q, int8_t *output, void *work)
 {
     const size_t copy = padded_copy_bytes(c);
     const ts_conv2d u = over_padded_copy(c);
-    if (copy != 0) {   /* built here, then only read by every task */
-        ts_pack_conv_padded_input(c, input, (int8_t)q->a_zero_point, (int8_t *)work);
-        input = (const int8_t *)work;
+    const ts_padded_input padded = { c, input, (int8_t *)work };
+    ts_a_source a = { input, c->in_c, NULL, (int8_t)q->a_zero_point, NULL };
+    if (copy != 0) {
+        a.A = padded.copy;
+        a.padded_from = &padded;
         work = (unsigned char *)work + copy;
         c = &u;
     }
-    ts_a_source a = { input, c->in_c, NULL, (int8_t)q->a_zero_point };
     if (!is_pointwise(c))
         a.conv = c;
     ts_c_sink out = { output, c->out_c, q, 0, 0, 0, NULL, 0, 0 };

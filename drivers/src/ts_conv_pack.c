@@ -472,26 +472,44 @@ void ts_pack_conv_panels(const ts_conv_plan *plan, size_t m0, size_t rows, void 
     }
 }
 
-/* The padded input (ts_gemm_internal.h), image by image: the pad value above, left, right and
- * below (ts_pack_fill_runs), then the input rows into the middle in one strided copy
- * (ts_pack_copy_runs): every byte written by the packing module's vector moves, no libc. */
-void ts_pack_conv_padded_input(const ts_conv2d *c, const int8_t *input, int8_t pad,
-                               int8_t *dst)
+size_t ts_conv_padded_rows(const ts_conv2d *c)
+{
+    return c->batch * (c->pad_top + c->in_h + c->pad_bottom);
+}
+
+/* Rows [first, last) of the padded input (ts_gemm_internal.h), image by image: the pad value
+ * before, between and after the input rows that fall in the range (ts_pack_fill_runs: the
+ * right padding of one row and the left of the next are one run), the input rows into the
+ * middle in one strided copy (ts_pack_copy_runs): every byte written by the packing module's
+ * vector moves, no libc. */
+void ts_pack_conv_padded_rows(const ts_conv2d *c, const int8_t *input, int8_t pad, int8_t *dst,
+                              size_t first, size_t last)
 {
     const size_t in_c = c->in_c, row = c->in_w * in_c;
     const size_t left = c->pad_left * in_c, right = c->pad_right * in_c;
     const size_t padded_row = left + row + right;
+    const size_t padded_h = c->pad_top + c->in_h + c->pad_bottom;
     const unsigned char value = (unsigned char)pad;
-    for (size_t b = 0; b < c->batch; ++b, input += c->in_h * row) {
-        ts_pack_fill_runs(dst, 0, value, c->pad_top * padded_row + left, 1);
-        dst += c->pad_top * padded_row;
-        /* right of row y-1 and left of row y (y = 1 .. in_h-1): adjacent, one run each */
-        if (c->in_h > 1)
-            ts_pack_fill_runs(dst + padded_row - right, padded_row, value, right + left,
-                              c->in_h - 1);
-        ts_pack_copy_runs(dst + left, padded_row, input, row, row, c->in_h);
-        dst += c->in_h * padded_row;
-        ts_pack_fill_runs(dst - right, 0, value, right + c->pad_bottom * padded_row, 1);
-        dst += c->pad_bottom * padded_row;
+    while (first < last) {
+        /* this image's rows p0 .. p1-1 hold its input rows y0 .. y1-1 */
+        const size_t b = first / padded_h, p0 = first % padded_h;
+        const size_t p1 = last - first < padded_h - p0 ? p0 + (last - first) : padded_h;
+        const size_t y0 = p0 > c->pad_top ? p0 - c->pad_top : 0;
+        const size_t y1 = p1 <= c->pad_top ? 0 : p1 - c->pad_top < c->in_h ? p1 - c->pad_top
+                                                                           : c->in_h;
+        int8_t *image = dst + b * padded_h * padded_row;
+        size_t at = p0 * padded_row;   /* the first byte of the range not yet written */
+        if (y0 < y1) {
+            const size_t copy_at = (c->pad_top + y0) * padded_row + left, rows = y1 - y0;
+            ts_pack_fill_runs(image + at, 0, value, copy_at - at, 1);
+            if (rows > 1)
+                ts_pack_fill_runs(image + copy_at + row, padded_row, value, right + left,
+                                  rows - 1);
+            ts_pack_copy_runs(image + copy_at, padded_row, input + (b * c->in_h + y0) * row,
+                              row, row, rows);
+            at = copy_at + (rows - 1) * padded_row + row;
+        }
+        ts_pack_fill_runs(image + at, 0, value, p1 * padded_row - at, 1);
+        first += p1 - p0;
     }
 }

@@ -339,12 +339,19 @@ static int32_t col_sum_factor(const ts_path *path, const ts_c_sink *out)
     return (out->q != NULL ? out->q->a_zero_point : 0) - ts_a_offset(path);
 }
 
-/* Phase 1, task t: B panels, column offsets and parameters of share t. */
+/* Phase 1, task t: share t of the padded input's rows (a conv's, a->padded_from), of B's
+ * panels, of the column offsets and parameters. */
 static void pack_task(void *arg, size_t t)
 {
     call *c = (call *)arg;
     const ts_path *path = c->path;
+    const ts_padded_input *padded = c->a->padded_from;
     size_t j0, j1;
+    if (padded != NULL) {
+        share(ts_conv_padded_rows(padded->conv), c->pack_tasks, t, &j0, &j1);
+        ts_pack_conv_padded_rows(padded->conv, padded->input, c->a->pad_value, padded->copy,
+                                 j0, j1);
+    }
     share(c->b->panels, c->pack_tasks, t, &j0, &j1);
     if (c->bsrc->fill)
         ts_packed_b_fill(c->b, c->bsrc->src, c->bsrc->k_stride, c->bsrc->n_stride, j0, j1);
@@ -1154,15 +1161,51 @@ static void compute_task(void *arg, size_t t)
     }
 }
 
+/* Divisors the grid search divides by without a division: task counts per dimension, at most
+ * 4 per thread (16 threads). udiv takes 20 cycles and does not pipeline on Neoverse N2
+ * (llvm-mca-19: 4 independent udiv, 80 cycles); the search's ~170 of them cost ~4 K cycles on
+ * the calling thread while every other thread waited for the grid. */
+#define GRID_DIVISORS 64
+/* ceil(2^64 / d) for 2 <= d < GRID_DIVISORS (entries 0 and 1 unused) */
+#define RECIP(d) (UINT64_MAX / (d) + 1)
+#define RECIP4(d) RECIP(d), RECIP((d) + 1), RECIP((d) + 2), RECIP((d) + 3)
+static const uint64_t grid_reciprocal[GRID_DIVISORS] = {
+    0, 0, RECIP(2), RECIP(3), RECIP4(4), RECIP4(8), RECIP4(12), RECIP4(16), RECIP4(20),
+    RECIP4(24), RECIP4(28), RECIP4(32), RECIP4(36), RECIP4(40), RECIP4(44), RECIP4(48),
+    RECIP4(52), RECIP4(56), RECIP4(60)
+};
+#undef RECIP4
+#undef RECIP
+
+/* The high 64 bits of x * y for x < 2^32, in C99 integers (no 128-bit type): x * (y >> 32)
+ * and the carry of x * (y & 0xFFFFFFFF) fit 64 bits (at most 2^64 - 2^33 + 1 and 2^32 - 1). */
+static uint64_t mul_high_u32(uint64_t x, uint64_t y)
+{
+    return (x * (y >> 32) + ((x * (y & 0xFFFFFFFFu)) >> 32)) >> 32;
+}
+
+/* ceil(x / d) for d >= 1, without a division when 1 <= x <= 2^32 and d < GRID_DIVISORS:
+ * floor((x - 1) / d) is the high half of (x - 1) * ceil(2^64 / d) — the product exceeds
+ * (x - 1) / d * 2^64 by less than x - 1 < 2^32, which leaves the quotient's fraction (at most
+ * 1 - 1/d) below 1 (Granlund & Montgomery, "Division by invariant integers using
+ * multiplication", PLDI 1994). */
+static inline size_t grid_div_up(size_t x, size_t d)
+{
+    if (d == 1)
+        return x;
+    if (d < GRID_DIVISORS && x >= 1 && x - 1 <= 0xFFFFFFFFu)
+        return (size_t)mul_high_u32(x - 1, grid_reciprocal[d]) + 1;
+    return div_up(x, d);
+}
+
 /* The grid m x n (at most 4 tasks per thread, m <= a_panels, n <= b_panels) whose busiest
  * thread computes the fewest tiles: with tasks dealt statically (ts_pool.c) a thread runs
  * ceil(m*n / threads) tasks of up to ceil(a_panels/m) x ceil(b_panels/n) tiles. Among equals
  * the fewest tasks, then the most M blocks (each of the n tasks of an M block packs that
  * block's A panels again). Fewer tiles than threads: one task per tile.
- * It runs on the calling thread before the tasks (serial time: every thread waits for it), so
- * it visits only the candidates that can win: of the m giving the same ceil(a_panels/m) the
- * smallest (the same tiles per task in fewer tasks), likewise of the n (m descending, n
- * ascending: the order of the rule's tie-breaks), with two divisions per candidate. */
+ * It runs on the calling thread before the tasks (serial time: every thread waits for it):
+ * every candidate, m descending and n ascending (the order of the rule's last tie-break), with
+ * no division up to 16 threads (grid_div_up). */
 void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_tasks,
                   size_t *n_tasks)
 {
@@ -1172,10 +1215,9 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
     if (threads <= 1)
         return;
     for (size_t m = a_panels < most ? a_panels : most; m >= 1; --m) {
-        const size_t rows = div_up(a_panels, m);
-        m = div_up(a_panels, rows);             /* the smallest m with these rows */
-        for (size_t n = 1; n <= b_panels && m * n <= most;) {
-            const size_t cols = div_up(b_panels, n), tasks = m * n;
+        const size_t rows = grid_div_up(a_panels, m);
+        for (size_t n = 1; n <= b_panels && m * n <= most; ++n) {
+            const size_t cols = grid_div_up(b_panels, n), tasks = m * n;
             /* tasks per thread, ceil(tasks / threads): 1..4 as tasks <= most, no division */
             const size_t per = tasks <= threads ? 1 : tasks <= 2 * (size_t)threads ? 2
                              : tasks <= 3 * (size_t)threads ? 3 : 4;
@@ -1186,7 +1228,6 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
                 *m_tasks = m;
                 *n_tasks = n;
             }
-            n = cols > 1 ? div_up(b_panels, cols - 1) : b_panels + 1;  /* next fewer cols */
         }
     }
 }
@@ -1297,12 +1338,18 @@ void ts_gemm_exec(const ts_context *ctx, const ts_b_source *bsrc, size_t M,
     }
     /* phase 1's tasks: a share of B's panels each when B is packed here (no more tasks than
      * panels), else one on the calling thread: the column parameters of a prepacked B are
-     * O(N), not worth a fork-join per call (a barrier per layer and token in decode) */
+     * O(N), not worth a fork-join per call (a barrier per layer and token in decode); a conv's
+     * padded input copy, O(input), is shared by every thread (no more tasks than its rows) */
     c.pack_tasks = !bsrc->fill ? 1 : threads < b->panels ? threads : b->panels;
+    if (a->padded_from != NULL) {
+        const size_t rows = ts_conv_padded_rows(a->padded_from->conv);
+        const size_t copy_tasks = threads < rows ? threads : rows;
+        c.pack_tasks = copy_tasks > c.pack_tasks ? copy_tasks : c.pack_tasks;
+    }
     /* phase 1 only when it has work: a prepacked B without requantization (fp32, bf16, fp16,
      * the raw integer types but for A packed with an offset, which need the column
-     * correction) would be one empty fork-join per call */
-    if (bsrc->fill || requantize || ts_a_offset(path) != 0)
+     * correction) and no padded copy would be one empty fork-join per call */
+    if (bsrc->fill || requantize || ts_a_offset(path) != 0 || a->padded_from != NULL)
         ts_context_run(ctx, c.pack_tasks, pack_task, &c);
     ts_context_run(ctx, c.m_tasks * c.n_tasks, compute_task, &c);
 }

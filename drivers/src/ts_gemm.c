@@ -394,7 +394,7 @@ static int run(const ts_context *ctx, const ts_path *path, const ts_packed_b *pa
         b.k_stride = ldb;
         b.n_stride = 1;
     }
-    ts_a_source a = { A, lda, NULL, 0 };
+    ts_a_source a = { A, lda, NULL, 0, NULL };
     ts_gemm_exec(ctx, &b, M, &a, out, base + b_bytes);
     ts_call_memory_done(ctx, owned);
     return TS_OK;

@@ -13,6 +13,16 @@
 extern "C" {
 #endif
 
+/* A conv input whose padding the call makes real (ts_conv2d.c, when that pays): the conv as
+ * called, its input and where the copy goes (ts_a_source.A); the call's first phase writes the
+ * copy (its threads a share of the rows each, ts_pack_conv_padded_rows) before any task reads
+ * it. */
+typedef struct {
+    const ts_conv2d *conv;
+    const int8_t *input;
+    int8_t *copy;
+} ts_padded_input;
+
 /* Where the rows of A come from: a row-major matrix (conv == NULL), or the im2col rows of a
  * conv2d input, packed straight from the input an A block at a time (implicit im2col,
  * ts_pack_conv_panels; padded taps = pad_value). */
@@ -21,6 +31,8 @@ typedef struct {
     size_t lda;               /* matrix row stride in elements */
     const ts_conv2d *conv;
     int8_t pad_value;
+    const ts_padded_input *padded_from;   /* non-NULL: A is padded_from->copy, to be written
+                                             (pad_value around the input) */
 } ts_a_source;
 
 /* Where B comes from: a handle already packed (fill 0), or one laid out with
@@ -67,7 +79,8 @@ int ts_gemm_work_bytes(const ts_path *path, size_t M, size_t N, size_t K, int st
                        size_t pad_bytes, unsigned threads, size_t *out);
 /* The grids ts_gemm_grid found, kept by a caller that sizes many paths of one shape for one
  * thread count (ts_conv2d.c: the workspace bound over every int8 path, several of one tile):
- * the grid is a search of ~170 divisions, run on the calling thread before any task.
+ * the grid is a search over ~130 candidates (8 threads), run on the calling thread before any
+ * task.
  * Zero-initialised; full: further grids are found again, not kept. */
 #define TS_GRID_MEMO 8
 typedef struct {
@@ -114,13 +127,16 @@ void ts_conv_plan_init(ts_conv_plan *p, const ts_path *path, const ts_conv2d *c,
                        const int8_t *input, const int8_t *pad_row, size_t k0, size_t klen);
 void ts_pack_conv_panels(const ts_conv_plan *p, size_t m0, size_t rows, void *dst,
                          size_t panel_bytes);
-/* The input of conv c with its padding made real (ts_conv2d.c, when that pays): into dst,
+/* The input of conv c with its padding made real (ts_conv2d.c, when that pays): in dst,
  * batch x (pad_top + in_h + pad_bottom) x (pad_left + in_w + pad_right) x in_c bytes, the
  * input pixels where they fall and `pad` (the A zero point) around them, so that the same conv
  * without padding over dst has the same im2col matrix and every window is inside (one stretch
- * per output row). Preconditions: c validated, dst that many bytes, not overlapping input. */
-void ts_pack_conv_padded_input(const ts_conv2d *c, const int8_t *input, int8_t pad,
-                               int8_t *dst);
+ * per output row). ts_pack_conv_padded_rows writes its rows [first, last) (counted over the
+ * batch, ts_conv_padded_rows of them): disjoint ranges write disjoint bytes. Preconditions: c
+ * validated, dst that many bytes, not overlapping input. */
+size_t ts_conv_padded_rows(const ts_conv2d *c);
+void ts_pack_conv_padded_rows(const ts_conv2d *c, const int8_t *input, int8_t pad, int8_t *dst,
+                              size_t first, size_t last);
 
 /* Memory for one call (ts_gemm.c): `bytes` of ctx's workspace, claimed for this call, or a
  * fresh malloc block (*owned; NULL with a workspace). TS_EINVAL when the workspace is too

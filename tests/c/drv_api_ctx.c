@@ -23,6 +23,7 @@
 #include <pthread.h>
 
 #include "ts_context_internal.h"
+#include "ts_gemm_internal.h"
 
 enum kind { F32, BF16, S8S32, S8, U8S8S32, U8U32, U8, F16, F16F32, KINDS };
 static const char *kind_name[] = { "f32", "bf16", "s8s32", "s8", "u8s8s32", "u8u32", "u8", "f16",
@@ -719,10 +720,51 @@ static size_t shape_ks(const ts_path *p, size_t *ks)
     return n;
 }
 
+/* ts_gemm_grid against the rule it documents, by brute force over every grid m x n (m <=
+ * a_panels, n <= b_panels, m*n <= 4 threads): the fewest tiles on the busiest thread
+ * (ceil(m*n / threads) tasks of ceil(a/m) x ceil(b/n) tiles), then the fewest tasks, then the
+ * most M blocks; one thread: 1 x 1. Panel counts around the divisions' edges (and beyond
+ * 2^32: the search's division-free quotients stop there), 1-20 threads (beyond 16: divisors
+ * past its reciprocal table). */
+static void check_grid(void)
+{
+    static const size_t big[] = { 1000, 4095, 4096, 4097, 65537, (size_t)1 << 32,
+                                  ((size_t)1 << 32) + 1, ((size_t)1 << 32) + 7 };
+    size_t panels[96 + sizeof big / sizeof big[0]], np = 0, checked = 0;
+    for (size_t v = 1; v <= 96; ++v)
+        panels[np++] = v;
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; ++i)
+        panels[np++] = big[i];
+    for (unsigned t = 1; t <= 20; ++t)
+        for (size_t i = 0; i < np; ++i)
+            for (size_t j = 0; j < np; j += (i % 7 == 0 ? 1 : 5)) {
+                const size_t a = panels[i], b = panels[j], most = 4 * (size_t)t;
+                size_t em = 1, en = 1, best = (size_t)-1, best_tasks = 0, m, n;
+                for (size_t cm = 1; t > 1 && cm <= a && cm <= most; ++cm)
+                    for (size_t cn = 1; cn <= b && cm * cn <= most; ++cn) {
+                        const size_t tasks = cm * cn, per = (tasks + t - 1) / t;
+                        const size_t busiest = per * ((a + cm - 1) / cm) * ((b + cn - 1) / cn);
+                        if (busiest < best || (busiest == best && (tasks < best_tasks
+                                               || (tasks == best_tasks && cm > em)))) {
+                            best = busiest;
+                            best_tasks = tasks;
+                            em = cm;
+                            en = cn;
+                        }
+                    }
+                ts_gemm_grid(a, b, t, &m, &n);
+                CHECK(m == em && n == en, "grid %zu x %zu panels, %u threads: %zu x %zu, the rule "
+                      "gives %zu x %zu", a, b, t, m, n, em, en);
+                ++checked;
+            }
+    printf("grids checked %zu\n", checked);
+}
+
 int main(int argc, char **argv)
 {
     const char *masks = argc > 1 ? argv[1] : "4294967295";
     check_api();
+    check_grid();
     for (const char *s = masks; *s;) {
         mask = (unsigned)strtoul(s, (char **)&s, 10);
         if (*s == ',') ++s;

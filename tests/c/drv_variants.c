@@ -87,7 +87,7 @@ static int run_path(const ts_path *path, void *C)
     }
     void *work = malloc(bytes);
     if (work == NULL) { ts_packed_free(b); return -1; }
-    ts_a_source a = { A, K, NULL, 0 };
+    ts_a_source a = { A, K, NULL, 0, NULL };
     ts_b_source bs = { b, 0, NULL, 0, 0 };
     ts_c_sink out = { C, N, NULL, 0, 0, 0, NULL, 0, 0 };
     ts_gemm_exec(NULL, &bs, M, &a, &out, ts_align16(work));
