@@ -23,16 +23,18 @@ same order (fp32: the same fused multiply-adds), whatever the tile's width.
               kernels (generic build and CPU= builds) get their tails, with the same epilogue
               variants as the main kernel (gen.epilogue: a fused requantisation on the last K
               block needs the tail's _requant). Listed are the instructions of a dispatch path
-              whose whole-GEMM targets (issue 11) lose to the padding: fmla fp32 8x12 and
-              sdot 8x12x4 (int8 -> int8 on Cortex-A55), N = 512: 8 of 12 columns in the last
-              panel. (udot, smlal and fmlal have the same 8x12 tile and no target yet: each
-              listed instruction costs a kernel family per tail width.)
+              whose whole operations lose to the padding: fmla fp32 8x12 and sdot 8x12x4
+              (int8 -> int8 on Cortex-A55), N = 512: 8 of 12 columns in the last panel (issue
+              11's GEMM targets); smlal 8x12x1, the int8 path of Armv8.0 cores (Cortex-A53 /
+              A57 / A72): 64-channel convs (ResNet-50) compute 4 of every 12 columns of their
+              last panel for nothing. (udot and fmlal have the same 8x12 tile and no workload
+              that needs it yet: each listed instruction costs a kernel family per tail width.)
 """
 from __future__ import annotations
 
 from .tiling import DEFAULT_REGS, Candidate, candidates
 
-N_TAIL_INSTRUCTIONS = ("fmla_f32", "sdot")
+N_TAIL_INSTRUCTIONS = ("fmla_f32", "sdot", "smlal")
 
 
 def tails(instruction: str, ep: int, hp: int, regs: int = DEFAULT_REGS,
