@@ -56,15 +56,18 @@ def test_variants_only_where_the_class_gains():
 def test_v8_build_holds_no_variants_and_names_them_by_class():
     files = generate("v8")
     kernels = json.loads(files["manifest.json"])["kernels"]
-    # fmla and smlal, then their GEMV / small-M kernels, then fmla's column tail (gen/ntail.py);
+    # fmla and smlal, then their GEMV / small-M kernels, then the column tails (gen/ntail.py):
+    # fmla's one, smlal's two (4 and 8 of its 12 columns);
     # smlal's 8x12 k-loop has too few MACs an iteration to hide a column of the pipelined
     # requantisation (gen/strip_pipe.py peeled), so no out-of-order variant
     assert [(k["role"], k["core_class"]) for k in kernels] == \
-        [("main", GENERIC)] * 2 + [("gemv", GENERIC)] * 2 + [("ntail", GENERIC)]
+        [("main", GENERIC)] * 2 + [("gemv", GENERIC)] * 2 + [("ntail", GENERIC)] * 3
+    assert [k["symbol"] for k in kernels if k["role"] == "ntail"] == [
+        "ts_gemm_f32_fmla_8x8x1", "ts_gemm_s8s32_smlal_8x4x1", "ts_gemm_s8s32_smlal_8x8x1"]
     # a named CPU builds no variants; its kernels carry its class
     named = json.loads(generate("v8", cpu="neoverse-n2")["manifest.json"])["kernels"]
     assert [(k["role"], k["core_class"]) for k in named] == \
-        [("main", "ooo")] * 2 + [("gemv", "ooo")] * 2 + [("ntail", "ooo")]
+        [("main", "ooo")] * 2 + [("gemv", "ooo")] * 2 + [("ntail", "ooo")] * 3
 
 
 def test_variant_shares_the_generic_gemv_kernel_with_its_own_dispatch_numbers():
