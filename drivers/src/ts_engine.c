@@ -1162,17 +1162,17 @@ static void compute_task(void *arg, size_t t)
 }
 
 /* Divisors the grid search divides by without a division: task counts per dimension, at most
- * 4 per thread (16 threads). udiv takes 20 cycles and does not pipeline on Neoverse N2
+ * 4 per thread (16 threads: 64). udiv takes 20 cycles and does not pipeline on Neoverse N2
  * (llvm-mca-19: 4 independent udiv, 80 cycles); the search's ~170 of them cost ~4 K cycles on
  * the calling thread while every other thread waited for the grid. */
-#define GRID_DIVISORS 64
+#define GRID_DIVISORS 65
 /* ceil(2^64 / d) for 2 <= d < GRID_DIVISORS (entries 0 and 1 unused) */
 #define RECIP(d) (UINT64_MAX / (d) + 1)
 #define RECIP4(d) RECIP(d), RECIP((d) + 1), RECIP((d) + 2), RECIP((d) + 3)
 static const uint64_t grid_reciprocal[GRID_DIVISORS] = {
     0, 0, RECIP(2), RECIP(3), RECIP4(4), RECIP4(8), RECIP4(12), RECIP4(16), RECIP4(20),
     RECIP4(24), RECIP4(28), RECIP4(32), RECIP4(36), RECIP4(40), RECIP4(44), RECIP4(48),
-    RECIP4(52), RECIP4(56), RECIP4(60)
+    RECIP4(52), RECIP4(56), RECIP4(60), RECIP(64)
 };
 #undef RECIP4
 #undef RECIP
@@ -1184,7 +1184,7 @@ static uint64_t mul_high_u32(uint64_t x, uint64_t y)
     return (x * (y >> 32) + ((x * (y & 0xFFFFFFFFu)) >> 32)) >> 32;
 }
 
-/* ceil(x / d) for d >= 1, without a division when 1 <= x <= 2^32 and d < GRID_DIVISORS:
+/* ceil(x / d) for d >= 1; without a division when 1 <= x <= 2^32 and d < GRID_DIVISORS:
  * floor((x - 1) / d) is the high half of (x - 1) * ceil(2^64 / d) — the product exceeds
  * (x - 1) / d * 2^64 by less than x - 1 < 2^32, which leaves the quotient's fraction (at most
  * 1 - 1/d) below 1 (Granlund & Montgomery, "Division by invariant integers using
@@ -1203,9 +1203,12 @@ static inline size_t grid_div_up(size_t x, size_t d)
  * ceil(m*n / threads) tasks of up to ceil(a_panels/m) x ceil(b_panels/n) tiles. Among equals
  * the fewest tasks, then the most M blocks (each of the n tasks of an M block packs that
  * block's A panels again). Fewer tiles than threads: one task per tile.
- * It runs on the calling thread before the tasks (serial time: every thread waits for it):
- * every candidate, m descending and n ascending (the order of the rule's last tie-break), with
- * no division up to 16 threads (grid_div_up). */
+ * It runs on the calling thread before the tasks (serial time: every thread waits for it), so
+ * it visits only the candidates that can win: of the m giving the same ceil(a_panels/m) the
+ * smallest (the same tiles per task in fewer tasks), likewise of the n (m descending, n
+ * ascending: the order of the rule's tie-breaks), with two quotients per candidate, by
+ * multiplication while the divisor is below GRID_DIVISORS (grid_div_up: up to 16 threads,
+ * only a few quotients by large row or column counts divide). */
 void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_tasks,
                   size_t *n_tasks)
 {
@@ -1216,7 +1219,8 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
         return;
     for (size_t m = a_panels < most ? a_panels : most; m >= 1; --m) {
         const size_t rows = grid_div_up(a_panels, m);
-        for (size_t n = 1; n <= b_panels && m * n <= most; ++n) {
+        m = grid_div_up(a_panels, rows);        /* the smallest m with these rows */
+        for (size_t n = 1; n <= b_panels && m * n <= most;) {
             const size_t cols = grid_div_up(b_panels, n), tasks = m * n;
             /* tasks per thread, ceil(tasks / threads): 1..4 as tasks <= most, no division */
             const size_t per = tasks <= threads ? 1 : tasks <= 2 * (size_t)threads ? 2
@@ -1228,6 +1232,7 @@ void ts_gemm_grid(size_t a_panels, size_t b_panels, unsigned threads, size_t *m_
                 *m_tasks = m;
                 *n_tasks = n;
             }
+            n = cols > 1 ? grid_div_up(b_panels, cols - 1) : b_panels + 1;  /* next fewer cols */
         }
     }
 }

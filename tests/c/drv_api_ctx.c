@@ -724,8 +724,8 @@ static size_t shape_ks(const ts_path *p, size_t *ks)
  * a_panels, n <= b_panels, m*n <= 4 threads): the fewest tiles on the busiest thread
  * (ceil(m*n / threads) tasks of ceil(a/m) x ceil(b/n) tiles), then the fewest tasks, then the
  * most M blocks; one thread: 1 x 1. Panel counts around the divisions' edges (and beyond
- * 2^32: the search's division-free quotients stop there), 1-20 threads (beyond 16: divisors
- * past its reciprocal table). */
+ * 2^32: the search's division-free quotients stop there), 1-20, 33 and 64 threads (beyond
+ * 16: divisors past its reciprocal table). */
 static void check_grid(void)
 {
     static const size_t big[] = { 1000, 4095, 4096, 4097, 65537, (size_t)1 << 32,
@@ -735,7 +735,9 @@ static void check_grid(void)
         panels[np++] = v;
     for (size_t i = 0; i < sizeof big / sizeof big[0]; ++i)
         panels[np++] = big[i];
-    for (unsigned t = 1; t <= 20; ++t)
+    static const unsigned wide[] = { 33, 64 };
+    for (unsigned ti = 1; ti <= 20 + sizeof wide / sizeof wide[0]; ++ti) {
+        const unsigned t = ti <= 20 ? ti : wide[ti - 21];
         for (size_t i = 0; i < np; ++i)
             for (size_t j = 0; j < np; j += (i % 7 == 0 ? 1 : 5)) {
                 const size_t a = panels[i], b = panels[j], most = 4 * (size_t)t;
@@ -757,6 +759,7 @@ static void check_grid(void)
                       "gives %zu x %zu", a, b, t, m, n, em, en);
                 ++checked;
             }
+    }
     printf("grids checked %zu\n", checked);
 }
 
