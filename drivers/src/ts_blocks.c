@@ -97,3 +97,19 @@ const ts_path *ts_sized_path_at(const ts_context *ctx, const ts_path *path, size
         return NULL;
     return sized_for(path, core->l1d_bytes, core->l2_bytes, sized);
 }
+
+int ts_blocks_seen_before(ts_blocks_seen *seen, const ts_path *path)
+{
+    for (size_t i = 0; i < seen->count; ++i)
+        if (seen->blocks[i].kc_steps == path->kc_steps
+            && seen->blocks[i].mc_panels == path->mc_panels
+            && seen->blocks[i].kw_steps == path->kw_steps)
+            return 1;
+    if (seen->count < TS_BLOCKS_SEEN) {
+        seen->blocks[seen->count].kc_steps = path->kc_steps;
+        seen->blocks[seen->count].mc_panels = path->mc_panels;
+        seen->blocks[seen->count].kw_steps = path->kw_steps;
+        ++seen->count;
+    }
+    return 0;
+}

@@ -92,6 +92,18 @@ const ts_path *ts_select_sized_path(const ts_context *ctx, int gemm_type, ts_pat
 const ts_path *ts_sized_path_at(const ts_context *ctx, const ts_path *path, size_t i,
                                 ts_path *sized);
 
+/* The blocks (kc_steps, mc_panels, kw_steps) a workspace bound has sized one path with so
+ * far: the cores of ts_sized_path_at often share them, and each distinct set is sized once. */
+#define TS_BLOCKS_SEEN 8
+typedef struct {
+    size_t count;
+    struct { size_t kc_steps, mc_panels, kw_steps; } blocks[TS_BLOCKS_SEEN];
+} ts_blocks_seen;
+
+/* 1 when path's blocks are in *seen already; else 0, and they are added (while there is room:
+ * a full set answers 0, so a path is sized again rather than skipped). */
+int ts_blocks_seen_before(ts_blocks_seen *seen, const ts_path *path);
+
 /* ts_cache_sysfs.c: "1024K" / "2M" / "1G" / "32768" (an optional newline after) into bytes,
  * 0; anything else -1. The sizes of the Data / Unified caches of levels 1 and 2 described
  * under cache_dir (Linux: /sys/devices/system/cpu/cpuN/cache), as ts_cache_sizes_sysfs. */

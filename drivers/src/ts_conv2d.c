@@ -102,8 +102,13 @@ static size_t workspace_size(const ts_context *ctx, const ts_conv2d *c, int with
     for (size_t i = 0; i < count; ++i) {
         ts_path sized;
         const ts_path *path;
-        /* every path with the blocks of every core it may run on (ts_sized_path_at) */
+        ts_blocks_seen seen;
+        seen.count = 0;
+        /* every path with the blocks of every core it may run on (ts_sized_path_at), each
+         * distinct set of blocks once */
         for (size_t s = 0; (path = ts_sized_path_at(ctx, &paths[i], s, &sized)) != NULL; ++s) {
+            if (ts_blocks_seen_before(&seen, path))
+                continue;
             if (workspace_for(path, c, ts_context_threads(ctx), with_filter, &memo, &bytes))
                 return 0;
             most = bytes > most ? bytes : most;

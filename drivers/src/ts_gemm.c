@@ -320,8 +320,13 @@ static size_t workspace_size(const ts_context *ctx, int gemm_type, size_t M, siz
     for (size_t i = 0; i < count; ++i) {
         ts_path copy, sized;
         const ts_path *path;
-        /* every path with the blocks of every core it may run on (ts_sized_path_at) */
+        ts_blocks_seen seen;
+        seen.count = 0;
+        /* every path with the blocks of every core it may run on (ts_sized_path_at), each
+         * distinct set of blocks once */
         for (size_t s = 0; (path = ts_sized_path_at(ctx, &paths[i], s, &sized)) != NULL; ++s) {
+            if (ts_blocks_seen_before(&seen, path))
+                continue;
             path = pack_b ? unpacked_path(path, M, N, &copy)
                           : prepacked_path(path, ts_context_pack_layouts(ctx), M, N, &copy);
             if (call_bytes(ctx, path, M, N, K, ts_gemm_stage_of_type(gemm_type, path), pack_b,
