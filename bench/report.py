@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gen.cores import CORES, MEMORY
 from gen.gemv import compute_bound
-from gen import qdyn4, qdyn4_dot, qdyn4_rl
+from gen import qdyn4, qdyn4_dot, qdyn4_rl, qdyn8_dot
 from gen.isa import INSTRUCTIONS, TYPE_BYTES
 from gen.qdyn4 import SIGNATURES as QDYN_SIGNATURES
 
@@ -151,11 +151,14 @@ def decode_metrics(profile: dict, cpu: str) -> dict | None:
 def qdyn_decode_bound(symbol: str, key: str, core, K: int) -> tuple | None:
     """(weight bytes per weight, compute bound) of a qdyn kernel (gen/qdyn4*.py) by its symbol,
     from its own scheme's instruction mix: int8 (`_s8s8f32_`, gen.qdyn4 weights "s8": per 16
-    bytes a load and an smmla, the epilogue once per K), int4 per channel (`_pc`,
+    bytes a load and an smmla, the epilogue once per K; sdot: gen.qdyn8_dot, a load and an
+    sdot), int4 per channel (`_pc`,
     gen.qdyn4_rl: a load, an and, two MACs per 16 bytes), int4 scale blocks at bl = 32 (smmla:
     gen.qdyn4, sdot / Armv8.0: gen.qdyn4_dot; per 16 bytes a load, shl, and, the MACs, per
     column and block the correction and three fp32 steps); None: not a qdyn kernel."""
     if f"_{QDYN_SIGNATURES['s8']}_" in symbol:
+        if key not in qdyn4.QDYN4_INSTRUCTIONS:      # sdot: over the raw panels (gen.qdyn8_dot)
+            return 1, qdyn8_dot.compute_bound(core)
         return 1, qdyn4.compute_bound(core, "s8", K, key)
     if f"_{QDYN_SIGNATURES['s4']}_" not in symbol:
         return None
@@ -606,7 +609,8 @@ def render_markdown(report, charts: dict) -> str:
               "bytes a load, shl, and, the MACs and per column and block the correction and "
               "three fp32 steps, `gen/qdyn4.py` / `gen/qdyn4_dot.py` compute_bound; "
               "the qdyn int8 kernels (`_s8s8f32_`) 1, per 16 bytes a load and an smmla, "
-              "`gen/qdyn4.py` compute_bound; "
+              "`gen/qdyn4.py` compute_bound (sdot: a load and an sdot, `gen/qdyn8_dot.py` "
+              "compute_bound); "
               "int8 1, the Armv8.0 int8 path's int16 2) ÷ modeled cycles, and in brackets % of "
               "the compute bound from the instruction mix (`gen/gemv.py` compute_bound: one MAC "
               "per 16-byte B register at the core's MAC rate, B loaded by 4-register ld1, the "

@@ -246,10 +246,12 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
     # kernel, int4 and int8 weights; their own manifest list (another contract: scale blocks,
     # the qdyn argument block).
     built = {i.name for i in kernels_for(arch, cpu)}
+    main_hp = {e["instruction"]: int(e["hp"]) for e in entries if e["role"] == "main"}
     # Per instruction of the qdyn chain: scale blocks, prefill and decode (gen.qdyn4: smmla;
     # gen.qdyn4_dot: sdot, smlal (no decode kernel)), then per channel
     # (gen.qdyn4_rl: smmla, sdot, smlal), prefill and decode, then int8 weights (gen.qdyn4
-    # weights="s8": smmla), prefill and decode.
+    # weights="s8": smmla), prefill and decode; sdot: the int8 decode kernel over the raw
+    # kernel's panels (gen.qdyn8_dot).
     qdyn = [k for name in qdyn4_rl.QDYN4_RL_INSTRUCTIONS if name in built
             for k in ([qdyn4.emit(qdyn4.solve(name, cpu, decode=decode), prefix, inst, env)
                        for decode in (False, True)]
@@ -260,7 +262,11 @@ def generate(arch: str, prefix: str = "ts_", inst: str = "auto", cpu: str = "gen
                for decode in (False, True)]
             + ([qdyn4.emit(qdyn4.solve(name, cpu, "s8", decode), prefix, inst, env)
                 for decode in (False, True)]
-               if name in qdyn4.QDYN4_INSTRUCTIONS else [])]
+               if name in qdyn4.QDYN4_INSTRUCTIONS else [])
+            # int8 decode over the raw kernel's panels (gen.qdyn8_dot: sdot, kind 5)
+            + ([qdyn8_dot.emit_decode(qdyn8_dot.solve_decode(main_hp[name], cpu), prefix, inst,
+                                      env)]
+               if name in qdyn8_dot.QDYN8_DOT_INSTRUCTIONS and name in main_hp else [])]
     manifest = {"generator": manifest_entry(), "arch": arch, "prefix": prefix, "inst": inst,
                 "cpu": cpu, "kernels": entries}
     if qdyn:

@@ -64,7 +64,7 @@ WEIGHTS = tuple(SIGNATURES)
 LP = 16                 # k per k-step: one packed register feeds two 8-deep smmla
 QDYN4_MAX_BL = 65793    # 65793 * 255 * 8 * 16 <= 2^31 - 1 < 65794 * 255 * 8 * 16
                         # (int8 weights: 65793 * 255 * 128, the same products)
-# Argument block (x5), 64 bytes: m_rem / n_rem where every v2 kernel has them (the partial-tile
+# Argument block (x5), 80 bytes: m_rem / n_rem where every v2 kernel has them (the partial-tile
 # store of gen.epilogue reads them there).
 ARGS_FIELDS = (
     ("m_rem", 0, "size_t", "rows to store, 1..ep"),
@@ -79,6 +79,9 @@ ARGS_FIELDS = (
     ("b_stride", 48, "size_t", "decode, per-channel kernels: bytes between B panels"),
     ("clamp", 56, "size_t", "0: cmin = -Inf and cmax = +Inf (the clamp changes nothing: "
                             "skipped)"),
+    ("col_sums", 64, "const int32_t *", "raw-panel int8 decode kernel (gen/qdyn8_dot.py): hp "
+                                        "int32 sum_k qb, from its first column"),
+    ("col_scales", 72, "const float *", "... and hp fp32 wscale"),
 )
 OFF = {name: off for name, off, _, _ in ARGS_FIELDS}
 ROWS_REG, KPAIRS_REG, COUNT_REG = "x6", "x7", "x8"

@@ -94,21 +94,16 @@ def _kernels(kind: str, inst: str, cpu: str):
 
 def _raw_decode(inst: str, cpu: str):
     """The decode model of an int8 handle of the raw kernel's panels (gen/qdyn8_dot.py: the
-    raw small-M tile over the same panels, the C epilogue after it, not counted), or None."""
-    from .gemv import cycles_per_b_byte, instructions_per_step, vector_loads_per_step
-    from .naming import kernel_symbol
+    decode kernel over several of those panels per call, the fp32 epilogue inside; per k-step
+    of the inner loop, the once-per-call epilogue not counted), or None."""
     from .tile_policy import solve
-    main = solve(inst, cpu=cpu)
-    choice = qdyn8_dot.choose(inst, main.ep, main.hp, main.strategy, cpu=cpu)
-    if choice is None:
+    if inst not in qdyn8_dot.QDYN8_DOT_INSTRUCTIONS:
         return None
-    c = choice.candidate
-    step = c.hp * c.lp                       # weight bytes per k-step (int8)
-    loads = vector_loads_per_step(c)
-    counts = {"mac": c.regs_c, "loads": loads,
-              "alu": instructions_per_step(c, cpu) - c.regs_c - loads}
-    return DecodeModel(kernel_symbol(PREFIX, INSTRUCTIONS[inst], c.ep, c.hp, c.lp, cpu), step,
-                       counts, lambda core, c=c: cycles_per_b_byte(c, core) * step, c.lp, c.hp)
+    d = qdyn8_dot.solve_decode(solve(inst, cpu=cpu).hp, cpu)
+    return DecodeModel(qdyn8_dot.decode_symbol(PREFIX, d), d.b_step_bytes() * d.panels,
+                       qdyn8_dot.decode_counts(d.ep, d.pc, d.panels),
+                       lambda core, d=d: qdyn8_dot.decode_cycles(d.ep, d.pc, d.panels, core),
+                       qdyn8_dot.DECODE_LP, d.pc)
 
 
 TIE = 0.005              # rates within 0.5 % of each other: a tie
@@ -211,8 +206,8 @@ def qdyn_text(entries: list[dict]) -> list[str]:
         for p in e["paths"]:
             pre = p["prefill"] or "- (raw int8 kernel + C epilogue)"
             dec = p["decode"] or "-"
-            if p["decode"] and not p["prefill"]:      # gen/qdyn8_dot.py: a raw small-M tile
-                dec += " (raw, + C epilogue: not in the model)"
+            if p["decode"] and not p["prefill"]:      # gen/qdyn8_dot.py: over the raw panels
+                dec += " (over the raw kernel's panels)"
             out.append(f"    {p['instruction']:<6} prefill {pre:<36} decode {dec}")
         m = e["m1"]
         if m is None:

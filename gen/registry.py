@@ -563,7 +563,9 @@ def qdyn_kind(entry: dict) -> int:
     """Index of a qdyn kernel in ts_path.qdyn: int4 0 scale blocks, 1 per channel, 2 per
     channel for decode (M <= its ep per pass over B); int8 3 per channel; int4 4 scale blocks
     for decode (one row per pass, several of kind 0's panels per call); int8 5 per channel for
-    decode (one row pair per pass, several of kind 3's panels per call)."""
+    decode (one row pair per pass, several of kind 3's panels per call; on the dotprod path,
+    which has no kind 3, one row per pass over several of the raw kernel's panels:
+    gen.qdyn8_dot)."""
     if entry.get("weights") == "s8":
         return 5 if entry.get("decode") else 3
     if entry["blocked"]:

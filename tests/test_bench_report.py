@@ -255,4 +255,8 @@ def test_qdyn_decode_bound_is_each_schemes_own():
     _, pc = rep.qdyn_decode_bound("ts_gemm_s8s4f32_sdot_1x32x4_pc", "sdot", n2, 4096)
     assert pc == pytest.approx(qdyn4_rl.compute_bound(n2, instruction="sdot"))
     assert len({round(b, 6) for b in (block, dot, pc)}) == 3
+    # int8 on the dotprod path (gen/qdyn8_dot.py, over the raw panels), by hand on N2: per 16
+    # weight bytes one sdot (2 a cycle), one load (3 a cycle), 2 instructions (5 a cycle)
+    per, s8dot = rep.qdyn_decode_bound("ts_gemm_s8s8f32_sdot_1x60x4", "sdot", n2, 4096)
+    assert per == 1 and s8dot == pytest.approx(16 / 0.5)
     assert rep.qdyn_decode_bound("ts_gemm_s8s32_sdot_1x32x4", "sdot", n2, 4096) is None

@@ -43,8 +43,8 @@ def check_fused_kernels(stdout, folder):
     so the cases test them; otherwise the path's raw kernel (ts_gemm_kernel's qdyn= field,
     checked against dispatch by check_dispatch_lines). ts_gemm_qdyn_kernel names the kernel per
     handle and M: the decode kernel (int4 per channel, int4 scale blocks, int8) for M <= 4 where
-    the path has one, and on the dotprod path the raw kernel's small-M tile (gen/qdyn8_dot.py)
-    for int8 at M <= 4."""
+    the path has one (on the dotprod path int8's is gen/qdyn8_dot.py's, over the raw panels), and
+    else the raw kernel's small-M tile (gen/qdyn8_dot.py) for int8 at M <= 4."""
     import json
     from gen.registry import qdyn_kind
     manifest = json.loads((folder / "manifest.json").read_text())

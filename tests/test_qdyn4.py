@@ -307,6 +307,7 @@ def test_manifest_and_header_name_both_kernels(outputs):
         ("ts_gemm_s8s4f32_sdot_1x20x4", "sdot", True, True),
         ("ts_gemm_s8s4f32_sdot_8x8x4_pc", "sdot", False, False),
         ("ts_gemm_s8s4f32_sdot_1x32x4_pc", "sdot", False, True),
+        ("ts_gemm_s8s8f32_sdot_1x60x4", "sdot", False, True),     # gen/qdyn8_dot.py, kind 5
         ("ts_gemm_s8s4f32_sadalp_4x4x4", "smlal", True, False),
         ("ts_gemm_s8s4f32_sadalp_4x8x4_pc", "smlal", False, False),
         ("ts_gemm_s8s4f32_sadalp_1x8x4_pc", "smlal", False, True)]
@@ -314,13 +315,15 @@ def test_manifest_and_header_name_both_kernels(outputs):
     # the A k-step each kernel's int8 panel has (dispatch table ts_qdyn_kernel.lp)
     assert (q[5]["symbol"], q[5]["decode"], q[5]["weights"]) == (
         "ts_gemm_s8s8f32_smmla_2x16x16", True, "s8")
-    assert [k["a_lp"] for k in q] == [8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4]
+    assert [k["a_lp"] for k in q] == [8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 4]
     assert [k["symbol"] for k in q[6:]] == [k["symbol"] for k in outputs("v82")[1]["qdyn_kernels"]]
     # the decode kernels read `panels` of their prefill kernel's panels (dispatch: qdyn kind 4)
     panels = {k["symbol"]: (k["panels"], k["hp"]) for k in q}
     assert panels["ts_gemm_s8s4f32_smmla_2x12x16"] == (3, 12)
     assert panels["ts_gemm_s8s4f32_sdot_1x20x4"] == (5, 20)
     assert panels["ts_gemm_s8s8f32_smmla_2x16x16"] == (2, 16)      # qdyn kind 5
+    assert panels["ts_gemm_s8s8f32_sdot_1x60x4"] == (5, 60)        # kind 5 of the dotprod path
+    assert "#define TS_QDYN_KERNEL_SDOT_S8_DECODE ts_gemm_s8s8f32_sdot_1x60x4" in header
     assert "#define TS_QDYN_KERNEL_SMMLA_S8_DECODE ts_gemm_s8s8f32_smmla_2x16x16" in header
 
 

@@ -35,3 +35,68 @@ def test_no_tile_for_other_paths():
     for inst in ("smmla", "smlal"):
         main = solve(inst)
         assert qdyn8_dot.choose(inst, main.ep, main.hp, main.strategy) is None
+
+
+def test_decode_kernel_choice_by_hand():
+    """The fused decode kernel over the raw 8 x 12 panels (kind 5 on the dotprod path): one
+    row over 5 panels (60 columns). By hand per k-step of ep rows x P panels of 12 columns:
+    3P ep sdot, 3P + ep/4 loads (B per column quad, A 16 bytes per 4 k-steps), (1 + P + 2) / 4
+    pointer adds, subs and branch. Registers: 3P ep accumulators + ep A + 3P B <= 32, so one
+    row takes at most 5 panels (6: 37), a row pair 3 (4: 38)."""
+    assert qdyn8_dot.decode_registers(1, 15) == 31 and qdyn8_dot.decode_registers(1, 18) == 37
+    assert qdyn8_dot.decode_registers(2, 9) == 29 and qdyn8_dot.decode_registers(2, 12) == 38
+    plan = qdyn8_dot.solve_decode(12)
+    assert (plan.ep, plan.panels, plan.hp, plan.pc) == (1, 5, 60, 12)
+    # 1 x 5 panels: 15 sdot, 15.25 loads, 2 others = 32.25 instructions per 240 weight bytes;
+    # N2 (sdot 2/cycle, chain 3): 7.5 cycles -> 32; V1 (sdot 4/cycle, 3 loads/cycle): 5.083 ->
+    # 47.2; A510 (3-wide issue): 10.75 -> 22.3; A55 (2-wide issue): 16.125 -> 14.9. The worst
+    # core (A55) ranks it: 1 x 4 panels there 192 / 13 = 14.77 < 14.88
+    ranked = qdyn8_dot.decode_candidates(12)
+    assert ranked[0][:2] == (1, 5) and ranked[0][2] == pytest.approx(240 / 16.125)
+    assert ranked[1][:2] == (1, 4) and ranked[1][2] == pytest.approx(192 / 13)
+    from gen.cores import cores_for
+    want = {"neoverse-n2": 32, "neoverse-v1": 240 / (15.25 / 3), "cortex-a510": 240 / 10.75,
+            "cortex-a55": 240 / 16.125}
+    for core in cores_for("generic"):
+        if core.name in want:
+            assert 240 / qdyn8_dot.decode_cycles(1, 12, 5, core) == pytest.approx(want[core.name])
+
+
+def test_decode_kernel_reads_each_panel_k_step_and_lane_once():
+    """The emitted inner loop (as scheduled) and single k-step: every accumulator (column quad
+    q of panel p) gets one sdot per k-step s of the iteration, with the B register last loaded
+    from panel p's stream at 48 s + 16 (q % 3) (the raw panel's k-step, column quad) and A's
+    lane s (the row's k-step s); the prologue chains the streams by b_stride."""
+    import re
+    from gen.emit import environment
+    plan = qdyn8_dot.solve_decode(12)
+    streams = qdyn8_dot.decode_pointers(plan)
+    assert streams == ["x1", "x9", "x10", "x11", "x12"]
+    for steps in (qdyn8_dot.DECODE_UNROLL, 1):
+        from gen.qdyn4 import scheduled
+        body = scheduled(qdyn8_dot.decode_steps(plan, steps), "generic")
+        loaded, seen = {}, []
+        for insn in body:
+            m = re.match(r"ldr q(\d+), \[(x\d+), #(\d+)\]", insn.text)
+            if m:
+                loaded[int(m[1])] = (m[2], int(m[3]))
+            m = re.match(r"sdot v(\d+)\.4s, v(\d+)\.16b, v0\.4b\[(\d)\]", insn.text)
+            if m:
+                q = plan.acc_regs.index(int(m[1]))
+                ptr, off = loaded[int(m[2])]
+                lane = int(m[3])
+                assert ptr == streams[q // 3]
+                s = lane if steps > 1 else 0
+                assert off == 48 * s + 16 * (q % 3), insn.text
+                seen.append((q, s))
+        assert sorted(seen) == [(q, s) for q in range(15) for s in range(steps)]
+        adds = [i.text for i in body if i.text.startswith("add ")]
+        assert sorted(adds) == sorted([f"add x0, x0, #{4 * steps}"]
+                                      + [f"add {p}, {p}, #{48 * steps}" for p in streams])
+    pro = [i.text for i in qdyn8_dot.decode_prologue(plan)]
+    assert [t for t in pro if t.startswith("add x")] == [
+        "add x9, x1, x16", "add x10, x9, x16", "add x11, x10, x16", "add x12, x11, x16"]
+    kernel = qdyn8_dot.emit_decode(plan, "ts_", "auto", environment())
+    assert kernel.manifest["weights"] == "s8" and kernel.manifest["decode"]
+    from gen.registry import qdyn_kind
+    assert qdyn_kind(kernel.manifest) == 5

@@ -423,21 +423,20 @@ def test_cli_qdyn_verdict_follows_from_the_numbers(capsys):
     assert set(qdyn) == {"int4 per channel", "int4 scale blocks", "int8 per channel"}
     paths = {p["instruction"]: p for p in qdyn["int8 per channel"]["paths"]}
     assert paths["smmla"]["decode"] == "ts_gemm_s8s8f32_smmla_2x16x16"
-    # the dotprod path: the raw 8x12 kernel + C epilogue, at M <= 4 the raw 2x12 tile over the
-    # same panels (gen/qdyn8_dot.py); by hand, Neoverse N2: per k-step of 48 weight bytes 6 sdot
-    # at 2 per cycle, and each accumulator's chain of one sdot of latency 3: 3 cycles
+    # the dotprod path: the raw 8x12 kernel + C epilogue, at M <= 4 the decode kernel over 5 of
+    # the same panels, the epilogue inside (gen/qdyn8_dot.py); by hand, Neoverse N2: per k-step
+    # of 240 weight bytes 15 sdot at 2 per cycle (each accumulator's chain: 3): 7.5 cycles
     assert paths["sdot"]["prefill"] is None
-    assert paths["sdot"]["decode"] == "ts_gemm_s8s32_sdot_2x12x4"
+    assert paths["sdot"]["decode"] == "ts_gemm_s8s8f32_sdot_1x60x4"
     int8 = qdyn["int8 per channel"]["m1"]
-    assert int8["weight_bytes_per_cycle"]["sdot"]["neoverse-n2"] == pytest.approx(48 / 3)
-    assert int8["verdict"].startswith("smmla wins on every core")
+    assert int8["weight_bytes_per_cycle"]["sdot"]["neoverse-n2"] == pytest.approx(240 / 7.5)
     blocks = qdyn["int4 scale blocks"]["m1"]
     # by hand, Neoverse N2 (two vector pipes), bl = 32: smmla 2x12 per block 24 smmla, 24
     # unpack, 24 epilogue operations for 192 weight bytes; sdot 1x20 40 sdot, 40 unpack, 20
     # epilogue for 320
     assert blocks["weight_bytes_per_cycle"]["smmla"]["neoverse-n2"] == pytest.approx(192 / 36, abs=0.01)
     assert blocks["weight_bytes_per_cycle"]["sdot"]["neoverse-n2"] == pytest.approx(320 / 50, abs=0.01)
-    for kind in ("int4 per channel", "int4 scale blocks"):
+    for kind in ("int4 per channel", "int4 scale blocks", "int8 per channel"):
         m1 = qdyn[kind]["m1"]
         faster, slower = _sdot_faster(m1)
         text = m1["verdict"]

@@ -104,6 +104,9 @@ typedef struct ts_qdyn_args {
     size_t b_stride;              /* 48: decode, per-channel kernels: bytes between B panels */
     size_t clamp;                 /* 56: 0: cmin = -Inf and cmax = +Inf (the clamp changes
                                            nothing: skipped) */
+    const int32_t *col_sums;      /* 64: raw-panel int8 decode kernel (gen/qdyn8_dot.py): hp
+                                           int32 sum_k qb, from its first column */
+    const float *col_scales;      /* 72: ... and hp fp32 wscale */
 } ts_qdyn_args;
 typedef void (*ts_qdyn_kernel_fn)(const void *a_packed, const void *b_packed, size_t blocks,
                                   float *c, size_t ldc_bytes, const ts_qdyn_args *args);
@@ -171,7 +174,9 @@ typedef struct {
                                   int4 [4] scale blocks for M <= 4, one row per pass over
                                   `panels` of [0]'s panels (gen/qdyn4_dot.py decode);
                                   int8 [5] per channel for M <= 4, one row pair per pass
-                                  over `panels` of [3]'s panels (gen/qdyn4.py decode);
+                                  over `panels` of [3]'s panels (gen/qdyn4.py decode), or
+                                  where [3] is NULL (sdot) ep rows per pass over `panels` of
+                                  the raw kernel's panels (gen/qdyn8_dot.py: raw int8 handles);
                                   kernel NULL: none */
     int core_class;            /* ts_core_class it is tuned for (TS_CORE_GENERIC: any core) */
     /* SME paths (gen/sme_pack.py): NULL, or the streaming-mode packer of A panels (rows x

@@ -19,13 +19,16 @@
  * the kernels' bound, 65793 k) the weights are packed (int4 widened to
  * int8) into the panels of the raw int8 kernel of the path (smmla -> sdot -> smlal) with the
  * per-block weight sums and scales beside them, the raw kernel (for M <= 4 on the dotprod
- * path: its small-M tile over the same panels, raw_run_path, gen/qdyn8_dot.py) computes
+ * path: its small-M tile over the same panels, raw_run_path) computes
  * sum qa*qb per block into an int32 tile, and the C epilogue below (dequant_block) subtracts zp[m] * sum qb
  * (modulo 2^32: exact whenever the true block sum fits, which the K bounds guarantee), scales
  * and accumulates the blocks in fp32, then adds the bias and clamps. The integer part is exact and both fp32 parts run the
  * same IEEE operations in the same order (the kernels' s starts at -0.0, or is u_0 itself for
  * one block, and a missing bias is -0.0: x + -0.0 == x for every x), hence the bit-identical
- * results.
+ * results. On the dotprod path int8 per channel at M <= 4 runs, for whole groups of whole
+ * panels, a decode kernel over several of those raw panels per call with the same epilogue
+ * inside (raw_decode, gen/qdyn8_dot.py: the column sums and scales through its argument
+ * block), the rest of the panels the small-M tile and dequant_block.
  * Threads (the context's tasks) split the row strips and panels (for the fused kernels: panel
  * groups, one kernel call each) of the same calls, so the bits do not depend on the grid.
  * Plain C99. */
@@ -826,6 +829,22 @@ static strip_rows strip_panel(const qdyn_call *c, const ts_path *view, size_t m0
     return out;
 }
 
+/* The row data of a qdyn kernel's argument block (args->rows, 24 ep bytes) for a strip of
+ * `rows` <= ep rows: per row pair fp32x4 scales, then int32x4 -zp, each (r0 r0 r1 r1), then
+ * (rl kernels) int32x4 -8 sum_k qa; zeros for the rows past `rows`. */
+static void row_data_fill(size_t ep, size_t rows, strip_rows q, int rl, void *row_data)
+{
+    float *rs = (float *)row_data;
+    int32_t *rz = (int32_t *)(rs + 2 * ep), *rt = rz + 2 * ep;
+    for (size_t i = 0; i < 2 * ep; ++i) {          /* (r0 r0 r1 r1) per row pair */
+        size_t r = i / 4 * 2 + (i % 4) / 2;
+        rs[i] = r < rows ? q.scale[r] : 0.0f;
+        rz[i] = r < rows ? -q.zp[r] : 0;
+        if (rl)                                     /* -8 sum_k qa: the low nibbles' + 8 */
+            rt[i] = r < rows ? -8 * q.sum[r] : 0;   /* |sum| <= 128 K: fits for K <= 2^21 */
+    }
+}
+
 /* One ep-row strip of a kernel with the fp32 epilogue inside (b->qdyn: int4 or int8 weights):
  * the strip's rows (in a_panel: the kernel's int8 A layout, zero past K up to its k-steps) ->
  * the row data of the kernel's argument block, then one kernel call per panel of hp columns
@@ -839,16 +858,7 @@ static TS_NOINLINE void fused_strip(const ts_packed_b *b, const ts_qdyn_kernel *
                                          size_t p_begin, size_t p_end)
 {
     const size_t ep = kern->ep, hp = kern->hp;
-    const int rl = is_rl(b->path, kern);
-    float *rs = (float *)row_data;
-    int32_t *rz = (int32_t *)(rs + 2 * ep), *rt = rz + 2 * ep;
-    for (size_t i = 0; i < 2 * ep; ++i) {          /* (r0 r0 r1 r1) per row pair */
-        size_t r = i / 4 * 2 + (i % 4) / 2;
-        rs[i] = r < rows ? q.scale[r] : 0.0f;
-        rz[i] = r < rows ? -q.zp[r] : 0;
-        if (rl)                                     /* -8 sum_k qa: the low nibbles' + 8 */
-            rt[i] = r < rows ? -8 * q.sum[r] : 0;   /* |sum| <= 128 K: fits for K <= 2^21 */
-    }
+    row_data_fill(ep, rows, q, is_rl(b->path, kern), row_data);
     ts_qdyn_args args;
     args.m_rem = rows;
     args.kpairs = b->qdyn_kpairs;
@@ -921,14 +931,18 @@ static int fused_task_bytes(const ts_packed_b *b, const ts_qdyn_kernel *kern, si
            || ts_size_add(*out, rows, out) || ts_size_round_up(*out, 16, out);
 }
 
+static size_t raw_decode_bytes(const ts_path *path);
+
 /* Scratch of one task for path and K: the packed A panel, the int32 and fp32 tiles, the
- * strip's row buffer. 0, or -1 on size_t overflow. */
+ * strip's row buffer, the raw decode kernel's row data and -0.0f bias (raw_decode_bytes).
+ * 0, or -1 on size_t overflow. */
 static int task_bytes(const ts_path *path, size_t K, size_t *a_panel, size_t *out)
 {
     size_t rows;
     return ts_panel_bytes(path, path->ep, K, a_panel) || ts_size_round_up(*a_panel, 16, a_panel)
            || strip_buf_bytes(path->ep, K, &rows) || ts_size_add(*a_panel, rows, out)
            || ts_size_add(*out, path->ep * path->hp * 8, out)
+           || ts_size_add(*out, raw_decode_bytes(path), out)
            || ts_size_round_up(*out, 16, out);
 }
 
@@ -983,6 +997,70 @@ static void fused_task(const qdyn_call *c, size_t t)
     }
 }
 
+/* The int8 decode kernel with the fp32 epilogue inside over a raw-panel handle (b->qdyn NULL;
+ * gen/qdyn8_dot.py: the dotprod path's qdyn[5], where the path has no fused int8 kernel [3]):
+ * M <= 4 rows in passes of its ep, `panels` of the raw kernel's panels per call (the handle's
+ * panels as they are: its hp is panels x the path's, the same lp), its column sums and scales
+ * read from the handle's per-channel arrays (one block: b->blk_sums, b->wscales), for N of at
+ * least one call's columns. NULL: the raw kernel and the C epilogue run the call. */
+static const ts_qdyn_kernel *raw_decode_kernel(const ts_packed_b *b, size_t M)
+{
+    const ts_path *path = b->path;
+    const ts_qdyn_kernel *k = path->qdyn != NULL && path->qdyn[3].kernel == NULL
+                              ? &path->qdyn[5] : NULL;
+    if (k == NULL || k->kernel == NULL || b->qdyn != NULL || M > 4 || b->blocks != 1
+        || b->scale_last || k->lp != path->lp || k->hp != k->panels * path->hp
+        || b->N < k->hp || b->K > k->max_bl)
+        return NULL;
+    return k;
+}
+
+/* Scratch of the raw decode kernel's calls beside a raw task's (task_bytes): the row data
+ * (24 ep bytes, rounded to 16) and hp fp32 -0.0f (the bias of a call without one). */
+static size_t raw_decode_bytes(const ts_path *path)
+{
+    const ts_qdyn_kernel *k = path->qdyn != NULL && path->qdyn[3].kernel == NULL
+                              ? &path->qdyn[5] : NULL;
+    return k != NULL && k->kernel != NULL ? (24 * k->ep + 15) / 16 * 16 + 4 * k->hp : 0;
+}
+
+/* Rows [m_begin, m_end) x the whole call groups of panels [p_begin, p_end) (their columns all
+ * below N) of a raw-panel handle through its decode kernel k (raw_decode_kernel): per strip of
+ * k->ep rows the A panel (k-steps of the path's lp), the row data, then one call per group. */
+static void raw_decode(const qdyn_call *c, const ts_qdyn_kernel *k, size_t m_begin,
+                       size_t m_end, size_t p_begin, size_t p_end, unsigned char *a_panel,
+                       void *row_data, float *neg_zero, void *buf)
+{
+    const ts_packed_b *b = c->b;
+    const size_t hp = b->path->hp;
+    ts_path view = *b->path;            /* the kernel's A panel: k->ep rows, the path's lp */
+    view.ep = k->ep;
+    for (size_t n = 0; n < k->hp; ++n)  /* -0.0f: x + -0.0f == x for every x */
+        neg_zero[n] = -0.0f;
+    ts_qdyn_args args;
+    args.n_rem = k->hp;
+    args.kpairs = 0;
+    args.rows = row_data;
+    args.cmin = c->cmin;
+    args.cmax = c->cmax;
+    args.b_stride = b->panel_bytes;
+    args.clamp = !(c->cmin == -INFINITY && c->cmax == INFINITY);
+    for (size_t m0 = m_begin; m0 < m_end; m0 += k->ep) {
+        const size_t rows = m_end - m0 < k->ep ? m_end - m0 : k->ep;
+        strip_rows q = strip_panel(c, &view, m0, rows, b->ksteps, a_panel, buf);
+        row_data_fill(k->ep, rows, q, 0, row_data);
+        args.m_rem = rows;
+        for (size_t p = p_begin; p < p_end; p += k->panels) {
+            const size_t n0 = p * hp;
+            args.bias = c->bias != NULL ? c->bias + n0 : neg_zero;
+            args.col_sums = b->blk_sums + n0;
+            args.col_scales = b->wscales + n0;
+            k->kernel(a_panel, (const unsigned char *)b->data + p * b->panel_bytes, b->ksteps,
+                      c->C + m0 * c->ldc + n0, c->ldc * sizeof(float), &args);
+        }
+    }
+}
+
 /* The raw int8 kernel that runs M rows of a handle of the raw kernel's panels (b->qdyn NULL):
  * the path's small-M tile (path->gemv: on the dotprod path gen/qdyn8_dot.py's, ep rows per
  * pass) for M <= its max_m when it reads the path's panels as they are (the same hp and lp),
@@ -1021,8 +1099,21 @@ static void qdyn_task(void *arg, size_t t)
     const float cmin = c->cmin, cmax = c->cmax;
     size_t m_begin, m_end, p0, p1;
     task_part(c, t, ep, b->panels, &m_begin, &m_end, &p0, &p1);
+    const ts_qdyn_kernel *dk = raw_decode_kernel(b, c->M);
+    if (dk != NULL) {
+        /* the task's whole groups of whole panels through the decode kernel (the fp32
+         * epilogue inside, the same bits), the rest below */
+        const size_t whole = b->N / hp, end = p1 < whole ? p1 : whole;
+        const size_t pk = end > p0 ? p0 + (end - p0) / dk->panels * dk->panels : p0;
+        size_t rows_bytes = 0;
+        strip_buf_bytes(ep, K, &rows_bytes);        /* fits: task_bytes counted it */
+        void *row_data = ts_region(buf, rows_bytes);
+        raw_decode(c, dk, m_begin, m_end, p0, pk, a_panel, row_data,
+                   ts_region(row_data, (24 * dk->ep + 15) / 16 * 16), buf);
+        p0 = pk;
+    }
 
-    for (size_t m0 = m_begin; m0 < m_end; m0 += ep) {
+    for (size_t m0 = m_begin; m0 < m_end && p0 < p1; m0 += ep) {
         size_t rows = c->M - m0 < ep ? c->M - m0 : ep;
         strip_rows q = strip_panel(c, path, m0, rows, (K + path->lp - 1) / path->lp, a_panel,
                                    buf);
@@ -1250,7 +1341,10 @@ const char *ts_gemm_qdyn_kernel(const ts_context *ctx, const ts_packed_b *B, siz
         || B->path->gemm_type != TS_GEMM_QDYN || !ts_same_b_layout(B->path, qdyn_path(ctx))
         || M == 0)
         return NULL;
-    return B->qdyn != NULL ? fused_kernel(B, M)->symbol : raw_run_path(B->path, M).symbol;
+    if (B->qdyn != NULL)
+        return fused_kernel(B, M)->symbol;
+    const ts_qdyn_kernel *decode = raw_decode_kernel(B, M);
+    return decode != NULL ? decode->symbol : raw_run_path(B->path, M).symbol;
 }
 
 int ts_gemm_qdyn_f32(const ts_context *ctx, size_t M, const float *A, size_t lda,

@@ -799,6 +799,7 @@ int main(int argc, char **argv)
         run_qdyn(8, 0, 0, 19, 45, 70);     /* several strips and panels, odd N */
         run_qdyn(8, 0, 1, 1, 77, 64);      /* decode: N split */
         run_qdyn(8, 0, 0, 3, 53, 1000);    /* int8 decode kernel (i8mm): passes, groups split */
+        run_qdyn(8, 0, 1, 4, 250, 130);    /* ... (dotprod: 5 raw panels a call), groups split */
         run_qdyn(4, 0, 0, 3, 50, 33);      /* int4 per channel, odd K */
         run_qdyn(4, 32, 1, 17, 29, 96);    /* int4 per block of 32 */
         run_qdyn(4, 64, 0, 3, 61, 256);    /* its decode kernel (M <= 4): panel groups split */

@@ -694,7 +694,9 @@ static const char *fused_kernel_of(int bits, size_t bl, size_t M)
     static unsigned char B[64 * 64];
     static const float ws[64 * 2] = { 1.0f };
     ts_packed_b *pb = NULL;
-    int rc = bits == 8 ? ts_pack_b_qs8(8, 64, (const int8_t *)B, 64, ws, &pb)
+    /* qs8: 64 columns, at least one call of the dotprod path's decode kernel over the raw
+     * panels (it runs N of at least its hp) */
+    int rc = bits == 8 ? ts_pack_b_qs8(64, 64, (const int8_t *)B, 64, ws, &pb)
                        : ts_pack_b_qs4(8, 64, B, 32, ws, bl, &pb);
     if (rc != TS_OK)
         return "error";
@@ -784,6 +786,17 @@ int main(int argc, char **argv)
         run_case(8, 0, 2, 25, 4095, 1, 2); ++cases;
         run_case(8, 0, 4, 13, 4096, 0, 1); ++cases;
         run_case(8, 0, 1, 127, 3000, 1, 1); ++cases;
+        /* ... and its int8 decode kernel with the fp32 epilogue inside (gen/qdyn8_dot.py:
+         * several raw panels per call, whole groups of whole panels; the rest through the raw
+         * tile): one group and a partial panel (K 4096: k-steps in whole iterations), K odd in
+         * the thousands, one iteration and no single k-step (K 13), single k-steps after
+         * iterations (K 2050, 23), one k-step only (K 1), groups only (N 240), M 1..4 */
+        run_case(8, 0, 1, 61, 4096, 1, 1); ++cases;
+        run_case(8, 0, 2, 131, 4095, 0, 0); ++cases;
+        run_case(8, 0, 3, 125, 13, 1, 2); ++cases;
+        run_case(8, 0, 4, 240, 2050, 1, 1); ++cases;
+        run_case(8, 0, 1, 60, 1, 0, 1); ++cases;
+        run_case(8, 0, 4, 187, 23, 0, 0); ++cases;
         test_quant_pack();
         test_quant_preclamp();
         test_quant_rounding_modes();
