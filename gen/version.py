@@ -21,7 +21,7 @@ _DEFINE = re.compile(r'^#define TS_VERSION "([0-9]+\.[0-9]+\.[0-9]+)"', re.M)
 
 
 def version() -> str:
-    """TS_VERSION of the public header, e.g. "0.13.0"."""
+    """TS_VERSION of the public header, e.g. "0.14.0"."""
     found = _DEFINE.search(HEADER.read_text())
     if not found:
         raise RuntimeError(f'{HEADER}: no #define TS_VERSION "x.y.z"')

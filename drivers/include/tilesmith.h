@@ -33,7 +33,7 @@ extern "C" {
 
 /* Version of the generator and C library that made this folder (also in manifest.json, with a
  * digest of the sources). Bumped when the C API, the kernel contract or a packed layout changes. */
-#define TS_VERSION "0.13.0"
+#define TS_VERSION "0.14.0"
 
 #define TS_OK      0
 #define TS_EINVAL (-1)   /* bad argument: nothing written */
