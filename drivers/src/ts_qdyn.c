@@ -933,6 +933,21 @@ static int fused_task_bytes(const ts_packed_b *b, const ts_qdyn_kernel *kern, si
 
 static size_t raw_decode_bytes(const ts_path *path);
 
+/* The raw-panel int8 decode kernel of path (qdyn[5] where the path has no fused int8 kernel
+ * [3]: gen/qdyn8_dot.py), NULL when it has none. */
+static const ts_qdyn_kernel *path_raw_decode(const ts_path *path)
+{
+    const ts_qdyn_kernel *k = path->qdyn != NULL && path->qdyn[3].kernel == NULL
+                              ? &path->qdyn[5] : NULL;
+    return k != NULL && k->kernel != NULL ? k : NULL;
+}
+
+/* Bytes of that kernel's row data (24 ep, rounded to 16). */
+static size_t raw_row_data_bytes(const ts_qdyn_kernel *k)
+{
+    return (24 * k->ep + 15) / 16 * 16;
+}
+
 /* Scratch of one task for path and K: the packed A panel, the int32 and fp32 tiles, the
  * strip's row buffer, the raw decode kernel's row data and -0.0f bias (raw_decode_bytes).
  * 0, or -1 on size_t overflow. */
@@ -1006,9 +1021,8 @@ static void fused_task(const qdyn_call *c, size_t t)
 static const ts_qdyn_kernel *raw_decode_kernel(const ts_packed_b *b, size_t M)
 {
     const ts_path *path = b->path;
-    const ts_qdyn_kernel *k = path->qdyn != NULL && path->qdyn[3].kernel == NULL
-                              ? &path->qdyn[5] : NULL;
-    if (k == NULL || k->kernel == NULL || b->qdyn != NULL || M > 4 || b->blocks != 1
+    const ts_qdyn_kernel *k = path_raw_decode(path);
+    if (k == NULL || b->qdyn != NULL || M > 4 || b->blocks != 1
         || b->scale_last || k->lp != path->lp || k->hp != k->panels * path->hp
         || b->N < k->hp || b->K > k->max_bl)
         return NULL;
@@ -1019,9 +1033,8 @@ static const ts_qdyn_kernel *raw_decode_kernel(const ts_packed_b *b, size_t M)
  * (24 ep bytes, rounded to 16) and hp fp32 -0.0f (the bias of a call without one). */
 static size_t raw_decode_bytes(const ts_path *path)
 {
-    const ts_qdyn_kernel *k = path->qdyn != NULL && path->qdyn[3].kernel == NULL
-                              ? &path->qdyn[5] : NULL;
-    return k != NULL && k->kernel != NULL ? (24 * k->ep + 15) / 16 * 16 + 4 * k->hp : 0;
+    const ts_qdyn_kernel *k = path_raw_decode(path);
+    return k != NULL ? raw_row_data_bytes(k) + 4 * k->hp : 0;
 }
 
 /* Rows [m_begin, m_end) x the whole call groups of panels [p_begin, p_end) (their columns all
@@ -1109,7 +1122,7 @@ static void qdyn_task(void *arg, size_t t)
         strip_buf_bytes(ep, K, &rows_bytes);        /* fits: task_bytes counted it */
         void *row_data = ts_region(buf, rows_bytes);
         raw_decode(c, dk, m_begin, m_end, p0, pk, a_panel, row_data,
-                   ts_region(row_data, (24 * dk->ep + 15) / 16 * 16), buf);
+                   ts_region(row_data, raw_row_data_bytes(dk)), buf);
         p0 = pk;
     }
 
